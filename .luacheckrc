@@ -1,0 +1,5 @@
+std = "luajit"
+max_line_length = 110
+codes = true
+files["spec/"] = { std = "+busted" }
+exclude_files = { "build/", "bin/", "bench/http/vendor/", "spec/fixtures/broken.lua" }

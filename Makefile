@@ -1,0 +1,129 @@
+# zever: build, test, bench, lint, asan and fuzz.
+#
+#   make            deps + bin/zever
+#   make test       deps, build, luacheck, every spec; ends with "N passed, M failed"
+#   make asan       the same specs under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make bench      C micro-benchmarks (BENCH=Name for a subset)
+#   make fuzz       libFuzzer targets, FUZZ_TIME seconds each
+#   make install    PREFIX=/usr/local
+#
+# A C module is a folder host/<name>/ with a pure core and one binding l_<name>.c exporting
+# luaopen_zever_<name>; adding the folder is all it takes to build it and preload it as
+# zever.<name>. (A binding that a Lua module wraps is named l_<name>_core.c: zever.<name>_core.)
+
+CC       ?= cc
+PREFIX   ?= /usr/local
+BENCH    ?=
+FUZZ_TIME ?= 20
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CSTD     := -std=c99 -D_GNU_SOURCE
+LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
+CFLAGS   ?= -O2 -g
+ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) $(LUAJIT_CFLAGS) -Ihost -Ibuild
+LDLIBS   := -lluajit-5.1 -luv -lhttp_parser -lsqlite3 -lhiredis -lpthread -lm -ldl
+LDFLAGS  ?=
+# -Wl,-E exports the host's symbols so LuaJIT's FFI can call per-request C functions.
+ALL_LDFLAGS = -Wl,-E $(LDFLAGS)
+
+MODULES   := $(sort $(patsubst l_%.c,%,$(notdir $(wildcard host/*/l_*.c))))
+BIND_SRC  := $(sort $(wildcard host/*/l_*.c))
+CORE_SRC  := $(sort $(filter-out $(BIND_SRC),$(wildcard host/*/*.c)))
+HOST_SRC  := host/main.c $(CORE_SRC) $(BIND_SRC)
+HEADERS   := $(wildcard host/*.h host/*/*.h)
+
+OBJ       := $(HOST_SRC:host/%.c=build/obj/%.o)
+ASAN_OBJ  := $(HOST_SRC:host/%.c=build/asan/%.o)
+BENCH_SRC := $(sort $(wildcard bench/*_bench.c))
+BENCH_BIN := $(BENCH_SRC:bench/%.c=build/bench/%)
+FUZZ_SRC  := $(sort $(wildcard fuzz/*_fuzz.c))
+FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
+
+# Debian packages: build, run, test and benchmark needs. `make deps` installs what is missing.
+DEBS := build-essential pkg-config clang libclang-rt-14-dev \
+        libluajit-5.1-dev luajit lua-lpeg lua-cjson lua-yaml lua-busted lua-check \
+        libsqlite3-dev libhiredis-dev libuv1-dev libhttp-parser-dev \
+        redis-server curl wrk hyperfine python3
+
+.PHONY: all deps test asan bench fuzz lint install clean
+all: deps bin/zever
+
+deps:
+	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+	  | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  cmd="apt-get install -y --no-install-recommends $$(echo $$missing)"; \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "zever: missing Debian packages; run: sudo apt-get update && sudo $$cmd" >&2; exit 1; \
+	  fi; \
+	  echo "deps: installing $$(echo $$missing)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && $$cmd >/dev/null || exit 1; \
+	fi
+
+build/modules.h: Makefile $(BIND_SRC)
+	@mkdir -p build
+	@printf '%s\n' $(foreach m,$(MODULES),'ZV_MODULE($(m))') > $@.tmp && mv $@.tmp $@
+
+build/obj/%.o: host/%.c $(HEADERS) build/modules.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+bin/zever: $(OBJ)
+	@mkdir -p bin
+	$(CC) $(ALL_LDFLAGS) $(OBJ) $(LDLIBS) -o $@
+
+# --- tests --------------------------------------------------------------------------------
+LUA_DIRS := $(wildcard lua cmd dsl spec bench examples)
+lint: deps
+	@luacheck -q --no-color $(LUA_DIRS)
+
+test: all lint
+	@bin/zever test
+
+# --- sanitizers -----------------------------------------------------------------------------
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+build/asan/%.o: host/%.c $(HEADERS) build/modules.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c $< -o $@
+
+bin/zever-asan: $(ASAN_OBJ)
+	@mkdir -p bin
+	$(CC) $(ALL_LDFLAGS) $(SAN) $(ASAN_OBJ) $(LDLIBS) -o $@
+
+asan: deps bin/zever bin/zever-asan
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  bin/zever-asan test
+
+# --- benchmarks -----------------------------------------------------------------------------
+build/bench/%: bench/%.c bench/bench.h $(CORE_SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) -O2 -g -DZV_ALLOC_STATS -Ihost $< $(CORE_SRC) -luv -lpthread -lm -o $@
+
+bench: deps bin/zever $(BENCH_BIN)
+	@for b in $(BENCH_BIN); do BENCH='$(BENCH)' $$b || exit 1; done
+	@if [ -z '$(BENCH)' ] || echo Cli | grep -q '$(BENCH)'; then bash bench/cli_bench.sh; fi
+
+# --- fuzzing ------------------------------------------------------------------------------
+build/fuzz/%: fuzz/%.c $(CORE_SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	clang $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined -Ihost $< $(CORE_SRC) -luv -lpthread -lm -o $@
+
+fuzz: deps $(FUZZ_BIN)
+	@for f in $(FUZZ_BIN); do \
+	  name=$$(basename $$f); mkdir -p build/fuzz/corpus/$$name; \
+	  seeds=; [ -d fuzz/corpus/$$name ] && seeds=fuzz/corpus/$$name; \
+	  echo "fuzz: $$name for $(FUZZ_TIME)s"; \
+	  $$f -max_total_time=$(FUZZ_TIME) -print_final_stats=1 build/fuzz/corpus/$$name $$seeds \
+	    2>build/fuzz/$$name.log || { tail -50 build/fuzz/$$name.log; exit 1; }; \
+	  grep -E 'stat::number_of_executed_units' build/fuzz/$$name.log; \
+	done
+
+# --- install ------------------------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/zever
+	install -m 755 bin/zever $(DESTDIR)$(PREFIX)/bin/zever
+	cp -R lua cmd dsl $(DESTDIR)$(PREFIX)/share/zever/
+
+clean:
+	rm -rf build bin

@@ -1,0 +1,178 @@
+-- cmd/zever: the dispatcher. It finds the command file for argv[1], parses that command's flags
+-- and calls its run(args, flags). Commands live one per file in cmd/zever/<name>.lua, each a
+-- table {name, summary, usage, flags, run}; this file must not learn about any of them.
+--
+-- Exit codes: 0 ok, 1 runtime error, 2 usage error (unknown command or flag, bad flag value).
+
+local sys = require "zever.sys"
+local text = require "zever.text"
+
+local concat, sort = table.concat, table.sort
+local format = string.format
+
+local M = {}
+
+local function stderr(msg)
+  io.stderr:write(msg, "\n")
+end
+
+-- Names of every command: the files of cmd/zever/ but this one, sorted.
+function M.names()
+  local names = {}
+  for _, file in ipairs(sys.listdir(sys.home() .. "/cmd/zever") or {}) do
+    local name = file:match("^([%w_-]+)%.lua$")
+    if name and name ~= "init" then names[#names + 1] = name end
+  end
+  sort(names)
+  return names
+end
+
+-- The command table for name, or nil when no such file exists.
+function M.load(name)
+  if not name:match("^[%w_-]+$") then return nil end
+  local path = sys.home() .. "/cmd/zever/" .. name .. ".lua"
+  local f = io.open(path, "r")
+  if not f then return nil end
+  f:close()
+  local cmd = require("cmd.zever." .. name)
+  if type(cmd) ~= "table" or type(cmd.run) ~= "function" then
+    error(format("cmd/zever/%s.lua must return a table with a run function", name), 2)
+  end
+  return cmd
+end
+
+-- "Did you mean ...?" for word among candidates, or "" when nothing is close.
+function M.suggest(word, candidates)
+  local best = text.closest(word, candidates)
+  if not best then return "" end
+  return format(' Did you mean "%s"?', best)
+end
+
+local function flag_names(cmd)
+  local names = {}
+  for _, f in ipairs(cmd.flags or {}) do
+    names[#names + 1] = (#f.name == 1 and "-" or "--") .. f.name
+  end
+  names[#names + 1] = "--help"
+  return names
+end
+
+local function find_flag(cmd, name)
+  for _, f in ipairs(cmd.flags or {}) do
+    if f.name == name then return f end
+  end
+end
+
+local function convert(cmd, f, raw)
+  if f.type == "number" then
+    local n = tonumber(raw)
+    if not n then
+      return nil, format('flag "--%s" of "%s" wants a number, not "%s"', f.name, cmd.name, raw)
+    end
+    return n
+  elseif f.type == "list" then
+    local list = {}
+    for item in raw:gmatch("[^,]+") do list[#list + 1] = item end
+    return list
+  end
+  return raw
+end
+
+-- Splits argv (from position first) into positional args and flags by cmd.flags.
+-- Returns args, flags, or nil and a usage message.
+function M.parse(cmd, argv, first)
+  local args, flags = {}, {}
+  local i = first
+  while i <= #argv do
+    local a = argv[i]
+    if a == "--" then
+      for j = i + 1, #argv do args[#args + 1] = argv[j] end
+      break
+    elseif a:sub(1, 1) == "-" and #a > 1 and not (cmd.passthrough and #args > 0) then
+      local name, value = a:match("^%-%-?([^=]+)=(.*)$")
+      if not name then name = a:match("^%-%-?(.+)$") end
+      if name == "help" or a == "-h" then
+        flags.help = true
+      else
+        local f = find_flag(cmd, name)
+        local dashes = a:sub(2, 2) == "-" and 2 or 1
+        if not f or (dashes == 1) ~= (#name == 1) then
+          return nil, format('unknown flag "%s" for "%s".%s', a:match("^[^=]+"), cmd.name,
+            M.suggest(a:match("^[^=]+"), flag_names(cmd)))
+        end
+        if f.arg then
+          if not value then
+            i = i + 1
+            value = argv[i]
+            if value == nil then
+              return nil, format('flag "%s" of "%s" needs a value (%s)', a, cmd.name, f.arg)
+            end
+          end
+          local v, err = convert(cmd, f, value)
+          if v == nil then return nil, err end
+          flags[f.name] = v
+        elseif value then
+          return nil, format('flag "--%s" of "%s" takes no value', f.name, cmd.name)
+        else
+          flags[f.name] = true
+        end
+      end
+    else
+      args[#args + 1] = a
+    end
+    i = i + 1
+  end
+  return args, flags
+end
+
+-- The help text of one command.
+function M.command_help(cmd)
+  local lines = { format("%s\n\nUsage: %s", cmd.summary, cmd.usage or ("zever " .. cmd.name)) }
+  if cmd.help then lines[#lines + 1] = "\n" .. cmd.help end
+  if cmd.flags and #cmd.flags > 0 then
+    lines[#lines + 1] = "\nFlags:"
+    local width = 0
+    local left = {}
+    for i, f in ipairs(cmd.flags) do
+      left[i] = (#f.name == 1 and "-" or "--") .. f.name .. (f.arg and (" " .. f.arg) or "")
+      if #left[i] > width then width = #left[i] end
+    end
+    for i, f in ipairs(cmd.flags) do
+      lines[#lines + 1] = format("  %-" .. width .. "s  %s", left[i], f.summary or "")
+    end
+  end
+  return concat(lines, "\n")
+end
+
+-- Runs the command line argv (argv[1] is the command); returns the process exit code.
+function M.main(argv)
+  local name = argv[1]
+  if name == nil or name == "--help" or name == "-h" then
+    name = "help"
+  elseif name == "--version" or name == "-v" then
+    name = "version"
+  elseif name:sub(1, 1) == "-" then
+    stderr(format('zever: unknown flag "%s".%s Run "zever help" for usage.', name,
+      M.suggest(name, { "--help", "--version" })))
+    return 2
+  end
+  local cmd = M.load(name)
+  if not cmd then
+    stderr(format('zever: unknown command "%s".%s', name, M.suggest(name, M.names())))
+    return 2
+  end
+  local args, flags = M.parse(cmd, argv, 2)
+  if not args then
+    stderr("zever: " .. flags)
+    return 2
+  end
+  if flags.help then
+    print(M.command_help(cmd))
+    return 0
+  end
+  local code, msg = cmd.run(args, flags)
+  if msg then stderr(format("zever %s: %s", cmd.name, msg)) end
+  return code or 0
+end
+
+return M

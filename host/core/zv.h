@@ -1,0 +1,71 @@
+/*
+ * zv.h: what every C module of zever shares: the error codes and the allocator.
+ *
+ * It must stay free of Lua and libuv headers: cores include it, and cores are built into
+ * benchmarks and fuzz targets that link neither.
+ *
+ * Errors. Core functions return int: 0 on success, a negative ZV_E* code on failure, and put
+ * their results in out-parameters. The codes come from one X-macro table so that the enum,
+ * the names and the messages cannot drift apart (libuv's UV_ERRNO_MAP).
+ *
+ * Allocation. Every allocation a C module makes goes through zv_alloc / zv_realloc / zv_free.
+ * Production builds forward to malloc; the benchmark build (-DZV_ALLOC_STATS) counts calls and
+ * bytes so that "allocs/op" is a count, not a guess.
+ */
+#ifndef ZV_H
+#define ZV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ZV_ERRNO_MAP(X)                                       \
+  X(NOMEM, "out of memory")                                   \
+  X(INVAL, "invalid argument")                                \
+  X(RANGE, "value out of range")                              \
+  X(TOOLONG, "input too long")                                \
+  X(CONFLICT, "conflicting definition")                       \
+  X(NOTFOUND, "not found")                                    \
+  X(SYNTAX, "syntax error")                                   \
+  X(IO, "input/output error")
+
+enum zv__errno_index {
+  ZV__ERR_NONE = 0,
+#define ZV__X(name, msg) ZV__ERR_##name,
+  ZV_ERRNO_MAP(ZV__X)
+#undef ZV__X
+  ZV__ERR_MAX
+};
+
+enum zv_errno {
+  ZV_OK = 0,
+#define ZV__X(name, msg) ZV_E##name = -ZV__ERR_##name,
+  ZV_ERRNO_MAP(ZV__X)
+#undef ZV__X
+};
+
+/* The message of an error code ("out of memory"); "unknown error" for anything else. */
+const char *zv_strerror(int err);
+/* The name of an error code without the ZV_E prefix ("NOMEM"); "UNKNOWN" for anything else. */
+const char *zv_errname(int err);
+
+/*
+ * The allocator. zv_alloc(0) may return NULL or a unique pointer, as malloc does; callers
+ * check for NULL and turn it into ZV_ENOMEM. zv_free(NULL) does nothing.
+ */
+void *zv_alloc(size_t size);
+void *zv_realloc(void *ptr, size_t size);
+void zv_free(void *ptr);
+
+#ifdef ZV_ALLOC_STATS
+/* Counters of the benchmark build: calls to zv_alloc/zv_realloc, and bytes asked for. */
+typedef struct {
+  uint64_t allocs;
+  uint64_t bytes;
+} zv_alloc_stats_t;
+void zv_alloc_stats(zv_alloc_stats_t *out);
+#endif
+
+#define ZV_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define ZV_CONTAINER_OF(ptr, type, field) ((type *)((char *)(ptr) - offsetof(type, field)))
+
+#endif

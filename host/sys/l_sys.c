@@ -1,0 +1,107 @@
+/*
+ * l_sys.c: the zever.sys binding: facts about the host process for the CLI and the runtime.
+ *
+ *   sys.version            -> "0.1.0"
+ *   sys.home()             -> the folder of the Lua tree (see zv_sys_home)
+ *   sys.exe()              -> absolute path of the running binary
+ *   sys.now()              -> monotonic seconds (a number with nanosecond resolution)
+ *   sys.listdir(path)      -> sorted array of entry names without "." and ".." | nil, message
+ *   sys.isdir(path)        -> boolean
+ *   sys.isatty(fd)         -> boolean
+ *   sys.getpid()           -> integer
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "../core/zv.h"
+#include "sys.h"
+
+static int l_home(lua_State *L) {
+  char buf[4096];
+  int rc = zv_sys_home(buf, sizeof buf);
+  if (rc) return luaL_error(L, "cannot find the zever home: %s", zv_strerror(rc));
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+static int l_exe(lua_State *L) {
+  char buf[4096];
+  int rc = zv_sys_exe(buf, sizeof buf);
+  if (rc) return luaL_error(L, "cannot read /proc/self/exe: %s", zv_strerror(rc));
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+static int l_now(lua_State *L) {
+  lua_pushnumber(L, (lua_Number)zv_sys_now_ns() / 1e9);
+  return 1;
+}
+
+static int cmp_names(lua_State *L) {
+  lua_pushboolean(L, strcmp(lua_tostring(L, 1), lua_tostring(L, 2)) < 0);
+  return 1;
+}
+
+static int l_listdir(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  DIR *dir = opendir(path);
+  struct dirent *e;
+  int n = 0;
+  if (!dir) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(errno));
+    return 2;
+  }
+  lua_newtable(L);
+  /* Nothing below raises while dir is open: lua_pushstring only fails on memory exhaustion. */
+  while ((e = readdir(dir)) != NULL) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    lua_pushstring(L, e->d_name);
+    lua_rawseti(L, -2, ++n);
+  }
+  closedir(dir);
+  lua_getglobal(L, "table");
+  lua_getfield(L, -1, "sort");
+  lua_pushvalue(L, -3);
+  lua_pushcfunction(L, cmp_names);
+  lua_call(L, 2, 0);
+  lua_pop(L, 1);
+  return 1;
+}
+
+static int l_isdir(lua_State *L) {
+  struct stat st;
+  lua_pushboolean(L, stat(luaL_checkstring(L, 1), &st) == 0 && S_ISDIR(st.st_mode));
+  return 1;
+}
+
+static int l_isatty(lua_State *L) {
+  lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
+  return 1;
+}
+
+static int l_getpid(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)getpid());
+  return 1;
+}
+
+static const luaL_Reg funcs[] = {
+  {"home", l_home},     {"exe", l_exe},       {"now", l_now},       {"listdir", l_listdir},
+  {"isdir", l_isdir},   {"isatty", l_isatty}, {"getpid", l_getpid}, {NULL, NULL},
+};
+
+int luaopen_zever_sys(lua_State *L);
+int luaopen_zever_sys(lua_State *L) {
+  lua_newtable(L);
+  luaL_register(L, NULL, funcs);
+  lua_pushliteral(L, ZV_VERSION);
+  lua_setfield(L, -2, "version");
+  return 1;
+}

@@ -1,0 +1,93 @@
+-- zever.testing.reporter: the busted output handler of `zever test`.
+--
+-- It prints one character per spec on a terminal (nothing per spec when piped, a line per spec
+-- with --verbose), the details of every failure and error, and ends with the summary line alone:
+--
+--   12 passed, 1 failed, 2 skipped
+--
+-- Errors outside an `it` (a file that does not load, a failing before_each) count as failures.
+-- Pending specs count as skipped. counts() lets the `test` command choose its exit code. The
+-- bookkeeping is busted's own base handler; this file only decides what is printed.
+
+local sys = require "zever.sys"
+
+local io_write, format = io.write, string.format
+
+local state = { passed = 0, failed = 0, skipped = 0, ran = 0 }
+
+local function message_text(message)
+  if type(message) == "string" then return message end
+  if message == nil then return "nil error" end
+  local ok, pretty = pcall(require, "pl.pretty")
+  return ok and pretty.write(message) or tostring(message)
+end
+
+local function describe_failure(kind, f, verbose)
+  local where = ""
+  local t = f.element and f.element.trace or f.trace
+  if t and t.short_src then where = format("%s:%s: ", t.short_src, tostring(t.currentline)) end
+  local text = format("%s %s%s\n  %s", kind, where, f.name or "?",
+    (message_text(f.message):gsub("\n", "\n  ")))
+  if verbose and f.trace and f.trace.traceback then text = text .. "\n" .. f.trace.traceback end
+  return text
+end
+
+local function handler(options)
+  local busted = require "busted"
+  local base = require "busted.outputHandlers.base"()
+  local tty = io.type(io.stdout) == "file" and sys.isatty(1)
+  local verbose = options.verbose
+  local started
+
+  local function suite_start()
+    started = sys.now()
+    return nil, true
+  end
+
+  local function test_end(element, _, status)
+    local mark = status == "success" and "." or status == "pending" and "s" or "F"
+    if verbose then
+      io_write(format("%s %s\n", mark, base.getFullName(element)))
+    elseif tty then
+      io_write(mark)
+      io.flush()
+    end
+    return nil, true
+  end
+
+  local function suite_end()
+    if tty and not verbose then io_write("\n") end
+    for _, f in ipairs(base.failures) do io_write("\n", describe_failure("FAIL", f, verbose), "\n") end
+    for _, f in ipairs(base.errors) do io_write("\n", describe_failure("ERROR", f, verbose), "\n") end
+    state.passed = base.successesCount
+    state.failed = base.failuresCount + base.errorsCount
+    state.skipped = base.pendingsCount
+    state.ran = state.passed + state.failed + state.skipped
+    io_write(format("\n%d specs in %.2f s\n", state.ran, started and sys.now() - started or 0))
+    local line = format("%d passed, %d failed", state.passed, state.failed)
+    if state.skipped > 0 then line = line .. format(", %d skipped", state.skipped) end
+    io_write(line, "\n")
+    io.flush()
+    return nil, true
+  end
+
+  busted.subscribe({ "suite", "start" }, suite_start)
+  busted.subscribe({ "suite", "end" }, suite_end)
+  busted.subscribe({ "test", "end" }, test_end, { predicate = base.cancelOnPending })
+  return base
+end
+
+local M = setmetatable({}, {
+  __call = function(_, options) return handler(options) end,
+})
+
+function M.reset()
+  state = { passed = 0, failed = 0, skipped = 0, ran = 0 }
+end
+
+-- The counts of the last run: passed, failed (failures and errors), skipped, ran.
+function M.counts()
+  return { passed = state.passed, failed = state.failed, skipped = state.skipped, ran = state.ran }
+end
+
+return M
