@@ -22,6 +22,8 @@ LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/i
 CFLAGS   ?= -O2 -g
 ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) $(LUAJIT_CFLAGS) -Ihost -Ibuild
 LDLIBS   := -lluajit-5.1 -luv -lhttp_parser -lsqlite3 -lhiredis -lpthread -lm -ldl
+# Libraries the pure cores may need (benchmarks and fuzz targets link cores without Lua).
+CORE_LIBS := -luv -lhttp_parser -lsqlite3 -lhiredis -lpthread -lm
 LDFLAGS  ?=
 # -Wl,-E exports the host's symbols so LuaJIT's FFI can call per-request C functions.
 ALL_LDFLAGS = -Wl,-E $(LDFLAGS)
@@ -98,7 +100,7 @@ asan: deps bin/zever bin/zever-asan
 # --- benchmarks -----------------------------------------------------------------------------
 build/bench/%: bench/%.c bench/bench.h $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) -O2 -g -DZV_ALLOC_STATS -Ihost $< $(CORE_SRC) -luv -lpthread -lm -o $@
+	$(CC) $(CSTD) $(WARN) -O2 -g -DZV_ALLOC_STATS -Ihost $< $(CORE_SRC) $(CORE_LIBS) -o $@
 
 bench: deps bin/zever $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do BENCH='$(BENCH)' $$b || exit 1; done
@@ -107,7 +109,7 @@ bench: deps bin/zever $(BENCH_BIN)
 # --- fuzzing ------------------------------------------------------------------------------
 build/fuzz/%: fuzz/%.c $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
-	clang $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined -Ihost $< $(CORE_SRC) -luv -lpthread -lm -o $@
+	clang $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined -Ihost $< $(CORE_SRC) $(CORE_LIBS) -o $@
 
 fuzz: deps $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do \

@@ -10,8 +10,12 @@
 
 #include <stddef.h>
 
-/* Rows up to this many cells live on the stack; longer words use one heap scratch. */
-#define ZV_TEXT_STACK_CELLS 64
+/*
+ * Words whose shorter side is at most 64 bytes are compared with 64-bit vectors and need no
+ * scratch. Longer ones use three rows of cells: up to this many cells a row on the stack, one
+ * heap scratch above it.
+ */
+#define ZV_TEXT_STACK_CELLS 256
 
 typedef struct {
   const char *s;
@@ -21,7 +25,7 @@ typedef struct {
 /*
  * Stores the OSA distance between a[0..alen) and b[0..blen) in *out. Allocates only when the
  * shorter input, after common prefix and suffix are removed, is longer than
- * ZV_TEXT_STACK_CELLS - 1 bytes; frees it before returning. Returns 0 or ZV_ENOMEM.
+ * ZV_TEXT_STACK_CELLS - 1 bytes, and frees it before returning. Returns 0 or ZV_ENOMEM.
  */
 int zv_text_distance(const char *a, size_t alen, const char *b, size_t blen, size_t *out);
 
