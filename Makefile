@@ -125,7 +125,7 @@ fuzz: deps $(FUZZ_BIN)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/zever
 	install -m 755 bin/zever $(DESTDIR)$(PREFIX)/bin/zever
-	cp -R lua cmd dsl $(DESTDIR)$(PREFIX)/share/zever/
+	cp -R $(wildcard lua cmd dsl) $(DESTDIR)$(PREFIX)/share/zever/
 
 clean:
 	rm -rf build bin
