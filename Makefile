@@ -1,6 +1,7 @@
 # zever: build, test, bench, lint, asan and fuzz.
 #
 #   make            deps + bin/zever
+#   make run        serves examples/hello on 127.0.0.1:8080
 #   make test       deps, build, luacheck, every spec; ends with "N passed, M failed"
 #   make asan       the same specs under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      C micro-benchmarks (BENCH=Name for a subset)
@@ -45,9 +46,9 @@ FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         libluajit-5.1-dev luajit lua-lpeg lua-cjson lua-yaml lua-busted lua-check \
         libsqlite3-dev libhiredis-dev libuv1-dev libhttp-parser-dev \
-        redis-server curl wrk hyperfine python3
+        redis-server curl wrk hyperfine python3 lua-sql-sqlite3
 
-.PHONY: all deps test asan bench fuzz lint install clean
+.PHONY: all deps run test asan bench fuzz lint install clean
 all: deps bin/zever
 
 deps:
@@ -74,6 +75,10 @@ build/obj/%.o: host/%.c $(HEADERS) build/modules.h
 bin/zever: $(OBJ)
 	@mkdir -p bin
 	$(CC) $(ALL_LDFLAGS) $(OBJ) $(LDLIBS) -o $@
+
+# The README's first command: build and serve the example app on its embedded defaults.
+run: all
+	bin/zever serve examples/hello
 
 # --- tests --------------------------------------------------------------------------------
 LUA_DIRS := $(wildcard lua cmd dsl spec bench examples)

@@ -1,0 +1,593 @@
+/*
+ * l_sqlite.c: the zever.sqlite binding: connections to Debian's libsqlite3 for the db adapter.
+ *
+ *   sqlite.open(path[, opts])   -> conn | nil, code, message
+ *       opts: busy_timeout (ms, default 5000), statements (cache size, default 64),
+ *             wal (default true; ignored for ":memory:"), foreign_keys (default true)
+ *   conn:exec(sql[, binds[, n]])   -> changes, last_insert_id      | nil, code, message
+ *   conn:query(sql[, binds[, n]])  -> array of rows                | nil, code, message
+ *   conn:first(sql[, binds[, n]])  -> row | nil (no row)           | nil, code, message
+ *   conn:each(sql, binds, n, fn)   -> rows seen (fn(row) returning false stops early)
+ *                                                                  | nil, code, message
+ *   conn:close()                   -> true (idempotent; __gc does it too)
+ *   conn:is_open()                 -> boolean
+ *   conn:cached()                  -> number of statements in the cache
+ *   sqlite.null                    -> NULL sentinel for binds (light userdata NULL)
+ *   sqlite.blob(s)                 -> a value that binds as a BLOB (strings bind as TEXT)
+ *   sqlite.version                 -> the library's version string
+ *
+ * Connections never treat "double-quoted" text as a string literal (SQLITE_DBCONFIG_DQS_*):
+ * quoted identifiers that name nothing fail with "schema" instead of silently matching text.
+ *
+ * Values: binds are numbers (integral ones as INTEGER), strings (TEXT), booleans (1/0),
+ * nil or sqlite.null (NULL), sqlite.blob values (BLOB) and int64_t/uint64_t cdata (INTEGER).
+ * Rows are tables keyed by column name; NULL columns are absent; INTEGER beyond +-2^53 comes back
+ * as an int64_t cdata (exact), below it as a Lua number; BLOB and TEXT as strings.
+ *
+ * Errors never raise: they return nil, a code (sqlite.h: zv_sqlite_code, plus "closed" and
+ * "invalid") and a message holding SQLite's text and the SQL, never the bound values. A Lua
+ * error thrown by an each() callback is re-raised after the statement is reset. After close,
+ * every call returns nil, "closed".
+ *
+ * It must not raise while a statement is checked out of the cache, except from each()'s
+ * callback, which runs under lua_pcall.
+ */
+#include <lauxlib.h>
+#include <lua.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/zv.h"
+#include "sqlite.h"
+
+#define CONN_MT "zever.sqlite.conn"
+#define BLOB_MT "zever.sqlite.blob"
+#define LUA_TCDATA_ 10 /* LuaJIT's type tag for cdata */
+#define SQL_IN_MESSAGE 400
+
+typedef struct {
+  sqlite3 *db;
+  zv_sqlite_cache_t cache;
+  int closed;
+  int active;
+} conn_t;
+
+/* A statement checked out for one call. */
+typedef struct {
+  sqlite3_stmt *stmt;
+  size_t slot;
+  int cached;
+  int multi;
+} use_t;
+
+static char key_to64, key_from64;
+
+static const char int64_chunk[] =
+  "local ffi, bit = require('ffi'), require('bit')\n"
+  "local i64, u64 = ffi.typeof('int64_t'), ffi.typeof('uint64_t')\n"
+  "local function to64(hi, lo) return i64(hi) * 4294967296 + lo end\n"
+  "local function from64(v)\n"
+  "  if not (ffi.istype(i64, v) or ffi.istype(u64, v)) then return nil end\n"
+  "  local x = ffi.cast(i64, v)\n"
+  "  return tonumber(bit.arshift(x, 32)), tonumber(bit.band(x, 0xffffffffLL))\n"
+  "end\n"
+  "return to64, from64\n";
+
+static conn_t *check_conn(lua_State *L) {
+  return luaL_checkudata(L, 1, CONN_MT);
+}
+
+static int push_err(lua_State *L, const char *code, const char *msg, const char *sql, size_t len) {
+  lua_pushnil(L);
+  lua_pushstring(L, code);
+  if (sql) {
+    size_t n = len > SQL_IN_MESSAGE ? SQL_IN_MESSAGE : len;
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addstring(&b, msg);
+    luaL_addstring(&b, " (sql: ");
+    luaL_addlstring(&b, sql, n);
+    if (n < len) luaL_addstring(&b, "...");
+    luaL_addchar(&b, ')');
+    luaL_pushresult(&b);
+  } else {
+    lua_pushstring(L, msg);
+  }
+  return 3;
+}
+
+static int push_closed(lua_State *L) {
+  return push_err(L, "closed", "database is closed", NULL, 0);
+}
+
+/* Copies SQLite's current error and returns nil, code, message. */
+static int push_sqlite_err(lua_State *L, conn_t *c, int rc, const char *sql, size_t len) {
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+  return push_err(L, zv_sqlite_code(rc, msg), msg, sql, len);
+}
+
+static void push_int64(lua_State *L, sqlite3_int64 v) {
+  const sqlite3_int64 exact = (sqlite3_int64)1 << 53;
+  if (v >= -exact && v <= exact) {
+    lua_pushnumber(L, (lua_Number)v);
+    return;
+  }
+  lua_pushlightuserdata(L, &key_to64);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  lua_pushnumber(L, (lua_Number)(int32_t)(v >> 32));
+  lua_pushnumber(L, (lua_Number)(uint32_t)v);
+  lua_call(L, 2, 1);
+}
+
+static void finalize_handle(void *handle, void *ctx) {
+  (void)ctx;
+  sqlite3_finalize(handle);
+}
+
+static void conn_close(conn_t *c) {
+  if (c->closed) return;
+  c->closed = 1;
+  zv_sqlite_cache_drain(&c->cache, finalize_handle, NULL);
+  /* close_v2 turns a connection with live statements into a zombie freed by their finalize. */
+  sqlite3_close_v2(c->db);
+  c->db = NULL;
+  if (c->active == 0) zv_sqlite_cache_free(&c->cache);
+}
+
+static int only_blank(const char *s) {
+  for (; *s; s++)
+    if (*s != ' ' && *s != '\t' && *s != '\r' && *s != '\n' && *s != ';') return 0;
+  return 1;
+}
+
+/*
+ * Checks a statement out: from the cache, or freshly prepared (and cached when possible).
+ * u->stmt is NULL for an empty statement; u->multi is set (and nothing checked out) when sql
+ * holds several statements. Returns an SQLite result code.
+ */
+static int acquire(conn_t *c, const char *sql, size_t len, use_t *u) {
+  void *h, *evicted;
+  const char *tail = NULL;
+  size_t idx;
+  int rc = zv_sqlite_cache_get(&c->cache, sql, len, &h, &idx), miss = rc == ZV_ENOTFOUND;
+  u->stmt = NULL;
+  u->cached = 0;
+  u->multi = 0;
+  if (rc == 0) {
+    u->stmt = h;
+    u->slot = idx;
+    u->cached = 1;
+    c->active++;
+    return SQLITE_OK;
+  }
+  rc = sqlite3_prepare_v3(c->db, sql, (int)len, miss ? SQLITE_PREPARE_PERSISTENT : 0, &u->stmt,
+                          &tail);
+  if (rc != SQLITE_OK) return rc;
+  if (!u->stmt) return SQLITE_OK;
+  if (tail && tail < sql + len && !only_blank(tail)) {
+    sqlite3_finalize(u->stmt);
+    u->stmt = NULL;
+    u->multi = 1;
+    return SQLITE_OK;
+  }
+  if (miss && zv_sqlite_cache_put(&c->cache, sql, len, u->stmt, &idx, &evicted) == 0) {
+    if (evicted) sqlite3_finalize(evicted);
+    u->slot = idx;
+    u->cached = 1;
+  }
+  c->active++;
+  return SQLITE_OK;
+}
+
+/* Gives a checked-out statement back: reset, bindings cleared, idle in the cache. */
+static void release(conn_t *c, use_t *u) {
+  if (!u->stmt) return;
+  sqlite3_reset(u->stmt);
+  sqlite3_clear_bindings(u->stmt);
+  if (u->cached) {
+    zv_sqlite_cache_release(&c->cache, u->slot);
+    if (c->closed) {
+      c->cache.entries[u->slot].handle = NULL;
+      sqlite3_finalize(u->stmt);
+    }
+  } else {
+    sqlite3_finalize(u->stmt);
+  }
+  u->stmt = NULL;
+  if (--c->active == 0 && c->closed) zv_sqlite_cache_free(&c->cache);
+}
+
+/*
+ * Binds binds[1..n] (the table at index t) to the statement. Returns 0, or pushes nil, code,
+ * message and returns 3. Strings are bound SQLITE_STATIC: the binds table keeps them alive for
+ * the call, and release() clears the bindings before returning.
+ */
+static int bind_all(lua_State *L, conn_t *c, sqlite3_stmt *st, int t, int n, const char *sql,
+                    size_t len) {
+  int want = sqlite3_bind_parameter_count(st);
+  char msg[128];
+  if (want != n) {
+    snprintf(msg, sizeof msg, "statement has %d placeholders but %d values were given", want, n);
+    return push_err(L, "invalid", msg, sql, len);
+  }
+  for (int i = 1; i <= n; i++) {
+    int rc = SQLITE_OK;
+    lua_rawgeti(L, t, i);
+    switch (lua_type(L, -1)) {
+    case LUA_TNUMBER: {
+      lua_Number d = lua_tonumber(L, -1);
+      if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == (lua_Number)(sqlite3_int64)d)
+        rc = sqlite3_bind_int64(st, i, (sqlite3_int64)d);
+      else
+        rc = sqlite3_bind_double(st, i, d);
+      break;
+    }
+    case LUA_TSTRING: {
+      size_t sl;
+      const char *s = lua_tolstring(L, -1, &sl);
+      rc = sqlite3_bind_text64(st, i, s, sl, SQLITE_STATIC, SQLITE_UTF8);
+      break;
+    }
+    case LUA_TBOOLEAN:
+      rc = sqlite3_bind_int(st, i, lua_toboolean(L, -1));
+      break;
+    case LUA_TNIL:
+    case LUA_TLIGHTUSERDATA:
+      rc = sqlite3_bind_null(st, i);
+      break;
+    case LUA_TUSERDATA: {
+      size_t *blob = luaL_testudata(L, -1, BLOB_MT);
+      if (!blob) goto bad;
+      rc = sqlite3_bind_blob64(st, i, blob + 1, *blob, SQLITE_STATIC);
+      break;
+    }
+    case LUA_TCDATA_: {
+      lua_pushlightuserdata(L, &key_from64);
+      lua_rawget(L, LUA_REGISTRYINDEX);
+      lua_pushvalue(L, -2);
+      lua_call(L, 1, 2);
+      if (lua_isnil(L, -2)) {
+        lua_pop(L, 2);
+        goto bad;
+      }
+      sqlite3_uint64 hi = (sqlite3_uint64)(uint32_t)(int32_t)lua_tonumber(L, -2);
+      sqlite3_uint64 lo = (sqlite3_uint64)(uint32_t)lua_tonumber(L, -1);
+      lua_pop(L, 2);
+      rc = sqlite3_bind_int64(st, i, (sqlite3_int64)((hi << 32) | lo));
+      break;
+    }
+    default:
+      goto bad;
+    }
+    lua_pop(L, 1);
+    if (rc != SQLITE_OK) return push_sqlite_err(L, c, rc, sql, len);
+    continue;
+  bad:
+    snprintf(msg, sizeof msg, "value %d is a %s, which cannot be bound", i,
+             luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return push_err(L, "invalid", msg, sql, len);
+  }
+  return 0;
+}
+
+static void push_value(lua_State *L, sqlite3_stmt *st, int i) {
+  switch (sqlite3_column_type(st, i)) {
+  case SQLITE_INTEGER:
+    push_int64(L, sqlite3_column_int64(st, i));
+    break;
+  case SQLITE_FLOAT:
+    lua_pushnumber(L, sqlite3_column_double(st, i));
+    break;
+  case SQLITE_TEXT:
+    lua_pushlstring(L, (const char *)sqlite3_column_text(st, i),
+                    (size_t)sqlite3_column_bytes(st, i));
+    break;
+  case SQLITE_BLOB: {
+    const void *p = sqlite3_column_blob(st, i);
+    lua_pushlstring(L, p ? p : "", (size_t)sqlite3_column_bytes(st, i));
+    break;
+  }
+  default:
+    lua_pushnil(L);
+  }
+}
+
+/* Pushes the column names at names+0 .. names+ncol-1 (stack slots); returns ncol. */
+static int push_names(lua_State *L, sqlite3_stmt *st) {
+  int ncol = sqlite3_column_count(st);
+  luaL_checkstack(L, ncol + 8, "too many columns");
+  for (int i = 0; i < ncol; i++) lua_pushstring(L, sqlite3_column_name(st, i));
+  return ncol;
+}
+
+/* Pushes the current row as a table keyed by the names at stack slot names. */
+static void push_row(lua_State *L, sqlite3_stmt *st, int names, int ncol) {
+  lua_createtable(L, 0, ncol);
+  for (int i = 0; i < ncol; i++) {
+    if (sqlite3_column_type(st, i) == SQLITE_NULL) continue;
+    lua_pushvalue(L, names + i);
+    push_value(L, st, i);
+    lua_rawset(L, -3);
+  }
+}
+
+/* The common prologue: sql at 2, binds at 3 (table or nil), n at 4. */
+typedef struct {
+  conn_t *c;
+  const char *sql;
+  size_t len;
+  int binds;
+  int n;
+} call_t;
+
+static int prologue(lua_State *L, call_t *k) {
+  k->c = check_conn(L);
+  k->sql = luaL_checklstring(L, 2, &k->len);
+  k->binds = 3;
+  if (lua_isnoneornil(L, 3)) {
+    k->n = 0;
+  } else {
+    luaL_checktype(L, 3, LUA_TTABLE);
+    k->n = lua_isnoneornil(L, 4) ? (int)lua_objlen(L, 3) : (int)luaL_checkinteger(L, 4);
+  }
+  return !k->c->closed;
+}
+
+/* Checks out and binds; returns 0 on success, or the number of results already pushed. */
+static int start(lua_State *L, call_t *k, use_t *u) {
+  int rc = acquire(k->c, k->sql, k->len, u), r;
+  if (rc != SQLITE_OK) return push_sqlite_err(L, k->c, rc, k->sql, k->len);
+  if (u->multi) return -1;
+  if (!u->stmt) return 0;
+  r = bind_all(L, k->c, u->stmt, k->binds, k->n, k->sql, k->len);
+  if (r) release(k->c, u);
+  return r;
+}
+
+static int l_exec(lua_State *L) {
+  call_t k;
+  use_t u;
+  int r, rc;
+  if (!prologue(L, &k)) return push_closed(L);
+  r = start(L, &k, &u);
+  if (r > 0) return r;
+  if (r < 0) {
+    char *err = NULL;
+    if (k.n > 0) return push_err(L, "invalid", "several statements cannot take values", k.sql, k.len);
+    rc = sqlite3_exec(k.c->db, k.sql, NULL, NULL, &err);
+    if (rc != SQLITE_OK) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s", err ? err : sqlite3_errstr(rc));
+      sqlite3_free(err);
+      return push_err(L, zv_sqlite_code(rc, msg), msg, k.sql, k.len);
+    }
+  } else if (u.stmt) {
+    while ((rc = sqlite3_step(u.stmt)) == SQLITE_ROW) {
+    }
+    if (rc != SQLITE_DONE) {
+      r = push_sqlite_err(L, k.c, rc, k.sql, k.len);
+      release(k.c, &u);
+      return r;
+    }
+    release(k.c, &u);
+  }
+  lua_pushnumber(L, (lua_Number)sqlite3_changes64(k.c->db));
+  push_int64(L, sqlite3_last_insert_rowid(k.c->db));
+  return 2;
+}
+
+static int rows_common(lua_State *L, int only_first) {
+  call_t k;
+  use_t u;
+  int r, rc, names, ncol, count = 0;
+  if (!prologue(L, &k)) return push_closed(L);
+  lua_settop(L, 4);
+  r = start(L, &k, &u);
+  if (r > 0) return r;
+  if (r < 0) return push_err(L, "invalid", "query takes one statement", k.sql, k.len);
+  if (!u.stmt) {
+    if (only_first) return 0;
+    lua_newtable(L);
+    return 1;
+  }
+  names = lua_gettop(L) + 1;
+  ncol = push_names(L, u.stmt);
+  if (!only_first) lua_createtable(L, 4, 0);
+  while ((rc = sqlite3_step(u.stmt)) == SQLITE_ROW) {
+    push_row(L, u.stmt, names, ncol);
+    if (only_first) break;
+    lua_rawseti(L, -2, ++count);
+  }
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    r = push_sqlite_err(L, k.c, rc, k.sql, k.len);
+    release(k.c, &u);
+    return r;
+  }
+  release(k.c, &u);
+  if (only_first && rc != SQLITE_ROW) return 0;
+  return 1;
+}
+
+static int l_query(lua_State *L) {
+  return rows_common(L, 0);
+}
+
+static int l_first(lua_State *L) {
+  return rows_common(L, 1);
+}
+
+static int l_each(lua_State *L) {
+  call_t k;
+  use_t u;
+  int r, rc, names, ncol, count = 0;
+  luaL_checktype(L, 5, LUA_TFUNCTION);
+  if (!prologue(L, &k)) return push_closed(L);
+  lua_settop(L, 5);
+  r = start(L, &k, &u);
+  if (r > 0) return r;
+  if (r < 0) return push_err(L, "invalid", "each takes one statement", k.sql, k.len);
+  if (!u.stmt) {
+    lua_pushinteger(L, 0);
+    return 1;
+  }
+  names = lua_gettop(L) + 1;
+  ncol = push_names(L, u.stmt);
+  while ((rc = sqlite3_step(u.stmt)) == SQLITE_ROW) {
+    int stop;
+    count++;
+    lua_pushvalue(L, 5);
+    push_row(L, u.stmt, names, ncol);
+    if (lua_pcall(L, 1, 1, 0) != 0) {
+      release(k.c, &u);
+      return lua_error(L);
+    }
+    stop = lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    if (k.c->closed) {
+      release(k.c, &u);
+      return push_closed(L);
+    }
+    if (stop) break;
+  }
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    r = push_sqlite_err(L, k.c, rc, k.sql, k.len);
+    release(k.c, &u);
+    return r;
+  }
+  release(k.c, &u);
+  lua_pushinteger(L, count);
+  return 1;
+}
+
+static int l_close(lua_State *L) {
+  conn_close(check_conn(L));
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int l_gc(lua_State *L) {
+  conn_t *c = luaL_checkudata(L, 1, CONN_MT);
+  conn_close(c);
+  return 0;
+}
+
+static int l_is_open(lua_State *L) {
+  lua_pushboolean(L, !check_conn(L)->closed);
+  return 1;
+}
+
+static int l_cached(lua_State *L) {
+  conn_t *c = check_conn(L);
+  size_t n = 0;
+  for (size_t i = 0; i < c->cache.n; i++) n += c->cache.entries[i].handle != NULL;
+  lua_pushinteger(L, (lua_Integer)n);
+  return 1;
+}
+
+static int opt_field(lua_State *L, int t, const char *name, int def) {
+  int v = def;
+  if (lua_isnoneornil(L, t)) return def;
+  lua_getfield(L, t, name);
+  if (lua_type(L, -1) == LUA_TBOOLEAN) v = lua_toboolean(L, -1);
+  else if (lua_type(L, -1) == LUA_TNUMBER) v = (int)lua_tointeger(L, -1);
+  else if (!lua_isnil(L, -1)) luaL_error(L, "bad option '%s' to 'open'", name);
+  lua_pop(L, 1);
+  return v;
+}
+
+static int pragma(conn_t *c, const char *sql) {
+  return sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+}
+
+static int l_open(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  int timeout, ncache, wal, fk, rc;
+  conn_t *c;
+  if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
+  timeout = opt_field(L, 2, "busy_timeout", 5000);
+  ncache = opt_field(L, 2, "statements", ZV_SQLITE_CACHE_DEFAULT);
+  wal = opt_field(L, 2, "wal", 1);
+  fk = opt_field(L, 2, "foreign_keys", 1);
+  if (ncache < 1 || ncache > ZV_SQLITE_CACHE_MAX)
+    return luaL_error(L, "bad option 'statements' to 'open' (1..%d)", ZV_SQLITE_CACHE_MAX);
+  c = lua_newuserdata(L, sizeof *c);
+  memset(c, 0, sizeof *c);
+  c->closed = 1; /* until fully open, __gc has nothing to do */
+  luaL_getmetatable(L, CONN_MT);
+  lua_setmetatable(L, -2);
+  if (zv_sqlite_cache_init(&c->cache, (size_t)ncache)) return luaL_error(L, "out of memory");
+  rc = sqlite3_open_v2(path, &c->db,
+                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+  if (rc != SQLITE_OK) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "cannot open %s: %s", path,
+             c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+    sqlite3_close_v2(c->db);
+    c->db = NULL;
+    zv_sqlite_cache_free(&c->cache);
+    return push_err(L, zv_sqlite_code(rc, msg), msg, NULL, 0);
+  }
+  c->closed = 0;
+  sqlite3_extended_result_codes(c->db, 1);
+  /* A double-quoted name is always an identifier: a misspelt column is an error, not a string. */
+  sqlite3_db_config(c->db, SQLITE_DBCONFIG_DQS_DML, 0, (int *)NULL);
+  sqlite3_db_config(c->db, SQLITE_DBCONFIG_DQS_DDL, 0, (int *)NULL);
+  sqlite3_busy_timeout(c->db, timeout);
+  rc = pragma(c, fk ? "PRAGMA foreign_keys = ON" : "PRAGMA foreign_keys = OFF");
+  if (rc == SQLITE_OK && wal && strcmp(path, ":memory:") && path[0])
+    rc = pragma(c, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
+  if (rc != SQLITE_OK) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "cannot set up %s: %s", path, sqlite3_errmsg(c->db));
+    conn_close(c);
+    return push_err(L, zv_sqlite_code(rc, msg), msg, NULL, 0);
+  }
+  return 1;
+}
+
+static int l_blob(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  size_t *b = lua_newuserdata(L, sizeof(size_t) + n);
+  *b = n;
+  memcpy(b + 1, s, n);
+  luaL_getmetatable(L, BLOB_MT);
+  lua_setmetatable(L, -2);
+  return 1;
+}
+
+int luaopen_zever_sqlite(lua_State *L);
+int luaopen_zever_sqlite(lua_State *L) {
+  static const luaL_Reg methods[] = {
+    {"exec", l_exec},       {"query", l_query},   {"first", l_first},   {"each", l_each},
+    {"close", l_close},     {"is_open", l_is_open}, {"cached", l_cached}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {{"open", l_open}, {"blob", l_blob}, {NULL, NULL}};
+  if (luaL_loadbuffer(L, int64_chunk, sizeof int64_chunk - 1, "=zever.sqlite") != 0)
+    return lua_error(L);
+  lua_call(L, 0, 2);
+  lua_pushlightuserdata(L, &key_from64);
+  lua_insert(L, -2);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+  lua_pushlightuserdata(L, &key_to64);
+  lua_insert(L, -2);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+  luaL_newmetatable(L, CONN_MT);
+  lua_pushcfunction(L, l_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_newtable(L);
+  luaL_register(L, NULL, methods);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  luaL_newmetatable(L, BLOB_MT);
+  lua_pop(L, 1);
+  lua_newtable(L);
+  luaL_register(L, NULL, funcs);
+  lua_pushlightuserdata(L, NULL);
+  lua_setfield(L, -2, "null");
+  lua_pushstring(L, sqlite3_libversion());
+  lua_setfield(L, -2, "version");
+  return 1;
+}

@@ -1,0 +1,253 @@
+-- zever.db: the database front-end. It opens a connection through an adapter
+-- (lua/adapters/db/<scheme>.lua), offers raw SQL (exec/query/first), the query builder
+-- (from/insert_into/update/delete_from) and transactions with savepoints.
+--
+--   local db = zever.db.open("sqlite:app.db")          -- or "sqlite::memory:"
+--   db:exec(sql, ...)   -> { changes =, last_insert_id = }   | nil, err
+--   db:query(sql, ...)  -> { row, ... }                       | nil, err
+--   db:first(sql, ...)  -> row | nil                          | nil, err
+--   db:transaction(function(tx) ... end) -> fn's results; rollback and re-raise on error
+--
+-- err is a table { code =, message = } with a __tostring; codes come from the adapter
+-- ("constraint", "busy", "syntax", "schema", "closed", "invalid", ...). Messages carry the SQL,
+-- never the bound values. A misuse (wrong argument type, an unsupported dialect feature) raises.
+--
+-- An adapter module exports dialect, begin_sql and open(target, opts) -> conn | nil, code,
+-- message; conn has exec/query/first/each(sql, binds, n[, fn]) and close/is_open with the
+-- conventions of zever.sqlite (l_sqlite.c). This file must not know any adapter's internals.
+
+local expr = require "zever.db.expr"
+local query = require "zever.db.query"
+
+local type, select, error, pcall, setmetatable, getmetatable, tostring =
+  type, select, error, pcall, setmetatable, getmetatable, tostring
+local unpack = unpack
+
+local M = {}
+
+M.null = expr.null
+M.col, M.val, M.raw, M.fn = expr.col, expr.val, expr.raw, expr.fn
+M.excluded, M.rollup, M.cube, M.exists = expr.excluded, expr.rollup, expr.cube, expr.exists
+
+local Error = {}
+Error.__index = Error
+Error.__tostring = function(e) return "db: " .. e.code .. ": " .. e.message end
+
+-- A db error object: { code =, message = } with a __tostring.
+function M.error(code, message)
+  return setmetatable({ code = code, message = message }, Error)
+end
+
+local function is_error(v)
+  return type(v) == "table" and getmetatable(v) == Error
+end
+M.is_error = is_error
+
+local DB = {}
+DB.__index = DB
+M.DB = DB
+
+-- Helpers reachable from an instance too: db.col("x"), db.fn.lower(...), db.null, ...
+DB.null, DB.col, DB.val, DB.raw, DB.fn = M.null, M.col, M.val, M.raw, M.fn
+DB.excluded, DB.rollup, DB.cube, DB.exists = M.excluded, M.rollup, M.cube, M.exists
+
+-- nil, err (or raise err when the handle is strict: migrations run on strict handles).
+local function fail(self, code, message)
+  local e = M.error(code, message)
+  if self.strict then error(e, 0) end
+  return nil, e
+end
+
+local function check_live(self)
+  if self.finished then error("db: this transaction has finished; use the outer handle", 3) end
+end
+
+-- Parses "scheme:target": "sqlite:app.db", "sqlite::memory:", "sqlite:///abs/path.db".
+local function parse_dsn(dsn)
+  local scheme, target = dsn:match("^([%a][%w+.-]*):(.*)$")
+  if not scheme then return nil end
+  if scheme == "sqlite" and target:sub(1, 2) == "//" then target = target:sub(3) end
+  return scheme, target
+end
+M.parse_dsn = parse_dsn
+
+-- Opens a database: db | nil, err. opts go to the adapter (sqlite: busy_timeout, statements,
+-- wal, foreign_keys).
+function M.open(dsn, opts)
+  if type(dsn) ~= "string" then error("db.open: expects a DSN string like 'sqlite:app.db'", 2) end
+  if opts ~= nil and type(opts) ~= "table" then error("db.open: opts must be a table", 2) end
+  local scheme, target = parse_dsn(dsn)
+  if not scheme then return nil, M.error("invalid", "bad DSN '" .. dsn .. "' (expected scheme:target)") end
+  if target == "" then return nil, M.error("invalid", "DSN '" .. dsn .. "' names no database") end
+  local ok, adapter = pcall(require, "adapters.db." .. scheme)
+  if not ok then
+    return nil, M.error("unavailable", "no database adapter for '" .. scheme .. "': " .. tostring(adapter))
+  end
+  local conn, code, message = adapter.open(target, opts)
+  if not conn then return nil, M.error(code, message) end
+  return setmetatable({
+    conn = conn,
+    adapter = adapter,
+    dialect = adapter.dialect,
+    dsn = dsn,
+    state = { depth = 0 },
+  }, DB)
+end
+
+-- The raw API's arguments: either values (db:exec(sql, a, b)) or one list (db:exec(sql, {a, b})).
+local function args(...)
+  local n = select("#", ...)
+  if n == 0 then return nil, 0 end
+  if n == 1 then
+    local a = ...
+    if type(a) == "table" and getmetatable(a) == nil then return a, a.n or #a end
+  end
+  return { ... }, n
+end
+
+local function check_sql(s, fname)
+  if type(s) ~= "string" then error(fname .. ": expects an SQL string", 3) end
+end
+
+function DB:exec(text, ...)
+  check_sql(text, "exec")
+  local binds, n = args(...)
+  return self:_exec(text, binds, n)
+end
+
+function DB:query(text, ...)
+  check_sql(text, "query")
+  local binds, n = args(...)
+  return self:_query(text, binds, n)
+end
+
+function DB:first(text, ...)
+  check_sql(text, "first")
+  local binds, n = args(...)
+  return self:_first(text, binds, n)
+end
+
+-- The calls every path ends in (the builder uses them with rendered SQL).
+function DB:_exec(text, binds, n)
+  if self.finished then check_live(self) end
+  local changes, id, message = self.conn:exec(text, binds, n)
+  if not changes then return fail(self, id, message) end
+  return { changes = changes, last_insert_id = id }
+end
+
+function DB:_query(text, binds, n)
+  if self.finished then check_live(self) end
+  local rows, code, message = self.conn:query(text, binds, n)
+  if not rows then return fail(self, code, message) end
+  return rows
+end
+
+function DB:_first(text, binds, n)
+  if self.finished then check_live(self) end
+  local row, code, message = self.conn:first(text, binds, n)
+  if row == nil and code then return fail(self, code, message) end
+  return row
+end
+
+function DB:_each(text, binds, fn)
+  if self.finished then check_live(self) end
+  local count, code, message = self.conn:each(text, binds, nil, fn)
+  if not count then return fail(self, code, message) end
+  return count
+end
+
+-- The query builder.
+function DB:from(t)
+  if t == nil then error("from: expects a table name or a subquery", 2) end
+  return query.select(self, t)
+end
+
+-- A select without FROM (db:select(db.raw("1"))), or with from() added later.
+function DB:select(...)
+  return query.select(self, nil):select(...)
+end
+
+function DB:insert_into(t)
+  return query.insert(self, t)
+end
+
+function DB:update(t)
+  return query.update(self, t)
+end
+
+function DB:delete_from(t)
+  return query.delete(self, t)
+end
+
+local function pack(...)
+  return { n = select("#", ...), ... }
+end
+
+-- Runs fn(tx) in a transaction (a savepoint when one is already open): commits when fn
+-- returns and returns its results; on an error, rolls back and re-raises it unchanged. A
+-- failing BEGIN or COMMIT returns nil, err (after a rollback). tx has the API of db.
+function DB:transaction(fn)
+  if type(fn) ~= "function" then error("transaction: expects a function", 2) end
+  check_live(self)
+  local st = self.state
+  local depth = st.depth
+  local begin, commit, rollback, release
+  if depth == 0 then
+    begin, commit, rollback = self.adapter.begin_sql or "BEGIN", "COMMIT", "ROLLBACK"
+  else
+    local name = "zever_sp_" .. (depth + 1)
+    begin, commit = "SAVEPOINT " .. name, "RELEASE SAVEPOINT " .. name
+    rollback, release = "ROLLBACK TO SAVEPOINT " .. name, "RELEASE SAVEPOINT " .. name
+  end
+  local conn = self.conn
+  local ok, code, message = conn:exec(begin)
+  if not ok then return fail(self, code, message) end
+  st.depth = depth + 1
+  local tx = setmetatable({
+    conn = conn, adapter = self.adapter, dialect = self.dialect, dsn = self.dsn, state = st,
+    strict = self.strict, depth = depth + 1,
+  }, DB)
+  local res = pack(pcall(fn, tx))
+  tx.finished = true
+  if res[1] then
+    ok, code, message = conn:exec(commit)
+    if ok then
+      st.depth = depth
+      return unpack(res, 2, res.n)
+    end
+    conn:exec(rollback)
+    if release then conn:exec(release) end
+    st.depth = depth
+    return fail(self, code, message)
+  end
+  conn:exec(rollback)
+  if release then conn:exec(release) end
+  st.depth = depth
+  error(res[2], 0)
+end
+
+-- True inside a transaction (on a tx handle or on the db while one is open).
+function DB:in_transaction()
+  return self.state.depth > 0
+end
+
+-- A handle on the same connection whose failures raise the err object instead of returning
+-- nil, err (used by migrations, so that an unchecked failing statement stops the migration).
+function DB:strict_handle()
+  local h = {}
+  for k, v in pairs(self) do h[k] = v end
+  h.strict = true
+  return setmetatable(h, DB)
+end
+
+function DB:close()
+  if self.depth then error("close: close the database, not a transaction handle", 2) end
+  self.conn:close()
+  return true
+end
+
+function DB:is_open()
+  return self.conn:is_open()
+end
+
+return M

@@ -1,0 +1,577 @@
+-- zever.db.query: the query builders (select, insert, update, delete). Each builder is the AST
+-- itself: an array whose slots the C renderer (zever.sql, l_sql.c) reads, plus a `_db` field
+-- naming the database it runs on. Chain methods change the builder and return it; terminals
+-- render it (to_sql) and run it through the database.
+--
+-- It must not put values into SQL text (the renderer binds them) and must not know a dialect:
+-- dialect differences, and errors for features a dialect lacks, live in the renderer.
+
+local sql = require "zever.sql"
+local expr = require "zever.db.expr"
+
+local OP, NULL = sql.op, sql.null
+local render = sql.render
+local is_node, order_list = expr.is_node, expr.order_list
+local type, select, error, pairs, ipairs = type, select, error, pairs, ipairs
+local setmetatable, getmetatable, tostring = setmetatable, getmetatable, tostring
+local sort, lower = table.sort, string.lower
+
+-- Slots of each node kind (l_sql.c documents the same layout).
+-- (Slot 2 of every kind is the table: the constructors fill it positionally.)
+local S_COLUMNS, S_DISTINCT, S_JOINS, S_WHERE, S_GROUP, S_HAVING, S_ORDER = 3, 4, 5, 6, 7, 8, 9
+local S_LIMIT, S_OFFSET, S_CTES, S_SETOPS, S_LOCK, S_WAIT = 10, 11, 12, 13, 14, 15
+local I_COLUMNS, I_ROWS, I_CONFLICT, I_ACTION, I_SET, I_RETURNING, I_CTES = 3, 4, 5, 6, 7, 8, 9
+local U_SET, U_WHERE, U_RETURNING, U_CTES = 3, 4, 5, 6
+local D_WHERE, D_RETURNING, D_CTES = 3, 4, 5
+
+local M = {}
+
+local Select, Insert, Update, Delete = {}, {}, {}, {}
+Select.__index, Insert.__index, Update.__index, Delete.__index = Select, Insert, Update, Delete
+M.Select, M.Insert, M.Update, M.Delete = Select, Insert, Update, Delete
+
+-- Queries can be used as expressions (subqueries) and aliased like them.
+Select.as = expr.Expr.as
+
+local function push(q, slot, v)
+  local list = q[slot]
+  if not list then
+    list = {}
+    q[slot] = list
+  end
+  list[#list + 1] = v
+  return q
+end
+
+local function check_table(name, fname)
+  if type(name) ~= "string" and not is_node(name) then
+    error(fname .. ": the table must be a string or a subquery, got " .. type(name), 3)
+  end
+end
+
+local function sorted_keys(t, fname)
+  local keys = {}
+  for k in pairs(t) do
+    if type(k) ~= "string" then error(fname .. ": keys must be column names (strings)", 4) end
+    keys[#keys + 1] = k
+  end
+  sort(keys)
+  return keys
+end
+
+-- --- conditions ---------------------------------------------------------------------------
+
+local function value(v)
+  if v == nil then return NULL end
+  return v
+end
+
+local function map_cond(k, v)
+  if type(v) == "table" and not is_node(v) then return { OP.IN, 0, k, v, false } end
+  return { OP.CMP, 0, k, "=", value(v) }
+end
+
+local add_cond
+
+-- Runs fn on a fresh collector and returns the conditions it added.
+local function collect(fn)
+  local g = setmetatable({ OP.SELECT }, Select)
+  fn(g)
+  return g[S_WHERE]
+end
+
+function add_cond(q, slot, conj, fname, n, a, b, c)
+  if n == 1 then
+    local ta = type(a)
+    if ta == "function" then
+      local list = collect(a)
+      if list and #list > 0 then push(q, slot, { OP.GROUP, conj, list, false }) end
+      return q
+    elseif is_node(a) then
+      return push(q, slot, { OP.EXPR, conj, a })
+    elseif ta == "table" then
+      local keys = sorted_keys(a, fname)
+      if #keys == 0 then return q end
+      if #keys == 1 or conj == 0 then
+        for i = 1, #keys do
+          local cnd = map_cond(keys[i], a[keys[i]])
+          if i == 1 then cnd[2] = conj end
+          push(q, slot, cnd)
+        end
+        return q
+      end
+      local items = {}
+      for i = 1, #keys do items[i] = map_cond(keys[i], a[keys[i]]) end
+      return push(q, slot, { OP.GROUP, conj, items, false })
+    end
+    error(fname .. ": expects (column, value), (column, op, value), a table or a function", 3)
+  elseif n == 2 then
+    return push(q, slot, { OP.CMP, conj, a, "=", value(b) })
+  elseif n == 3 then
+    if type(b) ~= "string" then error(fname .. ": the operator must be a string", 3) end
+    local lb = lower(b)
+    if lb == "in" or lb == "not in" then
+      if type(c) ~= "table" then error(fname .. ": '" .. b .. "' needs a list or a query", 3) end
+      return push(q, slot, { OP.IN, conj, a, c, lb == "not in" })
+    end
+    return push(q, slot, { OP.CMP, conj, a, b, value(c) })
+  end
+  error(fname .. ": too many arguments", 3)
+end
+
+local function check_col(col, fname)
+  if type(col) ~= "string" and not is_node(col) then
+    error(fname .. ": the column must be a string or an expression", 3)
+  end
+end
+
+-- Installs where/or_where/where_in/... on a builder class whose conditions live at slot.
+local function install_conditions(class, slot, prefix)
+  local function def(name, fn)
+    local and_name, or_name = prefix .. name, "or_" .. prefix .. name
+    class[and_name] = function(self, ...) return fn(self, 0, and_name, ...) end
+    class[or_name] = function(self, ...) return fn(self, 1, or_name, ...) end
+  end
+  -- where/or_where themselves skip the generic wrapper: they are the hot path.
+  local and_name, or_name = prefix, "or_" .. prefix
+  class[and_name] = function(self, ...) return add_cond(self, slot, 0, and_name, select("#", ...), ...) end
+  class[or_name] = function(self, ...) return add_cond(self, slot, 1, or_name, select("#", ...), ...) end
+  def("_not", function(self, conj, fname, fn)
+    if type(fn) ~= "function" then error(fname .. ": expects a function", 3) end
+    local list = collect(fn)
+    if list and #list > 0 then push(self, slot, { OP.GROUP, conj, list, true }) end
+    return self
+  end)
+  if prefix ~= "where" then return end
+  local function def_in(name, neg)
+    def(name, function(self, conj, fname, col, list)
+      check_col(col, fname)
+      if type(list) ~= "table" then error(fname .. ": expects a list or a query", 3) end
+      return push(self, slot, { OP.IN, conj, col, list, neg })
+    end)
+  end
+  def_in("_in", false)
+  def_in("_not_in", true)
+  local function def_between(name, neg)
+    def(name, function(self, conj, fname, col, a, b)
+      check_col(col, fname)
+      return push(self, slot, { OP.BETWEEN, conj, col, value(a), value(b), neg })
+    end)
+  end
+  def_between("_between", false)
+  def_between("_not_between", true)
+  local function def_null(name, neg)
+    def(name, function(self, conj, fname, col)
+      check_col(col, fname)
+      return push(self, slot, { OP.NULL, conj, col, neg })
+    end)
+  end
+  def_null("_null", false)
+  def_null("_not_null", true)
+  local function def_like(name, mode, neg)
+    def(name, function(self, conj, fname, col, s)
+      check_col(col, fname)
+      if type(s) ~= "string" and type(s) ~= "number" then error(fname .. ": expects a string", 3) end
+      return push(self, slot, { OP.LIKE, conj, col, s, mode, neg })
+    end)
+  end
+  def_like("_contains", 1, false)
+  def_like("_starts_with", 2, false)
+  def_like("_ends_with", 3, false)
+  def_like("_not_contains", 1, true)
+  local function def_exists(name, neg)
+    def(name, function(self, conj, fname, q)
+      if type(q) ~= "table" or q[1] ~= OP.SELECT then error(fname .. ": expects a select query", 3) end
+      local e = expr.exists(q)
+      if neg then return push(self, slot, { OP.GROUP, conj, { { OP.EXPR, 0, e } }, true }) end
+      return push(self, slot, { OP.EXPR, conj, e })
+    end)
+  end
+  def_exists("_exists", false)
+  def_exists("_not_exists", true)
+end
+
+install_conditions(Select, S_WHERE, "where")
+install_conditions(Select, S_HAVING, "having")
+install_conditions(Update, U_WHERE, "where")
+install_conditions(Delete, D_WHERE, "where")
+
+-- --- common pieces ------------------------------------------------------------------------
+
+local function with(slot, recursive, fname)
+  return function(self, name, q, columns)
+    if type(name) ~= "string" then error(fname .. ": the name must be a string", 2) end
+    if type(q) ~= "table" or q[1] ~= OP.SELECT then error(fname .. ": expects a select query", 2) end
+    if columns ~= nil and type(columns) ~= "table" then error(fname .. ": columns must be a list", 2) end
+    return push(self, slot, { name, q, columns, recursive })
+  end
+end
+
+local function returning(slot)
+  return function(self, ...)
+    for i = 1, select("#", ...) do
+      local c = select(i, ...)
+      check_col(c, "returning")
+      push(self, slot, c)
+    end
+    return self
+  end
+end
+
+local function dialect_of(q, dialect)
+  if dialect ~= nil then return dialect end
+  local db = q._db
+  return db and db.dialect or "sqlite"
+end
+
+local function to_sql(self, dialect)
+  local text, binds = render(self, dialect_of(self, dialect))
+  if not text then error(binds, 2) end
+  return text, binds
+end
+
+local function db_of(q, fname)
+  local db = q._db
+  if not db then error(fname .. ": the query is not attached to a database", 3) end
+  return db
+end
+
+-- Renders for the query's database, raising on a renderer error (a programmer error).
+local function rendered(q, level)
+  local db = db_of(q, "run")
+  local text, binds = render(q, db.dialect)
+  if not text then error(binds, level + 1) end
+  return db, text, binds
+end
+
+for _, class in ipairs { Select, Insert, Update, Delete } do
+  class.to_sql = to_sql
+end
+
+-- --- select -------------------------------------------------------------------------------
+
+function M.select(db, from)
+  if from ~= nil then check_table(from, "from") end
+  return setmetatable({ OP.SELECT, from, _db = db }, Select)
+end
+
+function Select:select(...)
+  for i = 1, select("#", ...) do
+    local c = select(i, ...)
+    if c == nil then error("select: column " .. i .. " is nil", 2) end
+    push(self, S_COLUMNS, c)
+  end
+  return self
+end
+
+function Select:distinct()
+  self[S_DISTINCT] = true
+  return self
+end
+
+local function join(kind, fname)
+  return function(self, t, left, op, right)
+    check_table(t, fname)
+    if kind == 5 then return push(self, S_JOINS, { kind, t }) end
+    if right == nil then op, right = "=", op end
+    if left == nil or right == nil then error(fname .. ": expects (table, left, [op,] right)", 2) end
+    return push(self, S_JOINS, { kind, t, left, op, right })
+  end
+end
+Select.join = join(1, "join")
+Select.inner_join = Select.join
+Select.left_join = join(2, "left_join")
+Select.right_join = join(3, "right_join")
+Select.full_join = join(4, "full_join")
+Select.cross_join = join(5, "cross_join")
+
+function Select:group_by(...)
+  for i = 1, select("#", ...) do
+    local c = select(i, ...)
+    check_col(c, "group_by")
+    push(self, S_GROUP, c)
+  end
+  return self
+end
+
+function Select:order_by(col, dir)
+  if col == nil then error("order_by: expects a column", 2) end
+  local list = self[S_ORDER]
+  if not list then
+    list = {}
+    self[S_ORDER] = list
+  end
+  if dir ~= nil and (type(col) ~= "table" or is_node(col)) then
+    order_list({ col, dir }, 2, list)
+  else
+    order_list(col, 2, list)
+  end
+  return self
+end
+
+local function count_arg(n, fname)
+  if type(n) ~= "number" or n < 0 or n % 1 ~= 0 then
+    error(fname .. ": expects a non-negative integer, got " .. tostring(n), 3)
+  end
+  return n
+end
+
+function Select:limit(n)
+  self[S_LIMIT] = count_arg(n, "limit")
+  return self
+end
+
+function Select:offset(n)
+  self[S_OFFSET] = count_arg(n, "offset")
+  return self
+end
+
+Select.with = with(S_CTES, false, "with")
+Select.with_recursive = with(S_CTES, true, "with_recursive")
+
+local function setop(kind, fname)
+  return function(self, q)
+    if type(q) ~= "table" or q[1] ~= OP.SELECT then error(fname .. ": expects a select query", 2) end
+    push(self, S_SETOPS, kind)
+    return push(self, S_SETOPS, q)
+  end
+end
+Select.union = setop(1, "union")
+Select.union_all = setop(2, "union_all")
+Select.intersect = setop(3, "intersect")
+Select.except = setop(4, "except")
+
+function Select:for_update()
+  self[S_LOCK] = 1
+  return self
+end
+
+function Select:for_share()
+  self[S_LOCK] = 2
+  return self
+end
+
+function Select:skip_locked()
+  self[S_WAIT] = 1
+  return self
+end
+
+function Select:nowait()
+  self[S_WAIT] = 2
+  return self
+end
+
+-- A shallow copy: chain methods on the copy do not change the original's lists.
+local function clone(self)
+  local c = {}
+  for k, v in pairs(self) do
+    if type(v) == "table" and not getmetatable(v) and k ~= "_db" then
+      local list = {}
+      for i = 1, #v do list[i] = v[i] end
+      v = list
+    end
+    c[k] = v
+  end
+  return setmetatable(c, getmetatable(self))
+end
+Select.clone, Insert.clone, Update.clone, Delete.clone = clone, clone, clone, clone
+
+function Select:all()
+  local db, text, binds = rendered(self, 2)
+  return db:_query(text, binds)
+end
+
+function Select:first()
+  local db = db_of(self, "first")
+  local saved = self[S_LIMIT]
+  self[S_LIMIT] = 1
+  local text, binds = render(self, db.dialect)
+  self[S_LIMIT] = saved
+  if not text then error(binds, 2) end
+  return db:_first(text, binds)
+end
+
+function Select:each(fn)
+  if type(fn) ~= "function" then error("each: expects a function", 2) end
+  local db, text, binds = rendered(self, 2)
+  return db:_each(text, binds, fn)
+end
+
+local COUNT = expr.fn.count():as("count")
+
+function Select:count()
+  local db = db_of(self, "count")
+  local simple = not (self[S_DISTINCT] or self[S_GROUP] or self[S_LIMIT] or self[S_OFFSET]
+    or self[S_SETOPS])
+  local q
+  if simple then
+    q = setmetatable({}, Select)
+    for k, v in pairs(self) do q[k] = v end
+    q[S_COLUMNS], q[S_ORDER] = { COUNT }, nil
+  else
+    q = setmetatable({ OP.SELECT, self:as("zever_count"), { COUNT } }, Select)
+  end
+  local text, binds = render(q, db.dialect)
+  if not text then error(binds, 2) end
+  local row, err = db:_first(text, binds)
+  if not row then return nil, err end
+  return row.count
+end
+
+local EXISTS_ALIAS = "exists"
+
+function Select:exists()
+  local db = db_of(self, "exists")
+  local q = { OP.SELECT, nil, { expr.exists(self):as(EXISTS_ALIAS) } }
+  local text, binds = render(q, db.dialect)
+  if not text then error(binds, 2) end
+  local row, err = db:_first(text, binds)
+  if not row then return nil, err end
+  return row[EXISTS_ALIAS] == 1 or row[EXISTS_ALIAS] == true
+end
+
+-- --- insert -------------------------------------------------------------------------------
+
+function M.insert(db, t)
+  check_table(t, "insert_into")
+  return setmetatable({ OP.INSERT, t, _db = db }, Insert)
+end
+
+-- values{...} (one row) or values{ {...}, {...} } (one multi-row INSERT). Every row must name
+-- the same columns; use db.null for an explicit NULL.
+function Insert:values(rows)
+  if type(rows) ~= "table" or is_node(rows) then error("values: expects a row or a list of rows", 2) end
+  if rows[1] == nil then rows = { rows } end
+  local cols = self[I_COLUMNS]
+  local list = self[I_ROWS] or {}
+  for r = 1, #rows do
+    local row = rows[r]
+    if type(row) ~= "table" then error("values: row " .. r .. " is not a table", 2) end
+    if not cols then cols = sorted_keys(row, "values") end
+    local vals, seen = {}, 0
+    for i = 1, #cols do
+      local v = row[cols[i]]
+      if v == nil then
+        error("values: row " .. r .. " has no '" .. cols[i] .. "' (rows must have the same columns)", 2)
+      end
+      vals[i] = v
+    end
+    for _ in pairs(row) do seen = seen + 1 end
+    if seen ~= #cols then error("values: row " .. r .. " has columns the first row does not have", 2) end
+    list[#list + 1] = vals
+  end
+  self[I_COLUMNS], self[I_ROWS] = cols, list
+  return self
+end
+
+function Insert:on_conflict(...)
+  local list = {}
+  for i = 1, select("#", ...) do
+    local c = select(i, ...)
+    check_col(c, "on_conflict")
+    list[i] = c
+  end
+  self[I_CONFLICT] = list
+  return self
+end
+
+function Insert:do_nothing()
+  if not self[I_CONFLICT] then error("do_nothing: call on_conflict first", 2) end
+  self[I_ACTION] = 1
+  return self
+end
+
+-- A set list from a map {col = value} (sorted) and/or a list of columns meaning excluded.col.
+local function set_list(t, fname, into)
+  if type(t) ~= "table" or is_node(t) then error(fname .. ": expects a table", 3) end
+  local out = into or {}
+  for i = 1, #t do
+    if type(t[i]) ~= "string" then error(fname .. ": list entries must be column names", 3) end
+    out[#out + 1] = t[i]
+    out[#out + 1] = expr.excluded(t[i])
+  end
+  local keys = {}
+  for k in pairs(t) do
+    if type(k) == "string" then keys[#keys + 1] = k
+    elseif type(k) ~= "number" then error(fname .. ": keys must be column names", 3) end
+  end
+  sort(keys)
+  for i = 1, #keys do
+    out[#out + 1] = keys[i]
+    out[#out + 1] = value(t[keys[i]])
+  end
+  return out
+end
+
+function Insert:do_update(t)
+  if not self[I_CONFLICT] then error("do_update: call on_conflict first", 2) end
+  self[I_ACTION] = 2
+  self[I_SET] = set_list(t, "do_update")
+  if #self[I_SET] == 0 then error("do_update: nothing to set", 2) end
+  return self
+end
+
+Insert.returning = returning(I_RETURNING)
+Insert.with = with(I_CTES, false, "with")
+Insert.with_recursive = with(I_CTES, true, "with_recursive")
+
+-- Runs the insert: {changes=, last_insert_id=}, or the rows when returning() was used.
+function Insert:exec()
+  local db, text, binds = rendered(self, 2)
+  if self[I_RETURNING] then return db:_query(text, binds) end
+  return db:_exec(text, binds)
+end
+
+-- --- update -------------------------------------------------------------------------------
+
+function M.update(db, t)
+  check_table(t, "update")
+  return setmetatable({ OP.UPDATE, t, _db = db }, Update)
+end
+
+-- set{ col = value, ... } (sorted by column) or set(col, value).
+function Update:set(a, b)
+  if type(a) == "string" then
+    local list = self[U_SET] or {}
+    list[#list + 1] = a
+    list[#list + 1] = value(b)
+    self[U_SET] = list
+    return self
+  end
+  self[U_SET] = set_list(a, "set", self[U_SET])
+  return self
+end
+
+Update.returning = returning(U_RETURNING)
+Update.with = with(U_CTES, false, "with")
+Update.with_recursive = with(U_CTES, true, "with_recursive")
+
+-- Runs the update: the number of changed rows, or the rows when returning() was used.
+function Update:exec()
+  local db, text, binds = rendered(self, 2)
+  if self[U_RETURNING] then return db:_query(text, binds) end
+  local res, err = db:_exec(text, binds)
+  if not res then return nil, err end
+  return res.changes
+end
+
+-- --- delete -------------------------------------------------------------------------------
+
+function M.delete(db, t)
+  check_table(t, "delete_from")
+  return setmetatable({ OP.DELETE, t, _db = db }, Delete)
+end
+
+Delete.returning = returning(D_RETURNING)
+Delete.with = with(D_CTES, false, "with")
+Delete.with_recursive = with(D_CTES, true, "with_recursive")
+
+function Delete:exec()
+  local db, text, binds = rendered(self, 2)
+  if self[D_RETURNING] then return db:_query(text, binds) end
+  local res, err = db:_exec(text, binds)
+  if not res then return nil, err end
+  return res.changes
+end
+
+return M

@@ -1,0 +1,209 @@
+-- zever.migrations: schema migrations. A migration is a file migrations/<NNNN>_<name>.lua
+-- returning { up = function(db) ... end, down = function(db) ... end }. Applied versions are
+-- recorded in a schema_migrations table. Each migration runs in its own transaction on a strict
+-- handle (a failing statement raises even if the migration ignores its result), so a failure
+-- rolls back that migration entirely and stops the run.
+--
+--   migrations.list(dir)              -> { {version=, name=, file=}, ... } sorted | nil, err
+--   migrations.status(db, dir)        -> { {version=, name=, applied=, applied_at=, missing=}, ... }
+--   migrations.up(db, dir[, opts])    -> applied list   | nil, err, applied so far
+--   migrations.down(db, dir, n[, o])  -> reverted list  | nil, err, reverted so far
+--   migrations.new(dir, name)         -> path           | nil, err
+--   opts.progress(event, migration)   event: "up" | "down", called before each migration
+--
+-- err is a zever.db error; for a failed migration its message starts with the file name and
+-- holds the SQL error. It must not print: the CLI (cmd/zever/migrate.lua) does.
+
+local db_mod = require "zever.db"
+local sys = require "zever.sys"
+
+local type, pcall, tostring, error = type, pcall, tostring, error
+local sort, format = table.sort, string.format
+
+local M = {}
+
+M.TABLE = "schema_migrations"
+
+local function err(code, message)
+  return db_mod.error(code, message)
+end
+
+-- Migration files in dir, sorted by version (numerically).
+function M.list(dir)
+  if not sys.isdir(dir) then return nil, err("not_found", "no migrations folder '" .. dir .. "'") end
+  local names, lerr = sys.listdir(dir)
+  if not names then return nil, err("io", tostring(lerr)) end
+  local out, seen = {}, {}
+  for _, f in ipairs(names) do
+    local version, name = f:match("^(%d+)_([%w_%-]+)%.lua$")
+    if version then
+      if seen[tonumber(version)] then
+        return nil, err("invalid", "two migrations have version " .. version .. ": "
+          .. seen[tonumber(version)] .. ", " .. f)
+      end
+      seen[tonumber(version)] = f
+      out[#out + 1] = { version = version, name = name, file = dir .. "/" .. f }
+    end
+  end
+  sort(out, function(a, b) return tonumber(a.version) < tonumber(b.version) end)
+  return out
+end
+
+function M.ensure_table(db)
+  local ok, e = db:exec("CREATE TABLE IF NOT EXISTS " .. M.TABLE ..
+    " (version TEXT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+  if not ok then return nil, e end
+  return true
+end
+
+local function applied_map(db)
+  local ok, e = M.ensure_table(db)
+  if not ok then return nil, e end
+  local rows, qe = db:from(M.TABLE):order_by("version"):all()
+  if not rows then return nil, qe end
+  local map = {}
+  for _, r in ipairs(rows) do map[tonumber(r.version)] = r end
+  return map, rows
+end
+
+function M.status(db, dir)
+  local files, e = M.list(dir)
+  if not files then return nil, e end
+  local map, rows = applied_map(db)
+  if not map then return nil, rows end
+  local out, known = {}, {}
+  for _, m in ipairs(files) do
+    local r = map[tonumber(m.version)]
+    known[tonumber(m.version)] = true
+    out[#out + 1] = { version = m.version, name = m.name, file = m.file, applied = r ~= nil,
+      applied_at = r and r.applied_at }
+  end
+  -- Applied versions whose file is gone are listed too, so nobody is surprised by them.
+  for _, r in ipairs(rows) do
+    if not known[tonumber(r.version)] then
+      out[#out + 1] = { version = r.version, name = r.name, applied = true, applied_at = r.applied_at,
+        missing = true }
+    end
+  end
+  sort(out, function(a, b) return tonumber(a.version) < tonumber(b.version) end)
+  return out
+end
+
+local function load_migration(m)
+  local chunk, lerr = loadfile(m.file)
+  if not chunk then return nil, err("invalid", lerr) end
+  local ok, mod = pcall(chunk)
+  if not ok then return nil, err("invalid", m.file .. ": " .. tostring(mod)) end
+  if type(mod) ~= "table" or type(mod.up) ~= "function" then
+    return nil, err("invalid", m.file .. ": must return { up = function(db) ... end, down = ... }")
+  end
+  return mod
+end
+
+-- Runs fn(strict_tx) in a transaction; turns any failure into an error naming the file.
+local function run_one(db, m, fn)
+  local ok, e = pcall(db.transaction, db, function(tx) fn(tx:strict_handle()) end)
+  if ok then return true end
+  if db_mod.is_error(e) then return nil, err(e.code, m.file .. ": " .. e.message) end
+  return nil, err("migration", m.file .. ": " .. tostring(e))
+end
+
+local function now()
+  return os.date("!%Y-%m-%dT%H:%M:%SZ")
+end
+
+function M.up(db, dir, opts)
+  opts = opts or {}
+  local files, e = M.list(dir)
+  if not files then return nil, e, {} end
+  local map, me = applied_map(db)
+  if not map then return nil, me, {} end
+  local done = {}
+  for _, m in ipairs(files) do
+    if not map[tonumber(m.version)] then
+      local mod, le = load_migration(m)
+      if not mod then return nil, le, done end
+      if opts.progress then opts.progress("up", m) end
+      local ok, re = run_one(db, m, function(tx)
+        mod.up(tx)
+        tx:insert_into(M.TABLE):values { version = m.version, name = m.name, applied_at = now() }:exec()
+      end)
+      if not ok then return nil, re, done end
+      done[#done + 1] = m
+    end
+  end
+  return done
+end
+
+function M.down(db, dir, n, opts)
+  opts = opts or {}
+  n = n or 1
+  if type(n) ~= "number" or n < 1 or n % 1 ~= 0 then
+    error("migrations.down: n must be a positive integer", 2)
+  end
+  local files, e = M.list(dir)
+  if not files then return nil, e, {} end
+  local map, rows = applied_map(db)
+  if not map then return nil, rows, {} end
+  local by_version = {}
+  for _, m in ipairs(files) do by_version[tonumber(m.version)] = m end
+  local done = {}
+  for i = #rows, 1, -1 do
+    if #done >= n then break end
+    local r = rows[i]
+    local m = by_version[tonumber(r.version)]
+    if not m then
+      local msg = format("migration %s_%s is applied but its file is missing", r.version, r.name)
+      return nil, err("not_found", msg), done
+    end
+    local mod, le = load_migration(m)
+    if not mod then return nil, le, done end
+    if type(mod.down) ~= "function" then
+      return nil, err("invalid", m.file .. ": has no down function"), done
+    end
+    if opts.progress then opts.progress("down", m) end
+    local ok, re = run_one(db, m, function(tx)
+      mod.down(tx)
+      tx:delete_from(M.TABLE):where("version", r.version):exec()
+    end)
+    if not ok then return nil, re, done end
+    done[#done + 1] = m
+  end
+  return done
+end
+
+local TEMPLATE = [[
+-- Migration %s_%s. up applies it, down reverts it; each runs in its own transaction, and a
+-- failing statement raises (the migration stops and rolls back).
+return {
+  up = function(db)
+    -- db:exec("CREATE TABLE ...")
+  end,
+  down = function(db)
+    -- db:exec("DROP TABLE ...")
+  end,
+}
+]]
+
+function M.new(dir, name)
+  if type(name) ~= "string" or not name:match("^[%w_]+$") then
+    return nil, err("invalid", "a migration name is letters, digits and underscores, got '"
+      .. tostring(name) .. "'")
+  end
+  if not sys.isdir(dir) then
+    local ok = os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
+    if ok ~= 0 and ok ~= true then return nil, err("io", "cannot create folder " .. dir) end
+  end
+  local files, e = M.list(dir)
+  if not files then return nil, e end
+  local last = files[#files]
+  local version = format("%04d", last and tonumber(last.version) + 1 or 1)
+  local path = dir .. "/" .. version .. "_" .. name .. ".lua"
+  local f, oe = io.open(path, "wb")
+  if not f then return nil, err("io", tostring(oe)) end
+  f:write(format(TEMPLATE, version, name))
+  f:close()
+  return path
+end
+
+return M

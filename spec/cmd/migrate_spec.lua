@@ -1,0 +1,94 @@
+-- luacheck: no max line length
+-- zever migrate: the command run through the real binary in a temporary folder.
+
+local process = require "spec.support.process"
+
+local function sh(dir, args)
+  return process.run("cd " .. process.quote(dir) .. " && " .. process.quote(require("zever.sys").exe()) .. " " .. args)
+end
+
+describe("zever migrate", function()
+  local dir
+
+  before_each(function()
+    dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p '" .. dir .. "'"))
+  end)
+
+  after_each(function()
+    os.execute("rm -rf '" .. dir .. "'")
+  end)
+
+  local function write(name, text)
+    local f = assert(io.open(dir .. "/migrations/" .. name, "wb"))
+    f:write(text)
+    f:close()
+  end
+
+  it("creates numbered migration files with new", function()
+    local r = sh(dir, "migrate new create_users")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.equal("migrations/0001_create_users.lua\n", r.stdout)
+    r = sh(dir, "migrate new add_posts")
+    assert.are.equal("migrations/0002_add_posts.lua\n", r.stdout)
+  end)
+
+  it("applies, lists and rolls back migrations, quietly when piped", function()
+    sh(dir, "migrate new create_users")
+    write("0001_create_users.lua", [[return { up = function(db) db:exec("CREATE TABLE users (id INTEGER)") end,
+      down = function(db) db:exec("DROP TABLE users") end }]])
+    local r = sh(dir, "migrate status")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.truthy(r.stdout:find("^pending  0001_create_users"))
+    r = sh(dir, "migrate up")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.equal("", r.stdout)
+    r = sh(dir, "migrate status --json")
+    local list = require("zever.json").decode(r.stdout)
+    assert.are.equal(true, list[1].applied)
+    assert.are.equal("0001", list[1].version)
+    r = sh(dir, "migrate down -n 1")
+    assert.are.equal(0, r.code, r.stderr)
+    r = sh(dir, "migrate status")
+    assert.truthy(r.stdout:find("^pending"))
+  end)
+
+  it("takes --dsn and --dir", function()
+    assert(os.execute("mkdir -p '" .. dir .. "/db/m'"))
+    local f = assert(io.open(dir .. "/db/m/0001_t.lua", "wb"))
+    f:write([[return { up = function(db) db:exec("CREATE TABLE t (id)") end }]])
+    f:close()
+    local r = sh(dir, "migrate up --dsn sqlite:db/other.db --dir db/m")
+    assert.are.equal(0, r.code, r.stderr)
+    local db = assert(require("zever.db").open("sqlite:" .. dir .. "/db/other.db"))
+    assert.truthy(db:first("SELECT name FROM sqlite_master WHERE name = 't'"))
+    db:close()
+  end)
+
+  it("exits 1 naming the file and the SQL error when a migration fails", function()
+    sh(dir, "migrate new broken")
+    write("0001_broken.lua", [[return { up = function(db) db:exec("CREATE TABLE ok1 (id)"); db:exec("NOT SQL") end }]])
+    local r = sh(dir, "migrate up")
+    assert.are.equal(1, r.code)
+    assert.truthy(r.stderr:find("0001_broken.lua", 1, true), r.stderr)
+    assert.truthy(r.stderr:find("syntax error", 1, true), r.stderr)
+    local db = assert(require("zever.db").open("sqlite:" .. dir .. "/app.db"))
+    assert.is_nil(db:first("SELECT name FROM sqlite_master WHERE name = 'ok1'"))
+    db:close()
+  end)
+
+  it("exits 2 on an unknown subcommand or a misplaced -n", function()
+    assert.are.equal(2, sh(dir, "migrate sideways").code)
+    assert.are.equal(2, sh(dir, "migrate").code)
+    assert.are.equal(2, sh(dir, "migrate up -n 2").code)
+    assert.are.equal(2, sh(dir, "migrate new").code)
+    assert.are.equal(2, sh(dir, "migrate new 'bad name'").code)
+  end)
+
+  it("exits 1 when the migrations folder is missing", function()
+    local r = sh(dir, "migrate up --dir nowhere")
+    assert.are.equal(1, r.code)
+    assert.truthy(r.stderr:find("nowhere", 1, true))
+  end)
+end)

@@ -1,0 +1,225 @@
+-- zever.sqlite: the SQLite binding (host/sqlite/l_sqlite.c) on real :memory: and file databases.
+
+local sqlite = require "zever.sqlite"
+local ffi = require "ffi"
+
+local function tmpdb()
+  local path = os.tmpname()
+  os.remove(path)
+  return path
+end
+
+local function cleanup(path)
+  for _, suffix in ipairs { "", "-wal", "-shm" } do os.remove(path .. suffix) end
+end
+
+describe("zever.sqlite", function()
+  local c
+
+  before_each(function()
+    c = assert(sqlite.open(":memory:"))
+    assert(c:exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, n INTEGER, f REAL, b BLOB)"))
+  end)
+
+  after_each(function()
+    c:close()
+  end)
+
+  describe("exec", function()
+    it("returns the number of changes and the last inserted id", function()
+      local changes, id = c:exec("INSERT INTO t (v) VALUES (?), (?)", { "a", "b" })
+      assert.are.equal(2, changes)
+      assert.are.equal(2, id)
+    end)
+
+    it("runs several statements without values", function()
+      assert(c:exec("INSERT INTO t (v) VALUES ('x'); INSERT INTO t (v) VALUES ('y');"))
+      assert.are.equal(2, #c:query("SELECT * FROM t"))
+    end)
+
+    it("refuses values for several statements", function()
+      local ok, code = c:exec("INSERT INTO t (v) VALUES (?); SELECT 1", { 1 })
+      assert.is_nil(ok)
+      assert.are.equal("invalid", code)
+    end)
+
+    it("reports a constraint violation with the SQL but not the values", function()
+      assert(c:exec("INSERT INTO t (id, v) VALUES (?, ?)", { 1, "secret-value" }))
+      local ok, code, msg = c:exec("INSERT INTO t (id, v) VALUES (?, ?)", { 1, "secret-value" })
+      assert.is_nil(ok)
+      assert.are.equal("constraint", code)
+      assert.truthy(msg:find("INSERT INTO t", 1, true))
+      assert.is_nil(msg:find("secret-value", 1, true))
+    end)
+
+    it("names syntax and schema errors", function()
+      local _, code = c:exec("SELEC 1")
+      assert.are.equal("syntax", code)
+      _, code = c:exec("SELECT * FROM missing")
+      assert.are.equal("schema", code)
+    end)
+
+    it("treats double-quoted unknown names as errors, not strings", function()
+      local _, code = c:query('SELECT "nope" FROM t')
+      assert.are.equal("schema", code)
+    end)
+
+    it("checks the number of values against the placeholders", function()
+      local ok, code, msg = c:exec("INSERT INTO t (v, n) VALUES (?, ?)", { "a" })
+      assert.is_nil(ok)
+      assert.are.equal("invalid", code)
+      assert.truthy(msg:find("2 placeholders but 1", 1, true))
+    end)
+
+    it("refuses a table as a value", function()
+      local ok, code = c:exec("INSERT INTO t (v) VALUES (?)", { {} })
+      assert.is_nil(ok)
+      assert.are.equal("invalid", code)
+    end)
+  end)
+
+  describe("values", function()
+    it("round-trips text, integers, reals, booleans and NULL", function()
+      assert(c:exec("INSERT INTO t (id, v, n, f) VALUES (?, ?, ?, ?)", { 1, "h\0i", true, 1.5 }))
+      assert(c:exec("INSERT INTO t (id, v, n) VALUES (?, ?, ?)", { 2, sqlite.null, false }))
+      local rows = c:query("SELECT * FROM t ORDER BY id")
+      assert.are.same({ id = 1, v = "h\0i", n = 1, f = 1.5 }, rows[1])
+      assert.are.same({ id = 2, n = 0 }, rows[2])
+    end)
+
+    it("binds nil inside a counted list as NULL", function()
+      assert(c:exec("INSERT INTO t (id, v) VALUES (?, ?)", { 1, nil }, 2))
+      assert.is_nil(c:first("SELECT v FROM t").v)
+    end)
+
+    it("round-trips int64 values beyond 2^53 exactly as int64 cdata", function()
+      local big = ffi.new("int64_t", 9007199254740993LL)
+      local neg = -9223372036854775807LL - 1
+      assert(c:exec("INSERT INTO t (id, n) VALUES (1, ?), (2, ?), (3, ?)", { big, neg, 2 ^ 53 }))
+      local rows = c:query("SELECT n FROM t ORDER BY id")
+      assert.are.equal("cdata", type(rows[1].n))
+      assert.is_true(rows[1].n == 9007199254740993LL)
+      assert.is_true(rows[2].n == neg)
+      assert.are.equal("number", type(rows[3].n))
+      assert.are.equal(2 ^ 53, rows[3].n)
+      assert.is_true(c:first("SELECT n + 1 AS m FROM t WHERE id = 1").m == 9007199254740994LL)
+    end)
+
+    it("binds uint64 cdata", function()
+      assert(c:exec("INSERT INTO t (id, n) VALUES (1, ?)", { 123ULL }))
+      assert.are.equal(123, c:first("SELECT n FROM t").n)
+    end)
+
+    it("stores blobs and reads them back as strings", function()
+      local bytes = "\0\1\2\255"
+      assert(c:exec("INSERT INTO t (id, b) VALUES (1, ?)", { sqlite.blob(bytes) }))
+      local row = c:first("SELECT b, typeof(b) AS ty FROM t")
+      assert.are.equal(bytes, row.b)
+      assert.are.equal("blob", row.ty)
+    end)
+  end)
+
+  describe("query, first and each", function()
+    before_each(function()
+      for i = 1, 5 do assert(c:exec("INSERT INTO t (id, v) VALUES (?, ?)", { i, "v" .. i })) end
+    end)
+
+    it("returns rows keyed by column name", function()
+      local rows = c:query("SELECT id, v FROM t WHERE id > ? ORDER BY id", { 3 })
+      assert.are.same({ { id = 4, v = "v4" }, { id = 5, v = "v5" } }, rows)
+    end)
+
+    it("returns an empty list when nothing matches and nil from first", function()
+      assert.are.same({}, c:query("SELECT * FROM t WHERE id > 99"))
+      assert.is_nil(c:first("SELECT * FROM t WHERE id > 99"))
+    end)
+
+    it("streams rows to each and stops when the callback returns false", function()
+      local seen = {}
+      local n = c:each("SELECT id FROM t ORDER BY id", nil, nil, function(row)
+        seen[#seen + 1] = row.id
+        if row.id == 3 then return false end
+      end)
+      assert.are.equal(3, n)
+      assert.are.same({ 1, 2, 3 }, seen)
+    end)
+
+    it("re-raises an error from each's callback and leaves the statement usable", function()
+      assert.has_error(function()
+        c:each("SELECT id FROM t", nil, nil, function() error("stop here") end)
+      end)
+      assert.are.equal(5, #c:query("SELECT id FROM t"))
+    end)
+
+    it("runs the same statement nested inside each", function()
+      local pairs_seen = 0
+      c:each("SELECT id FROM t", nil, nil, function()
+        pairs_seen = pairs_seen + #c:query("SELECT id FROM t")
+      end)
+      assert.are.equal(25, pairs_seen)
+    end)
+  end)
+
+  describe("statement cache", function()
+    it("reuses statements and stays within its bound", function()
+      local small = assert(sqlite.open(":memory:", { statements = 4 }))
+      for i = 1, 20 do assert(small:query("SELECT " .. i)) end
+      assert.are.equal(4, small:cached())
+      for _ = 1, 3 do assert(small:query("SELECT 20")) end
+      assert.are.equal(4, small:cached())
+      small:close()
+    end)
+  end)
+
+  describe("close", function()
+    it("makes every call return closed", function()
+      c:close()
+      assert.is_false(c:is_open())
+      for _, m in ipairs { "exec", "query", "first" } do
+        local ok, code = c[m](c, "SELECT 1")
+        assert.is_nil(ok)
+        assert.are.equal("closed", code)
+      end
+      assert.is_true(c:close())
+    end)
+
+    it("stops an each loop whose callback closes the connection", function()
+      assert(c:exec("INSERT INTO t (v) VALUES ('a'), ('b')"))
+      local ok, code = c:each("SELECT * FROM t", nil, nil, function() c:close() end)
+      assert.is_nil(ok)
+      assert.are.equal("closed", code)
+    end)
+  end)
+
+  describe("files", function()
+    it("opens a file in WAL mode with foreign keys on", function()
+      local path = tmpdb()
+      local f = assert(sqlite.open(path))
+      assert.are.equal("wal", f:first("PRAGMA journal_mode").journal_mode)
+      assert.are.equal(1, f:first("PRAGMA foreign_keys").foreign_keys)
+      f:close()
+      cleanup(path)
+    end)
+
+    it("reports busy when another connection holds the write lock", function()
+      local path = tmpdb()
+      local a = assert(sqlite.open(path))
+      local b = assert(sqlite.open(path, { busy_timeout = 10 }))
+      assert(a:exec("CREATE TABLE x (v)"))
+      assert(a:exec("BEGIN IMMEDIATE"))
+      local ok, code = b:exec("INSERT INTO x VALUES (1)")
+      assert.is_nil(ok)
+      assert.are.equal("busy", code)
+      assert(a:exec("ROLLBACK"))
+      a:close()
+      b:close()
+      cleanup(path)
+    end)
+
+    it("fails to open a path in a missing folder", function()
+      local ok, code = sqlite.open("/nonexistent-dir/x.db")
+      assert.is_nil(ok)
+      assert.are.equal("cantopen", code)
+    end)
+  end)
+end)

@@ -1,0 +1,258 @@
+-- luacheck: no max line length
+-- zever.db: the database front-end over the SQLite adapter: raw SQL, the builder's terminals,
+-- LIKE escaping end to end, transactions and savepoints.
+
+local zdb = require "zever.db"
+
+local function fresh()
+  local db = assert(zdb.open("sqlite::memory:"))
+  assert(db:exec([[CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT UNIQUE NOT NULL, name TEXT,
+    age INTEGER, team TEXT)]]))
+  assert(db:exec([[CREATE TABLE jobs (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 0,
+    claimed_by TEXT)]]))
+  return db
+end
+
+describe("zever.db", function()
+  local db
+
+  before_each(function() db = fresh() end)
+  after_each(function() if db:is_open() then db:close() end end)
+
+  describe("open", function()
+    it("rejects a DSN without a scheme", function()
+      local ok, err = zdb.open("app.db")
+      assert.is_nil(ok)
+      assert.are.equal("invalid", err.code)
+    end)
+
+    it("reports an unknown adapter as unavailable", function()
+      local ok, err = zdb.open("nosuch:thing")
+      assert.is_nil(ok)
+      assert.are.equal("unavailable", err.code)
+    end)
+
+    it("opens a file database from sqlite:path", function()
+      local path = os.tmpname()
+      local f = assert(zdb.open("sqlite:" .. path))
+      assert.are.equal("sqlite", f.dialect)
+      f:close()
+      os.remove(path); os.remove(path .. "-wal"); os.remove(path .. "-shm")
+    end)
+  end)
+
+  describe("raw SQL", function()
+    it("exec returns changes and last_insert_id", function()
+      local res = assert(db:exec("INSERT INTO users (email, age) VALUES (?, ?)", "a@x", 30))
+      assert.are.same({ changes = 1, last_insert_id = 1 }, res)
+    end)
+
+    it("query and first take values or one list of values", function()
+      db:exec("INSERT INTO users (email, age) VALUES (?, ?)", "a@x", 30)
+      assert.are.equal("a@x", db:query("SELECT email FROM users WHERE age = ?", 30)[1].email)
+      assert.are.equal("a@x", db:first("SELECT email FROM users WHERE age = ?", { 30 }).email)
+      assert.is_nil(db:first("SELECT email FROM users WHERE age = ?", 99))
+    end)
+
+    it("binds nil values as NULL", function()
+      assert(db:exec("INSERT INTO users (email, name) VALUES (?, ?)", "a@x", nil))
+      assert.is_nil(db:first("SELECT name FROM users").name)
+    end)
+
+    it("returns an error object with a code, a message and a __tostring", function()
+      db:exec("INSERT INTO users (email) VALUES (?)", "dup@x")
+      local ok, err = db:exec("INSERT INTO users (email) VALUES (?)", "dup@x")
+      assert.is_nil(ok)
+      assert.are.equal("constraint", err.code)
+      assert.truthy(err.message:find("INSERT INTO users", 1, true))
+      assert.is_nil(err.message:find("dup@x", 1, true))
+      assert.truthy(tostring(err):find("^db: constraint: "))
+    end)
+
+    it("raises on a non-string SQL argument", function()
+      assert.has_error(function() db:exec(42) end)
+    end)
+
+    it("returns closed after close", function()
+      db:close()
+      local ok, err = db:query("SELECT 1")
+      assert.is_nil(ok)
+      assert.are.equal("closed", err.code)
+    end)
+  end)
+
+  describe("builder terminals", function()
+    before_each(function()
+      assert(db:insert_into("users"):values {
+        { email = "ann@x", name = "Ann", age = 31, team = "red" },
+        { email = "bob@x", name = "Bob", age = 17, team = "blue" },
+        { email = "cy@x", name = "Cy", age = 45, team = "red" },
+      }:exec())
+    end)
+
+    it("all returns every matching row", function()
+      local rows = db:from("users"):select("name"):where("team", "red"):order_by("name"):all()
+      assert.are.same({ { name = "Ann" }, { name = "Cy" } }, rows)
+    end)
+
+    it("first returns one row without changing the query", function()
+      local q = db:from("users"):order_by("age", "desc")
+      assert.are.equal("Cy", q:first().name)
+      assert.are.equal(3, #q:all())
+    end)
+
+    it("count counts, also with group_by and limit", function()
+      assert.are.equal(3, db:from("users"):count())
+      assert.are.equal(2, db:from("users"):where("team", "red"):count())
+      assert.are.equal(2, db:from("users"):select("team"):group_by("team"):count())
+      assert.are.equal(1, db:from("users"):limit(1):count())
+    end)
+
+    it("exists says whether a row matches", function()
+      assert.is_true(db:from("users"):where("age", ">", 40):exists())
+      assert.is_false(db:from("users"):where("age", ">", 90):exists())
+    end)
+
+    it("each streams rows", function()
+      local names = {}
+      local n = db:from("users"):order_by("id"):each(function(r) names[#names + 1] = r.name end)
+      assert.are.equal(3, n)
+      assert.are.same({ "Ann", "Bob", "Cy" }, names)
+    end)
+
+    it("insert returning gives the rows back", function()
+      local rows = db:insert_into("users"):values { email = "dee@x", name = "Dee" }:returning("id", "name"):exec()
+      assert.are.same({ { id = 4, name = "Dee" } }, rows)
+    end)
+
+    it("on_conflict do_nothing skips and do_update merges", function()
+      local res = db:insert_into("users"):values { email = "ann@x", name = "X" }:on_conflict("email"):do_nothing():exec()
+      assert.are.equal(0, res.changes)
+      db:insert_into("users"):values { email = "ann@x", name = "Anne" }:on_conflict("email")
+        :do_update { name = db.excluded("name") }:exec()
+      assert.are.equal("Anne", db:from("users"):where("email", "ann@x"):first().name)
+    end)
+
+    it("update with an expression returns the number of changed rows", function()
+      db:insert_into("jobs"):values { { attempt = 0 }, { attempt = 2 } }:exec()
+      local n = db:update("jobs"):set { attempt = db.col("attempt") + 1, claimed_by = "" }:where("attempt", "<", 5):exec()
+      assert.are.equal(2, n)
+      assert.are.same({ { attempt = 1, claimed_by = "" }, { attempt = 3, claimed_by = "" } },
+        db:from("jobs"):select("attempt", "claimed_by"):order_by("id"):all())
+    end)
+
+    it("delete returns the number of deleted rows", function()
+      assert.are.equal(2, db:delete_from("users"):where("team", "red"):exec())
+      assert.are.equal(1, db:from("users"):count())
+    end)
+
+    it("a feature sqlite lacks raises naming the feature and the dialect", function()
+      local ok, err = pcall(function() return db:from("users"):for_update():all() end)
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("for_update is not supported by sqlite", 1, true))
+    end)
+
+    it("window functions run on sqlite", function()
+      local rows = db:from("users"):select("name", db.fn.row_number():over { partition_by = "team",
+        order_by = { "age", "desc" } }:as("rn")):order_by("name"):all()
+      assert.are.same({ { name = "Ann", rn = 2 }, { name = "Bob", rn = 1 }, { name = "Cy", rn = 1 } }, rows)
+    end)
+
+    it("a value that looks like SQL is only ever data", function()
+      local evil = "x'); DROP TABLE users; --"
+      assert(db:insert_into("users"):values { email = evil }:exec())
+      assert.are.equal(evil, db:from("users"):where("email", evil):first().email)
+      assert.are.equal(4, db:from("users"):count())
+    end)
+  end)
+
+  describe("LIKE helpers end to end", function()
+    before_each(function()
+      for _, e in ipairs { "100%_a\\b", "100xxa\\b", "100%_ab", "1000_a\\b", "a100%_a\\bz" } do
+        assert(db:insert_into("users"):values { email = e }:exec())
+      end
+    end)
+
+    local function emails(q)
+      local out = {}
+      for _, r in ipairs(q:order_by("email"):all()) do out[#out + 1] = r.email end
+      return out
+    end
+
+    it("where_contains matches a value with % _ \\ only literally", function()
+      assert.are.same({ "100%_a\\b", "a100%_a\\bz" }, emails(db:from("users"):where_contains("email", "%_a\\b")))
+    end)
+
+    it("where_starts_with matches only the literal prefix", function()
+      assert.are.same({ "100%_a\\b", "100%_ab" }, emails(db:from("users"):where_starts_with("email", "100%_")))
+    end)
+
+    it("where_ends_with matches only the literal suffix", function()
+      assert.are.same({ "100%_a\\b" }, emails(db:from("users"):where_ends_with("email", "0%_a\\b")))
+    end)
+
+    it("a value containing %_\\ matches only itself", function()
+      assert.are.same({ "100%_a\\b" }, emails(db:from("users"):where_starts_with("email", "100%_a\\b")
+        :where_ends_with("email", "100%_a\\b")))
+    end)
+  end)
+
+  describe("transaction", function()
+    it("commits when the function returns and passes its results back", function()
+      local a, b = db:transaction(function(tx)
+        assert(tx:insert_into("users"):values { email = "t@x" }:exec())
+        return "done", 2
+      end)
+      assert.are.equal("done", a)
+      assert.are.equal(2, b)
+      assert.are.equal(1, db:from("users"):count())
+    end)
+
+    it("rolls back and re-raises the same error value", function()
+      local boom = { reason = "boom" }
+      local ok, err = pcall(db.transaction, db, function(tx)
+        tx:insert_into("users"):values { email = "t@x" }:exec()
+        error(boom)
+      end)
+      assert.is_false(ok)
+      assert.are.equal(boom, err)
+      assert.are.equal(0, db:from("users"):count())
+      assert.is_false(db:in_transaction())
+    end)
+
+    it("nests as a savepoint: an inner failure rolls back only the inner part", function()
+      db:transaction(function(tx)
+        tx:insert_into("users"):values { email = "outer@x" }:exec()
+        local ok = pcall(tx.transaction, tx, function(inner)
+          inner:insert_into("users"):values { email = "inner@x" }:exec()
+          assert.is_true(inner:in_transaction())
+          error("inner fails")
+        end)
+        assert.is_false(ok)
+        tx:transaction(function(inner2)
+          inner2:insert_into("users"):values { email = "inner2@x" }:exec()
+        end)
+      end)
+      local rows = db:from("users"):select("email"):order_by("email"):all()
+      assert.are.same({ { email = "inner2@x" }, { email = "outer@x" } }, rows)
+    end)
+
+    it("an outer failure rolls back committed savepoints too", function()
+      pcall(db.transaction, db, function(tx)
+        tx:transaction(function(inner) inner:insert_into("users"):values { email = "i@x" }:exec() end)
+        error("outer fails")
+      end)
+      assert.are.equal(0, db:from("users"):count())
+    end)
+
+    it("refuses a transaction handle used after its transaction", function()
+      local saved
+      db:transaction(function(tx) saved = tx end)
+      assert.has_error(function() saved:query("SELECT 1") end)
+    end)
+
+    it("raises on a non-function argument", function()
+      assert.has_error(function() db:transaction("nope") end)
+    end)
+  end)
+end)
