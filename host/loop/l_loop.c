@@ -1,0 +1,369 @@
+/*
+ * l_loop.c: the zever.loop binding: one libuv loop per Lua state, timers and signal watchers.
+ *
+ *   loop.run([mode])        -> more   runs until loop.stop() or nothing is active; mode is
+ *                                      "default", "once" or "nowait"; more is true when handles
+ *                                      are still active
+ *   loop.stop()                        makes run() return after the current callback
+ *   loop.now()              -> seconds the loop's monotonic clock, refreshed by the call
+ *   loop.after(s, fn)       -> handle  calls fn() once, s seconds from now
+ *   loop.every(s, fn)       -> handle  calls fn() every s seconds until handle:stop()
+ *   loop.signal(name, fn)   -> handle  calls fn(name) on each delivery of the signal ("SIGTERM",
+ *                                      "SIGINT", "SIGHUP", "SIGUSR1", ...); signal watchers do not
+ *                                      keep run() going on their own
+ *   handle:stop()                      stops it; doing so twice is harmless
+ *   handle:active()         -> boolean
+ *
+ * Callbacks run with lua_pcall in the state that called loop.run() (never inside a coroutine of
+ * ours); an error is written to stderr with its traceback and the loop goes on.
+ *
+ * Ownership: a handle's C side (ltimer_t) is allocated with zv_alloc and holds the callback in
+ * the registry while active, so the Lua object may be collected while the timer keeps running.
+ * The C side is freed only in the libuv close callback. The Lua object (hproxy_t) and the C side
+ * point at each other; whichever goes first clears the other's pointer.
+ *
+ * It must not raise while it holds memory it allocated (every allocation is linked into the
+ * loop's item list or freed before any call that may raise).
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "../core/zv.h"
+#include "l_loop.h"
+
+static char loop_key;
+
+typedef struct hproxy_s hproxy_t;
+
+typedef struct {
+  union {
+    uv_handle_t handle;
+    uv_timer_t timer;
+    uv_signal_t signal;
+  } h;
+  zv_loop_item_t item;
+  zv_loop_t *loop;
+  int fn_ref;   /* the callback while active; LUA_NOREF once stopped */
+  int repeat;   /* every(): keeps running after a call */
+  int signum;
+  hproxy_t *proxy;
+} ltimer_t;
+
+struct hproxy_s {
+  ltimer_t *t;
+};
+
+#define HANDLE_MT "zever.loop.handle"
+
+/* --- the loop of a state -------------------------------------------------------------------- */
+
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (!msg) msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+static int loop_gc(lua_State *L) {
+  zv_loop_t *loop = lua_touserdata(L, 1);
+  if (loop->uv.data == loop) {
+    zv_loop_close(loop);
+    loop->uv.data = NULL;
+  }
+  return 0;
+}
+
+zv_loop_t *zv_loop_of(lua_State *L) {
+  zv_loop_t *loop;
+  lua_pushlightuserdata(L, &loop_key);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  loop = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (loop) return loop;
+  loop = lua_newuserdata(L, sizeof *loop);
+  memset(loop, 0, sizeof *loop);
+  if (zv_loop_init(loop)) {
+    lua_pop(L, 1);
+    luaL_error(L, "cannot create an event loop");
+    return NULL;
+  }
+  lua_newtable(L);
+  lua_pushcfunction(L, loop_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_pushlightuserdata(L, &loop_key);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+  lua_pop(L, 1);
+  lua_pushcfunction(L, traceback);
+  loop->tb_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  return loop;
+}
+
+int zv_loop_pcall(lua_State *L, int nargs, int nresults, const char *what) {
+  zv_loop_t *loop = zv_loop_of(L);
+  int base = lua_gettop(L) - nargs;
+  int rc;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, loop->tb_ref);
+  lua_insert(L, base);
+  rc = lua_pcall(L, nargs, nresults, base);
+  if (rc) {
+    fprintf(stderr, "zever: %s: %s\n", what, lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+    fflush(stderr);
+    lua_pop(L, 1);
+  }
+  lua_remove(L, base);
+  return rc;
+}
+
+static int l_run(lua_State *L) {
+  static const char *const modes[] = {"default", "once", "nowait", NULL};
+  static const uv_run_mode uvmodes[] = {UV_RUN_DEFAULT, UV_RUN_ONCE, UV_RUN_NOWAIT};
+  int mode = luaL_checkoption(L, 1, "default", modes);
+  zv_loop_t *loop = zv_loop_of(L);
+  int more;
+  if (loop->running) return luaL_error(L, "loop.run: the loop is already running");
+  loop->running = 1;
+  loop->L = L;
+  more = uv_run(&loop->uv, uvmodes[mode]);
+  loop->running = 0;
+  loop->L = NULL;
+  lua_pushboolean(L, more != 0);
+  return 1;
+}
+
+static int l_stop(lua_State *L) {
+  zv_loop_t *loop = zv_loop_of(L);
+  if (loop->running) uv_stop(&loop->uv);
+  return 0;
+}
+
+static int l_now(lua_State *L) {
+  zv_loop_t *loop = zv_loop_of(L);
+  /* The cached time is stale after long Lua work or between runs; refreshing costs a vDSO read. */
+  uv_update_time(&loop->uv);
+  lua_pushnumber(L, (lua_Number)uv_now(&loop->uv) / 1000.0);
+  return 1;
+}
+
+/* --- timers and signal watchers ------------------------------------------------------------- */
+
+static void handle_closed(uv_handle_t *h) {
+  ltimer_t *t = h->data;
+  if (t->proxy) t->proxy->t = NULL;
+  zv_free(t);
+}
+
+/* Stops t: drops its callback, detaches its Lua object and closes the handle (freed later). */
+static void handle_stop(lua_State *L, ltimer_t *t) {
+  if (t->fn_ref == LUA_NOREF) return;
+  luaL_unref(L, LUA_REGISTRYINDEX, t->fn_ref);
+  t->fn_ref = LUA_NOREF;
+  if (t->proxy) t->proxy->t = NULL;
+  t->proxy = NULL;
+  zv_loop_remove(&t->item);
+  uv_close(&t->h.handle, handle_closed);
+}
+
+/* The loop is closing with the state: no Lua calls, the registry goes away anyway. */
+static void handle_teardown(zv_loop_item_t *item) {
+  ltimer_t *t = ZV_CONTAINER_OF(item, ltimer_t, item);
+  t->fn_ref = LUA_NOREF;
+  uv_close(&t->h.handle, handle_closed);
+}
+
+static void timer_cb(uv_timer_t *h) {
+  ltimer_t *t = h->data;
+  lua_State *L = t->loop->L;
+  if (!L || t->fn_ref == LUA_NOREF) return;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, t->fn_ref);
+  if (!t->repeat) handle_stop(L, t);
+  zv_loop_pcall(L, 0, 0, "timer callback");
+}
+
+static const struct {
+  const char *name;
+  int signum;
+} signals[] = {
+  {"SIGHUP", SIGHUP},   {"SIGINT", SIGINT},     {"SIGQUIT", SIGQUIT},   {"SIGTERM", SIGTERM},
+  {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2},   {"SIGPIPE", SIGPIPE},   {"SIGCHLD", SIGCHLD},
+  {"SIGWINCH", SIGWINCH}, {"SIGALRM", SIGALRM}, {"SIGCONT", SIGCONT},
+};
+
+static void signal_cb(uv_signal_t *h, int signum) {
+  ltimer_t *t = h->data;
+  lua_State *L = t->loop->L;
+  if (!L || t->fn_ref == LUA_NOREF) return;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, t->fn_ref);
+  for (size_t i = 0; i < ZV_ARRAY_SIZE(signals); i++) {
+    if (signals[i].signum == signum) {
+      lua_pushstring(L, signals[i].name);
+      zv_loop_pcall(L, 1, 0, "signal callback");
+      return;
+    }
+  }
+  lua_pushinteger(L, signum);
+  zv_loop_pcall(L, 1, 0, "signal callback");
+}
+
+/* Pushes a new Lua object for t (metatable in upvalue 1) and pins fn at index fn_index. */
+static void handle_push(lua_State *L, ltimer_t *t, int fn_index) {
+  hproxy_t *p = lua_newuserdata(L, sizeof *p);
+  p->t = t;
+  t->proxy = p;
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_setmetatable(L, -2);
+  lua_pushvalue(L, fn_index);
+  t->fn_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* Allocates a handle's C side; raises (having allocated nothing) when memory runs out. */
+static ltimer_t *handle_new(lua_State *L, zv_loop_t *loop) {
+  ltimer_t *t = zv_alloc(sizeof *t);
+  if (!t) {
+    luaL_error(L, "out of memory");
+    return NULL;
+  }
+  t->loop = loop;
+  t->fn_ref = LUA_NOREF;
+  t->repeat = 0;
+  t->signum = 0;
+  t->proxy = NULL;
+  t->item.prev = t->item.next = NULL;
+  t->item.teardown = handle_teardown;
+  return t;
+}
+
+static uint64_t check_ms(lua_State *L, int index) {
+  lua_Number s = luaL_checknumber(L, index);
+  if (!(s >= 0) || s > 1e12) luaL_argerror(L, index, "seconds must be >= 0");
+  return (uint64_t)ceil(s * 1000.0);
+}
+
+static int timer_start(lua_State *L, int repeat) {
+  uint64_t ms = check_ms(L, 1);
+  zv_loop_t *loop;
+  ltimer_t *t;
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  loop = zv_loop_of(L);
+  /* every(0) would spin: repeat at least once per millisecond. */
+  if (repeat && ms == 0) ms = 1;
+  t = handle_new(L, loop);
+  uv_timer_init(&loop->uv, &t->h.timer);
+  t->h.handle.data = t;
+  t->repeat = repeat;
+  zv_loop_add(loop, &t->item);
+  handle_push(L, t, 2);
+  /* Count from now, not from the loop's cached time, which is stale after long Lua work. */
+  uv_update_time(&loop->uv);
+  uv_timer_start(&t->h.timer, timer_cb, ms, repeat ? ms : 0);
+  return 1;
+}
+
+static int l_after(lua_State *L) {
+  return timer_start(L, 0);
+}
+
+static int l_every(lua_State *L) {
+  return timer_start(L, 1);
+}
+
+static int l_signal(lua_State *L) {
+  zv_loop_t *loop;
+  ltimer_t *t;
+  int signum = 0, rc;
+  if (lua_type(L, 1) == LUA_TNUMBER) {
+    signum = (int)lua_tointeger(L, 1);
+  } else {
+    const char *name = luaL_checkstring(L, 1);
+    for (size_t i = 0; i < ZV_ARRAY_SIZE(signals); i++)
+      if (!strcmp(signals[i].name, name)) signum = signals[i].signum;
+    if (!signum) return luaL_argerror(L, 1, lua_pushfstring(L, "unknown signal '%s'", name));
+  }
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  loop = zv_loop_of(L);
+  t = handle_new(L, loop);
+  uv_signal_init(&loop->uv, &t->h.signal);
+  t->h.handle.data = t;
+  t->repeat = 1;
+  t->signum = signum;
+  rc = uv_signal_start(&t->h.signal, signal_cb, signum);
+  if (rc) {
+    uv_close(&t->h.handle, handle_closed);
+    return luaL_error(L, "loop.signal: %s", uv_strerror(rc));
+  }
+  uv_unref(&t->h.handle);
+  zv_loop_add(loop, &t->item);
+  handle_push(L, t, 2);
+  return 1;
+}
+
+static int h_stop(lua_State *L) {
+  hproxy_t *p = luaL_checkudata(L, 1, HANDLE_MT);
+  if (p->t) handle_stop(L, p->t);
+  return 0;
+}
+
+static int h_active(lua_State *L) {
+  hproxy_t *p = luaL_checkudata(L, 1, HANDLE_MT);
+  lua_pushboolean(L, p->t != NULL);
+  return 1;
+}
+
+static int h_gc(lua_State *L) {
+  hproxy_t *p = lua_touserdata(L, 1);
+  /* The handle goes on (its callback pins it); it only forgets this object. */
+  if (p->t) p->t->proxy = NULL;
+  p->t = NULL;
+  return 0;
+}
+
+static int h_tostring(lua_State *L) {
+  hproxy_t *p = luaL_checkudata(L, 1, HANDLE_MT);
+  lua_pushfstring(L, "zever.loop.handle (%s)", p->t ? "active" : "stopped");
+  return 1;
+}
+
+int luaopen_zever_loop(lua_State *L);
+int luaopen_zever_loop(lua_State *L) {
+  static const luaL_Reg methods[] = {
+    {"stop", h_stop},
+    {"active", h_active},
+    {NULL, NULL},
+  };
+  static const luaL_Reg plain[] = {
+    {"run", l_run},
+    {"stop", l_stop},
+    {"now", l_now},
+    {NULL, NULL},
+  };
+  static const luaL_Reg with_mt[] = {
+    {"after", l_after},
+    {"every", l_every},
+    {"signal", l_signal},
+    {NULL, NULL},
+  };
+  zv_loop_of(L);
+  lua_newtable(L);
+  luaL_register(L, NULL, plain);
+  luaL_newmetatable(L, HANDLE_MT);
+  lua_newtable(L);
+  luaL_register(L, NULL, methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, h_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, h_tostring);
+  lua_setfield(L, -2, "__tostring");
+  for (const luaL_Reg *r = with_mt; r->name; r++) {
+    lua_pushvalue(L, -1);
+    lua_pushcclosure(L, r->func, 1);
+    lua_setfield(L, -3, r->name);
+  }
+  lua_pop(L, 1);
+  return 1;
+}

@@ -1,0 +1,57 @@
+/*
+ * loop.h: the per-Lua-state event loop: a libuv loop plus the list of everything that owns
+ * handles on it, so that closing the loop can close them all.
+ *
+ * It must not include lua.h: the HTTP server core (host/http/server.c) registers itself here
+ * and is built into benchmarks and fuzz targets without Lua. The binding (l_loop.c) keeps one
+ * zv_loop_t per lua_State and exposes it to other bindings through l_loop.h.
+ *
+ *   zv_loop_t
+ *   +--------------+     items: a circular list of zv_loop_item_t, one per owner of handles
+ *   | uv_loop_t uv |     (a timer, a signal watcher, an HTTP server, a thread pool's async).
+ *   | items  <-----+---> [timer] <-> [server] <-> [async] <-> (back to items)
+ *   | L, running   |
+ *   +--------------+
+ *
+ * An item's teardown closes its handles (uv_close); its close callbacks free it. zv_loop_close
+ * calls every teardown, runs the loop until the close callbacks ran, and closes the loop.
+ */
+#ifndef ZV_LOOP_H
+#define ZV_LOOP_H
+
+#include <uv.h>
+
+typedef struct zv_loop_item_s zv_loop_item_t;
+struct zv_loop_item_s {
+  zv_loop_item_t *prev, *next;
+  /* Closes the item's handles; called at most once, by zv_loop_close. The item must remove
+   * itself from the list (zv_loop_remove) before or inside this call. */
+  void (*teardown)(zv_loop_item_t *item);
+};
+
+typedef struct {
+  uv_loop_t uv;
+  zv_loop_item_t items;  /* the list head; never torn down */
+  void *L;               /* the lua_State inside loop.run(), NULL outside; opaque here */
+  int running;           /* inside uv_run */
+  int closing;           /* inside zv_loop_close: close callbacks must not call into Lua */
+  int tb_ref;            /* the binding's registry reference to its traceback handler */
+} zv_loop_t;
+
+/* Initializes the loop; returns 0 or ZV_ENOMEM/ZV_EIO. */
+int zv_loop_init(zv_loop_t *loop);
+
+/* Adds an item to the loop's list; the item must not be in a list already. */
+void zv_loop_add(zv_loop_t *loop, zv_loop_item_t *item);
+
+/* Removes an item from its list; does nothing when it is not in one. */
+void zv_loop_remove(zv_loop_item_t *item);
+
+/*
+ * Tears every item down, runs the loop until all close callbacks ran, closes any handle that
+ * is left (an owner that forgot to register) and closes the libuv loop. The zv_loop_t memory
+ * stays the caller's.
+ */
+void zv_loop_close(zv_loop_t *loop);
+
+#endif

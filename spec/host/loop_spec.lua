@@ -1,0 +1,123 @@
+-- zever.loop: timers, signals and the loop's lifetime.
+
+local loop = require "zever.loop"
+local sys = require "zever.sys"
+
+describe("zever.loop", function()
+  describe("after", function()
+    it("calls the function once after the delay", function()
+      local calls, t0 = 0, loop.now()
+      local at
+      loop.after(0.02, function() calls = calls + 1; at = loop.now() end)
+      loop.run()
+      assert.are.equal(1, calls)
+      assert.is_true(at - t0 >= 0.0199)
+    end)
+
+    it("runs timers in the order of their deadlines", function()
+      local order = {}
+      loop.after(0.03, function() order[#order + 1] = "c" end)
+      loop.after(0.01, function() order[#order + 1] = "a" end)
+      loop.after(0.02, function() order[#order + 1] = "b" end)
+      loop.run()
+      assert.same({ "a", "b", "c" }, order)
+    end)
+
+    it("does not call a timer stopped before its deadline", function()
+      local called = false
+      local t = loop.after(0.01, function() called = true end)
+      assert.is_true(t:active())
+      t:stop()
+      t:stop()
+      assert.is_false(t:active())
+      loop.run()
+      assert.is_false(called)
+    end)
+
+    it("keeps a timer whose object was collected", function()
+      local called = false
+      loop.after(0.01, function() called = true end)
+      collectgarbage()
+      collectgarbage()
+      loop.run()
+      assert.is_true(called)
+    end)
+
+    it("goes on after a callback raises", function()
+      local after = false
+      loop.after(0.001, function() error("expected in this spec") end)
+      loop.after(0.01, function() after = true end)
+      loop.run()
+      assert.is_true(after)
+    end)
+
+    it("rejects a negative delay and a missing function", function()
+      assert.has_error(function() loop.after(-1, function() end) end)
+      assert.has_error(function() loop.after(1) end)
+    end)
+  end)
+
+  describe("every", function()
+    it("repeats until stopped", function()
+      local n = 0
+      local t
+      t = loop.every(0.005, function()
+        n = n + 1
+        if n == 3 then t:stop() end
+      end)
+      loop.run()
+      assert.are.equal(3, n)
+    end)
+  end)
+
+  describe("run and stop", function()
+    it("returns when nothing is active", function()
+      local started = sys.now()
+      assert.is_false(loop.run())
+      assert.is_true(sys.now() - started < 1)
+    end)
+
+    it("returns after stop with the handles still active", function()
+      local t = loop.every(0.005, function() loop.stop() end)
+      assert.is_true(loop.run())
+      t:stop()
+    end)
+
+    it("raises when run is called from inside a callback", function()
+      local err
+      loop.after(0, function() err = select(2, pcall(loop.run)) end)
+      loop.run()
+      assert.matches("already running", err)
+    end)
+
+    it("tells the loop time in seconds", function()
+      local a = loop.now()
+      loop.after(0.02, function() end)
+      loop.run()
+      assert.is_true(loop.now() - a >= 0.0199)
+    end)
+  end)
+
+  describe("signal", function()
+    it("calls the function when the process receives the signal", function()
+      local got
+      local h = loop.signal("SIGUSR1", function(name) got = name; loop.stop() end)
+      os.execute("kill -USR1 " .. sys.getpid())
+      local guard = loop.after(5, function() loop.stop() end)
+      loop.run()
+      guard:stop()
+      h:stop()
+      assert.are.equal("SIGUSR1", got)
+    end)
+
+    it("does not keep run() going on its own", function()
+      local h = loop.signal("SIGUSR2", function() end)
+      assert.is_false(loop.run())
+      h:stop()
+    end)
+
+    it("rejects an unknown signal name", function()
+      assert.has_error(function() loop.signal("SIGNOPE", function() end) end)
+    end)
+  end)
+end)
