@@ -1,0 +1,100 @@
+-- bench/config_bench.lua: the configuration layers and the container. Run with
+--   bin/zever run bench/config_bench.lua [filter]
+-- Prints Go-style lines: ns/op and the Lua heap allocated per op (collectgarbage("count")),
+-- median of 5 runs of ~0.3 s each. The env scenarios replace this process's environment
+-- (clearenv + setenv through the FFI) with 100 variables that are not zever's.
+
+local ffi = require "ffi"
+local sys = require "zever.sys"
+local config = require "zever.config"
+local env = require "zever.config.env"
+local read = require "zever.config.read"
+local redact = require "zever.config.redact"
+local container = require "zever.container"
+
+local filter = arg and arg[1]
+local FIXTURE = sys.home() .. "/spec/fixtures/config/full"
+
+local function median(t)
+  table.sort(t)
+  return t[math.ceil(#t / 2)]
+end
+
+local function bench(name, fn)
+  if filter and not name:find(filter, 1, true) then return end
+  local n = 100
+  while true do
+    local t0 = sys.now()
+    for _ = 1, n do fn() end
+    local dt = sys.now() - t0
+    if dt > 0.3 then break end
+    n = math.floor(n * math.min(100, 0.36 / math.max(dt, 1e-6)))
+  end
+  local ns, kb = {}, {}
+  for r = 1, 5 do
+    collectgarbage()
+    collectgarbage("stop")
+    local k0 = collectgarbage("count")
+    local t0 = sys.now()
+    for _ = 1, n do fn() end
+    ns[r] = (sys.now() - t0) / n * 1e9
+    kb[r] = (collectgarbage("count") - k0) * 1024 / n
+    collectgarbage("restart")
+  end
+  print(string.format("Benchmark%-28s %10d %12.1f ns/op %8.0f B/op", name, n, median(ns), median(kb)))
+end
+
+-- 100 variables that are not zever's: the usual ones, then filler.
+pcall(ffi.cdef, [[
+  int clearenv(void);
+  int setenv(const char *name, const char *value, int overwrite);
+]])
+local COMMON = { "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "PWD",
+  "OLDPWD", "HOSTNAME", "EDITOR", "PAGER", "MAIL", "DISPLAY", "SSH_AUTH_SOCK", "XDG_RUNTIME_DIR",
+  "LS_COLORS", "TMPDIR", "SHLVL", "GOPATH", "JAVA_HOME", "NODE_ENV", "CI", "DEBIAN_FRONTEND" }
+ffi.C.clearenv()
+for i = 1, 100 do
+  local name = COMMON[i] or string.format("APP_SETTING_%03d", i)
+  ffi.C.setenv(name, "/usr/local/bin:/usr/bin:/bin", 1)
+end
+
+local yaml_src = assert(io.open(FIXTURE .. "/zever.yaml")):read("*a")
+local env_table = { DB_DSN = "sqlite::memory:", HTTP_WORKERS = "2", LOG_LEVEL = "debug" }
+
+bench("ConfigLoadFile", function()
+  return assert(config.load{ dir = FIXTURE, env = env_table, environment = "production" })
+end)
+bench("ConfigLoadFileProcessEnv", function()
+  return assert(config.load{ dir = FIXTURE, environment = "production" })
+end)
+bench("ConfigReadYAMLFast", function() return read.yaml(yaml_src, "zever.yaml") end)
+bench("ConfigReadYAMLLibyaml", function() return read.yaml_full(yaml_src, "zever.yaml") end)
+
+local cfg = config.defaults()
+local function state() return { errors = {}, origin = {}, line = {}, applied = {} } end
+bench("ConfigApplyEnv100Unrelated", function() return env.apply(cfg, nil, state()) end)
+local unrelated = {}
+for i = 1, 100 do unrelated[COMMON[i] or string.format("APP_SETTING_%03d", i)] = "x" end
+bench("ConfigApplyEnvTable100", function() return env.apply(cfg, unrelated, state()) end)
+bench("ConfigApplyEnvGetenv", function() return env.apply(cfg, os.getenv, state()) end)
+
+-- A 50-key config: 5 sections of 10 keys, with secrets, a DSN and URLs among them.
+local fifty = {}
+for s = 1, 5 do
+  local t = {}
+  for k = 1, 6 do t["field_" .. k] = "value " .. k end
+  t.password = "hunter2"
+  t.url = "redis://:pw@127.0.0.1:6379/0"
+  t.dsn = "postgres://app:pw@db/app"
+  t.api_key = ""
+  fifty["section_" .. s] = t
+end
+local full = assert(config.load{ dir = FIXTURE, env = {} })
+bench("ConfigRedact50Keys", function() return redact.copy(fifty) end)
+bench("ConfigRedactFullConfig", function() return config.redact(full) end)
+
+bench("ContainerGetCached", (function()
+  local c = container.new(full)
+  assert(c:get("log"))
+  return function() return c:get("log") end
+end)())

@@ -1,0 +1,128 @@
+-- zever.adapters: the registry of battery adapters the container resolves from config.
+--
+--   adapters.register(battery, name, factory[, check])   (re-registering replaces)
+--   adapters.get(battery, name)    -> entry | nil, err    entry = { battery, name, factory, check }
+--   adapters.names(battery)        -> sorted array of registered adapter names
+--   adapters.batteries()           -> sorted array of batteries with at least one adapter
+--
+-- factory(section, ctx) -> battery | nil, err
+--   section: the battery's config section (a table; do not modify it)
+--   ctx:get(name)      -> another battery of the same container (the db of a db queue, ...)
+--   ctx:shared(kind, key, open, close) -> one connection per (kind, key) per worker, opened
+--                         by open() -> conn | nil, err; reference-counted; close(conn) runs when
+--                         the last container that asked for it closes
+--   ctx.config         the whole config
+-- The battery may have close() (called by container:close) and the entry's check(battery)
+-- -> true | nil, err is what `zever doctor` runs (db: SELECT 1).
+--
+-- Built-in adapters register themselves below, but only when their implementation is present
+-- in this tree (package.searchpath), so `zever doctor` lists what can really run. Today those
+-- are db/sqlite (zever.db) and log/text, log/json (zever.log). It must not resolve anything.
+
+local type, error, pairs, next, sort, format, tostring = type, error, pairs, next, table.sort,
+  string.format, tostring
+
+local M = {}
+
+local registry = {}   -- registry[battery][name] = entry
+
+function M.register(battery, name, factory, check)
+  if type(battery) ~= "string" or battery == "" then
+    error("adapters.register: battery must be a non-empty string", 2)
+  end
+  if type(name) ~= "string" or name == "" then
+    error("adapters.register: name must be a non-empty string", 2)
+  end
+  if type(factory) ~= "function" then error("adapters.register: factory must be a function", 2) end
+  if check ~= nil and type(check) ~= "function" then
+    error("adapters.register: check must be a function", 2)
+  end
+  local t = registry[battery]
+  if not t then
+    t = {}
+    registry[battery] = t
+  end
+  t[name] = { battery = battery, name = name, factory = factory, check = check }
+end
+
+-- Removes an adapter (specs); returns true when one was registered.
+function M.unregister(battery, name)
+  local t = registry[battery]
+  if not t or not t[name] then return false end
+  t[name] = nil
+  return true
+end
+
+function M.names(battery)
+  local names = {}
+  for name in pairs(registry[battery] or {}) do names[#names + 1] = name end
+  sort(names)
+  return names
+end
+
+function M.batteries()
+  local names = {}
+  for b, t in pairs(registry) do
+    if next(t) ~= nil then names[#names + 1] = b end
+  end
+  sort(names)
+  return names
+end
+
+local Error = {}
+Error.__index = Error
+Error.__tostring = function(e) return e.message end
+
+function M.get(battery, name)
+  local t = registry[battery]
+  local entry = t and t[name]
+  if entry then return entry end
+  local known = M.names(battery)
+  local msg
+  if #known == 0 then
+    msg = format('%s: unknown adapter "%s" (no %s adapter is registered)', battery, name, battery)
+  else
+    local best = require("zever.text").closest(name, known)
+    msg = format('%s: unknown adapter "%s"%s (known: %s)', battery, name,
+      best and format('; did you mean "%s"?', best) or "", table.concat(known, ", "))
+  end
+  return nil, setmetatable({ code = "invalid", message = msg }, Error)
+end
+
+-- --- built-in adapters ---------------------------------------------------------------------
+
+local function present(module)
+  if package.preload[module] or package.loaded[module] then return true end
+  return package.searchpath(module, package.path) ~= nil
+end
+
+local function fail(code, message)
+  return nil, setmetatable({ code = code, message = message }, Error)
+end
+
+if present("zever.db") and present("adapters.db.sqlite") then
+  M.register("db", "sqlite", function(section, ctx)
+    local dsn = section.dsn
+    local conn, err = ctx:shared("db", dsn, function()
+      return require("zever.db").open(dsn, { busy_timeout = math.floor(section.busy_timeout * 1000) })
+    end, function(db) db:close() end)
+    if not conn then
+      return fail(err and err.code or "unavailable", "db: " .. tostring(err and err.message or err))
+    end
+    return conn
+  end, function(db)
+    local row, err = db:first("SELECT 1 AS ok")
+    if not row then return nil, err end
+    return true
+  end)
+end
+
+if present("zever.log") then
+  local function logger(section)
+    return require("zever.log").new{ format = section.adapter, level = section.level }
+  end
+  M.register("log", "text", logger)
+  M.register("log", "json", logger)
+end
+
+return M

@@ -1,0 +1,227 @@
+-- zever.config: the application's configuration, in layers:
+--
+--   built-in zero-infra defaults (config/schema.lua)
+--   -> zever.yaml or zever.json in dir (strict: unknown sections and fields are errors)
+--   -> zever.<environment>.yaml (or .json) when ZEVER_ENV is development, test or production
+--   -> environment variables <SECTION>_<FIELD> (config/env.lua)
+--   -> checks across fields (config/validate.lua)
+--
+--   config.load{ dir = ".", env = nil | table | getenv, environment = "production" }
+--                               -> cfg | nil, err
+--   config.defaults()           -> cfg with every default
+--   config.redact(cfg)          -> a deep copy with secrets replaced by "[REDACTED]"
+--   config.scrub(cfg, msg)      -> msg with every secret value of cfg replaced
+--   config.render(cfg)          -> YAML text of cfg (redact it first), loadable as zever.yaml
+--   config.plain(cfg)           -> a copy with durations written as text ("10s"), for JSON
+--   config.sources(cfg)         -> { files = {...}, environment = name|nil, vars = {...} }
+--
+-- cfg is a plain table of sections (cfg.http.listen, cfg.db.dsn, ...); durations are seconds.
+-- err is { code = "invalid", message = "...", errors = { {file, line, path, var, message} } }
+-- with a __tostring; message has one line per problem, in reading order. No message contains
+-- a configured value. This file only sequences the layers; it must not know a section by name.
+
+local schema = require "zever.config.schema"
+local read = require "zever.config.read"
+local validate = require "zever.config.validate"
+local env = require "zever.config.env"
+local redact = require "zever.config.redact"
+
+local type, pairs, ipairs, setmetatable, format, concat, tostring, error =
+  type, pairs, ipairs, setmetatable, string.format, table.concat, tostring, error
+local open = io.open
+
+local M = {}
+
+M.schema = schema
+M.null = read.NULL
+M.ENVIRONMENTS = { "development", "test", "production" }
+
+local Error = {}
+Error.__index = Error
+Error.__tostring = function(e) return e.message end
+
+local meta = setmetatable({}, { __mode = "k" })
+
+function M.defaults()
+  local cfg = {}
+  for _, s in ipairs(schema.sections) do
+    local t = {}
+    for _, f in ipairs(s.fields) do t[f.name] = f.default end
+    cfg[s.name] = t
+  end
+  return cfg
+end
+
+local function item_text(item)
+  local where
+  if item.var then
+    where = "environment variable " .. item.var
+    if item.path then where = where .. " (" .. item.path .. ")" end
+  elseif item.file then
+    where = item.file
+    if item.line then where = where .. ":" .. item.line end
+    if item.path then where = where .. ": " .. item.path end
+  else
+    where = item.path or "config"
+  end
+  return where .. ": " .. item.message
+end
+
+local function make_error(items)
+  local lines = {}
+  for i, item in ipairs(items) do lines[i] = item_text(item) end
+  return setmetatable({ code = "invalid", message = concat(lines, "\n"), errors = items }, Error)
+end
+M.error = make_error
+
+local function slurp(path)
+  local f = open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function join(dir, name)
+  if dir == "." or dir == "" then return name end
+  if dir:sub(-1) == "/" then return dir .. name end
+  return dir .. "/" .. name
+end
+
+-- Reads and merges one layer: base "zever" or overlay "zever.<env>". Returns the file read, if any.
+local function layer(cfg, dir, base, state)
+  local ypath, jpath = join(dir, base .. ".yaml"), join(dir, base .. ".json")
+  local ysrc, jsrc = slurp(ypath), slurp(jpath)
+  if ysrc and jsrc then
+    local errs = state.errors
+    errs[#errs + 1] = { file = ypath, message = "both " .. ypath .. " and " .. jpath .. " exist; keep one" }
+    return nil
+  end
+  local path, src = ypath, ysrc
+  if not src then path, src = jpath, jsrc end
+  if not src then return nil end
+  local tree, lines
+  if src == ysrc then tree, lines = read.yaml(src, path) else tree, lines = read.json(src, path) end
+  if not tree then
+    local errs = state.errors
+    errs[#errs + 1] = lines
+    return path
+  end
+  validate.merge(cfg, tree, lines, path, state)
+  return path
+end
+
+function M.load(opts)
+  if opts ~= nil and type(opts) ~= "table" then
+    error("config.load: expects a table of options, got " .. type(opts), 2)
+  end
+  opts = opts or {}
+  local dir = opts.dir or "."
+  if type(dir) ~= "string" then error("config.load: dir must be a string", 2) end
+  local source = opts.env
+  local st = type(source)
+  if source ~= nil and st ~= "table" and st ~= "function" then
+    error("config.load: env must be a table or a getenv-like function, not " .. st, 2)
+  end
+  local environment = opts.environment
+  if environment == nil then environment = env.get(source, "ZEVER_ENV") end
+  if environment == "" then environment = nil end
+
+  local cfg = M.defaults()
+  local state = { errors = {}, origin = {}, line = {}, applied = {} }
+  local files = {}
+  local f = layer(cfg, dir, "zever", state)
+  if f then files[#files + 1] = f end
+  if environment ~= nil then
+    local known = false
+    for _, e in ipairs(M.ENVIRONMENTS) do
+      if e == environment then known = true end
+    end
+    if not known or type(environment) ~= "string" then
+      local errs = state.errors
+      errs[#errs + 1] = { var = "ZEVER_ENV", message = "unknown environment" ..
+        validate.did_you_mean(tostring(environment), M.ENVIRONMENTS, "environments") }
+    else
+      f = layer(cfg, dir, "zever." .. environment, state)
+      if f then files[#files + 1] = f end
+    end
+  end
+  env.apply(cfg, source, state)
+  if #state.errors == 0 then validate.check(cfg, state) end
+  if #state.errors > 0 then return nil, make_error(state.errors) end
+  meta[cfg] = { files = files, environment = environment, vars = state.applied }
+  return cfg
+end
+
+function M.sources(cfg)
+  return meta[cfg] or { files = {}, vars = {} }
+end
+
+function M.redact(cfg)
+  return redact.copy(cfg)
+end
+
+function M.scrub(cfg, msg)
+  return redact.scrub(msg, redact.secrets(cfg))
+end
+
+-- --- rendering ------------------------------------------------------------------------------
+
+local function duration_text(v)
+  if type(v) ~= "number" then return v end
+  local s = require("zever.duration").format(v)
+  return s or v
+end
+
+-- A copy with durations as text, for JSON; other values as they are.
+function M.plain(cfg)
+  local out = {}
+  for name, section in pairs(cfg) do
+    local s = schema.by_name[name]
+    local t = {}
+    for k, v in pairs(section) do
+      local field = s and s.by_name[k]
+      t[k] = (field and field.type == "duration") and duration_text(v) or v
+    end
+    out[name] = t
+  end
+  return out
+end
+
+-- A scalar as YAML that reads back as the same value.
+local function yaml_scalar(v)
+  if type(v) == "string" then
+    if v ~= "" and read.resolve(v) == v and v:find("^[%w%./_~%+%(%$]") and not v:find(": ", 1, true)
+      and not v:find("%s#") and not v:find("[%[%]{}\t\"'\\]") and not v:find("%s$") and v:sub(-1) ~= ":" then
+      return v
+    end
+    return '"' .. v:gsub('[%c"\\]', function(c)
+      if c == "\n" then return "\\n" end
+      if c == '"' or c == "\\" then return "\\" .. c end
+      return format("\\x%02x", c:byte())
+    end) .. '"'
+  end
+  if type(v) == "number" then
+    if v == math.floor(v) and v > -2 ^ 53 and v < 2 ^ 53 then return format("%d", v) end
+    return format("%.17g", v)
+  end
+  return tostring(v)
+end
+
+-- YAML text: sections and fields in schema order, unknown ones (none after load) at the end.
+function M.render(cfg)
+  local out = {}
+  local p = M.plain(cfg)
+  for _, s in ipairs(schema.sections) do
+    local t = p[s.name]
+    if t then
+      out[#out + 1] = s.name .. ":"
+      for _, fld in ipairs(s.fields) do
+        if t[fld.name] ~= nil then out[#out + 1] = "  " .. fld.name .. ": " .. yaml_scalar(t[fld.name]) end
+      end
+    end
+  end
+  return concat(out, "\n") .. "\n"
+end
+
+return M

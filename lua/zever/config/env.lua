@@ -1,0 +1,140 @@
+-- zever.config.env: the environment layer. A variable <SECTION>_<FIELD> sets that field
+-- (CACHE_ADAPTER=redis, DB_DSN=..., MAILER_SMTP_HOST=...); the match ignores case and "_", so
+-- mailer_smtphost works too. Unknown variables are ignored, empty ones too (an empty value means
+-- "not set", as in most shells' `VAR= cmd`). A value that does not parse for its field is an
+-- error naming the variable, never echoing the value. It must not know about files.
+--
+-- Sources:
+--   nil       the process environment, read once per load through LuaJIT's FFI (`environ`):
+--             variables whose first two letters (ignoring "_") cannot begin a section are
+--             skipped without making a Lua string, so 100 unrelated variables cost ~1 us.
+--   table     { NAME = "value" } (specs, embedding); scanned with pairs, same matching.
+--   function  a getenv-like function, called once per field with the canonical upper-case
+--             name (HTTP_LISTEN, ...); only those exact names are seen.
+--
+-- LuaJIT has no environ listing of its own; reading /proc/self/environ costs three system
+-- calls and misses setenv() made after start, which `environ` sees.
+
+local ffi = require "ffi"
+local bit = require "bit"
+local schema = require "zever.config.schema"
+local validate = require "zever.config.validate"
+
+local bor = bit.bor
+local find, sub, lower, gsub, byte = string.find, string.sub, string.lower, string.gsub,
+  string.byte
+local ffi_string = ffi.string
+local type, pairs, ipairs = type, pairs, ipairs
+
+local M = {}
+
+local by_env = schema.by_env
+
+-- PREFIX[c1 * 256 + c2]: the first two letters (lower case, "_" skipped) of a section name.
+local PREFIX = {}
+for _, s in ipairs(schema.sections) do
+  local a, b = s.name:byte(1, 2)
+  PREFIX[a * 256 + b] = true
+end
+
+-- Declaring environ twice raises (another module may have), so the declaration is allowed to
+-- fail; reading it is what tells whether the FFI can see it.
+pcall(ffi.cdef, "extern char **environ;")
+local environ = pcall(function() return ffi.C.environ end)
+
+-- Calls fn(name, value) for each variable of the process environment that may be ours.
+local function each_process(fn)
+  local env = ffi.C.environ
+  if env == nil then return end
+  local i = 0
+  while true do
+    local p = env[i]
+    if p == nil then break end
+    local c1 = p[0]
+    if c1 ~= 0 and c1 ~= 95 then
+      local j = 1
+      while p[j] == 95 do j = j + 1 end
+      if PREFIX[bor(c1, 32) * 256 + bor(p[j], 32)] then
+        local s = ffi_string(p)
+        local eq = find(s, "=", 1, true)
+        if eq then fn(sub(s, 1, eq - 1), sub(s, eq + 1)) end
+      end
+    end
+    i = i + 1
+  end
+end
+
+local function each_process_proc(fn)
+  local f = io.open("/proc/self/environ", "rb")
+  if not f then return end
+  local data = f:read("*a")
+  f:close()
+  for name, value in data:gmatch("([^%z=]+)=([^%z]*)") do fn(name, value) end
+end
+
+local by_canonical = {}
+for _, s in ipairs(schema.sections) do
+  for _, field in ipairs(s.fields) do by_canonical[field.env] = field end
+end
+
+-- The field for a variable name, or nil. Canonical names (HTTP_LISTEN) are one lookup; others
+-- are normalised only when their first two letters (ignoring "_") can begin a section.
+local function field_of(name)
+  local f = by_canonical[name]
+  if f then return f end
+  local c1 = byte(name, 1)
+  if not c1 or c1 == 95 then return nil end
+  local j = 2
+  while byte(name, j) == 95 do j = j + 1 end
+  if not PREFIX[bor(c1, 32) * 256 + bor(byte(name, j) or 0, 32)] then return nil end
+  return by_env[gsub(lower(name), "_", "")]
+end
+M.field_of = field_of
+
+-- Applies source to cfg. state: { errors, origin, line, applied = { names } }.
+function M.apply(cfg, source, state)
+  local function set(name, value, field)
+    if value == "" then return end
+    local v, reason = validate.parse_env(field, value)
+    if v == nil then
+      local errs = state.errors
+      errs[#errs + 1] = { var = name, path = field.path, message = reason }
+      return
+    end
+    cfg[field.section][field.name] = v
+    state.origin[field.path] = "$" .. name
+    local applied = state.applied
+    applied[#applied + 1] = name
+  end
+  local function consider(name, value)
+    local field = field_of(name)
+    if field then set(name, value, field) end
+  end
+  local t = type(source)
+  if source == nil then
+    if environ then each_process(consider) else each_process_proc(consider) end
+  elseif t == "table" then
+    for name, value in pairs(source) do
+      if type(name) == "string" and type(value) == "string" then consider(name, value) end
+    end
+  elseif t == "function" then
+    for _, s in ipairs(schema.sections) do
+      for _, field in ipairs(s.fields) do
+        local value = source(field.env)
+        if type(value) == "string" then set(field.env, value, field) end
+      end
+    end
+  else
+    error("config.load: env must be nil, a table or a getenv-like function, not " .. t, 3)
+  end
+end
+
+-- The value of one variable from source (for ZEVER_ENV), or nil.
+function M.get(source, name)
+  local t = type(source)
+  if t == "table" then return source[name] end
+  if t == "function" then return source(name) end
+  return os.getenv(name)
+end
+
+return M

@@ -1,0 +1,170 @@
+-- zever.config.redact: hides secrets in a config (or any tree of tables) before it is shown,
+-- and scrubs secret values out of error messages. It must not change the tree it is given.
+--
+--   redact.copy(t)          -> a deep copy with secrets replaced by "[REDACTED]"
+--   redact.secret_key(k)    -> true when k names a secret
+--   redact.secrets(t)       -> array of the secret strings in t (values of secret keys and the
+--                              userinfo of URLs), longest first
+--   redact.scrub(s, list)   -> s with every string of list replaced by "[REDACTED]"
+--
+-- A key is secret when, lower-cased, it contains password, secret, token, bearer or credential,
+-- or it is (or ends in _ or - followed by) dsn, api_key, apikey, key, private_key,
+-- client_secret, auth, session, cookie, passwd or pwd. "max_keys" and "monkey" are not secret.
+-- Under a secret key every value is hidden except "" and an empty table, so one can still see
+-- that a secret is unset. Elsewhere a string with URL userinfo ("redis://:pw@host",
+-- "postgres://user:pw@host/db") keeps its user and loses the password; userinfo without a
+-- colon is taken to be a token and hidden whole; "password=..." in a key=value DSN is hidden.
+
+local find, lower, sub, gsub, match, byte = string.find, string.lower, string.sub, string.gsub,
+  string.match, string.byte
+local type, pairs, sort, tostring = type, pairs, table.sort, tostring
+
+local M = {}
+
+local REDACTED = "[REDACTED]"
+M.REDACTED = REDACTED
+
+local CONTAINS = { "password", "secret", "token", "bearer", "credential" }
+local WORDS = { "dsn", "api_key", "apikey", "key", "private_key", "client_secret", "auth", "session",
+  "cookie", "passwd", "pwd" }
+
+local function classify(k)
+  local l = lower(k)
+  for i = 1, #CONTAINS do
+    if find(l, CONTAINS[i], 1, true) then return true end
+  end
+  for i = 1, #WORDS do
+    local w = WORDS[i]
+    if l == w then return true end
+    local n = #l - #w
+    if n > 0 and sub(l, n + 1) == w then
+      local c = sub(l, n, n)
+      if c == "_" or c == "-" then return true end
+    end
+  end
+  return false
+end
+
+-- Decisions are memoised: config keys are a small, fixed set.
+local memo, nmemo = {}, 0
+
+local function secret_key(k)
+  if type(k) ~= "string" then return false end
+  local v = memo[k]
+  if v == nil then
+    v = classify(k)
+    if nmemo < 4096 then
+      memo[k] = v
+      nmemo = nmemo + 1
+    end
+  end
+  return v
+end
+M.secret_key = secret_key
+
+-- The userinfo of each URL in s hidden: "scheme://user:pw@" -> "scheme://user:[REDACTED]@";
+-- userinfo without ":" (a token) is hidden whole. Plain finds, no patterns: it runs on every
+-- string of a config.
+local function redact_userinfo(s)
+  local out, from = nil, 1
+  local at = find(s, "://", 1, true)
+  while at do
+    local start = at + 3
+    local stop = start
+    local b = byte(s, stop)
+    -- userinfo ends at "@"; "/", whitespace or the end mean there is none
+    while b and b ~= 64 and b ~= 47 and b > 32 do
+      stop = stop + 1
+      b = byte(s, stop)
+    end
+    if b == 64 then
+      local info = sub(s, start, stop - 1)
+      local colon = find(info, ":", 1, true)
+      local keep = colon and sub(info, 1, colon) or ""
+      out = (out or "") .. sub(s, from, start - 1) .. keep .. REDACTED
+      from = stop
+    end
+    at = find(s, "://", stop, true)
+  end
+  if not out then return s end
+  return out .. sub(s, from)
+end
+
+-- A string with its embedded secrets hidden (URL userinfo, key=value passwords).
+local function redact_string(s)
+  if find(s, "@", 1, true) and find(s, "://", 1, true) then s = redact_userinfo(s) end
+  if find(s, "=", 1, true) and (find(s, "assword", 1, true) or find(s, "ASSWORD", 1, true)) then
+    s = gsub(s, "(%f[%w][Pp][Aa][Ss][Ss][Ww][Oo][Rr][Dd]%s*=%s*)('[^']*'?)", "%1" .. REDACTED)
+    s = gsub(s, "(%f[%w][Pp][Aa][Ss][Ss][Ww][Oo][Rr][Dd]%s*=%s*)([^%s']+)", "%1" .. REDACTED)
+  end
+  return s
+end
+M.redact_string = redact_string
+
+local function copy(t, hidden)
+  local out = {}
+  for k, v in pairs(t) do
+    local hide = hidden or secret_key(k)
+    local tv = type(v)
+    if tv == "table" then
+      out[k] = copy(v, hide)
+    elseif hide then
+      out[k] = (v == "") and v or REDACTED
+    elseif tv == "string" then
+      out[k] = redact_string(v)
+    else
+      out[k] = v
+    end
+  end
+  return out
+end
+
+function M.copy(t)
+  if type(t) ~= "table" then error("redact: expects a table, got " .. type(t), 2) end
+  return copy(t, false)
+end
+
+-- Secret strings of t: what scrub must remove from messages.
+function M.secrets(t)
+  local list, seen = {}, {}
+  local function add(s)
+    if s ~= "" and not seen[s] then
+      seen[s] = true
+      list[#list + 1] = s
+    end
+  end
+  local function walk(node, hidden)
+    for k, v in pairs(node) do
+      local hide = hidden or secret_key(k)
+      if type(v) == "table" then
+        walk(v, hide)
+      elseif type(v) == "string" then
+        if hide then add(v) end
+        for userinfo in v:gmatch("%a[%w+.-]*://([^/@%s]*)@") do
+          local pw = match(userinfo, "^[^:]*:(.*)$")
+          add(pw or userinfo)
+        end
+        for pw in v:gmatch("%f[%w][Pp][Aa][Ss][Ss][Ww][Oo][Rr][Dd]%s*=%s*'?([^%s']+)") do add(pw) end
+      end
+    end
+  end
+  walk(t, false)
+  sort(list, function(a, b) return #a > #b end)
+  return list
+end
+
+-- s with every secret of list replaced; plain matching, no patterns.
+function M.scrub(s, list)
+  s = tostring(s)
+  for i = 1, #list do
+    local secret = list[i]
+    local at = find(s, secret, 1, true)
+    while at do
+      s = sub(s, 1, at - 1) .. REDACTED .. sub(s, at + #secret)
+      at = find(s, secret, at + #REDACTED, true)
+    end
+  end
+  return s
+end
+
+return M

@@ -1,0 +1,155 @@
+-- zever.config.schema: the one table that says what zever.yaml may contain: every section, its
+-- fields, their types and their zero-infrastructure defaults. docs/config.md mirrors it; the
+-- loader, the environment overlay, validation, `zever config show` and the container all read
+-- it, so a field added here is known everywhere. It must not read files or the environment.
+--
+-- A field is { name, type, default, values = {...} (enum), min = n, doc = "..." }.
+-- Types:
+--   string    a string
+--   integer   a whole number (min, when given, is inclusive)
+--   number    any number
+--   boolean   true or false (the environment also takes 1/0, yes/no, on/off)
+--   duration  stored as seconds (a number); written as "30s", "1h30m", "PT30S", "P1D" or
+--             integer nanoseconds (zever.duration)
+--   enum      a string from values
+--   adapter   an enum whose values are the battery's adapter names
+--
+-- sections is an array (the order of `config show` and of the docs); by_name indexes it, and
+-- section.by_name indexes its fields.
+
+local M = {}
+
+local function f(name, type_, default, extra)
+  local field = { name = name, type = type_, default = default }
+  if extra then
+    for k, v in pairs(extra) do field[k] = v end
+  end
+  return field
+end
+
+local MiB = 1024 * 1024
+
+M.sections = {
+  { name = "http", doc = "the HTTP server of `zever serve`", fields = {
+    f("listen", "string", "127.0.0.1:8080", { doc = "host:port to bind (SO_REUSEPORT per worker)" }),
+    f("workers", "integer", 0, { min = 0, doc = "worker threads; 0 = CPU count" }),
+    f("app", "string", "app.lua", { doc = "the file `zever serve` loads" }),
+    f("access_log", "enum", "text", { values = { "off", "text", "json" }, doc = "access log format" }),
+    f("drain", "duration", 10, { doc = "how long in-flight requests may finish on shutdown" }),
+    f("max_header_bytes", "integer", 8192, { min = 1, doc = "request line + headers (431/414)" }),
+    f("max_body_bytes", "integer", MiB, { min = 0, doc = "request body (413)" }),
+    f("header_timeout", "duration", 10, { doc = "time to read the headers (408)" }),
+    f("body_timeout", "duration", 30, { doc = "time to read the body (408)" }),
+    f("keepalive_timeout", "duration", 75, { doc = "idle time between requests" }),
+    f("max_connections", "integer", 10000, { min = 1, doc = "open connections per worker" }),
+  } },
+  { name = "redis", doc = "the Redis server every redis adapter uses unless its battery sets url",
+    fields = {
+      f("url", "string", "redis://127.0.0.1:6379/0", { doc = "redis://[:password@]host:port/db" }),
+      f("timeout", "duration", 5, { doc = "connect and command timeout" }),
+    } },
+  { name = "db", doc = "the database", fields = {
+    f("adapter", "adapter", "sqlite", { values = { "sqlite", "postgres" } }),
+    f("dsn", "string", "sqlite:app.db", { doc = "sqlite:app.db, sqlite::memory:, postgres://..." }),
+    f("busy_timeout", "duration", 5, { doc = "SQLite: wait this long for a lock" }),
+    f("migrations", "string", "migrations", { doc = "the folder of `zever migrate`" }),
+  } },
+  { name = "cache", doc = "the cache battery", fields = {
+    f("adapter", "adapter", "memory", { values = { "memory", "db", "redis" } }),
+    f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
+    f("ttl_default", "duration", 0, { doc = "TTL when set() gets none; 0 = no expiry" }),
+    f("max_bytes", "integer", 64 * MiB, { min = 1, doc = "memory adapter: byte budget (LRU)" }),
+    f("prefix", "string", "", { doc = "key prefix (db, redis)" }),
+  } },
+  { name = "queue", doc = "the queue battery", fields = {
+    f("adapter", "adapter", "db", { values = { "memory", "db", "redis" } }),
+    f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
+    f("visibility_timeout", "duration", 30, { doc = "lease of a popped message" }),
+    f("sweep_interval", "duration", 30, { doc = "db adapter: stale-lease reclaim period" }),
+    f("poll_max", "duration", 1, { doc = "cap of the empty-poll backoff" }),
+  } },
+  { name = "jobs", doc = "background jobs over the queue", fields = {
+    f("adapter", "adapter", "queue", { values = { "queue" } }),
+    f("queue", "string", "default", { doc = "default queue name" }),
+    f("concurrency", "integer", 1, { min = 1, doc = "jobs run at once per worker" }),
+    f("attempts", "integer", 3, { min = 1, doc = "tries before the dead letter" }),
+    f("backoff_base", "duration", 10, { doc = "first retry delay (doubles)" }),
+    f("backoff_cap", "duration", 600, { doc = "longest retry delay" }),
+    f("backoff_jitter", "boolean", true, { doc = "randomise retry delays" }),
+  } },
+  { name = "scheduler", doc = "cron and every(); adapter is the one-run-per-slot lock", fields = {
+    f("adapter", "adapter", "memory", { values = { "memory", "db", "redis" } }),
+    f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
+    f("timezone", "enum", "UTC", { values = { "UTC", "local" }, doc = "cron slots in UTC or local" }),
+  } },
+  { name = "mailer", doc = "outgoing mail", fields = {
+    f("adapter", "adapter", "log", { values = { "log", "smtp" } }),
+    f("from", "string", "", { doc = "default From address" }),
+    f("smtp_host", "string", "localhost"),
+    f("smtp_port", "integer", 587, { min = 1 }),
+    f("smtp_username", "string", ""),
+    f("smtp_password", "string", ""),
+    f("smtp_tls", "enum", "starttls", { values = { "starttls", "tls", "none" } }),
+    f("timeout", "duration", 10, { doc = "SMTP connect and command timeout" }),
+  } },
+  { name = "limiter", doc = "token-bucket rate limiter", fields = {
+    f("adapter", "adapter", "memory", { values = { "memory", "redis" } }),
+    f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
+    f("rate", "number", 10, { min = 0, doc = "tokens per second" }),
+    f("burst", "integer", 20, { min = 1, doc = "bucket size" }),
+    f("max_keys", "integer", 100000, { min = 1, doc = "memory adapter: table bound" }),
+    f("idle_ttl", "duration", 600, { doc = "memory adapter: evict idle keys after" }),
+  } },
+  { name = "idempotency", doc = "Idempotency-Key storage", fields = {
+    f("adapter", "adapter", "memory", { values = { "memory", "db", "redis" } }),
+    f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
+    f("ttl", "duration", 86400, { doc = "how long a stored response is replayed" }),
+    f("max_keys", "integer", 100000, { min = 1, doc = "memory adapter: table bound" }),
+  } },
+  { name = "search", doc = "full-text search", fields = {
+    f("adapter", "adapter", "db", { values = { "db" } }),
+    f("fts", "string", "unicode61", { doc = "SQLite FTS5 tokenize= argument" }),
+  } },
+  { name = "vectors", doc = "vector similarity search", fields = {
+    f("adapter", "adapter", "db", { values = { "db" } }),
+    f("dimensions", "integer", 0, { min = 0, doc = "0 = set by the first upsert" }),
+  } },
+  { name = "log", doc = "the application log", fields = {
+    f("adapter", "adapter", "text", { values = { "text", "json" } }),
+    f("level", "enum", "info", { values = { "debug", "info", "warn", "error", "off" } }),
+  } },
+}
+
+M.by_name = {}
+M.names = {}
+for i, s in ipairs(M.sections) do
+  M.by_name[s.name] = s
+  M.names[i] = s.name
+  s.by_name, s.field_names = {}, {}
+  for j, field in ipairs(s.fields) do
+    s.by_name[field.name] = field
+    s.field_names[j] = field.name
+    field.section = s.name
+    field.path = s.name .. "." .. field.name
+    field.env = (s.name .. "_" .. field.name):upper()
+  end
+end
+
+-- Batteries: the sections with an adapter field, in schema order.
+M.batteries = {}
+for _, s in ipairs(M.sections) do
+  if s.by_name.adapter then M.batteries[#M.batteries + 1] = s.name end
+end
+
+-- Environment names, normalised: lower case without "_" ("MAILER_SMTP_HOST" -> "mailersmtphost").
+-- Two fields must never normalise to the same name; the check runs when this file loads.
+M.by_env = {}
+for _, s in ipairs(M.sections) do
+  for _, field in ipairs(s.fields) do
+    local key = (s.name .. field.name):gsub("_", "")
+    assert(M.by_env[key] == nil, "config schema: " .. field.path .. " collides in the environment")
+    M.by_env[key] = field
+  end
+end
+
+return M

@@ -1,0 +1,364 @@
+-- spec/zever/config_spec.lua: zever.config: the layers, their precedence, strict files, the
+-- environment, validation and redaction, with the exact messages users see.
+
+local config = require "zever.config"
+local read = require "zever.config.read"
+local redact = require "zever.config.redact"
+local json = require "zever.json"
+local sys = require "zever.sys"
+
+local FIXTURES = sys.home() .. "/spec/fixtures/config"
+
+local function tmpdir()
+  local path = os.tmpname()
+  os.remove(path)
+  assert(os.execute("mkdir -p '" .. path .. "'"))
+  return path
+end
+
+local function write(dir, name, text)
+  local f = assert(io.open(dir .. "/" .. name, "w"))
+  f:write(text)
+  f:close()
+end
+
+-- Loads from a fresh folder holding files { name = text }; env is a table.
+local function load_with(files, env, environment)
+  local dir = tmpdir()
+  for name, text in pairs(files) do write(dir, name, text) end
+  local cfg, err = config.load{ dir = dir, env = env or {}, environment = environment }
+  os.execute("rm -rf '" .. dir .. "'")
+  return cfg, err
+end
+
+-- The error message with the temporary folder removed from file names.
+local function message(err)
+  return (tostring(err):gsub("/[^\n]-/(zever[%w.]*%.%a+)", "%1"))
+end
+
+describe("zever.config", function()
+  describe("defaults", function()
+    it("uses the zero-infrastructure adapter of every battery", function()
+      local cfg = config.defaults()
+      local want = { db = "sqlite", cache = "memory", queue = "db", scheduler = "memory",
+        mailer = "log", limiter = "memory", idempotency = "memory", search = "db", vectors = "db",
+        log = "text", jobs = "queue" }
+      for battery, adapter in pairs(want) do assert.equal(adapter, cfg[battery].adapter, battery) end
+      assert.equal("sqlite:app.db", cfg.db.dsn)
+      assert.equal("info", cfg.log.level)
+    end)
+
+    it("gives http its listen address, workers and limits", function()
+      local h = config.defaults().http
+      assert.same({ "127.0.0.1:8080", 0, "text", 10, 8192, 1048576, 10, 30, 75, 10000 },
+        { h.listen, h.workers, h.access_log, h.drain, h.max_header_bytes, h.max_body_bytes,
+          h.header_timeout, h.body_timeout, h.keepalive_timeout, h.max_connections })
+    end)
+
+    it("loads the defaults when there is no file and no variable", function()
+      local cfg = assert(load_with({}))
+      assert.same(config.defaults(), cfg)
+    end)
+  end)
+
+  describe("layers", function()
+    it("lets the file override the defaults and converts durations to seconds", function()
+      local cfg = assert(load_with({ ["zever.yaml"] = "http:\n  drain: 1m30s\n  workers: 3\n" }))
+      assert.equal(90, cfg.http.drain)
+      assert.equal(3, cfg.http.workers)
+      assert.equal("127.0.0.1:8080", cfg.http.listen)
+    end)
+
+    it("accepts every duration format of the codec", function()
+      local cfg = assert(load_with({ ["zever.yaml"] =
+        "http:\n  drain: PT30S\n  body_timeout: 1500000000\ncache:\n  ttl_default: P1D\n" }))
+      assert.equal(30, cfg.http.drain)
+      assert.equal(1.5, cfg.http.body_timeout)
+      assert.equal(86400, cfg.cache.ttl_default)
+    end)
+
+    it("lets the ZEVER_ENV overlay override the file", function()
+      local cfg = assert(load_with({
+        ["zever.yaml"] = "http:\n  workers: 3\nlog:\n  level: debug\n",
+        ["zever.production.yaml"] = "http:\n  workers: 8\n",
+      }, { ZEVER_ENV = "production" }))
+      assert.equal(8, cfg.http.workers)
+      assert.equal("debug", cfg.log.level)
+    end)
+
+    it("ignores overlays of other environments", function()
+      local cfg = assert(load_with({
+        ["zever.yaml"] = "http:\n  workers: 3\n",
+        ["zever.production.yaml"] = "http:\n  workers: 8\n",
+      }, {}, "test"))
+      assert.equal(3, cfg.http.workers)
+    end)
+
+    it("lets environment variables override the overlay", function()
+      local cfg = assert(load_with({
+        ["zever.yaml"] = "http:\n  workers: 3\n",
+        ["zever.production.yaml"] = "http:\n  workers: 8\n",
+      }, { HTTP_WORKERS = "12" }, "production"))
+      assert.equal(12, cfg.http.workers)
+    end)
+
+    it("reads zever.json like zever.yaml", function()
+      local cfg = assert(load_with({
+        ["zever.json"] = '{"cache": {"adapter": "redis", "ttl_default": "5m"}}' }))
+      assert.equal("redis", cfg.cache.adapter)
+      assert.equal(300, cfg.cache.ttl_default)
+    end)
+
+    it("keeps the default for a null value", function()
+      local cfg = assert(load_with({ ["zever.yaml"] = "http:\n  listen:\nlog:\n" }))
+      assert.equal("127.0.0.1:8080", cfg.http.listen)
+    end)
+
+    it("records the files and variables it applied", function()
+      local cfg = assert(config.load{ dir = FIXTURES .. "/full", env = { LOG_LEVEL = "error" },
+        environment = "production" })
+      local src = config.sources(cfg)
+      assert.equal(2, #src.files)
+      assert.same({ "LOG_LEVEL" }, src.vars)
+      assert.equal("error", cfg.log.level)
+      assert.equal(8, cfg.http.workers)
+    end)
+  end)
+
+  describe("file errors", function()
+    local rows = {
+      { "an unknown field, with a did-you-mean",
+        "cache:\n  adapter: memory\n  ttl_defualt: 5m\n",
+        'zever.yaml:3: cache.ttl_defualt: unknown field; did you mean "ttl_default"?' },
+      { "an unknown section, with a did-you-mean",
+        "cahce:\n  adapter: memory\n",
+        'zever.yaml:1: cahce: unknown section; did you mean "cache"?' },
+      { "an unknown section far from any name, listing the known ones",
+        "zzzzzzzz:\n  a: 1\n",
+        "zever.yaml:1: zzzzzzzz: unknown section (known sections: http, redis, db, cache, queue, " ..
+        "jobs, scheduler, mailer, limiter, idempotency, search, vectors, log)" },
+      { "a string where an integer belongs",
+        "http:\n  workers: many\n",
+        "zever.yaml:2: http.workers: expected an integer, got a string" },
+      { "a number where a string belongs, without echoing it",
+        "mailer:\n  smtp_password: 123456\n",
+        "zever.yaml:2: mailer.smtp_password: expected a string, got an integer (quote it)" },
+      { "a string where a boolean belongs (yes is a string in YAML 1.2)",
+        "jobs:\n  backoff_jitter: yes\n",
+        "zever.yaml:2: jobs.backoff_jitter: expected a boolean (true or false), got a string" },
+      { "a bad duration",
+        "http:\n  drain: 10 parsecs\n",
+        'zever.yaml:2: http.drain: expected a duration like "30s", "1h30m", "PT30S", "P1D" or ' ..
+        "integer nanoseconds" },
+      { "a value below the minimum",
+        "http:\n  max_connections: 0\n",
+        "zever.yaml:2: http.max_connections: must be at least 1" },
+      { "an unknown adapter, with a did-you-mean and the known ones",
+        "cache:\n  adapter: rediss\n",
+        'zever.yaml:2: cache.adapter: unknown adapter "rediss"; did you mean "redis"? ' ..
+        "(known: memory, db, redis)" },
+      { "a scalar where a section belongs",
+        "http: fast\n",
+        "zever.yaml:1: http: expected a mapping of fields, got a string" },
+      { "a duplicate key",
+        "http:\n  workers: 1\n  workers: 2\n",
+        'zever.yaml:3: duplicate key "workers"' },
+      { "a YAML syntax error, with its position",
+        "http:\n  workers: [1,\n",
+        "zever.yaml:3: did not find expected node content (column 1)" },
+      { "a DSN of another adapter, without echoing it",
+        "db:\n  dsn: postgres://app:pw@db/app\n",
+        'zever.yaml:2: db.dsn: the DSN does not belong to db.adapter "sqlite" ' ..
+        "(want sqlite:<path> or sqlite::memory:)" },
+      { "a malformed Redis URL, without echoing it",
+        "redis:\n  url: http://:pw@h\n",
+        "zever.yaml:2: redis.url: expected redis://[:password@]host:port/db" },
+    }
+    for _, row in ipairs(rows) do
+      it("reports " .. row[1], function()
+        local cfg, err = load_with({ ["zever.yaml"] = row[2] })
+        assert.is_nil(cfg)
+        assert.equal("invalid", err.code)
+        assert.equal(row[3], message(err))
+      end)
+    end
+
+    it("reports every problem, in reading order", function()
+      local _, err = load_with({ ["zever.yaml"] = "log:\n  levle: info\nhttp:\n  workers: x\n  listn: a\n" })
+      assert.equal('zever.yaml:2: log.levle: unknown field; did you mean "level"?\n' ..
+        "zever.yaml:4: http.workers: expected an integer, got a string\n" ..
+        'zever.yaml:5: http.listn: unknown field; did you mean "listen"?', message(err))
+      assert.equal(3, #err.errors)
+    end)
+
+    it("names zever.json in JSON errors", function()
+      local _, err = load_with({ ["zever.json"] = '{"cache": {"ttl_defualt": "5m"}}' })
+      assert.equal('zever.json: cache.ttl_defualt: unknown field; did you mean "ttl_default"?', message(err))
+    end)
+
+    it("refuses zever.yaml and zever.json side by side", function()
+      local _, err = load_with({ ["zever.yaml"] = "", ["zever.json"] = "{}" })
+      assert.matches("zever.yaml and .*zever.json exist; keep one$", message(err))
+    end)
+
+    it("names the overlay file in its errors", function()
+      local _, err = load_with({ ["zever.test.yaml"] = "http:\n  wrokers: 2\n" }, {}, "test")
+      assert.equal('zever.test.yaml:2: http.wrokers: unknown field; did you mean "workers"?', message(err))
+    end)
+
+    it("rejects an unknown ZEVER_ENV with a did-you-mean", function()
+      local _, err = load_with({}, { ZEVER_ENV = "prodction" })
+      assert.equal('environment variable ZEVER_ENV: unknown environment; did you mean "production"?',
+        message(err))
+    end)
+  end)
+
+  describe("environment", function()
+    it("matches <SECTION>_<FIELD> ignoring case and underscores", function()
+      local cfg = assert(load_with({}, { mailer_smtphost = "mail.example.com", CACHE_ADAPTER = "redis",
+        Http_Listen = "0.0.0.0:8080", DB_DSN = "sqlite::memory:" }))
+      assert.equal("mail.example.com", cfg.mailer.smtp_host)
+      assert.equal("redis", cfg.cache.adapter)
+      assert.equal("0.0.0.0:8080", cfg.http.listen)
+      assert.equal("sqlite::memory:", cfg.db.dsn)
+    end)
+
+    it("ignores unknown and empty variables", function()
+      local cfg = assert(load_with({}, { PATH = "/bin", CACHE_NOPE = "1", HTTP_LISTEN = "" }))
+      assert.same(config.defaults(), cfg)
+    end)
+
+    it("parses booleans, integers and durations", function()
+      local cfg = assert(load_with({}, { JOBS_BACKOFF_JITTER = "off", HTTP_WORKERS = "4",
+        CACHE_TTL_DEFAULT = "PT1M", QUEUE_POLL_MAX = "500000000" }))
+      assert.is_false(cfg.jobs.backoff_jitter)
+      assert.equal(4, cfg.http.workers)
+      assert.equal(60, cfg.cache.ttl_default)
+      assert.equal(0.5, cfg.queue.poll_max)
+    end)
+
+    local rows = {
+      { "HTTP_WORKERS", "4x2", "environment variable HTTP_WORKERS (http.workers): expected an integer" },
+      { "CACHE_TTL_DEFAULT", "s3cretish",
+        'environment variable CACHE_TTL_DEFAULT (cache.ttl_default): expected a duration like "30s", ' ..
+        '"1h30m", "PT30S", "P1D" or integer nanoseconds' },
+      { "JOBS_BACKOFF_JITTER", "maybe-s3cret",
+        "environment variable JOBS_BACKOFF_JITTER (jobs.backoff_jitter): expected a boolean " ..
+        "(true/false, 1/0, yes/no, on/off)" },
+      { "CACHE_ADAPTER", "rediss",
+        'environment variable CACHE_ADAPTER (cache.adapter): unknown adapter; did you mean "redis"? ' ..
+        "(known: memory, db, redis)" },
+      { "REDIS_URL", "redis://:hunter2@/x y",
+        "environment variable REDIS_URL (redis.url): expected redis://[:password@]host:port/db" },
+    }
+    for _, row in ipairs(rows) do
+      it("names " .. row[1] .. " without echoing its value when it does not parse", function()
+        local _, err = load_with({}, { [row[1]] = row[2] })
+        assert.equal(row[3], message(err))
+        assert.is_nil(tostring(err):find(row[2], 1, true))
+      end)
+    end
+
+    it("calls a getenv-like function with the canonical names", function()
+      local asked = {}
+      local cfg = assert(config.load{ dir = tmpdir(), env = function(name)
+        asked[#asked + 1] = name
+        if name == "LOG_LEVEL" then return "warn" end
+      end })
+      assert.equal("warn", cfg.log.level)
+      assert.truthy(#asked > 50)
+    end)
+  end)
+
+  describe("YAML", function()
+    it("reads the same tree on the fast road and through libyaml", function()
+      for _, src in ipairs({
+        io.open(FIXTURES .. "/full/zever.yaml"):read("*a"),
+        "a:\n  b: 'x # y'  # c\n  c: \"q\"\n  d: -1.5\n  e: 0x1F\n  f: ~\n  g: 010\n  h: 1e3\nk: v\n",
+        "a: on\nb: 1:30\nc: x#y\nd: http://u:p@h/x\ne: .inf\nf: 0o17\ng: True\nh:\n",
+      }) do
+        local fast = assert(read.yaml(src, "f"))
+        local full = assert(read.yaml_full(src, "f"))
+        assert.same(full, fast)
+      end
+    end)
+
+    it("resolves plain scalars by the YAML 1.2 core schema", function()
+      local t = assert(read.yaml("a: yes\nb: 010\nc: 1:30\nd: true\ne: 0x10\nf: '10'\n", "f"))
+      assert.same({ a = "yes", b = 10, c = "1:30", d = true, e = 16, f = "10" }, t)
+    end)
+
+    it("sends files outside the fast subset to libyaml", function()
+      local cfg = assert(config.load{ dir = FIXTURES .. "/exotic", env = {} })
+      assert.equal(90, cfg.cache.ttl_default)
+      assert.equal("app:", cfg.cache.prefix)
+      assert.equal("ops@example.com", cfg.mailer.from)
+    end)
+  end)
+
+  describe("redact", function()
+    it("hides secret keys, nested too, and keeps empty values visible", function()
+      local r = config.redact({ mailer = { smtp_password = "pw", smtp_username = "app", api_key = "" },
+        db = { dsn = "sqlite:app.db" }, extra = { nested = { client_secret = "x", bearer_token = "t",
+        session = "s", cookie = "c", max_keys = 10, monkey = "m", private_key = { pem = "k" } } } })
+      assert.same({ mailer = { smtp_password = "[REDACTED]", smtp_username = "app", api_key = "" },
+        db = { dsn = "[REDACTED]" }, extra = { nested = { client_secret = "[REDACTED]",
+        bearer_token = "[REDACTED]", session = "[REDACTED]", cookie = "[REDACTED]", max_keys = 10,
+        monkey = "m", private_key = { pem = "[REDACTED]" } } } }, r)
+    end)
+
+    it("hides passwords embedded in URLs and DSNs", function()
+      local rows = {
+        { "redis://:hunter2@127.0.0.1:6379/0", "redis://:[REDACTED]@127.0.0.1:6379/0" },
+        { "postgres://app:pw@db:5432/app", "postgres://app:[REDACTED]@db:5432/app" },
+        { "https://tok3n@example.com/x", "https://[REDACTED]@example.com/x" },
+        { "host=db user=app password=pw dbname=x", "host=db user=app password=[REDACTED] dbname=x" },
+        { "redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0" },
+        { "ops@example.com", "ops@example.com" },
+      }
+      for _, row in ipairs(rows) do
+        assert.equal(row[2], config.redact({ redis = { url = row[1] } }).redis.url)
+      end
+    end)
+
+    it("does not change the config it is given", function()
+      local cfg = config.defaults()
+      cfg.mailer.smtp_password = "pw"
+      config.redact(cfg)
+      assert.equal("pw", cfg.mailer.smtp_password)
+    end)
+
+    it("classifies keys", function()
+      for _, k in ipairs({ "password", "DB_PASSWORD", "secret", "auth_token", "bearer", "credentials",
+        "dsn", "api_key", "stripe_api_key", "key", "private_key", "auth", "session", "cookie",
+        "passwd", "pwd" }) do
+        assert.is_true(redact.secret_key(k), k)
+      end
+      for _, k in ipairs({ "max_keys", "monkey", "author", "adapter", "url", "listen", "keys" }) do
+        assert.is_false(redact.secret_key(k), k)
+      end
+    end)
+
+    it("scrubs secret values out of messages", function()
+      local cfg = config.defaults()
+      cfg.redis.url = "redis://:hunter2@h:6379/0"
+      cfg.mailer.smtp_password = "pa55"
+      assert.equal("auth failed for [REDACTED] at redis://:[REDACTED]@h", config.scrub(cfg,
+        "auth failed for pa55 at redis://:hunter2@h"))
+    end)
+  end)
+
+  describe("render", function()
+    it("writes YAML that loads back to the same config", function()
+      local cfg = assert(config.load{ dir = FIXTURES .. "/full", env = {} })
+      local again = assert(load_with({ ["zever.yaml"] = config.render(cfg) }))
+      assert.same(cfg, again)
+    end)
+
+    it("writes durations as text in the plain copy for JSON", function()
+      local p = config.plain(config.defaults())
+      assert.equal("10s", p.http.drain)
+      assert.equal(json.decode(json.encode(p)).http.listen, "127.0.0.1:8080")
+    end)
+  end)
+end)
