@@ -1,0 +1,33 @@
+-- zever routes [app]: the routes of an app: method, pattern, name and the handler's file:line.
+
+local json = require "zever.json"
+
+return {
+  name = "routes",
+  summary = "List an app's routes with their handlers",
+  usage = "zever routes [app.lua | dir] [--json]",
+  flags = {
+    { name = "json", summary = "print a JSON array" },
+  },
+  run = function(args, flags)
+    local ok, app = pcall(require("zever.app").load, args[1])
+    if not ok then return 1, tostring(app) end
+    local routes = app:list_routes()
+    if flags.json then
+      for _, r in ipairs(routes) do r.name = r.name or json.null end
+      print(json.encode(routes))
+      return 0
+    end
+    local rows = { { "METHOD", "PATTERN", "NAME", "HANDLER" } }
+    for _, r in ipairs(routes) do rows[#rows + 1] = { r.method, r.pattern, r.name or "-", r.source } end
+    local width = { 0, 0, 0 }
+    for _, row in ipairs(rows) do
+      for i = 1, 3 do if #row[i] > width[i] then width[i] = #row[i] end end
+    end
+    for _, row in ipairs(rows) do
+      print(string.format("%-" .. width[1] .. "s  %-" .. width[2] .. "s  %-" .. width[3] .. "s  %s",
+        row[1], row[2], row[3], row[4]))
+    end
+    return 0
+  end,
+}

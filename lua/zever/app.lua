@@ -1,0 +1,291 @@
+-- zever.app: the application: routes, middleware, groups, named routes, error handling, and
+-- dispatch of one request to a response.
+--
+--   local app = zever.app()
+--   app:use(function(req, res, next) ... return next() end)
+--   app:get("/hello", function(req, res) return "hello world" end)
+--   app:get("user", "/users/:id", handler)          -- named: app:url_for("user", {id = 42})
+--   app:route({"GET", "POST"}, "/form", handler)
+--   app:group("/admin", function(r) r:use(auth); r:get("/stats", stats) end)
+--   app:on_error(function(err, req, res) ... end)
+--
+-- Routing is zever.router (a C radix trie). Middleware runs in registration order; app-level
+-- middleware also runs for 404 and 405 answers, group middleware only for the group's routes.
+-- A handler or middleware may wait (zever.sleep, I/O): dispatch runs inside a coroutine.
+
+local router = require "zever.router"
+local request = require "zever.request"
+local response = require "zever.response"
+
+local type, error, tostring, select, ipairs, pairs = type, error, tostring, select, ipairs, pairs
+local format, concat, sort, xpcall, traceback = string.format, table.concat, table.sort, xpcall,
+  debug.traceback
+local apply, finish = response.apply, response.finish
+
+local M = {}
+
+local METHODS = { GET = true, HEAD = true, POST = true, PUT = true, PATCH = true, DELETE = true,
+  OPTIONS = true }
+
+local App = {}
+App.__index = App
+
+local Group = {}
+Group.__index = Group
+
+function M.new()
+  local app = setmetatable({
+    trie = router.new(),
+    routes = {},          -- { method, pattern, name, handler, chain, source }, by route id
+    names = {},           -- name -> route
+    middleware = {},      -- app-level, in order
+    error_handler = nil,
+    log = nil,            -- set by the server: a zever.log logger
+  }, App)
+  app.root = setmetatable({ app = app, prefix = "", middleware = app.middleware }, Group)
+  return app
+end
+
+local function source_of(fn)
+  local info = debug.getinfo(fn, "S")
+  return info.short_src .. ":" .. tostring(info.linedefined)
+end
+
+-- Registers one route; the group's middleware chain is captured now, app-level middleware is
+-- looked up per request so that app:use after a route still applies (as in Express).
+local function add(group, methods, name, pattern, handler, level)
+  local app = group.app
+  if type(pattern) ~= "string" then error("route pattern must be a string", level) end
+  if type(handler) ~= "function" then error("route handler must be a function", level) end
+  if name ~= nil and type(name) ~= "string" then error("route name must be a string", level) end
+  if name and app.names[name] then
+    error(format('route name "%s" is already used by %s', name, app.names[name].pattern), level)
+  end
+  local full = group.prefix .. pattern
+  if group.prefix ~= "" and pattern == "/" then full = group.prefix end
+  local chain = {}
+  if group ~= app.root then
+    for _, mw in ipairs(group.middleware) do chain[#chain + 1] = mw end
+  end
+  chain[#chain + 1] = handler
+  local route = { method = nil, pattern = full, name = name, handler = handler, chain = chain,
+    source = source_of(handler) }
+  for _, m in ipairs(methods) do
+    if type(m) ~= "string" or not METHODS[m:upper()] then
+      error("unsupported HTTP method " .. tostring(m), level)
+    end
+    local r = {}
+    for k, v in pairs(route) do r[k] = v end
+    r.method = m:upper()
+    local id = #app.routes + 1
+    local ok, err = pcall(app.trie.add, app.trie, r.method, full, id)
+    if not ok then error((tostring(err):gsub("^[^:]*:%d+: ", "")), level) end
+    app.routes[id] = r
+  end
+  if name then app.names[name] = route end
+  return group
+end
+
+-- (name, pattern, handler) or (pattern, handler).
+local function route_args(...)
+  if select("#", ...) >= 3 then return ... end
+  local pattern, handler = ...
+  return nil, pattern, handler
+end
+
+local function define(method)
+  local fn = function(self, ...)
+    local name, pattern, handler = route_args(...)
+    return add(self.root or self, { method }, name, pattern, handler, 3)
+  end
+  App[method:lower()] = fn
+  Group[method:lower()] = fn
+end
+for _, m in ipairs({ "GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD" }) do define(m) end
+
+local function route(self, methods, ...)
+  if type(methods) == "string" then methods = { methods } end
+  if type(methods) ~= "table" then error("route methods must be a string or a list", 2) end
+  local name, pattern, handler = route_args(...)
+  return add(self.root or self, methods, name, pattern, handler, 3)
+end
+App.route, Group.route = route, route
+
+local function use(self, mw)
+  if type(mw) ~= "function" then error("middleware must be a function(req, res, next)", 2) end
+  local list = self.middleware
+  list[#list + 1] = mw
+  return self
+end
+App.use, Group.use = use, use
+
+local function group(self, prefix, fn)
+  if type(prefix) ~= "string" or prefix:sub(1, 1) ~= "/" or prefix:sub(-1) == "/" then
+    error('group prefix must start with "/" and not end with one, got ' .. tostring(prefix), 2)
+  end
+  if type(fn) ~= "function" then error("group wants a function(r)", 2) end
+  local parent = self.root or self
+  local mws = {}
+  if parent ~= parent.app.root then
+    for _, mw in ipairs(parent.middleware) do mws[#mws + 1] = mw end
+  end
+  local g = setmetatable({ app = parent.app, prefix = parent.prefix .. prefix, middleware = mws },
+    Group)
+  fn(g)
+  return self
+end
+App.group, Group.group = group, group
+
+function App:on_error(fn)
+  if type(fn) ~= "function" then error("on_error wants a function(err, req, res)", 2) end
+  self.error_handler = fn
+  return self
+end
+
+local function escape_segment(s)
+  return (tostring(s):gsub("[^%w%-._~!$&'()*+,;=:@]", function(c)
+    return format("%%%02X", c:byte())
+  end))
+end
+
+local function escape_query(s)
+  return (tostring(s):gsub("[^%w%-._~]", function(c) return format("%%%02X", c:byte()) end))
+end
+
+-- The path of a named route with its parameters filled in; parameters the pattern does not
+-- use become the query string (sorted, so the URL is stable).
+function App:url_for(name, params)
+  local r = self.names[name]
+  if not r then error(format('no route named "%s"', tostring(name)), 2) end
+  params = params or {}
+  local used = {}
+  local path = r.pattern:gsub("([:*])([%w_]+)", function(kind, key)
+    local v = params[key]
+    if v == nil then error(format('url_for("%s"): missing parameter "%s"', name, key), 4) end
+    used[key] = true
+    if kind == "*" then
+      return (tostring(v):gsub("[^/]+", escape_segment))
+    end
+    return escape_segment(v)
+  end)
+  local extra = {}
+  for k, v in pairs(params) do
+    if not used[k] then extra[#extra + 1] = escape_query(k) .. "=" .. escape_query(v) end
+  end
+  if #extra > 0 then
+    sort(extra)
+    path = path .. "?" .. concat(extra, "&")
+  end
+  return path
+end
+
+-- Every route: { method, pattern, name, source }, in registration order.
+function App:list_routes()
+  local out = {}
+  for i, r in ipairs(self.routes) do
+    out[i] = { method = r.method, pattern = r.pattern, name = r.name, source = r.source }
+  end
+  return out
+end
+
+-- The next() a middleware receives: a callable object rather than a closure, because creating
+-- closures stops LuaJIT's compiler (FNEW is not compiled) and this runs on every request.
+local Next = {}
+Next.__index = Next
+
+local function run_chain(chain, i, req, res)
+  local fn = chain[i]
+  if i == #chain then return apply(res, fn(req, res)) end
+  local nxt = setmetatable({ chain = chain, i = i + 1, req = req, res = res }, Next)
+  return apply(res, fn(req, res, nxt))
+end
+
+function Next.__call(self)
+  return run_chain(self.chain, self.i, self.req, self.res)
+end
+
+local function not_found(_, res)
+  return res:status(404):json({ error = "not_found" })
+end
+
+local function answer(code, extra)
+  return function(req, res)
+    if code == 405 then
+      res:header("Allow", extra)
+      return res:status(405):json({ error = "method_not_allowed" })
+    elseif code == 204 then
+      res:header("Allow", extra)
+      res.body = ""
+      return res:status(204)
+    end
+    local qs = req.query_string
+    return res:redirect(qs and (extra .. "?" .. qs) or extra, code)
+  end
+end
+
+local function with_app_middleware(app, chain)
+  local mw = app.middleware
+  if #mw == 0 then return chain end
+  local full = {}
+  for i = 1, #mw do full[i] = mw[i] end
+  for i = 1, #chain do full[#mw + i] = chain[i] end
+  return full
+end
+
+local function on_failure(app, err, req)
+  if app.log then
+    app.log:error("handler failed", { method = req.method, path = req.path, id = req.id,
+      error = tostring(err) })
+  else
+    io.stderr:write("zever: handler failed: ", tostring(err), "\n")
+  end
+  local fresh = response.new()
+  if app.error_handler then
+    local ok, e2 = xpcall(function() return apply(fresh, app.error_handler(err, req, fresh)) end,
+      traceback)
+    if ok then return fresh end
+    io.stderr:write("zever: on_error failed: ", tostring(e2), "\n")
+    fresh = response.new()
+  end
+  return fresh:status(500):json({ error = "internal" })
+end
+
+-- Dispatches one request: method, raw path, raw query string (or nil), and a source answering
+-- header(name), headers() and body(). Returns the response object (code, headers, body).
+-- Must run inside a coroutine when handlers may wait.
+function App:dispatch(method, path, query_string, source)
+  local id, params, extra = self.trie:match(method, path)
+  local chain
+  if id then
+    chain = self.routes[id].chain
+  else
+    chain = { params == 404 and not_found or answer(params, extra) }
+    params = router.empty_params
+  end
+  chain = with_app_middleware(self, chain)
+  local req = request.new(method, path, query_string, params, source)
+  local res = response.new()
+  local ok, err = xpcall(run_chain, traceback, chain, 1, req, res)
+  if not ok then res = on_failure(self, err, req) end
+  return finish(res), req
+end
+
+-- The app an app file returns (a folder means its app.lua), and the file's path. The file's
+-- folder goes in front of package.path so the app can require its own modules. Raises with a
+-- message fit for the CLI when the file is missing or does not return an app.
+function M.load(path)
+  path = path or "."
+  if require("zever.sys").isdir(path) then path = path:gsub("/$", "") .. "/app.lua" end
+  local chunk, err = loadfile(path)
+  if not chunk then error("cannot load the app: " .. err, 0) end
+  local dir = path:match("^(.*)/[^/]*$")
+  if dir then package.path = dir .. "/?.lua;" .. dir .. "/?/init.lua;" .. package.path end
+  local app = chunk()
+  if getmetatable(app) ~= App then
+    error(path .. " must return the app (end it with `return app`)", 0)
+  end
+  return app, path
+end
+
+M.App = App
+return M

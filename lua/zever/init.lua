@@ -1,0 +1,19 @@
+-- zever: the framework's front door.
+--
+--   local zever = require "zever"
+--   local app = zever.app()
+--   zever.sleep(0.1)          -- yields the running request/job coroutine to the event loop
+--
+-- Submodules load on first use, so `require "zever"` costs next to nothing.
+
+local M = { version = require("zever.sys").version }
+
+function M.app()
+  return require("zever.app").new()
+end
+
+function M.sleep(seconds)
+  return require("zever.sched").sleep(seconds)
+end
+
+return M

@@ -1,0 +1,81 @@
+-- zever.log: the log battery's text and JSON loggers.
+--
+--   local log = require("zever.log").new{ format = "text" | "json", level = "info", out = io.stderr }
+--   log:info("listening", { addr = "127.0.0.1:8080" })
+--   log:error("handler failed", { error = err })
+--
+-- One line per entry, written with a single write call so lines from several worker threads
+-- do not interleave. Text: "2026-11-29T22:54:38Z INFO listening addr=127.0.0.1:8080" (fields
+-- sorted); JSON: {"time":...,"level":"info","msg":...,<fields>}.
+
+local json = require "zever.json"
+
+local format, concat, sort, date, type, tostring, pairs = string.format, table.concat, table.sort,
+  os.date, type, tostring, pairs
+
+local M = {}
+
+local LEVELS = { debug = 10, info = 20, warn = 30, error = 40, off = 100 }
+
+local Logger = {}
+Logger.__index = Logger
+
+local function text_value(v)
+  v = tostring(v)
+  if v:find("[%s\"=]") or v == "" then return format("%q", v):gsub("\\\n", "\\n") end
+  return v
+end
+
+local function render_text(level, msg, fields)
+  local parts = { date("!%Y-%m-%dT%H:%M:%SZ"), level:upper(), msg }
+  if fields then
+    local keys = {}
+    for k in pairs(fields) do keys[#keys + 1] = tostring(k) end
+    sort(keys)
+    for _, k in ipairs(keys) do parts[#parts + 1] = k .. "=" .. text_value(fields[k]) end
+  end
+  return concat(parts, " ") .. "\n"
+end
+
+local function render_json(level, msg, fields)
+  local entry = { time = date("!%Y-%m-%dT%H:%M:%SZ"), level = level, msg = msg }
+  if fields then
+    for k, v in pairs(fields) do
+      if entry[k] == nil then
+        local t = type(v)
+        entry[k] = (t == "number" or t == "boolean" or t == "string") and v or tostring(v)
+      end
+    end
+  end
+  return json.encode(entry) .. "\n"
+end
+
+function M.new(opts)
+  opts = opts or {}
+  local fmt = opts.format or "text"
+  if fmt ~= "text" and fmt ~= "json" then error('log format must be "text" or "json"', 2) end
+  local level = opts.level or "info"
+  if not LEVELS[level] then error("unknown log level " .. tostring(level), 2) end
+  return setmetatable({
+    render = fmt == "json" and render_json or render_text,
+    min = LEVELS[level],
+    out = opts.out or io.stderr,
+  }, Logger)
+end
+
+function Logger:log(level, msg, fields)
+  if (LEVELS[level] or 0) < self.min then return end
+  self.out:write(self.render(level, tostring(msg), fields))
+end
+
+for name in pairs(LEVELS) do
+  if name ~= "off" then
+    Logger[name] = function(self, msg, fields) return self:log(name, msg, fields) end
+  end
+end
+
+function Logger:enabled(level)
+  return (LEVELS[level] or 0) >= self.min
+end
+
+return M
