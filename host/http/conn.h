@@ -1,0 +1,180 @@
+/*
+ * conn.h: the socket-free core of an HTTP/1.1 server connection: bytes in, requests and
+ * protocol errors out, response heads built into a reusable buffer.
+ *
+ * It must not include lua.h or uv.h: it is fuzzed and benchmarked on its own. It parses with
+ * Debian's http_parser (2.9) and enforces zever's limits on top of it.
+ *
+ * One buffer holds everything a request needs, so the request is never copied:
+ *
+ *   buf: [ request N: line, headers, body ........ | pipelined bytes .... | free ...... ]
+ *        0         ^url_off  ^headers[i] offsets    ^pos (parsed so far)  ^len         ^cap
+ *
+ * Header names and values, the URL and the body are (offset, length) pairs into buf, so the
+ * buffer may grow (realloc) without invalidating them. A chunked body is decoded in place: each
+ * decoded piece is moved down to follow the previous one, so the body is one contiguous run.
+ * When a request is complete the parser pauses; the request stays valid until zv_http_conn_next
+ * drops its bytes and moves the pipelined rest to the front. Nothing is allocated per request
+ * once the buffer has grown to the connection's usual size.
+ *
+ * Life of a request:   IDLE --first byte--> HEAD --headers--> BODY --last byte--> DONE
+ *                        ^                                                         |
+ *                        +-------------------- zv_http_conn_next ------------------+
+ * Any violation moves to ERROR with an HTTP status to answer before closing.
+ */
+#ifndef ZV_HTTP_CONN_H
+#define ZV_HTTP_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <http_parser.h>
+
+#define ZV_HTTP_MAX_HEADERS 100             /* more header lines: 431 */
+#define ZV_HTTP_MAX_HEADER_LIMIT (64 << 10) /* the largest max_header_bytes accepted */
+#define ZV_HTTP_MAX_BODY_LIMIT (1u << 30)   /* the largest max_body_bytes accepted */
+#define ZV_HTTP_BUF_MIN 4096                /* a fresh connection's buffer */
+
+typedef struct {
+  uint32_t max_header_bytes; /* request line + headers; over: 431 (414 for the line alone) */
+  uint32_t max_body_bytes;   /* decoded body; over: 413 */
+} zv_http_limits_t;
+
+typedef struct {
+  uint32_t name_off, name_len, value_off, value_len;
+} zv_http_header_t;
+
+enum zv_http_state {
+  ZV_HTTP_IDLE = 0, /* between requests: nothing of the next one parsed yet */
+  ZV_HTTP_HEAD,     /* inside the request line or headers */
+  ZV_HTTP_BODY,     /* headers done, body incomplete */
+  ZV_HTTP_DONE,     /* a complete request waits for its response */
+  ZV_HTTP_ERROR     /* the input is unusable: answer conn->status and close */
+};
+
+enum zv_http_event {
+  ZV_HTTP_NEED_MORE = 0, /* all input parsed; read more */
+  ZV_HTTP_REQUEST,       /* a complete request is ready (state DONE) */
+  ZV_HTTP_CONTINUE,      /* send "100 Continue", then parse again */
+  ZV_HTTP_FAIL           /* answer conn->status and close (state ERROR) */
+};
+
+typedef struct {
+  http_parser parser;
+  zv_http_limits_t limits;
+  char *buf;
+  size_t len, cap, pos;
+  size_t start;           /* where the current request began */
+  int state;              /* enum zv_http_state */
+  int status;             /* the status to answer in state ERROR */
+  /* the current request */
+  uint32_t url_off, url_len;
+  uint32_t path_len;      /* the URL up to '?' */
+  int32_t query_off;      /* offset of the query after '?', or -1 */
+  uint32_t query_len;
+  uint32_t nheaders;
+  zv_http_header_t headers[ZV_HTTP_MAX_HEADERS];
+  uint32_t body_off, body_len;
+  uint8_t last_cb;        /* 0 none, 1 field, 2 value: joins split header pieces */
+  uint8_t body_started;
+  uint8_t keep_alive;     /* the request lets the connection stay open */
+  uint8_t expect_continue;/* the client waits for "100 Continue" before its body */
+  uint8_t continue_due;   /* CONTINUE is the next event */
+  uint8_t upgrade;        /* the request asked for another protocol: close after it */
+  uint8_t chunked;
+} zv_http_conn_t;
+
+/* Prepares a connection with its limits; allocates the first buffer. 0 or ZV_ENOMEM. */
+int zv_http_conn_init(zv_http_conn_t *c, const zv_http_limits_t *limits);
+
+/* Makes an initialized connection fresh for a new client, keeping its buffer. */
+void zv_http_conn_reset(zv_http_conn_t *c);
+
+/* Frees the buffer; the struct may be initialized again. */
+void zv_http_conn_free(zv_http_conn_t *c);
+
+/*
+ * Space to read into: *p and *n (0 when the connection should not read now: a request waits
+ * for its response and the buffer is full, or the input already reached its limit). May grow
+ * the buffer; returns 0 or ZV_ENOMEM.
+ */
+int zv_http_conn_space(zv_http_conn_t *c, char **p, size_t *n);
+
+/* Records that n bytes were written at the pointer zv_http_conn_space gave. */
+void zv_http_conn_commit(zv_http_conn_t *c, size_t n);
+
+/*
+ * Parses what was committed and returns the next event (enum zv_http_event). Call it again
+ * after CONTINUE. After REQUEST, it returns NEED_MORE until zv_http_conn_next; after FAIL it
+ * keeps returning FAIL.
+ */
+int zv_http_conn_parse(zv_http_conn_t *c);
+
+/*
+ * Drops the answered request and moves pipelined bytes to the front; the connection is IDLE
+ * again (or HEAD when those bytes are already a partial request, which parse will find out).
+ * May shrink a buffer that grew large for one request.
+ */
+void zv_http_conn_next(zv_http_conn_t *c);
+
+/* True when bytes beyond the current request are buffered and not parsed yet. */
+int zv_http_conn_pending(const zv_http_conn_t *c);
+
+/* The request's method name ("GET") and HTTP minor version (0 or 1). */
+const char *zv_http_conn_method(const zv_http_conn_t *c);
+int zv_http_conn_is_head(const zv_http_conn_t *c);
+
+/*
+ * Finds a header by name (case-insensitive). Returns the index of the first match at or after
+ * *from, or -1; set *from to 0 to begin and to index + 1 to find the next one.
+ */
+int zv_http_conn_header(const zv_http_conn_t *c, const char *name, size_t len, uint32_t *from);
+
+/* --- responses ---------------------------------------------------------------------------- */
+
+/* A growable byte buffer with a sticky error (ZV_ENOMEM after a failed growth). */
+typedef struct {
+  char *p;
+  size_t len, cap;
+  int err;
+} zv_http_buf_t;
+
+void zv_http_buf_add(zv_http_buf_t *b, const char *s, size_t n);
+void zv_http_buf_free(zv_http_buf_t *b);
+
+/* The reason phrase of a status ("Not Found"); "Unknown" for codes it does not know. */
+const char *zv_http_reason(int status);
+
+/* Formats an IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT", 29 bytes and a NUL) into out. */
+void zv_http_date(int64_t unix_seconds, char out[32]);
+
+/* What a response head says about framing and the connection. */
+typedef struct {
+  int status;
+  int64_t content_length; /* -1: none (streaming or no body) */
+  int chunked;            /* Transfer-Encoding: chunked */
+  int close;              /* Connection: close */
+  const char *date;       /* 29 bytes, or NULL for no Date header */
+} zv_http_head_t;
+
+/*
+ * Checks one response header given by the application: the name must be a token and the value
+ * free of CR, LF and NUL. Returns 0 or ZV_EINVAL. Sets *skip when the header is one the server
+ * computes itself (Content-Length, Transfer-Encoding, Connection), *is_close when it is
+ * "Connection: close", and *is_date / *is_server when the application gives its own.
+ */
+typedef struct {
+  int skip, is_close, is_date, is_server;
+} zv_http_hdrinfo_t;
+int zv_http_check_header(const char *name, size_t nlen, const char *value, size_t vlen,
+                         zv_http_hdrinfo_t *info);
+
+/* Appends "HTTP/1.1 <status> <reason>\r\n" to b (after clearing it). */
+void zv_http_head_begin(zv_http_buf_t *b, int status);
+/* Appends "name: value\r\n"; the caller checked the header with zv_http_check_header. */
+void zv_http_head_add(zv_http_buf_t *b, const char *name, size_t nlen, const char *value,
+                      size_t vlen);
+/* Appends the framing and Date/Server headers and the blank line. server: add "Server: zever". */
+void zv_http_head_end(zv_http_buf_t *b, const zv_http_head_t *h, int server);
+
+#endif

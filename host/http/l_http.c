@@ -1,0 +1,573 @@
+/*
+ * l_http.c: the zever.http binding: an HTTP/1.1 server on the state's loop (zever.loop).
+ *
+ *   http.listen(opts, on_request)  -> server | nil, message (e.g. "address already in use")
+ *     opts: host ("127.0.0.1"), port (0 = any free one), reuseport (true), backlog (511),
+ *           max_header_bytes (8192), max_body_bytes (1 MiB), header_timeout (10 s),
+ *           body_timeout (30 s), keepalive_timeout (75 s), max_connections (10000)
+ *     on_request(req, method, path, query) runs with lua_pcall for each complete request;
+ *     query is nil when the URL has no '?'. If it raises, the client gets 500 {"error":"internal"}.
+ *   server:port() -> integer       server:close()        server:stats() -> {connections, requests}
+ *   server:drain(seconds[, on_done])   stop accepting, finish in-flight requests, force-close at
+ *                                       the deadline, then call on_done()
+ *
+ *   req:header(name) -> string | nil    (case-insensitive; repeated headers joined with ", ")
+ *   req:headers() -> {lower-case name = value}
+ *   req:body() -> string                req:version() -> "1.1" | "1.0"
+ *   req:remote_addr() -> ip, port | nil
+ *   req:respond(status, body, headers) -> true | nil, "closed"
+ *   req:write_head(status, headers) / req:write(chunk) / req:finish() -> true | nil, "closed"
+ *     headers: nil or a flat array {"Content-Type", "text/plain", "X-A", "b", ...}
+ *   req:answered() -> boolean
+ *
+ * Reading the request (header, headers, body, version) works until the response is complete;
+ * after that they raise "request already answered" (the bytes were reused for the next request).
+ * After the client went away they return nil (body: "").
+ *
+ * Ownership: the server's C side (lserver_t) lives until all its handles closed; the Lua server
+ * object only points at it. A request object (lreq_t) points at its connection only while the
+ * request is unanswered and the connection open; the connection points back (c->data), and
+ * whichever side goes first clears the other, so no pointer outlives what it points to.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "../core/zv.h"
+#include "../loop/l_loop.h"
+#include "server.h"
+
+#define REQ_MT "zever.http.request"
+#define SRV_MT "zever.http.server"
+#define STACK_HDRS 32
+
+typedef struct sproxy_s sproxy_t;
+
+typedef struct {
+  zv_http_server_t srv;
+  zv_loop_item_t item;
+  zv_loop_t *loop;
+  int fn_ref, done_ref, req_mt_ref;
+  int closed;     /* on_closed came: only the memory is left */
+  sproxy_t *proxy;
+} lserver_t;
+
+struct sproxy_s {
+  lserver_t *s;
+};
+
+typedef struct {
+  zv_http_sconn_t *c; /* NULL once answered or once the connection closed */
+  uint8_t answered, streaming;
+} lreq_t;
+
+/* --- the request object --------------------------------------------------------------------- */
+
+static lreq_t *check_req(lua_State *L) {
+  lreq_t *r = lua_touserdata(L, 1);
+  if (!r || !lua_getmetatable(L, 1) || !lua_rawequal(L, -1, lua_upvalueindex(1)))
+    luaL_typerror(L, 1, REQ_MT);
+  lua_pop(L, 1);
+  return r;
+}
+
+/* The connection of a request that can still be read; NULL when the client went away. */
+static zv_http_sconn_t *readable(lua_State *L, lreq_t *r) {
+  if (r->answered) luaL_error(L, "request already answered");
+  return r->c;
+}
+
+static void detach(lreq_t *r) {
+  r->answered = 1;
+  if (r->c) r->c->data = NULL;
+  r->c = NULL;
+}
+
+static int push_closed(lua_State *L) {
+  lua_pushnil(L);
+  lua_pushliteral(L, "closed");
+  return 2;
+}
+
+static int r_header(lua_State *L) {
+  lreq_t *r = check_req(L);
+  size_t len;
+  const char *name = luaL_checklstring(L, 2, &len);
+  zv_http_sconn_t *c = readable(L, r);
+  uint32_t from = 0;
+  int i, n = 0;
+  luaL_Buffer b;
+  if (!c) return 0;
+  const zv_http_conn_t *core = &c->core;
+  while ((i = zv_http_conn_header(core, name, len, &from)) >= 0) {
+    const zv_http_header_t *h = &core->headers[i];
+    if (n == 0) {
+      lua_pushlstring(L, core->buf + h->value_off, h->value_len);
+    } else {
+      if (n == 1) {
+        luaL_buffinit(L, &b);
+        luaL_addvalue(&b); /* the first value, on top of the stack */
+      }
+      luaL_addlstring(&b, ", ", 2);
+      luaL_addlstring(&b, core->buf + h->value_off, h->value_len);
+    }
+    n++;
+  }
+  if (n == 0) return 0;
+  if (n > 1) luaL_pushresult(&b);
+  return 1;
+}
+
+static int r_headers(lua_State *L) {
+  lreq_t *r = check_req(L);
+  zv_http_sconn_t *c = readable(L, r);
+  char small[64];
+  lua_newtable(L);
+  if (!c) return 1;
+  const zv_http_conn_t *core = &c->core;
+  for (uint32_t i = 0; i < core->nheaders; i++) {
+    const zv_http_header_t *h = &core->headers[i];
+    const char *name = core->buf + h->name_off;
+    if (h->name_len <= sizeof small) {
+      for (uint32_t k = 0; k < h->name_len; k++)
+        small[k] = (char)((name[k] >= 'A' && name[k] <= 'Z') ? name[k] + 32 : name[k]);
+      lua_pushlstring(L, small, h->name_len);
+    } else {
+      luaL_Buffer b;
+      luaL_buffinit(L, &b);
+      for (uint32_t k = 0; k < h->name_len; k++)
+        luaL_addchar(&b, (char)((name[k] >= 'A' && name[k] <= 'Z') ? name[k] + 32 : name[k]));
+      luaL_pushresult(&b);
+    }
+    lua_pushvalue(L, -1);
+    lua_rawget(L, -3);
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+      lua_pushlstring(L, core->buf + h->value_off, h->value_len);
+    } else {
+      lua_pushliteral(L, ", ");
+      lua_pushlstring(L, core->buf + h->value_off, h->value_len);
+      lua_concat(L, 3);
+    }
+    lua_rawset(L, -3);
+  }
+  return 1;
+}
+
+static int r_body(lua_State *L) {
+  lreq_t *r = check_req(L);
+  zv_http_sconn_t *c = readable(L, r);
+  if (!c || c->core.body_len == 0) {
+    lua_pushliteral(L, "");
+    return 1;
+  }
+  lua_pushlstring(L, c->core.buf + c->core.body_off, c->core.body_len);
+  return 1;
+}
+
+static int r_version(lua_State *L) {
+  lreq_t *r = check_req(L);
+  zv_http_sconn_t *c = readable(L, r);
+  if (!c) return 0;
+  lua_pushstring(L, c->core.parser.http_minor == 0 ? "1.0" : "1.1");
+  return 1;
+}
+
+static int r_remote_addr(lua_State *L) {
+  lreq_t *r = check_req(L);
+  char ip[64];
+  int port;
+  if (!r->c || zv_http_peer(r->c, ip, sizeof ip, &port)) return 0;
+  lua_pushstring(L, ip);
+  lua_pushinteger(L, port);
+  return 2;
+}
+
+static int r_answered(lua_State *L) {
+  lreq_t *r = check_req(L);
+  lua_pushboolean(L, r->answered);
+  return 1;
+}
+
+/*
+ * Reads the flat header array at index idx into hdrs (2 strings per header). The strings stay
+ * referenced by the table while the caller uses them; numbers are converted on the stack and
+ * stay there. Returns the number of headers; raises on a malformed array.
+ */
+static size_t get_headers(lua_State *L, int idx, zv_http_str_t **hdrs, zv_http_str_t *stack) {
+  size_t n;
+  if (lua_isnoneornil(L, idx)) return 0;
+  luaL_checktype(L, idx, LUA_TTABLE);
+  n = lua_objlen(L, idx);
+  if (n % 2) luaL_argerror(L, idx, "headers must be a flat array of name, value pairs");
+  if (n > STACK_HDRS * 2) *hdrs = lua_newuserdata(L, n * sizeof **hdrs);
+  else *hdrs = stack;
+  luaL_checkstack(L, (int)n, "too many headers");
+  for (size_t i = 0; i < n; i++) {
+    lua_rawgeti(L, idx, (int)i + 1);
+    if (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER)
+      luaL_argerror(L, idx, lua_pushfstring(L, "header item %d is a %s, not a string",
+                                            (int)i + 1, luaL_typename(L, -1)));
+    (*hdrs)[i].p = lua_tolstring(L, -1, &(*hdrs)[i].n);
+  }
+  return n / 2;
+}
+
+static int check_status(lua_State *L, int idx) {
+  lua_Integer status = luaL_checkinteger(L, idx);
+  if (status < 100 || status > 999) luaL_argerror(L, idx, "status must be within 100..999");
+  return (int)status;
+}
+
+static lreq_t *unanswered(lua_State *L) {
+  lreq_t *r = check_req(L);
+  if (r->answered) luaL_error(L, "request already answered");
+  return r;
+}
+
+static int r_respond(lua_State *L) {
+  zv_http_str_t stack[STACK_HDRS * 2], *hdrs;
+  lreq_t *r = unanswered(L);
+  int status = check_status(L, 2);
+  size_t len, n;
+  const char *body = luaL_optlstring(L, 3, "", &len);
+  int rc;
+  if (r->streaming) return luaL_error(L, "respond: the response was started with write_head");
+  n = get_headers(L, 4, &hdrs, stack);
+  if (!r->c) {
+    r->answered = 1;
+    return push_closed(L);
+  }
+  rc = zv_http_respond(r->c, status, hdrs, n, body, len);
+  if (rc == ZV_EINVAL) return luaL_error(L, "respond: invalid response header (name or value)");
+  detach(r);
+  if (rc) return push_closed(L);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int r_write_head(lua_State *L) {
+  zv_http_str_t stack[STACK_HDRS * 2], *hdrs;
+  lreq_t *r = unanswered(L);
+  int status = check_status(L, 2);
+  size_t n;
+  int rc;
+  if (r->streaming) return luaL_error(L, "write_head: the head was already written");
+  n = get_headers(L, 3, &hdrs, stack);
+  r->streaming = 1;
+  if (!r->c) return push_closed(L);
+  rc = zv_http_write_head(r->c, status, hdrs, n);
+  if (rc == ZV_EINVAL) {
+    r->streaming = 0;
+    return luaL_error(L, "write_head: invalid response header (name or value)");
+  }
+  if (rc) return push_closed(L);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int r_write(lua_State *L) {
+  lreq_t *r = unanswered(L);
+  size_t len;
+  const char *chunk = luaL_checklstring(L, 2, &len);
+  if (!r->streaming) return luaL_error(L, "write: call write_head first");
+  if (!r->c || zv_http_write(r->c, chunk, len)) return push_closed(L);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int r_finish(lua_State *L) {
+  lreq_t *r = unanswered(L);
+  int rc;
+  if (!r->streaming) return luaL_error(L, "finish: call write_head first");
+  rc = r->c ? zv_http_finish(r->c) : ZV_EIO;
+  detach(r);
+  if (rc) return push_closed(L);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* Answers 500 for a request that cannot be answered by the application any more. */
+static void answer_internal(zv_http_sconn_t *c) {
+  static const zv_http_str_t hdrs[2] = {{"Content-Type", 12}, {"application/json", 16}};
+  const char *body = zv_http_error_body(500);
+  if (c->resp == ZV_HTTP_RESP_STREAM) zv_http_abort(c);
+  else if (c->resp == ZV_HTTP_RESP_NONE) zv_http_respond(c, 500, hdrs, 1, body, strlen(body));
+}
+
+static int r_gc(lua_State *L) {
+  lreq_t *r = lua_touserdata(L, 1);
+  zv_http_sconn_t *c = r->c;
+  if (!c) return 0;
+  detach(r);
+  fprintf(stderr, "zever: http: a request was collected without a complete response\n");
+  answer_internal(c);
+  return 0;
+}
+
+static int r_tostring(lua_State *L) {
+  lreq_t *r = check_req(L);
+  lua_pushfstring(L, "zever.http.request (%s)",
+                  r->answered ? "answered" : r->c ? "open" : "closed");
+  return 1;
+}
+
+/* --- server callbacks ----------------------------------------------------------------------- */
+
+static void on_request(zv_http_server_t *srv, zv_http_sconn_t *c) {
+  lserver_t *ls = ZV_CONTAINER_OF(srv, lserver_t, srv);
+  lua_State *L = ls->loop->L;
+  const zv_http_conn_t *core = &c->core;
+  lreq_t *r;
+  if (!L) {
+    answer_internal(c);
+    return;
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ls->fn_ref);
+  r = lua_newuserdata(L, sizeof *r);
+  r->c = c;
+  r->answered = r->streaming = 0;
+  c->data = r;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ls->req_mt_ref);
+  lua_setmetatable(L, -2);
+  lua_pushstring(L, zv_http_conn_method(core));
+  lua_pushlstring(L, core->buf + core->url_off, core->path_len);
+  if (core->query_off >= 0) lua_pushlstring(L, core->buf + core->query_off, core->query_len);
+  else lua_pushnil(L);
+  if (zv_loop_pcall(L, 4, 0, "http request handler") && !c->closing && c->data) {
+    /* The handler raised before answering: r is still attached (c->data), so it is alive. */
+    detach(c->data);
+    answer_internal(c);
+  }
+}
+
+static void on_conn_close(zv_http_server_t *srv, zv_http_sconn_t *c) {
+  lreq_t *r = c->data;
+  (void)srv;
+  if (r) r->c = NULL;
+  c->data = NULL;
+}
+
+static void on_drained(zv_http_server_t *srv) {
+  lserver_t *ls = ZV_CONTAINER_OF(srv, lserver_t, srv);
+  lua_State *L = ls->loop->L;
+  if (!L || ls->done_ref == LUA_NOREF) return;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ls->done_ref);
+  luaL_unref(L, LUA_REGISTRYINDEX, ls->done_ref);
+  ls->done_ref = LUA_NOREF;
+  zv_loop_pcall(L, 0, 0, "http drain callback");
+}
+
+static void on_closed(zv_http_server_t *srv) {
+  lserver_t *ls = ZV_CONTAINER_OF(srv, lserver_t, srv);
+  lua_State *L = ls->loop->L;
+  zv_loop_remove(&ls->item);
+  if (L && !ls->loop->closing) {
+    luaL_unref(L, LUA_REGISTRYINDEX, ls->fn_ref);
+    luaL_unref(L, LUA_REGISTRYINDEX, ls->done_ref);
+    luaL_unref(L, LUA_REGISTRYINDEX, ls->req_mt_ref);
+  }
+  ls->fn_ref = ls->done_ref = ls->req_mt_ref = LUA_NOREF;
+  ls->closed = 1;
+  if (!ls->proxy) zv_free(ls);
+}
+
+static void server_teardown(zv_loop_item_t *item) {
+  lserver_t *ls = ZV_CONTAINER_OF(item, lserver_t, item);
+  zv_http_server_teardown(&ls->srv);
+}
+
+/* --- the server object --------------------------------------------------------------------- */
+
+static lserver_t *check_srv(lua_State *L) {
+  sproxy_t *p = luaL_checkudata(L, 1, SRV_MT);
+  return p->s;
+}
+
+static int s_port(lua_State *L) {
+  lserver_t *ls = check_srv(L);
+  lua_pushinteger(L, ls->srv.port);
+  return 1;
+}
+
+static int s_close(lua_State *L) {
+  lserver_t *ls = check_srv(L);
+  if (!ls->closed) zv_http_server_close(&ls->srv);
+  return 0;
+}
+
+static int s_drain(lua_State *L) {
+  lserver_t *ls = check_srv(L);
+  lua_Number s = luaL_checknumber(L, 2);
+  if (!(s >= 0) || s > 1e9) return luaL_argerror(L, 2, "seconds must be >= 0");
+  if (!lua_isnoneornil(L, 3)) luaL_checktype(L, 3, LUA_TFUNCTION);
+  if (ls->srv.draining) return luaL_error(L, "drain: the server is already draining");
+  if (ls->closed || ls->srv.finishing) return luaL_error(L, "drain: the server is closed");
+  if (!lua_isnoneornil(L, 3)) {
+    lua_pushvalue(L, 3);
+    ls->done_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  zv_http_server_drain(&ls->srv, (uint64_t)(s * 1000.0));
+  return 0;
+}
+
+static int s_stats(lua_State *L) {
+  lserver_t *ls = check_srv(L);
+  lua_createtable(L, 0, 2);
+  lua_pushinteger(L, (lua_Integer)ls->srv.nconns);
+  lua_setfield(L, -2, "connections");
+  lua_pushnumber(L, (lua_Number)ls->srv.requests);
+  lua_setfield(L, -2, "requests");
+  return 1;
+}
+
+static int s_gc(lua_State *L) {
+  sproxy_t *p = lua_touserdata(L, 1);
+  lserver_t *ls = p->s;
+  if (!ls) return 0;
+  p->s = NULL;
+  /* A server that still runs keeps running: it is pinned by its handles, not by this object. */
+  if (ls->closed) zv_free(ls);
+  else ls->proxy = NULL;
+  return 0;
+}
+
+/* --- http.listen ---------------------------------------------------------------------------- */
+
+static uint64_t opt_ms(lua_State *L, const char *name) {
+  lua_Number s = lua_tonumber(L, -1);
+  if (lua_type(L, -1) != LUA_TNUMBER || !(s > 0) || s > 1e9)
+    luaL_error(L, "http.listen: %s must be a number of seconds > 0", name);
+  return (uint64_t)(s * 1000.0 + 0.5) ? (uint64_t)(s * 1000.0 + 0.5) : 1;
+}
+
+static lua_Integer opt_int(lua_State *L, const char *name, lua_Integer lo, lua_Integer hi) {
+  lua_Number v = lua_tonumber(L, -1);
+  if (lua_type(L, -1) != LUA_TNUMBER || v != (lua_Number)(lua_Integer)v || v < lo || v > hi)
+    luaL_error(L, "http.listen: %s must be an integer within %d..%d", name, (int)lo, (int)hi);
+  return (lua_Integer)v;
+}
+
+static void read_opts(lua_State *L, zv_http_server_opts_t *o) {
+  zv_http_server_defaults(o);
+  if (lua_isnoneornil(L, 1)) return;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+    if (!strcmp(k, "host")) {
+      if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "http.listen: host must be a string");
+      o->host = lua_tostring(L, -1); /* the opts table keeps it alive during listen */
+    } else if (!strcmp(k, "port")) {
+      o->port = (int)opt_int(L, k, 0, 65535);
+    } else if (!strcmp(k, "reuseport")) {
+      o->reuseport = lua_toboolean(L, -1);
+    } else if (!strcmp(k, "backlog")) {
+      o->backlog = (int)opt_int(L, k, 1, 65535);
+    } else if (!strcmp(k, "max_header_bytes")) {
+      o->limits.max_header_bytes = (uint32_t)opt_int(L, k, 64, ZV_HTTP_MAX_HEADER_LIMIT);
+    } else if (!strcmp(k, "max_body_bytes")) {
+      o->limits.max_body_bytes = (uint32_t)opt_int(L, k, 0, ZV_HTTP_MAX_BODY_LIMIT);
+    } else if (!strcmp(k, "header_timeout")) {
+      o->header_timeout_ms = opt_ms(L, k);
+    } else if (!strcmp(k, "body_timeout")) {
+      o->body_timeout_ms = opt_ms(L, k);
+    } else if (!strcmp(k, "keepalive_timeout")) {
+      o->keepalive_timeout_ms = opt_ms(L, k);
+    } else if (!strcmp(k, "max_connections")) {
+      o->max_connections = (uint32_t)opt_int(L, k, 1, 1000000);
+    } else {
+      luaL_error(L, "http.listen: unknown option '%s'", lua_type(L, -2) == LUA_TSTRING
+                                                           ? lua_tostring(L, -2) : "?");
+    }
+    lua_pop(L, 1);
+  }
+}
+
+static int l_listen(lua_State *L) {
+  zv_http_server_opts_t o;
+  zv_http_server_cb_t cb = {on_request, on_conn_close, on_drained, on_closed};
+  zv_loop_t *loop;
+  lserver_t *ls;
+  sproxy_t *p;
+  int rc;
+  read_opts(L, &o);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  loop = zv_loop_of(L);
+  /* The proxy first: after zv_alloc nothing may raise until ls is linked or freed. */
+  p = lua_newuserdata(L, sizeof *p);
+  p->s = NULL;
+  luaL_getmetatable(L, SRV_MT);
+  lua_setmetatable(L, -2);
+  ls = zv_alloc(sizeof *ls);
+  if (!ls) return luaL_error(L, "http.listen: out of memory");
+  ls->loop = loop;
+  ls->fn_ref = ls->done_ref = ls->req_mt_ref = LUA_NOREF;
+  ls->closed = 0;
+  ls->proxy = NULL;
+  ls->item.prev = ls->item.next = NULL;
+  ls->item.teardown = server_teardown;
+  rc = zv_http_server_start(&ls->srv, &loop->uv, &o, &cb, ls);
+  if (rc == ZV_EINVAL) {
+    zv_free(ls);
+    return luaL_error(L, "http.listen: host must be a numeric IP address or localhost");
+  }
+  if (rc) {
+    /* on_closed frees ls once libuv let go of the handles. */
+    zv_loop_add(loop, &ls->item);
+    lua_pushnil(L);
+    lua_pushfstring(L, "listen on %s:%d: %s", o.host, o.port, uv_strerror(ls->srv.uverr));
+    return 2;
+  }
+  zv_loop_add(loop, &ls->item);
+  lua_pushvalue(L, 2);
+  ls->fn_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  luaL_getmetatable(L, REQ_MT);
+  ls->req_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  p->s = ls;
+  ls->proxy = p;
+  return 1;
+}
+
+int luaopen_zever_http(lua_State *L);
+int luaopen_zever_http(lua_State *L) {
+  static const luaL_Reg req_methods[] = {
+    {"header", r_header},         {"headers", r_headers},     {"body", r_body},
+    {"version", r_version},       {"remote_addr", r_remote_addr},
+    {"respond", r_respond},       {"write_head", r_write_head}, {"write", r_write},
+    {"finish", r_finish},         {"answered", r_answered},   {NULL, NULL},
+  };
+  static const luaL_Reg srv_methods[] = {
+    {"port", s_port}, {"close", s_close}, {"drain", s_drain}, {"stats", s_stats}, {NULL, NULL},
+  };
+  if (http_parser_version() < 0x020900)
+    return luaL_error(L, "zever.http needs http_parser 2.9 or later");
+  zv_loop_of(L);
+  luaL_newmetatable(L, REQ_MT);
+  lua_newtable(L);
+  for (const luaL_Reg *m = req_methods; m->name; m++) {
+    lua_pushvalue(L, -2);
+    lua_pushcclosure(L, m->func, 1);
+    lua_setfield(L, -2, m->name);
+  }
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, r_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushvalue(L, -1);
+  lua_pushcclosure(L, r_tostring, 1);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+  luaL_newmetatable(L, SRV_MT);
+  lua_newtable(L);
+  luaL_register(L, NULL, srv_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, s_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_pushcfunction(L, l_listen);
+  lua_setfield(L, -2, "listen");
+  return 1;
+}

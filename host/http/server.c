@@ -1,0 +1,773 @@
+/*
+ * server.c: the HTTP/1.1 server on libuv (see server.h for the structures).
+ *
+ * It must not call into Lua, and must not allocate per request in steady state: connections and
+ * their buffers are reused, responses go out with one uv_try_write of head + body, and only the
+ * part the kernel did not take is copied into a uv_write request.
+ *
+ * Timeouts: each connection has one timer, armed for what it waits for (timer_mode):
+ *   HEADER     a fresh connection or a partial request line/headers: 408 (or a quiet close when
+ *              nothing arrived) after header_timeout
+ *   BODY       the rest of a body: 408 after body_timeout
+ *   KEEPALIVE  an idle keep-alive connection: a quiet close after keepalive_timeout
+ *   LINGER     after a final response and shutdown(SHUT_WR), unread input is drained for a
+ *              moment so that closing does not reset the connection before the client read it
+ *   NONE       a request waits for its response: the application decides how long
+ */
+#include "server.h"
+
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/zv.h"
+
+enum { T_NONE, T_HEADER, T_BODY, T_KEEPALIVE, T_LINGER };
+
+#define LINGER_MS 2000
+#define MAX_PENDING (64u << 20) /* unsent bytes per connection before it is dropped */
+#define POOL_MAX 64             /* closed connections kept for reuse */
+#define STACK_HDRS 16
+
+typedef struct {
+  uv_write_t req;
+  size_t len;
+  char data[];
+} wreq_t;
+
+static void conn_process(zv_http_sconn_t *c);
+static void conn_close_now(zv_http_sconn_t *c);
+static void conn_close_graceful(zv_http_sconn_t *c);
+static void server_maybe_finish(zv_http_server_t *s);
+
+void zv_http_server_defaults(zv_http_server_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->host = "127.0.0.1";
+  o->port = 0;
+  o->reuseport = 1;
+  o->backlog = 511;
+  o->limits.max_header_bytes = 8192;
+  o->limits.max_body_bytes = 1 << 20;
+  o->header_timeout_ms = 10000;
+  o->body_timeout_ms = 30000;
+  o->keepalive_timeout_ms = 75000;
+  o->max_connections = 10000;
+}
+
+const char *zv_http_error_body(int status) {
+  switch (status) {
+  case 400: return "{\"error\":\"bad_request\"}";
+  case 408: return "{\"error\":\"request_timeout\"}";
+  case 413: return "{\"error\":\"content_too_large\"}";
+  case 414: return "{\"error\":\"uri_too_long\"}";
+  case 417: return "{\"error\":\"expectation_failed\"}";
+  case 431: return "{\"error\":\"header_fields_too_large\"}";
+  case 500: return "{\"error\":\"internal\"}";
+  case 503: return "{\"error\":\"unavailable\"}";
+  case 505: return "{\"error\":\"http_version_not_supported\"}";
+  default: return "{\"error\":\"error\"}";
+  }
+}
+
+/* --- the Date header ------------------------------------------------------------------------ */
+
+/* Formats the Date header when the wall-clock second changed; checked against the loop's cached
+ * time, so a response costs no clock read. */
+static const char *server_date(zv_http_server_t *s) {
+  uint64_t now = uv_now(s->loop);
+  if (now >= s->date_next) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    zv_http_date(ts.tv_sec, s->date);
+    s->date_next = now + 1000 - (uint64_t)(ts.tv_nsec / 1000000);
+  }
+  return s->date;
+}
+
+/* --- timers --------------------------------------------------------------------------------- */
+
+/*
+ * Timers are lazy: arm() records a deadline and starts the uv timer only when it is not running
+ * or would fire after the new deadline. A timer that fires early re-arms itself for the rest;
+ * one that fires with nothing to wait for (T_NONE) just stops. A keep-alive connection thus
+ * costs no timer operation per request.
+ */
+static void timer_start(zv_http_sconn_t *c, uint64_t now, uint64_t ms);
+
+static void timer_cb(uv_timer_t *t) {
+  zv_http_sconn_t *c = t->data;
+  zv_http_str_t hdrs[2] = {{"Content-Type", 12}, {"application/json", 16}};
+  uint64_t now = uv_now(c->srv->loop);
+  const char *body;
+  if (c->closing || c->timer_mode == T_NONE) return;
+  if (now < c->deadline) {
+    timer_start(c, now, c->deadline - now);
+    return;
+  }
+  c->timer_mode = T_NONE;
+  if (c->lingering || c->shutting || c->core.state == ZV_HTTP_IDLE) {
+    conn_close_now(c);
+    return;
+  }
+  if (c->core.state == ZV_HTTP_HEAD || c->core.state == ZV_HTTP_BODY) {
+    body = zv_http_error_body(408);
+    c->core.state = ZV_HTTP_ERROR;
+    c->resp = ZV_HTTP_RESP_NONE;
+    c->must_close = 1;
+    c->is_head = 0;
+    zv_http_respond(c, 408, hdrs, 1, body, strlen(body));
+  }
+}
+
+static void timer_start(zv_http_sconn_t *c, uint64_t now, uint64_t ms) {
+  c->timer_due = now + ms;
+  uv_timer_start(&c->timer, timer_cb, ms, 0);
+}
+
+static void arm(zv_http_sconn_t *c, int mode) {
+  uint64_t ms = 0, now;
+  if (mode == c->timer_mode) return;
+  c->timer_mode = (uint8_t)mode;
+  switch (mode) {
+  case T_NONE: return;
+  case T_HEADER: ms = c->srv->opts.header_timeout_ms; break;
+  case T_BODY: ms = c->srv->opts.body_timeout_ms; break;
+  case T_KEEPALIVE: ms = c->srv->opts.keepalive_timeout_ms; break;
+  case T_LINGER: ms = LINGER_MS; break;
+  }
+  now = uv_now(c->srv->loop);
+  c->deadline = now + ms;
+  if (!uv_is_active((uv_handle_t *)&c->timer) || c->timer_due > c->deadline)
+    timer_start(c, now, ms);
+}
+
+/* Arms the timer for what the parser waits for now. */
+static void arm_for_state(zv_http_sconn_t *c) {
+  switch (c->core.state) {
+  case ZV_HTTP_IDLE: arm(c, c->fresh ? T_HEADER : T_KEEPALIVE); break;
+  case ZV_HTTP_HEAD: arm(c, T_HEADER); break;
+  case ZV_HTTP_BODY: arm(c, T_BODY); break;
+  default: arm(c, T_NONE); break;
+  }
+}
+
+/* --- connections: memory ------------------------------------------------------------------- */
+
+static zv_http_sconn_t *conn_get(zv_http_server_t *s) {
+  zv_http_sconn_t *c = s->free;
+  if (c) {
+    s->free = c->next;
+    s->nfree--;
+    zv_http_conn_reset(&c->core);
+  } else {
+    c = zv_alloc(sizeof *c);
+    if (!c) return NULL;
+    memset(&c->head, 0, sizeof c->head);
+    if (zv_http_conn_init(&c->core, &s->opts.limits)) {
+      zv_free(c);
+      return NULL;
+    }
+  }
+  c->srv = s;
+  c->prev = c->next = c->ready_next = NULL;
+  c->data = NULL;
+  c->pending = 0;
+  c->writes = 0;
+  c->nclose = 0;
+  c->timer_mode = T_NONE;
+  c->deadline = c->timer_due = 0;
+  c->resp = ZV_HTTP_RESP_NONE;
+  c->fresh = 1;
+  c->reading = c->closing = c->lingering = c->shutting = c->in_dispatch = c->ready = 0;
+  c->must_close = c->is_head = c->stream_raw = c->no_body = 0;
+  return c;
+}
+
+static void conn_release(zv_http_server_t *s, zv_http_sconn_t *c) {
+  if (s->nfree < POOL_MAX && !s->torn_down) {
+    c->next = s->free;
+    s->free = c;
+    s->nfree++;
+    return;
+  }
+  zv_http_conn_free(&c->core);
+  zv_http_buf_free(&c->head);
+  zv_free(c);
+}
+
+static void conn_closed(uv_handle_t *h) {
+  zv_http_sconn_t *c = h->data;
+  zv_http_server_t *s = c->srv;
+  if (--c->nclose > 0) return;
+  s->nconns--;
+  conn_release(s, c);
+  server_maybe_finish(s);
+}
+
+static void unlink_ready(zv_http_sconn_t *c) {
+  zv_http_sconn_t **pp = &c->srv->ready;
+  if (!c->ready) return;
+  while (*pp && *pp != c) pp = &(*pp)->ready_next;
+  if (*pp) *pp = c->ready_next;
+  c->ready = 0;
+}
+
+/* Closes c's handles now; its memory goes back to the pool in the close callbacks. */
+static void conn_close_now(zv_http_sconn_t *c) {
+  zv_http_server_t *s = c->srv;
+  if (c->closing) return;
+  c->closing = 1;
+  unlink_ready(c);
+  if (c->prev) c->prev->next = c->next;
+  else s->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  c->prev = c->next = NULL;
+  if (s->cb.on_conn_close) s->cb.on_conn_close(s, c);
+  c->data = NULL;
+  c->nclose = 2;
+  uv_close((uv_handle_t *)&c->tcp, conn_closed);
+  uv_close((uv_handle_t *)&c->timer, conn_closed);
+}
+
+void zv_http_abort(zv_http_sconn_t *c) {
+  conn_close_now(c);
+}
+
+/* --- connections: writing ------------------------------------------------------------------ */
+
+static void write_cb(uv_write_t *req, int status);
+
+static int conn_write(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n) {
+  size_t total = 0, skip, len;
+  wreq_t *w;
+  uv_buf_t b;
+  int r;
+  for (unsigned i = 0; i < n; i++) total += bufs[i].len;
+  if (total == 0) return 0;
+  if (c->writes == 0) {
+    r = uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
+    if (r >= 0 && (size_t)r == total) return 0;
+    if (r < 0 && r != UV_EAGAIN) {
+      conn_close_now(c);
+      return ZV_EIO;
+    }
+    skip = r < 0 ? 0 : (size_t)r;
+  } else {
+    skip = 0;
+  }
+  len = total - skip;
+  if (c->pending + len > MAX_PENDING) {
+    conn_close_now(c);
+    return ZV_EIO;
+  }
+  w = zv_alloc(sizeof *w + len);
+  if (!w) {
+    conn_close_now(c);
+    return ZV_EIO;
+  }
+  w->len = len;
+  len = 0;
+  for (unsigned i = 0; i < n; i++) {
+    size_t bl = bufs[i].len;
+    if (skip >= bl) {
+      skip -= bl;
+      continue;
+    }
+    memcpy(w->data + len, bufs[i].base + skip, bl - skip);
+    len += bl - skip;
+    skip = 0;
+  }
+  b = uv_buf_init(w->data, (unsigned)w->len);
+  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, write_cb)) {
+    zv_free(w);
+    conn_close_now(c);
+    return ZV_EIO;
+  }
+  c->writes++;
+  c->pending += w->len;
+  return 0;
+}
+
+static void next_request(zv_http_sconn_t *c);
+
+static void write_cb(uv_write_t *req, int status) {
+  wreq_t *w = ZV_CONTAINER_OF(req, wreq_t, req);
+  zv_http_sconn_t *c = req->handle->data;
+  c->writes--;
+  c->pending -= w->len;
+  zv_free(w);
+  if (c->closing) return;
+  if (status < 0) {
+    conn_close_now(c);
+    return;
+  }
+  if (c->writes == 0 && c->resp == ZV_HTTP_RESP_DONE && !c->must_close && !c->in_dispatch)
+    next_request(c);
+}
+
+/* --- connections: reading and dispatch ----------------------------------------------------- */
+
+static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  zv_http_sconn_t *c = h->data;
+  char *p;
+  size_t n;
+  (void)hint;
+  if (c->lingering) {
+    buf->base = c->core.buf;
+    buf->len = c->core.cap;
+    return;
+  }
+  if (zv_http_conn_space(&c->core, &p, &n) || n == 0) {
+    buf->base = NULL;
+    buf->len = 0;
+    return;
+  }
+  buf->base = p;
+  buf->len = n;
+}
+
+static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  zv_http_sconn_t *c = st->data;
+  (void)buf;
+  if (c->closing) return;
+  if (nread == UV_ENOBUFS) {
+    uv_read_stop(st);
+    c->reading = 0;
+    return;
+  }
+  if (nread == 0) return;
+  if (nread < 0) {
+    /* EOF or an error: the client is gone, even if a request still waits for its answer. */
+    conn_close_now(c);
+    return;
+  }
+  if (c->lingering || c->shutting) return;
+  zv_http_conn_commit(&c->core, (size_t)nread);
+  if (c->core.state == ZV_HTTP_DONE) return;
+  conn_process(c);
+}
+
+static void start_reading(zv_http_sconn_t *c) {
+  if (c->reading || c->closing) return;
+  if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0) c->reading = 1;
+}
+
+static void send_error(zv_http_sconn_t *c, int status) {
+  zv_http_str_t hdrs[2] = {{"Content-Type", 12}, {"application/json", 16}};
+  const char *body = zv_http_error_body(status);
+  c->resp = ZV_HTTP_RESP_NONE;
+  c->must_close = 1;
+  c->is_head = 0;
+  zv_http_respond(c, status, hdrs, 1, body, strlen(body));
+}
+
+static void idle_cb(uv_idle_t *h);
+
+static void schedule(zv_http_sconn_t *c) {
+  zv_http_server_t *s = c->srv;
+  if (c->ready || c->closing) return;
+  c->ready = 1;
+  c->ready_next = s->ready;
+  s->ready = c;
+  uv_idle_start(&s->idle, idle_cb);
+}
+
+/* The response is complete and flushed: go on with the next request on this connection. */
+static void next_request(zv_http_sconn_t *c) {
+  zv_http_conn_next(&c->core);
+  c->resp = ZV_HTTP_RESP_NONE;
+  c->fresh = 0;
+  if (zv_http_conn_pending(&c->core)) {
+    schedule(c);
+  } else {
+    if (c->srv->draining) {
+      conn_close_now(c);
+      return;
+    }
+    arm(c, T_KEEPALIVE);
+  }
+  start_reading(c);
+}
+
+static void conn_process(zv_http_sconn_t *c) {
+  static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+  zv_http_server_t *s = c->srv;
+  c->in_dispatch = 1;
+  while (!c->closing) {
+    int ev = zv_http_conn_parse(&c->core);
+    if (ev == ZV_HTTP_NEED_MORE) {
+      if (c->core.state != ZV_HTTP_IDLE) c->fresh = 0;
+      arm_for_state(c);
+      break;
+    }
+    if (ev == ZV_HTTP_CONTINUE) {
+      uv_buf_t b = uv_buf_init((char *)cont, sizeof cont - 1);
+      conn_write(c, &b, 1);
+      continue;
+    }
+    if (ev == ZV_HTTP_FAIL) {
+      arm(c, T_NONE);
+      send_error(c, c->core.status);
+      break;
+    }
+    /* A complete request. */
+    arm(c, T_NONE);
+    s->requests++;
+    c->resp = ZV_HTTP_RESP_NONE;
+    c->is_head = (uint8_t)zv_http_conn_is_head(&c->core);
+    c->must_close = (uint8_t)!c->core.keep_alive;
+    c->stream_raw = 0;
+    s->cb.on_request(s, c);
+    if (c->closing || c->resp != ZV_HTTP_RESP_DONE || c->writes || c->shutting) break;
+    zv_http_conn_next(&c->core);
+    c->resp = ZV_HTTP_RESP_NONE;
+    c->fresh = 0;
+    if (s->draining && !zv_http_conn_pending(&c->core)) {
+      conn_close_now(c);
+      break;
+    }
+  }
+  c->in_dispatch = 0;
+  if (!c->closing && !c->shutting && c->core.state != ZV_HTTP_ERROR) start_reading(c);
+}
+
+static void idle_cb(uv_idle_t *h) {
+  zv_http_server_t *s = h->data;
+  while (s->ready) {
+    zv_http_sconn_t *c = s->ready;
+    s->ready = c->ready_next;
+    c->ready = 0;
+    if (!c->closing) conn_process(c);
+  }
+  uv_idle_stop(h);
+}
+
+/* --- graceful close ------------------------------------------------------------------------ */
+
+static void shutdown_cb(uv_shutdown_t *req, int status) {
+  zv_http_sconn_t *c = req->data;
+  if (c->closing) return;
+  if (status < 0) {
+    conn_close_now(c);
+    return;
+  }
+  /* Read and drop what the client still sends until it closes, for a moment at most. */
+  c->lingering = 1;
+  c->core.len = c->core.pos = 0;
+  arm(c, T_LINGER);
+  start_reading(c);
+}
+
+/* Sends FIN after the queued writes, then lingers; used after a final response. */
+static void conn_close_graceful(zv_http_sconn_t *c) {
+  if (c->closing || c->shutting) return;
+  c->shutting = 1;
+  c->shutdown.data = c;
+  arm(c, T_NONE);
+  if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, shutdown_cb)) conn_close_now(c);
+}
+
+/* --- responses ----------------------------------------------------------------------------- */
+
+/* Builds the head into c->head; returns 0 or ZV_EINVAL (a malformed header). */
+static int build_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, size_t nhdrs,
+                      int64_t content_length, int chunked) {
+  zv_http_server_t *s = c->srv;
+  zv_http_head_t h;
+  int has_date = 0, has_server = 0;
+  zv_http_head_begin(&c->head, status);
+  for (size_t i = 0; i < nhdrs; i++) {
+    const zv_http_str_t *name = &hdrs[2 * i], *value = &hdrs[2 * i + 1];
+    zv_http_hdrinfo_t info;
+    if (zv_http_check_header(name->p, name->n, value->p, value->n, &info)) return ZV_EINVAL;
+    if (info.is_close) c->must_close = 1;
+    has_date |= info.is_date;
+    has_server |= info.is_server;
+    if (!info.skip) zv_http_head_add(&c->head, name->p, name->n, value->p, value->n);
+  }
+  if (s->draining || s->torn_down) c->must_close = 1;
+  h.status = status;
+  h.content_length = content_length;
+  h.chunked = chunked;
+  h.close = c->must_close;
+  h.date = has_date ? NULL : server_date(s);
+  zv_http_head_end(&c->head, &h, !has_server);
+  return c->head.err ? ZV_ENOMEM : 0;
+}
+
+/* After the last byte of a response was handed to libuv. */
+static void response_done(zv_http_sconn_t *c) {
+  c->resp = ZV_HTTP_RESP_DONE;
+  if (c->closing) return;
+  if (c->must_close) {
+    conn_close_graceful(c);
+    return;
+  }
+  if (c->in_dispatch || c->writes) return;
+  next_request(c);
+}
+
+int zv_http_respond(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, size_t nhdrs,
+                    const char *body, size_t len) {
+  uv_buf_t bufs[2];
+  unsigned n = 1;
+  int no_body = status < 200 || status == 204 || status == 304;
+  int rc;
+  if (c->closing || c->shutting) return ZV_EIO;
+  rc = build_head(c, status, hdrs, nhdrs, no_body ? -1 : (int64_t)len, 0);
+  if (rc == ZV_EINVAL) return rc;
+  if (rc) {
+    conn_close_now(c);
+    return ZV_EIO;
+  }
+  bufs[0] = uv_buf_init(c->head.p, (unsigned)c->head.len);
+  if (!no_body && !c->is_head && len) bufs[n++] = uv_buf_init((char *)body, (unsigned)len);
+  if (conn_write(c, bufs, n)) return ZV_EIO;
+  response_done(c);
+  return 0;
+}
+
+int zv_http_write_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs,
+                       size_t nhdrs) {
+  uv_buf_t b;
+  int rc, raw;
+  if (c->closing || c->shutting) return ZV_EIO;
+  c->no_body = (uint8_t)(status < 200 || status == 204 || status == 304 || c->is_head);
+  /* HTTP/1.0 has no chunked coding: the body ends when the connection does. */
+  raw = c->core.parser.http_minor == 0;
+  if (raw) c->must_close = 1;
+  rc = build_head(c, status, hdrs, nhdrs, -1, !raw && !(status < 200 || status == 204 ||
+                                                        status == 304));
+  if (rc == ZV_EINVAL) return rc;
+  if (rc) {
+    conn_close_now(c);
+    return ZV_EIO;
+  }
+  c->stream_raw = (uint8_t)raw;
+  b = uv_buf_init(c->head.p, (unsigned)c->head.len);
+  if (conn_write(c, &b, 1)) return ZV_EIO;
+  c->resp = ZV_HTTP_RESP_STREAM;
+  return 0;
+}
+
+int zv_http_write(zv_http_sconn_t *c, const char *chunk, size_t len) {
+  char hex[24];
+  uv_buf_t bufs[3];
+  int n = 0;
+  if (c->closing || c->shutting) return ZV_EIO;
+  if (len == 0 || c->no_body) return 0;
+  if (c->stream_raw) {
+    bufs[0] = uv_buf_init((char *)chunk, (unsigned)len);
+    return conn_write(c, bufs, 1) ? ZV_EIO : 0;
+  }
+  {
+    size_t v = len;
+    char *e = hex + sizeof hex - 2, *p = e;
+    do {
+      *--p = "0123456789abcdef"[v & 15];
+      v >>= 4;
+    } while (v);
+    e[0] = '\r';
+    e[1] = '\n';
+    n = (int)(e + 2 - p);
+    bufs[0] = uv_buf_init(p, (unsigned)n);
+  }
+  bufs[1] = uv_buf_init((char *)chunk, (unsigned)len);
+  bufs[2] = uv_buf_init((char *)"\r\n", 2);
+  return conn_write(c, bufs, 3) ? ZV_EIO : 0;
+}
+
+int zv_http_finish(zv_http_sconn_t *c) {
+  uv_buf_t b = uv_buf_init((char *)"0\r\n\r\n", 5);
+  if (c->closing || c->shutting) return ZV_EIO;
+  if (!c->no_body && !c->stream_raw && conn_write(c, &b, 1)) return ZV_EIO;
+  response_done(c);
+  return 0;
+}
+
+int zv_http_peer(zv_http_sconn_t *c, char *buf, size_t cap, int *port) {
+  struct sockaddr_storage ss;
+  int len = sizeof ss;
+  if (c->closing) return ZV_EIO;
+  if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len)) return ZV_EIO;
+  if (ss.ss_family == AF_INET6) {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+    if (uv_ip6_name(a, buf, cap)) return ZV_EIO;
+    *port = ntohs(a->sin6_port);
+  } else {
+    struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+    if (uv_ip4_name(a, buf, cap)) return ZV_EIO;
+    *port = ntohs(a->sin_port);
+  }
+  return 0;
+}
+
+/* --- accepting ----------------------------------------------------------------------------- */
+
+static void free_handle(uv_handle_t *h) {
+  zv_free(h);
+}
+
+/* Over max_connections: accept and close at once, so the backlog does not fill up. */
+static void reject(zv_http_server_t *s) {
+  uv_tcp_t *t = zv_alloc(sizeof *t);
+  if (!t) return;
+  uv_tcp_init(s->loop, t);
+  uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)t);
+  uv_close((uv_handle_t *)t, free_handle);
+}
+
+static void on_connection(uv_stream_t *l, int status) {
+  zv_http_server_t *s = l->data;
+  zv_http_sconn_t *c;
+  if (status < 0 || !s->listening) return;
+  if (s->nconns >= s->opts.max_connections || !(c = conn_get(s))) {
+    reject(s);
+    return;
+  }
+  uv_tcp_init(s->loop, &c->tcp);
+  uv_timer_init(s->loop, &c->timer);
+  c->tcp.data = c;
+  c->timer.data = c;
+  s->nconns++;
+  c->next = s->conns;
+  if (s->conns) s->conns->prev = c;
+  s->conns = c;
+  if (uv_accept(l, (uv_stream_t *)&c->tcp)) {
+    conn_close_now(c);
+    return;
+  }
+  uv_tcp_nodelay(&c->tcp, 1);
+  arm(c, T_HEADER);
+  start_reading(c);
+}
+
+/* --- the server ---------------------------------------------------------------------------- */
+
+static void server_handle_closed(uv_handle_t *h) {
+  zv_http_server_t *s = h->data;
+  if (--s->nhandles > 0) return;
+  while (s->free) {
+    zv_http_sconn_t *c = s->free;
+    s->free = c->next;
+    zv_http_conn_free(&c->core);
+    zv_http_buf_free(&c->head);
+    zv_free(c);
+  }
+  s->nfree = 0;
+  if (s->cb.on_closed) s->cb.on_closed(s);
+}
+
+/* Once nothing listens and no connection is open, the server's own handles close. */
+static void server_maybe_finish(zv_http_server_t *s) {
+  if (s->draining && !s->drained && s->nconns == 0) {
+    s->drained = 1;
+    uv_timer_stop(&s->timer);
+    if (s->cb.on_drained && !s->torn_down) s->cb.on_drained(s);
+  }
+  if (s->listening || s->nconns || s->finishing) return;
+  s->finishing = 1;
+  uv_close((uv_handle_t *)&s->idle, server_handle_closed);
+  uv_close((uv_handle_t *)&s->timer, server_handle_closed);
+}
+
+static void drain_cb(uv_timer_t *t) {
+  zv_http_server_t *s = t->data;
+  /* The deadline: whatever is still open goes now. */
+  while (s->conns) conn_close_now(s->conns);
+  server_maybe_finish(s);
+}
+
+static int resolve(const char *host, int port, struct sockaddr_storage *ss) {
+  if (!strcmp(host, "localhost")) host = "127.0.0.1";
+  if (uv_ip4_addr(host, port, (struct sockaddr_in *)ss) == 0) return 0;
+  if (uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss) == 0) return 0;
+  return ZV_EINVAL;
+}
+
+int zv_http_server_start(zv_http_server_t *s, uv_loop_t *loop, const zv_http_server_opts_t *o,
+                         const zv_http_server_cb_t *cb, void *data) {
+  struct sockaddr_storage ss;
+  int len = sizeof ss, rc;
+  memset(s, 0, sizeof *s);
+  s->loop = loop;
+  s->opts = *o;
+  s->cb = *cb;
+  s->data = data;
+  if (resolve(o->host, o->port, &ss)) return ZV_EINVAL;
+  /* Writing to a socket the peer closed must be an error, not the end of the process. */
+  signal(SIGPIPE, SIG_IGN);
+  uv_idle_init(loop, &s->idle);
+  uv_timer_init(loop, &s->timer);
+  s->idle.data = s->timer.data = s->listener.data = s;
+  s->nhandles = 3;
+  rc = uv_tcp_init_ex(loop, &s->listener, ss.ss_family);
+  if (rc) {
+    /* The listener never became a handle: close the other two only. */
+    s->nhandles = 2;
+    s->uverr = rc;
+    s->finishing = 1;
+    uv_close((uv_handle_t *)&s->idle, server_handle_closed);
+    uv_close((uv_handle_t *)&s->timer, server_handle_closed);
+    return ZV_EIO;
+  }
+  s->listening = 1;
+  if (o->reuseport) {
+    uv_os_fd_t fd;
+    int one = 1;
+    if (uv_fileno((uv_handle_t *)&s->listener, &fd) == 0)
+      setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  }
+  rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0);
+  if (!rc) rc = uv_listen((uv_stream_t *)&s->listener, o->backlog, on_connection);
+  if (!rc) rc = uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len);
+  if (rc) {
+    s->uverr = rc;
+    zv_http_server_close(s);
+    return ZV_EIO;
+  }
+  s->opts.host = NULL; /* the caller's string; not needed after the bind */
+  s->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                     : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+  return 0;
+}
+
+void zv_http_server_close(zv_http_server_t *s) {
+  if (s->listening) {
+    s->listening = 0;
+    uv_close((uv_handle_t *)&s->listener, server_handle_closed);
+  }
+  server_maybe_finish(s);
+}
+
+void zv_http_server_drain(zv_http_server_t *s, uint64_t deadline_ms) {
+  zv_http_sconn_t *c, *next;
+  if (s->draining) return;
+  s->draining = 1;
+  if (s->listening) {
+    s->listening = 0;
+    uv_close((uv_handle_t *)&s->listener, server_handle_closed);
+  }
+  for (c = s->conns; c; c = next) {
+    next = c->next;
+    if (c->core.state == ZV_HTTP_IDLE && !zv_http_conn_pending(&c->core) && !c->writes &&
+        c->resp == ZV_HTTP_RESP_NONE && !c->ready)
+      conn_close_now(c);
+  }
+  if (s->nconns == 0) {
+    /* Nothing to wait for: report on the next loop iteration, not from inside this call. */
+    uv_timer_start(&s->timer, drain_cb, 0, 0);
+  } else {
+    uv_timer_start(&s->timer, drain_cb, deadline_ms, 0);
+  }
+}
+
+void zv_http_server_teardown(zv_http_server_t *s) {
+  s->torn_down = 1;
+  if (s->listening) {
+    s->listening = 0;
+    uv_close((uv_handle_t *)&s->listener, server_handle_closed);
+  }
+  while (s->conns) conn_close_now(s->conns);
+  server_maybe_finish(s);
+}

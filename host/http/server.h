@@ -1,0 +1,144 @@
+/*
+ * server.h: the HTTP/1.1 server on a libuv loop: listening, connections, timeouts, keep-alive,
+ * pipelining, responses and drain. The protocol itself is conn.c's; this file moves bytes.
+ *
+ * It must not include lua.h: the binding (l_http.c) hands requests to Lua through the callbacks
+ * and answers them through zv_http_respond and friends.
+ *
+ *   zv_http_server_t --conns--> [sconn] <-> [sconn] <-> ...    each: uv_tcp_t + uv_timer_t
+ *        |  listener (uv_tcp_t)                                       + zv_http_conn_t core
+ *        |  idle (uv_idle_t): runs connections whose next pipelined request is buffered
+ *        |  timer (uv_timer_t): the drain deadline
+ *        +--free--> closed sconns kept for reuse (with their buffers)
+ *
+ * A connection hands one request at a time to on_request and parses the next one only after
+ * the response is complete, so responses go out in order. on_request is never called from
+ * inside zv_http_respond (the next pipelined request waits for the idle callback).
+ */
+#ifndef ZV_HTTP_SERVER_H
+#define ZV_HTTP_SERVER_H
+
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "conn.h"
+
+typedef struct zv_http_server_s zv_http_server_t;
+typedef struct zv_http_sconn_s zv_http_sconn_t;
+
+typedef struct {
+  /* A complete request is in c->core (state DONE); answer it now or later. */
+  void (*on_request)(zv_http_server_t *s, zv_http_sconn_t *c);
+  /* The connection closes: forget c (c->data); it must not be used after this returns. */
+  void (*on_conn_close)(zv_http_server_t *s, zv_http_sconn_t *c);
+  /* A drain finished: every connection is closed. */
+  void (*on_drained)(zv_http_server_t *s);
+  /* Every handle of the server is closed; the owner may free the server's memory now. */
+  void (*on_closed)(zv_http_server_t *s);
+} zv_http_server_cb_t;
+
+typedef struct {
+  const char *host;        /* numeric IPv4 or IPv6 address, or "localhost" */
+  int port;                /* 0: the kernel picks one */
+  int reuseport;           /* SO_REUSEPORT, so that several loops can bind the same port */
+  int backlog;
+  zv_http_limits_t limits;
+  uint64_t header_timeout_ms;
+  uint64_t body_timeout_ms;
+  uint64_t keepalive_timeout_ms;
+  uint32_t max_connections;
+} zv_http_server_opts_t;
+
+/* Sets the defaults: 127.0.0.1:0, reuseport, backlog 511, 8 KiB head, 1 MiB body, 10/30/75 s,
+ * 10000 connections. */
+void zv_http_server_defaults(zv_http_server_opts_t *o);
+
+enum { ZV_HTTP_RESP_NONE, ZV_HTTP_RESP_STREAM, ZV_HTTP_RESP_DONE };
+
+struct zv_http_sconn_s {
+  uv_tcp_t tcp;
+  uv_timer_t timer;
+  uv_shutdown_t shutdown;
+  zv_http_server_t *srv;
+  zv_http_sconn_t *prev, *next; /* the server's list of open connections */
+  zv_http_sconn_t *ready_next;  /* the server's list of connections with a buffered request */
+  zv_http_conn_t core;
+  zv_http_buf_t head;           /* response heads, reused */
+  void *data;                   /* the binding's object for the current request */
+  uint64_t deadline;            /* loop time (ms) when what timer_mode waits for times out */
+  uint64_t timer_due;           /* loop time (ms) when the uv timer fires, if active */
+  size_t pending;               /* bytes queued in uv_write requests */
+  unsigned writes;              /* uv_write requests in flight */
+  int nclose;                   /* handles whose close callback is still due */
+  uint8_t timer_mode, resp, fresh, reading, closing, lingering, shutting, in_dispatch, ready;
+  uint8_t must_close, is_head, stream_raw, no_body;
+};
+
+struct zv_http_server_s {
+  uv_tcp_t listener;
+  uv_idle_t idle;
+  uv_timer_t timer;
+  uv_loop_t *loop;
+  zv_http_server_cb_t cb;
+  void *data;                   /* the owner's */
+  zv_http_server_opts_t opts;
+  zv_http_sconn_t *conns, *ready, *free;
+  uint32_t nconns, nfree;
+  uint64_t requests;
+  int port;
+  int uverr;                    /* the libuv error of a failed start */
+  int nhandles;                 /* of listener, idle, timer: not closed yet */
+  uint8_t listening, draining, drained, finishing, torn_down;
+  uint64_t date_next;           /* loop time (ms) of the next wall-clock second */
+  char date[32];
+};
+
+/*
+ * Binds, listens and starts accepting on loop. Returns 0, ZV_EINVAL (bad host) or ZV_EIO with
+ * s->uverr set. After a failure past the address check, on_closed still comes (the handles
+ * close asynchronously); after ZV_EINVAL nothing was started and nothing comes.
+ */
+int zv_http_server_start(zv_http_server_t *s, uv_loop_t *loop, const zv_http_server_opts_t *o,
+                         const zv_http_server_cb_t *cb, void *data);
+
+/* Stops accepting; open connections go on. on_closed comes once they are all closed. */
+void zv_http_server_close(zv_http_server_t *s);
+
+/* Stops accepting, closes idle connections, closes the others after their current response,
+ * force-closes what remains after deadline_ms, then calls on_drained. Once only. */
+void zv_http_server_drain(zv_http_server_t *s, uint64_t deadline_ms);
+
+/* Closes everything now (the loop is going away); on_closed comes from the close callbacks. */
+void zv_http_server_teardown(zv_http_server_t *s);
+
+/*
+ * Answers the current request of c. hdrs holds 2 * nhdrs strings: name, value, name, value.
+ * The server adds Content-Length, Date and Server (unless given) and Connection: close when the
+ * connection closes after it. Returns 0; ZV_EINVAL when a header is malformed (nothing sent);
+ * ZV_EIO when the connection is closed.
+ */
+typedef struct {
+  const char *p;
+  size_t n;
+} zv_http_str_t;
+
+int zv_http_respond(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, size_t nhdrs,
+                    const char *body, size_t len);
+
+/* Streaming: the head with chunked framing (HTTP/1.1) or close-delimited (HTTP/1.0), then
+ * chunks, then the end. Same returns as zv_http_respond. */
+int zv_http_write_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, size_t nhdrs);
+int zv_http_write(zv_http_sconn_t *c, const char *chunk, size_t len);
+int zv_http_finish(zv_http_sconn_t *c);
+
+/* Closes c at once, dropping what is unsent (used when a response cannot be completed). */
+void zv_http_abort(zv_http_sconn_t *c);
+
+/* Writes the peer's address ("127.0.0.1") into buf and its port into *port; 0 or ZV_EIO. */
+int zv_http_peer(zv_http_sconn_t *c, char *buf, size_t cap, int *port);
+
+/* The JSON body zever sends with a status it answers itself ({"error":"bad_request"}). */
+const char *zv_http_error_body(int status);
+
+#endif

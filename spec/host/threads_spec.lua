@@ -1,0 +1,126 @@
+-- zever.threads: worker threads with their own states and loops (fixtures in spec/fixtures/).
+
+local loop = require "zever.loop"
+local threads = require "zever.threads"
+local sys = require "zever.sys"
+
+local function run_until(done, seconds)
+  local poll = loop.every(0.005, function() if done() then loop.stop() end end)
+  local guard = loop.after(seconds or 10, function() loop.stop() end)
+  if not done() then loop.run() end
+  poll:stop()
+  guard:stop()
+  return not not done()
+end
+
+local function slurp(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function tmpdir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. dir) == 0)
+  return dir
+end
+
+describe("zever.threads", function()
+  it("starts workers that get the payload, their index and the count", function()
+    local dir = tmpdir()
+    local pool = threads.start(2, "spec.fixtures.threads_worker", dir)
+    assert.are.equal(2, pool:size())
+    assert.is_true(run_until(function() return slurp(dir .. "/w1") and slurp(dir .. "/w2") end))
+    assert.are.equal("1/2", slurp(dir .. "/w1"))
+    assert.are.equal("2/2", slurp(dir .. "/w2"))
+    pool:send(0, "stop")
+    pool:join()
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("delivers messages to one worker or to all, in order", function()
+    local dir = tmpdir()
+    local pool = threads.start(2, "spec.fixtures.threads_worker", dir)
+    assert.is_true(pool:send(1, "one"))
+    assert.is_true(pool:send(0, "all"))
+    pool:send(0, "stop")
+    pool:join()
+    assert.are.equal("one\nall\nstop\n", slurp(dir .. "/m1"))
+    assert.are.equal("all\nstop\n", slurp(dir .. "/m2"))
+    assert.is_false(pool:send(1, "too late"))
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("reports each worker's end through on_exit in the owner's loop", function()
+    local dir = tmpdir()
+    local pool = threads.start(2, "spec.fixtures.threads_worker", dir)
+    local exits = {}
+    pool:on_exit(function(index, ok, err) exits[index] = { ok, err } end)
+    pool:send(0, "stop")
+    assert.is_true(run_until(function() return exits[1] and exits[2] end))
+    assert.same({ true, nil }, exits[1])
+    assert.same({ true, nil }, exits[2])
+    pool:join()
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("reports a worker that raised with its error", function()
+    local pool = threads.start(1, "spec.fixtures.threads_worker", "raise")
+    local exit
+    pool:on_exit(function(index, ok, err) exit = { index, ok, err } end)
+    assert.is_true(run_until(function() return exit end))
+    assert.are.equal(1, exit[1])
+    assert.is_false(exit[2])
+    assert.matches("worker failed on purpose", exit[3])
+    pool:join()
+  end)
+
+  it("reports a module that cannot be loaded", function()
+    local pool = threads.start(1, "spec.fixtures.no_such_module", "")
+    local exit
+    pool:on_exit(function(_, ok, err) exit = { ok, err } end)
+    assert.is_true(run_until(function() return exit end))
+    assert.is_false(exit[1])
+    assert.matches("no_such_module", exit[2])
+    pool:join()
+  end)
+
+  it("lets the owner's loop end once every worker has ended", function()
+    local pool = threads.start(1, "spec.fixtures.threads_worker", "raise")
+    -- No timer here (a timer would keep the loop going): spin the loop without blocking.
+    local deadline, more = sys.now() + 5, true
+    while more and sys.now() < deadline do more = loop.run("nowait") end
+    assert.is_false(more)
+    pool:join()
+  end)
+
+  it("serves HTTP from two workers on one port", function()
+    local http = require "zever.http"
+    local probe = assert(http.listen({ port = 0 }, function(req) req:respond(200) end))
+    local port = probe:port()
+    probe:close()
+    local pool = threads.start(2, "spec.fixtures.http_worker", tostring(port))
+    -- curl retries until the workers listen
+    local cmd = ("for i in 1 2 3 4 5 6 7 8; do curl -s --retry 20 --retry-connrefused --retry-delay 0 "
+      .. "http://127.0.0.1:%d/; echo; done"):format(port)
+    local p = io.popen(cmd)
+    local out = p:read("*a")
+    p:close()
+    assert.matches("^worker [12]\n", out)
+    local _, count = out:gsub("worker [12]\n", "")
+    assert.are.equal(8, count)
+    local ended = 0
+    pool:on_exit(function(_, ok) if ok then ended = ended + 1 end end)
+    pool:send(0, "stop")
+    assert.is_true(run_until(function() return ended == 2 end))
+    pool:join()
+  end)
+
+  it("raises when on_message is called outside a worker", function()
+    assert.has_error(function() threads.on_message(function() end) end,
+      "threads.on_message: not in a worker thread")
+  end)
+end)

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""A scripted raw TCP client for the HTTP server specs (spec/host/http_spec.lua).
+
+usage: http_client.py PORT OUTFILE STEP...
+
+Steps run in order on the current connection:
+  connect            open a new connection and make it current (the first one opens itself)
+  send:TEXT          send TEXT; \\r \\n \\t \\\\ and \\xHH escapes are decoded
+  sleep:SECONDS      pause
+  read:SECONDS       read until EOF, reset or SECONDS of silence; appends "[eof]", "[reset]" or
+                     "[timeout]" and what was read to the output
+  readn:N:SECONDS    like read, but stop once N bytes came ("[n]")
+  shutdown           half-close (no more sending)
+  close              close the current connection
+
+The output is written to OUTFILE.tmp and renamed to OUTFILE at the end, so that a poller sees
+either nothing or everything. The client never runs longer than 20 seconds in total.
+"""
+import codecs
+import os
+import socket
+import sys
+import time
+
+DEADLINE = time.time() + 20
+
+
+def decode(text):
+    return codecs.escape_decode(text.encode("latin-1"))[0]
+
+
+def read(sock, timeout, limit=None):
+    data = b""
+    sock.settimeout(timeout)
+    while True:
+        if time.time() > DEADLINE:
+            return b"[timeout]", data
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            return b"[timeout]", data
+        except (ConnectionResetError, BrokenPipeError):
+            return b"[reset]", data
+        if not chunk:
+            return b"[eof]", data
+        data += chunk
+        if limit is not None and len(data) >= limit:
+            return b"[n]", data
+
+
+def main():
+    port, outfile, steps = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    out = b""
+    sock = socket.create_connection(("127.0.0.1", port))
+    for step in steps:
+        kind, _, arg = step.partition(":")
+        if kind == "connect":
+            sock = socket.create_connection(("127.0.0.1", port))
+        elif kind == "send":
+            try:
+                sock.sendall(decode(arg))
+            except (ConnectionResetError, BrokenPipeError):
+                out += b"[send-failed]"
+        elif kind == "sleep":
+            time.sleep(float(arg))
+        elif kind == "read":
+            status, data = read(sock, float(arg))
+            out += status + data
+        elif kind == "readn":
+            n, _, timeout = arg.partition(":")
+            status, data = read(sock, float(timeout), int(n))
+            out += status + data
+        elif kind == "shutdown":
+            sock.shutdown(socket.SHUT_WR)
+        elif kind == "close":
+            sock.close()
+        else:
+            raise SystemExit("unknown step " + step)
+    with open(outfile + ".tmp", "wb") as f:
+        f.write(out)
+    os.rename(outfile + ".tmp", outfile)
+
+
+if __name__ == "__main__":
+    main()
