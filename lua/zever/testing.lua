@@ -120,8 +120,13 @@ function Server:fetch(method, path, opts)
   opts = opts or {}
   local base = os.tmpname()
   local args = { "curl", "-s", "-S", "-o", shell_quote(base .. ".body"), "-D",
-    shell_quote(base .. ".head"), "-X", shell_quote(method), "--max-time", "10" }
-  if method == "HEAD" then args[#args + 1] = "-I" end
+    shell_quote(base .. ".head"), "--max-time", "10" }
+  if method == "HEAD" then
+    args[#args + 1] = "-I"
+  else
+    args[#args + 1] = "-X"
+    args[#args + 1] = shell_quote(method)
+  end
   for k, v in pairs(opts.headers or {}) do
     args[#args + 1] = "-H"
     args[#args + 1] = shell_quote(k .. ": " .. v)
@@ -143,6 +148,7 @@ function Server:fetch(method, path, opts)
   while not slurp(base .. ".done") and loop.now() <= deadline do loop.run() end
   ticker:stop()
   local head, body = slurp(base .. ".head") or "", slurp(base .. ".body") or ""
+  if method == "HEAD" then body = "" end -- curl -I writes the head where the body would go
   for _, ext in ipairs({ "", ".done", ".head", ".body", ".req" }) do os.remove(base .. ext) end
   local out = setmetatable({ headers = {}, body = body }, Result)
   -- With 100-continue or redirects curl writes several header blocks; the last one counts.
