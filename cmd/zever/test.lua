@@ -32,6 +32,7 @@ return {
     add(argv, unpack(args))
     rawset(_G, "arg", argv)
     reporter.reset()
+    require("zever.app").testing = true
     -- busted's runner raises an empty error instead of exiting when something failed (it
     -- believes it was not run from its own script); the reporter has the counts either way.
     local ok, err = pcall(require("busted.runner"), { standalone = false, output = "zever.testing.reporter" })

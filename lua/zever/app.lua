@@ -28,7 +28,25 @@ local METHODS = { GET = true, HEAD = true, POST = true, PUT = true, PATCH = true
   OPTIONS = true }
 
 local App = {}
-App.__index = App
+
+-- Batteries hang off the app (app.db, app.cache, ...): the container resolves each on first use
+-- from the app's configuration (zever.yaml next to the app, then the environment).
+local BATTERIES = { db = true, cache = true, queue = true, jobs = true, scheduler = true,
+  mailer = true, limiter = true, idempotency = true, search = true, vectors = true, log = true }
+
+function App.__index(app, key)
+  local method = App[key]
+  if method ~= nil then return method end
+  if BATTERIES[key] then
+    local battery, err = app:container():get(key)
+    if battery == nil then error(tostring(err), 2) end
+    rawset(app, key, battery)
+    return battery
+  end
+end
+
+-- True while `zever test` runs: the default database is then a fresh :memory: one.
+M.testing = false
 
 local Group = {}
 Group.__index = Group
@@ -40,7 +58,7 @@ function M.new()
     names = {},           -- name -> route
     middleware = {},      -- app-level, in order
     error_handler = nil,
-    log = nil,            -- set by the server: a zever.log logger
+    dir = ".",            -- where its zever.yaml and relative database paths live
   }, App)
   app.root = setmetatable({ app = app, prefix = "", middleware = app.middleware }, Group)
   return app
@@ -233,8 +251,9 @@ local function with_app_middleware(app, chain)
 end
 
 local function on_failure(app, err, req)
-  if app.log then
-    app.log:error("handler failed", { method = req.method, path = req.path, id = req.id,
+  local ok, log = pcall(function() return app.log end)
+  if ok then
+    log:error("handler failed", { method = req.method, path = req.path, id = req.id,
       error = tostring(err) })
   else
     io.stderr:write("zever: handler failed: ", tostring(err), "\n")
@@ -270,6 +289,40 @@ function App:dispatch(method, path, query_string, source)
   return finish(res), req
 end
 
+-- The app's container, built on first use from the configuration in app.dir. Raises when the
+-- configuration is invalid (the message names the file, key and a did-you-mean).
+function App:container()
+  local c = rawget(self, "_container")
+  if c then return c end
+  local cfg, err = require("zever.config").load({ dir = self.dir })
+  if not cfg then error(tostring(err), 2) end
+  local dsn = cfg.db and cfg.db.dsn
+  if dsn and M.testing and dsn == require("zever.config").defaults().db.dsn then
+    cfg.db.dsn = "sqlite::memory:"
+  elseif dsn and self.dir ~= "." then
+    -- A relative SQLite path is relative to the app, not to wherever zever was started.
+    local path = dsn:match("^sqlite:(.*)$")
+    if path and path ~= ":memory:" and path:sub(1, 1) ~= "/" and not path:match("^//") then
+      cfg.db.dsn = "sqlite:" .. self.dir .. "/" .. path
+    end
+  end
+  c = require("zever.container").new(cfg)
+  rawset(self, "_container", c)
+  return c
+end
+
+-- The merged configuration of the app.
+function App:config()
+  return self:container().config
+end
+
+-- Closes every battery the app resolved (dependents first); returns true or nil, errors.
+function App:close()
+  local c = rawget(self, "_container")
+  if not c then return true end
+  return c:close()
+end
+
 -- The app an app file returns (a folder means its app.lua), and the file's path. The file's
 -- folder goes in front of package.path so the app can require its own modules. Raises with a
 -- message fit for the CLI when the file is missing or does not return an app.
@@ -284,6 +337,7 @@ function M.load(path)
   if getmetatable(app) ~= App then
     error(path .. " must return the app (end it with `return app`)", 0)
   end
+  app.dir = dir or "."
   return app, path
 end
 

@@ -72,6 +72,8 @@ function M.worker(payload, index)
       srv:port(), opts.workers))
   end
   loop.run()
+  local ok, errs = app:close()
+  if not ok then io.stderr:write("zever: closing the app: ", tostring(errs), "\n") end
 end
 
 -- Checks that host:port is free and returns the port (a free one for port 0). Workers bind with

@@ -64,7 +64,7 @@ function M.request(app, method, target, opts)
     error("testing.request wants a method and a path", 2)
   end
   opts = opts or {}
-  if not app.log then app.log = require("zever.log").new({ out = sink, level = "debug" }) end
+  if not rawget(app, "log") then app.log = require("zever.log").new({ out = sink, level = "debug" }) end
   local hdrs = {}
   for k, v in pairs(opts.headers or {}) do hdrs[lower(k)] = tostring(v) end
   local body = opts.body
