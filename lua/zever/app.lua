@@ -250,20 +250,24 @@ local function with_app_middleware(app, chain)
   return full
 end
 
-local function on_failure(app, err, req)
+-- Logs through app.log when it resolves, or straight to stderr when it does not.
+local function log_error(app, msg, req, err)
   local ok, log = pcall(function() return app.log end)
   if ok then
-    log:error("handler failed", { method = req.method, path = req.path, id = req.id,
-      error = tostring(err) })
+    log:error(msg, { method = req.method, path = req.path, id = req.id, error = tostring(err) })
   else
-    io.stderr:write("zever: handler failed: ", tostring(err), "\n")
+    io.stderr:write("zever: ", msg, ": ", tostring(err), "\n")
   end
+end
+
+local function on_failure(app, err, req)
+  log_error(app, "handler failed", req, err)
   local fresh = response.new()
   if app.error_handler then
     local ok, e2 = xpcall(function() return apply(fresh, app.error_handler(err, req, fresh)) end,
       traceback)
     if ok then return fresh end
-    io.stderr:write("zever: on_error failed: ", tostring(e2), "\n")
+    log_error(app, "on_error failed", req, e2)
     fresh = response.new()
   end
   return fresh:status(500):json({ error = "internal" })
