@@ -15,34 +15,7 @@ local container = require "zever.container"
 local filter = arg and arg[1]
 local FIXTURE = sys.home() .. "/spec/fixtures/config/full"
 
-local function median(t)
-  table.sort(t)
-  return t[math.ceil(#t / 2)]
-end
-
-local function bench(name, fn)
-  if filter and not name:find(filter, 1, true) then return end
-  local n = 100
-  while true do
-    local t0 = sys.now()
-    for _ = 1, n do fn() end
-    local dt = sys.now() - t0
-    if dt > 0.3 then break end
-    n = math.floor(n * math.min(100, 0.36 / math.max(dt, 1e-6)))
-  end
-  local ns, kb = {}, {}
-  for r = 1, 5 do
-    collectgarbage()
-    collectgarbage("stop")
-    local k0 = collectgarbage("count")
-    local t0 = sys.now()
-    for _ = 1, n do fn() end
-    ns[r] = (sys.now() - t0) / n * 1e9
-    kb[r] = (collectgarbage("count") - k0) * 1024 / n
-    collectgarbage("restart")
-  end
-  print(string.format("Benchmark%-28s %10d %12.1f ns/op %8.0f B/op", name, n, median(ns), median(kb)))
-end
+local bench = require("bench.harness").new(filter, { seconds = 0.3 })
 
 -- 100 variables that are not zever's: the usual ones, then filler.
 pcall(ffi.cdef, [[

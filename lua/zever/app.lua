@@ -57,6 +57,7 @@ function M.new()
     routes = {},          -- { method, pattern, name, handler, chain, source }, by route id
     names = {},           -- name -> route
     middleware = {},      -- app-level, in order
+    full_chains = setmetatable({}, { __mode = "k" }), -- chain -> chain with app middleware
     error_handler = nil,
     dir = ".",            -- where its zever.yaml and relative database paths live
   }, App)
@@ -241,12 +242,21 @@ local function answer(code, extra)
   end
 end
 
+local NOT_FOUND = { not_found }
+
+-- chain with the app-level middleware in front. The result is cached per chain (and rebuilt when
+-- app:use added middleware since), so a request allocates no chain of its own.
 local function with_app_middleware(app, chain)
   local mw = app.middleware
-  if #mw == 0 then return chain end
-  local full = {}
-  for i = 1, #mw do full[i] = mw[i] end
-  for i = 1, #chain do full[#mw + i] = chain[i] end
+  local n = #mw
+  if n == 0 then return chain end
+  local cache = app.full_chains
+  local full = cache[chain]
+  if full and full.nmw == n then return full end
+  full = { nmw = n }
+  for i = 1, n do full[i] = mw[i] end
+  for i = 1, #chain do full[n + i] = chain[i] end
+  cache[chain] = full
   return full
 end
 
@@ -282,7 +292,7 @@ function App:dispatch(method, path, query_string, source)
   if id then
     chain = self.routes[id].chain
   else
-    chain = { params == 404 and not_found or answer(params, extra) }
+    chain = params == 404 and NOT_FOUND or { answer(params, extra) }
     params = router.empty_params
   end
   chain = with_app_middleware(self, chain)
