@@ -9,8 +9,9 @@
  *   sql.op                    -> the opcode table shared with lua/zever/db/expr.lua
  *
  * It must never copy a value into SQL text: values are appended to the bind list and stand in
- * the text as placeholders. It must not raise while the dedup scratch is on the heap (only an
- * out-of-memory error from Lua itself could, and then the scratch leaks; documented).
+ * the text as placeholders. A grouping list above 64 terms puts its dedup scratch on the heap;
+ * the block is mirrored in module state (state_t.dedup), so that if Lua raises meanwhile (out
+ * of memory) the next render or the module's __gc frees it: nothing leaks.
  *
  * The AST. Every node is an array whose slot 1 is an opcode (sql.op); the Lua builder owns the
  * layout, and this file is its only reader:
@@ -62,10 +63,12 @@ enum { D_TABLE = 2, D_WHERE, D_RETURNING, D_CTES };
 typedef struct {
   zv_sql_buf_t sql;
   zv_sql_buf_t value;
+  void *dedup[MAX_DEPTH + 2]; /* live dedup heap blocks, one per nesting depth */
 } state_t;
 
 typedef struct {
   lua_State *L;
+  state_t *st;
   zv_sql_buf_t *b;
   zv_sql_buf_t *vb;
   zv_sql_dialect_t d;
@@ -278,8 +281,13 @@ static void render_group_terms(ctx_t *c, int list) {
     fail(c, "group_by expects a list");
     return;
   }
+  if (c->depth > MAX_DEPTH) {
+    fail(c, "grouping terms nested deeper than %d levels (a cycle?)", MAX_DEPTH);
+    return;
+  }
   n = (int)lua_objlen(c->L, list);
   zv_sql_dedup_begin(&dd, c->b);
+  dd.keep = &c->st->dedup[c->depth];
   for (int i = 1; i <= n && !failed(c); i++) {
     int v = geti(c, list, i), op = node_op(c, v);
     size_t undo = c->b->len, start;
@@ -937,15 +945,25 @@ static int parse_dialect(lua_State *L, int idx, zv_sql_dialect_t *d) {
   return 1;
 }
 
+/* Frees dedup blocks left behind by a render that Lua unwound. */
+static void free_dedup(state_t *st) {
+  for (size_t i = 0; i < ZV_ARRAY_SIZE(st->dedup); i++) {
+    zv_free(st->dedup[i]);
+    st->dedup[i] = NULL;
+  }
+}
+
 static int l_render(lua_State *L) {
   state_t *st = lua_touserdata(L, lua_upvalueindex(1));
   ctx_t c;
+  free_dedup(st);
   luaL_checktype(L, 1, LUA_TTABLE);
   if (!parse_dialect(L, 2, &c.d))
     return luaL_error(L, "bad argument #2 to 'render' (unknown dialect '%s')", lua_tostring(L, 2));
   lua_settop(L, 2);
   lua_createtable(L, 8, 0);
   c.L = L;
+  c.st = st;
   c.b = &st->sql;
   c.vb = &st->value;
   c.binds = 3;
@@ -989,6 +1007,7 @@ static int l_quote(lua_State *L) {
 
 static int l_gc(lua_State *L) {
   state_t *st = lua_touserdata(L, 1);
+  free_dedup(st);
   zv_sql_buf_free(&st->sql);
   zv_sql_buf_free(&st->value);
   return 0;
@@ -1014,6 +1033,7 @@ int luaopen_zever_sql(lua_State *L) {
   st = lua_newuserdata(L, sizeof *st);
   zv_sql_buf_init(&st->sql);
   zv_sql_buf_init(&st->value);
+  memset(st->dedup, 0, sizeof st->dedup);
   lua_newtable(L);
   lua_pushcfunction(L, l_gc);
   lua_setfield(L, -2, "__gc");

@@ -227,11 +227,13 @@ void zv_sql_dedup_begin(zv_sql_dedup_t *d, zv_sql_buf_t *b) {
   d->slots = NULL;
   d->nslots = 0;
   d->heap = NULL;
+  d->keep = NULL;
 }
 
 void zv_sql_dedup_end(zv_sql_dedup_t *d) {
   zv_free(d->heap);
   d->heap = NULL;
+  if (d->keep) *d->keep = NULL;
 }
 
 static void index_insert(zv_sql_dedup_t *d, size_t i) {
@@ -257,6 +259,7 @@ static int grow(zv_sql_dedup_t *d) {
   memcpy(heap, d->spans, d->n * sizeof(zv_sql_span_t));
   zv_free(d->heap);
   d->heap = heap;
+  if (d->keep) *d->keep = heap;
   d->spans = heap;
   d->slots = (uint32_t *)((char *)heap + cap * sizeof(zv_sql_span_t));
   d->cap = cap;

@@ -133,7 +133,10 @@ int zv_sql_is_name(const char *s, size_t n);
  *
  * Up to ZV_SQL_DEDUP_LINEAR kept terms are compared by a linear scan; above that by hash.
  * Nothing is allocated until more than ZV_SQL_DEDUP_STACK terms are kept, and then one block
- * per doubling. zv_sql_dedup_end frees it; call it on every path.
+ * per doubling. zv_sql_dedup_end frees it; call it on every path. When the caller may be
+ * unwound before reaching zv_sql_dedup_end (a Lua error), it sets d->keep after begin: the
+ * live heap block (or NULL) is then mirrored in *d->keep, so the owner of that slot can free a
+ * block left behind (zv_sql_dedup_end sets *d->keep back to NULL).
  */
 #define ZV_SQL_DEDUP_LINEAR 8
 #define ZV_SQL_DEDUP_STACK 64
@@ -152,6 +155,7 @@ typedef struct {
   uint32_t *slots;
   size_t nslots;
   void *heap;
+  void **keep;
   zv_sql_span_t stack_spans[ZV_SQL_DEDUP_STACK];
   uint32_t stack_slots[ZV_SQL_DEDUP_STACK * 2];
 } zv_sql_dedup_t;

@@ -12,6 +12,8 @@
  *   conn:close()                   -> true (idempotent; __gc does it too)
  *   conn:is_open()                 -> boolean
  *   conn:cached()                  -> number of statements in the cache
+ *   conn:_ptr(), conn:_error(rc, sql)  for the FFI read path (zv_sqlite_ffi_acquire/release,
+ *                                  used by lua/adapters/db/sqlite.lua)
  *   sqlite.null                    -> NULL sentinel for binds (light userdata NULL)
  *   sqlite.blob(s)                 -> a value that binds as a BLOB (strings bind as TEXT)
  *   sqlite.version                 -> the library's version string
@@ -53,12 +55,16 @@ typedef struct {
   int active;
 } conn_t;
 
-/* A statement checked out for one call. */
+/*
+ * A statement checked out for one call. The FFI path (lua/adapters/db/sqlite.lua) declares the
+ * same struct as zv_sqlite_use_t; keep the two in step.
+ */
 typedef struct {
   sqlite3_stmt *stmt;
   size_t slot;
   int cached;
   int multi;
+  uint64_t born; /* the cache entry's birth tick when cached, else 0 */
 } use_t;
 
 static char key_to64, key_from64;
@@ -155,10 +161,12 @@ static int acquire(conn_t *c, const char *sql, size_t len, use_t *u) {
   u->stmt = NULL;
   u->cached = 0;
   u->multi = 0;
+  u->born = 0;
   if (rc == 0) {
     u->stmt = h;
     u->slot = idx;
     u->cached = 1;
+    u->born = c->cache.entries[idx].born;
     c->active++;
     return SQLITE_OK;
   }
@@ -176,6 +184,7 @@ static int acquire(conn_t *c, const char *sql, size_t len, use_t *u) {
     if (evicted) sqlite3_finalize(evicted);
     u->slot = idx;
     u->cached = 1;
+    u->born = c->cache.entries[idx].born;
   }
   c->active++;
   return SQLITE_OK;
@@ -345,6 +354,47 @@ static int start(lua_State *L, call_t *k, use_t *u) {
   r = bind_all(L, k->c, u->stmt, k->binds, k->n, k->sql, k->len);
   if (r) release(k->c, u);
   return r;
+}
+
+/*
+ * The FFI path for reads (first/query from lua/adapters/db/sqlite.lua), which LuaJIT compiles:
+ * Lua checks a statement out here, binds, steps and decodes through sqlite3_* directly, and
+ * gives it back. zv_sqlite_ffi_acquire returns 0 with the statement checked out (cached or
+ * private, exactly as the classic calls do) when conn is open, sql is one statement and it has
+ * n placeholders; otherwise nonzero with nothing checked out, and the caller takes the classic
+ * path, which repeats the work and reports the error. Every checkout must be released by
+ * zv_sqlite_ffi_release before any Lua code that could raise or re-enter runs.
+ */
+int zv_sqlite_ffi_acquire(void *conn, const char *sql, size_t len, int n, use_t *u);
+int zv_sqlite_ffi_acquire(void *conn, const char *sql, size_t len, int n, use_t *u) {
+  conn_t *c = conn;
+  if (c->closed || acquire(c, sql, len, u) != SQLITE_OK) return 1;
+  if (!u->stmt) return 1;
+  if (sqlite3_bind_parameter_count(u->stmt) != n) {
+    release(c, u);
+    return 1;
+  }
+  return 0;
+}
+
+void zv_sqlite_ffi_release(void *conn, use_t *u);
+void zv_sqlite_ffi_release(void *conn, use_t *u) {
+  release(conn, u);
+}
+
+/* conn:_ptr() -> the conn_t as a light userdata, for the FFI path (the caller keeps conn alive). */
+static int l_ptr(lua_State *L) {
+  lua_pushlightuserdata(L, check_conn(L));
+  return 1;
+}
+
+/* conn:_error(rc, sql) -> nil, code, message for a failed sqlite3_step of the FFI path. */
+static int l_error(lua_State *L) {
+  conn_t *c = check_conn(L);
+  size_t len;
+  int rc = (int)luaL_checkinteger(L, 2);
+  const char *sql = luaL_checklstring(L, 3, &len);
+  return push_sqlite_err(L, c, rc, sql, len);
 }
 
 static int l_exec(lua_State *L) {
@@ -563,7 +613,8 @@ int luaopen_zever_sqlite(lua_State *L);
 int luaopen_zever_sqlite(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"exec", l_exec},       {"query", l_query},   {"first", l_first},   {"each", l_each},
-    {"close", l_close},     {"is_open", l_is_open}, {"cached", l_cached}, {NULL, NULL}};
+    {"close", l_close},     {"is_open", l_is_open}, {"cached", l_cached},
+    {"_ptr", l_ptr},        {"_error", l_error},  {NULL, NULL}};
   static const luaL_Reg funcs[] = {{"open", l_open}, {"blob", l_blob}, {NULL, NULL}};
   if (luaL_loadbuffer(L, int64_chunk, sizeof int64_chunk - 1, "=zever.sqlite") != 0)
     return lua_error(L);

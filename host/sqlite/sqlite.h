@@ -31,6 +31,7 @@ typedef struct {
   size_t len;
   void *handle;
   uint64_t used;
+  uint64_t born; /* the tick at which this handle was put: names one handle for its life */
   int busy;
 } zv_sqlite_entry_t;
 

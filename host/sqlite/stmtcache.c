@@ -100,6 +100,7 @@ int zv_sqlite_cache_put(zv_sqlite_cache_t *c, const char *sql, size_t len, void 
   c->entries[i].len = len;
   c->entries[i].handle = handle;
   c->entries[i].used = ++c->tick;
+  c->entries[i].born = c->tick;
   c->entries[i].busy = 1;
   c->hashes[i] = hash_text(sql, len);
   *index = i;

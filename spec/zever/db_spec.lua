@@ -255,4 +255,110 @@ describe("zever.db", function()
       assert.has_error(function() db:transaction("nope") end)
     end)
   end)
+
+  describe("rendering by shape", function()
+    local render = require "zever.db.render"
+
+    it("gives a repeated shape the same SQL and each call its own values", function()
+      local a_sql, a_binds = db:from("users"):select("id"):where("age", ">", 18):where_in("id", { 1, 2 }):limit(5):to_sql()
+      local b_sql, b_binds = db:from("users"):select("id"):where("age", ">", 30):where_in("id", { 7, 8 }):limit(9):to_sql()
+      assert.are.equal('SELECT "id" FROM "users" WHERE "age" > ? AND "id" IN (?, ?) LIMIT ?', a_sql)
+      assert.are.equal(a_sql, b_sql)
+      assert.are.same({ 18, 1, 2, 5 }, a_binds)
+      assert.are.same({ 30, 7, 8, 9 }, b_binds)
+    end)
+
+    it("renders NULL and a value differently after the shape is cached", function()
+      for _ = 1, 2 do
+        assert.are.equal('SELECT * FROM "users" WHERE "team" = ?', (db:from("users"):where("team", "red"):to_sql()))
+        assert.are.equal('SELECT * FROM "users" WHERE "team" IS NULL', (db:from("users"):where("team", nil):to_sql()))
+        assert.are.equal('SELECT * FROM "users" WHERE "team" IS NULL', (db:from("users"):where("team", db.null):to_sql()))
+      end
+    end)
+
+    it("tells lists of different lengths and nested groups apart", function()
+      for _ = 1, 2 do
+        assert.are.equal('SELECT * FROM "users" WHERE "id" IN (?)', (db:from("users"):where_in("id", { 1 }):to_sql()))
+        assert.are.equal('SELECT * FROM "users" WHERE "id" IN (?, ?, ?)', (db:from("users"):where_in("id", { 1, 2, 3 }):to_sql()))
+        local text, binds = db:from("users"):where("a", 1):or_where(function(q) q:where("b", 2):where_null("c") end)
+          :where_between("d", 3, 4):order_by("a", "desc"):offset(2):to_sql()
+        assert.are.equal('SELECT * FROM "users" WHERE "a" = ? OR ("b" = ? AND "c" IS NULL) AND "d" BETWEEN ? AND ? ORDER BY "a" DESC LIMIT -1 OFFSET ?', text)
+        assert.are.same({ 1, 2, 3, 4, 2 }, binds)
+      end
+    end)
+
+    it("keeps rendering errors uncached", function()
+      for _ = 1, 2 do
+        assert.has_error(function() db:from("users"):where("x", ">", nil):to_sql() end)
+        assert.has_error(function() db:from("users"):where("x", "glob", "a"):to_sql("postgres") end)
+      end
+    end)
+
+    it("bounds the cache by dropping it when it grows too large", function()
+      for i = 1, 25000 do db:from("t" .. i):to_sql() end
+      assert.is_true(render.size() <= 20000 + 16, tostring(render.size()))
+    end)
+  end)
+
+  describe("the FFI read path", function()
+    it("decodes NULL as absent, big integers exactly, floats and blobs", function()
+      assert(db:exec("CREATE TABLE v (i INTEGER, f REAL, t TEXT, b BLOB)"))
+      assert(db:exec("INSERT INTO v VALUES (9007199254740993, 1.5, NULL, x'00ff')"))
+      for _ = 1, 2 do
+        local row = db:first("SELECT * FROM v")
+        assert.are.equal("cdata", type(row.i))
+        assert.is_true(row.i == 9007199254740993LL)
+        assert.are.equal(1.5, row.f)
+        assert.is_nil(row.t)
+        assert.are.equal("\0\255", row.b)
+        assert.are.same({ { n = 2 } }, db:query("SELECT ? + 1 AS n", 1))
+      end
+    end)
+
+    it("binds int64 cdata, booleans and NULL", function()
+      assert(db:exec("CREATE TABLE v (i INTEGER)"))
+      assert(db:exec("INSERT INTO v VALUES (?)", 9007199254740993LL))
+      assert.is_true(db:first("SELECT i FROM v WHERE i = ?", 9007199254740993LL).i == 9007199254740993LL)
+      assert.are.equal(1, db:first("SELECT ? AS x", true).x)
+      assert.is_nil(db:first("SELECT ? AS x", db.null).x)
+    end)
+
+    it("reports step errors with a code and the SQL, and keeps working", function()
+      for _ = 1, 2 do
+        local row, err = db:first("SELECT abs(-9223372036854775807 - 1) AS x")
+        assert.is_nil(row)
+        assert.are.equal("sql", err.code)
+        assert.truthy(err.message:find("SELECT abs", 1, true))
+        local rows, err2 = db:query("SELECT * FROM missing")
+        assert.is_nil(rows)
+        assert.are.equal("schema", err2.code)
+        local _, err3 = db:first("SELECT ?", 1, 2)
+        assert.are.equal("invalid", err3.code)
+      end
+      assert.are.equal(3, db:first("SELECT 3 AS x").x)
+    end)
+
+    it("sees new columns after the schema changes under a cached statement", function()
+      assert(db:exec("INSERT INTO users (email) VALUES ('a@x')"))
+      assert.is_nil(db:first("SELECT * FROM users").extra)
+      assert(db:exec("ALTER TABLE users ADD COLUMN extra TEXT DEFAULT 'e'"))
+      assert.are.equal("e", db:first("SELECT * FROM users").extra)
+    end)
+
+    it("reads inside an each over the same statement", function()
+      assert(db:exec("INSERT INTO users (email) VALUES ('a@x'), ('b@x')"))
+      local seen = {}
+      db:from("users"):order_by("id"):each(function(r)
+        seen[#seen + 1] = r.email .. "/" .. #db:from("users"):order_by("id"):all()
+      end)
+      assert.are.same({ "a@x/2", "b@x/2" }, seen)
+    end)
+
+    it("returns closed after close", function()
+      db:close()
+      local row, err = db:first("SELECT 1")
+      assert.is_nil(row)
+      assert.are.equal("closed", err.code)
+    end)
+  end)
 end)

@@ -1,11 +1,62 @@
--- adapters.db.sqlite: the SQLite adapter of zever.db: a thin layer over the zever.sqlite
--- binding (host/sqlite/), which already speaks the adapter conventions (l_sqlite.c): conn:exec,
--- query, first, each(sql, binds, n[, fn]) returning nil, code, message on failure.
+-- adapters.db.sqlite: the SQLite adapter of zever.db: a layer over the zever.sqlite binding
+-- (host/sqlite/), which already speaks the adapter conventions (l_sqlite.c): conn:exec, query,
+-- first, each(sql, binds, n[, fn]) returning nil, code, message on failure.
+--
+-- Reads (first, query) take an FFI path that LuaJIT compiles: the statement is checked out of
+-- the binding's cache (zv_sqlite_ffi_acquire, same cache, same busy rules), bound, stepped and
+-- decoded through libsqlite3's own functions, and given back. Whatever that path does not
+-- handle plainly (a closed handle, a prepare error, several statements, a wrong number of
+-- values, a BLOB or int64 value to bind) goes to the classic binding, which does the whole call
+-- and reports the error; a failing step is reported by the binding (conn:_error) before the
+-- statement is given back. Rows decode as in l_sqlite.c: NULL columns absent, integers beyond
+-- +-2^53 as int64_t cdata, BLOBs as strings.
 --
 -- One connection per worker; WAL, busy_timeout and foreign_keys=ON are set at open. It must not
--- render SQL: that is zever.sql's job, for the "sqlite" dialect named here.
+-- render SQL: that is zever.sql's job, for the "sqlite" dialect named here. Between acquire and
+-- release it must not run code that can raise or re-enter the connection.
 
 local sqlite = require "zever.sqlite"
+local ffi = require "ffi"
+
+local C = ffi.C
+local NULL = sqlite.null
+local type, setmetatable, tonumber, rawequal = type, setmetatable, tonumber, rawequal
+local ffi_string = ffi.string
+local tnew = require "table.new"
+
+ffi.cdef [[
+typedef struct sqlite3_stmt sqlite3_stmt;
+typedef struct {
+  sqlite3_stmt *stmt;
+  size_t slot;
+  int cached;
+  int multi;
+  uint64_t born;
+} zv_sqlite_use_t;
+int zv_sqlite_ffi_acquire(void *conn, const char *sql, size_t len, int n, zv_sqlite_use_t *u);
+void zv_sqlite_ffi_release(void *conn, zv_sqlite_use_t *u);
+int sqlite3_bind_int64(sqlite3_stmt *st, int i, int64_t v);
+int sqlite3_bind_double(sqlite3_stmt *st, int i, double v);
+int sqlite3_bind_text(sqlite3_stmt *st, int i, const char *s, int n, void *destructor);
+int sqlite3_bind_null(sqlite3_stmt *st, int i);
+int sqlite3_step(sqlite3_stmt *st);
+int sqlite3_column_count(sqlite3_stmt *st);
+const char *sqlite3_column_name(sqlite3_stmt *st, int i);
+int sqlite3_column_type(sqlite3_stmt *st, int i);
+int64_t sqlite3_column_int64(sqlite3_stmt *st, int i);
+double sqlite3_column_double(sqlite3_stmt *st, int i);
+const unsigned char *sqlite3_column_text(sqlite3_stmt *st, int i);
+const void *sqlite3_column_blob(sqlite3_stmt *st, int i);
+int sqlite3_column_bytes(sqlite3_stmt *st, int i);
+int sqlite3_stmt_status(sqlite3_stmt *st, int op, int reset);
+]]
+
+local ROW, DONE = 100, 101
+local T_INTEGER, T_FLOAT, T_TEXT, T_BLOB = 1, 2, 3, 4
+local STMTSTATUS_REPREPARE = 5
+local EXACT = 2 ^ 53
+local INT64_LO, INT64_HI = -2 ^ 63, 2 ^ 63
+local MAX_TEXT = 0x7fffffff
 
 local M = {
   dialect = "sqlite",
@@ -16,9 +67,171 @@ local M = {
   blob = sqlite.blob,
 }
 
+local Conn = {}
+Conn.__index = Conn
+
+-- Binds binds[1..n]; returns true, or false when a value needs the classic binding.
+local function bind_all(st, binds, n)
+  for i = 1, n do
+    local v = binds[i]
+    local t = type(v)
+    local rc
+    if t == "number" then
+      if v % 1 == 0 and v >= INT64_LO and v < INT64_HI then
+        rc = C.sqlite3_bind_int64(st, i, v)
+      else
+        rc = C.sqlite3_bind_double(st, i, v)
+      end
+    elseif t == "string" then
+      if #v > MAX_TEXT then return false end
+      rc = C.sqlite3_bind_text(st, i, v, #v, nil) -- SQLITE_STATIC: binds keeps v alive
+    elseif t == "boolean" then
+      rc = C.sqlite3_bind_int64(st, i, v and 1 or 0)
+    elseif t == "nil" or (t == "userdata" and rawequal(v, NULL)) then
+      rc = C.sqlite3_bind_null(st, i)
+    else
+      return false
+    end
+    if rc ~= 0 then return false end
+  end
+  return true
+end
+
+-- The column names of the checked-out statement, cached per cache slot while the same handle
+-- (its birth tick) is there and has not been re-prepared (a schema change can rename columns).
+local function names_of(self, u, st)
+  local rep = C.sqlite3_stmt_status(st, STMTSTATUS_REPREPARE, 0)
+  local slot = tonumber(u.slot)
+  local nm
+  if u.cached ~= 0 then
+    nm = self.names[slot]
+    if nm and nm.born == u.born and nm.rep == rep then return nm end
+  end
+  local ncol = C.sqlite3_column_count(st)
+  nm = { born = u.born, rep = rep, n = ncol }
+  for i = 1, ncol do nm[i] = ffi_string(C.sqlite3_column_name(st, i - 1)) end
+  if u.cached ~= 0 then self.names[slot] = nm end
+  return nm
+end
+
+local function decode(st, nm)
+  local ncol = nm.n
+  local row = tnew(0, ncol)
+  for i = 0, ncol - 1 do
+    local t = C.sqlite3_column_type(st, i)
+    if t == T_INTEGER then
+      local v = C.sqlite3_column_int64(st, i)
+      if v >= -EXACT and v <= EXACT then
+        row[nm[i + 1]] = tonumber(v)
+      else
+        row[nm[i + 1]] = v
+      end
+    elseif t == T_TEXT then
+      local p = C.sqlite3_column_text(st, i)
+      row[nm[i + 1]] = ffi_string(p, C.sqlite3_column_bytes(st, i))
+    elseif t == T_FLOAT then
+      row[nm[i + 1]] = C.sqlite3_column_double(st, i)
+    elseif t == T_BLOB then
+      local p = C.sqlite3_column_blob(st, i)
+      local n = C.sqlite3_column_bytes(st, i)
+      row[nm[i + 1]] = n > 0 and ffi_string(p, n) or ""
+    end
+  end
+  return row
+end
+
+-- The shared body of first/query: all == false returns the first row or nil.
+local function read(self, sql, binds, n, all)
+  if type(sql) ~= "string" then return nil end
+  if binds == nil then
+    n = 0
+  elseif type(binds) ~= "table" then
+    return nil
+  elseif n == nil then
+    n = #binds
+  elseif type(n) ~= "number" then
+    return nil
+  end
+  local u, ptr = self.use, self.ptr
+  if C.zv_sqlite_ffi_acquire(ptr, sql, #sql, n, u) ~= 0 then return nil end
+  local st = u.stmt
+  if n > 0 and not bind_all(st, binds, n) then
+    C.zv_sqlite_ffi_release(ptr, u)
+    return nil
+  end
+  local rc = C.sqlite3_step(st)
+  if not all then
+    local row
+    if rc == ROW then
+      row = decode(st, names_of(self, u, st))
+    elseif rc ~= DONE then
+      local _, code, message = self.raw:_error(rc, sql)
+      C.zv_sqlite_ffi_release(ptr, u)
+      return true, nil, code, message
+    end
+    C.zv_sqlite_ffi_release(ptr, u)
+    return true, row
+  end
+  local rows, count = {}, 0
+  if rc == ROW then
+    local nm = names_of(self, u, st)
+    repeat
+      count = count + 1
+      rows[count] = decode(st, nm)
+      rc = C.sqlite3_step(st)
+    until rc ~= ROW
+  end
+  if rc ~= DONE then
+    local _, code, message = self.raw:_error(rc, sql)
+    C.zv_sqlite_ffi_release(ptr, u)
+    return true, nil, code, message
+  end
+  C.zv_sqlite_ffi_release(ptr, u)
+  return true, rows
+end
+
+function Conn:first(sql, binds, n)
+  local done, row, code, message = read(self, sql, binds, n, false)
+  if not done then return self.raw:first(sql, binds, n) end
+  return row, code, message
+end
+
+function Conn:query(sql, binds, n)
+  local done, rows, code, message = read(self, sql, binds, n, true)
+  if not done then return self.raw:query(sql, binds, n) end
+  return rows, code, message
+end
+
+function Conn:exec(sql, binds, n)
+  return self.raw:exec(sql, binds, n)
+end
+
+function Conn:each(sql, binds, n, fn)
+  return self.raw:each(sql, binds, n, fn)
+end
+
+function Conn:close()
+  return self.raw:close()
+end
+
+function Conn:is_open()
+  return self.raw:is_open()
+end
+
+function Conn:cached()
+  return self.raw:cached()
+end
+
 -- target: a file path, or ":memory:". Returns conn | nil, code, message.
 function M.open(target, opts)
-  return sqlite.open(target, opts)
+  local raw, code, message = sqlite.open(target, opts)
+  if not raw then return nil, code, message end
+  return setmetatable({
+    raw = raw, -- keeps the connection (and so ptr) alive
+    ptr = ffi.cast("void *", raw:_ptr()),
+    use = ffi.new("zv_sqlite_use_t"),
+    names = {},
+  }, Conn)
 end
 
 return M

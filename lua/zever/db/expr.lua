@@ -47,6 +47,8 @@ function Expr:as(name)
   return node { OP.ALIAS, self, name }
 end
 
+-- Appends e and its direction (0 asc, 1 desc) to the flat order list out; a bad direction
+-- raises at level + 1 (relative to order_add's caller's caller).
 local function order_add(out, e, dir, level)
   local desc = 0
   if dir ~= nil then
@@ -60,6 +62,8 @@ local function order_add(out, e, dir, level)
   out[#out + 1] = e
   out[#out + 1] = desc
 end
+
+M.order_add = order_add
 
 local function is_dir(v)
   if type(v) ~= "string" then return false end

@@ -10,11 +10,13 @@ local sql = require "zever.sql"
 local expr = require "zever.db.expr"
 
 local OP, NULL = sql.op, sql.null
-local render = sql.render
-local is_node, order_list = expr.is_node, expr.order_list
+local SELECT, CMP, IN = OP.SELECT, OP.CMP, OP.IN
+local render = require("zever.db.render").render
+local is_node, order_list, order_add = expr.is_node, expr.order_list, expr.order_add
 local type, select, error, pairs, ipairs = type, select, error, pairs, ipairs
 local setmetatable, getmetatable, tostring = setmetatable, getmetatable, tostring
 local sort, lower = table.sort, string.lower
+local tnew = require "table.new"
 
 -- Slots of each node kind (l_sql.c documents the same layout).
 -- (Slot 2 of every kind is the table: the constructors fill it positionally.)
@@ -105,16 +107,32 @@ function add_cond(q, slot, conj, fname, n, a, b, c)
       return push(q, slot, { OP.GROUP, conj, items, false })
     end
     error(fname .. ": expects (column, value), (column, op, value), a table or a function", 3)
-  elseif n == 2 then
-    return push(q, slot, { OP.CMP, conj, a, "=", value(b) })
-  elseif n == 3 then
-    if type(b) ~= "string" then error(fname .. ": the operator must be a string", 3) end
-    local lb = lower(b)
-    if lb == "in" or lb == "not in" then
-      if type(c) ~= "table" then error(fname .. ": '" .. b .. "' needs a list or a query", 3) end
-      return push(q, slot, { OP.IN, conj, a, c, lb == "not in" })
+  elseif n == 2 or n == 3 then
+    -- The hot path: push and value() are written out (see Select:select for why).
+    local cnd
+    if n == 2 then
+      if b == nil then b = NULL end
+      cnd = { CMP, conj, a, "=", b }
+    else
+      if type(b) ~= "string" then error(fname .. ": the operator must be a string", 3) end
+      local lb = lower(b)
+      if lb == "in" or lb == "not in" then
+        if type(c) ~= "table" then error(fname .. ": '" .. b .. "' needs a list or a query", 3) end
+        cnd = { IN, conj, a, c, lb == "not in" }
+      else
+        if c == nil then c = NULL end
+        cnd = { CMP, conj, a, b, c }
+      end
     end
-    return push(q, slot, { OP.CMP, conj, a, b, value(c) })
+    local list = q[slot]
+    if not list then
+      list = tnew(4, 0)
+      list[1] = cnd
+      q[slot] = list
+    else
+      list[#list + 1] = cnd
+    end
+    return q
   end
   error(fname .. ": too many arguments", 3)
 end
@@ -145,9 +163,19 @@ local function install_conditions(class, slot, prefix)
   if prefix ~= "where" then return end
   local function def_in(name, neg)
     def(name, function(self, conj, fname, col, list)
-      check_col(col, fname)
+      if type(col) ~= "string" and not is_node(col) then
+        error(fname .. ": the column must be a string or an expression", 3)
+      end
       if type(list) ~= "table" then error(fname .. ": expects a list or a query", 3) end
-      return push(self, slot, { OP.IN, conj, col, list, neg })
+      local cnd, conds = { IN, conj, col, list, neg }, self[slot]
+      if not conds then
+        conds = tnew(4, 0)
+        conds[1] = cnd
+        self[slot] = conds
+      else
+        conds[#conds + 1] = cnd
+      end
+      return self
     end)
   end
   def_in("_in", false)
@@ -250,17 +278,40 @@ end
 
 -- --- select -------------------------------------------------------------------------------
 
+-- The table is made with room for every slot, so filling them later never resizes it.
 function M.select(db, from)
-  if from ~= nil then check_table(from, "from") end
-  return setmetatable({ OP.SELECT, from, _db = db }, Select)
+  if from ~= nil and type(from) ~= "string" then check_table(from, "from") end
+  local q = tnew(S_WAIT, 1)
+  q[1], q[2], q._db = SELECT, from, db
+  return setmetatable(q, Select)
 end
 
-function Select:select(...)
+local function select_many(self, ...)
   for i = 1, select("#", ...) do
     local c = select(i, ...)
-    if c == nil then error("select: column " .. i .. " is nil", 2) end
+    if c == nil then error("select: column " .. i .. " is nil", 3) end
     push(self, S_COLUMNS, c)
   end
+  return self
+end
+
+-- One or two columns without a loop: a loop here would stop LuaJIT from compiling the
+-- caller's loop in one trace (the common select("id", "email") is the hot case).
+function Select:select(...)
+  local n = select("#", ...)
+  if n > 2 then return select_many(self, ...) end
+  if n == 0 then return self end
+  local a, b = ...
+  if a == nil then error("select: column 1 is nil", 2) end
+  if n == 2 and b == nil then error("select: column 2 is nil", 2) end
+  local list = self[S_COLUMNS]
+  if not list then
+    self[S_COLUMNS] = n == 2 and { a, b } or { a }
+    return self
+  end
+  local len = #list
+  list[len + 1] = a
+  if n == 2 then list[len + 2] = b end
   return self
 end
 
@@ -298,11 +349,24 @@ function Select:order_by(col, dir)
   if col == nil then error("order_by: expects a column", 2) end
   local list = self[S_ORDER]
   if not list then
-    list = {}
+    list = tnew(4, 0)
     self[S_ORDER] = list
   end
-  if dir ~= nil and (type(col) ~= "table" or is_node(col)) then
-    order_list({ col, dir }, 2, list)
+  if type(col) == "string" then
+    -- The common case, written out (see Select:select); a bad direction raises in order_add.
+    local desc = 0
+    if dir ~= nil then
+      local d = type(dir) == "string" and lower(dir)
+      if d == "desc" then
+        desc = 1
+      elseif d ~= "asc" then
+        order_add(list, col, dir, 2)
+      end
+    end
+    local len = #list
+    list[len + 1], list[len + 2] = col, desc
+  elseif dir ~= nil and (type(col) ~= "table" or is_node(col)) then
+    order_add(list, col, dir, 2)
   else
     order_list(col, 2, list)
   end
@@ -317,7 +381,8 @@ local function count_arg(n, fname)
 end
 
 function Select:limit(n)
-  self[S_LIMIT] = count_arg(n, "limit")
+  if type(n) ~= "number" or n < 0 or n % 1 ~= 0 then count_arg(n, "limit") end
+  self[S_LIMIT] = n
   return self
 end
 

@@ -1,0 +1,264 @@
+-- zever.db.render: renders builders through the C renderer (zever.sql, l_sql.c), memoizing the
+-- SQL text by query *shape*. Two selects that differ only in their bound values render to the
+-- same text, so the second one need not cross into C at all: a walk in Lua (which LuaJIT
+-- compiles, unlike the classic C API the renderer uses) collects the binds in render order
+-- while it descends a trie keyed by everything that decides the text.
+--
+--   trie (one root per dialect):  root -"users"-> . -2-> . -"id"-> . -"email"-> ... -> leaf
+--   leaf[LEAF] = the SQL text, or false when this shape must always go through C
+--
+-- Tokens are the table name, list lengths, identifiers, opcodes, conjunctions, operator strings,
+-- NULL-ness of compared values and flags, in the order the renderer reads them; every list is
+-- prefixed by its length, so a token path names exactly one shape. A value never becomes a
+-- token, except for being NULL or not (= NULL renders IS NULL).
+--
+-- Only the shapes the builder makes for everyday selects are walked: a string table, string
+-- columns, joins on string columns, where with =/</in/between/null/groups over plain values,
+-- order by strings, limit and offset. Anything else (expressions, subqueries, LIKE, group by,
+-- CTEs, writes) goes to C every time. A new leaf is filled by one C render, and is kept only if
+-- C produced the same binds as the walk; errors are never cached. The trie is bounded: past
+-- MAX_NODES it is dropped and starts again.
+--
+-- It must not decide SQL text itself: every text it returns was produced by zever.sql.
+
+local sql = require "zever.sql"
+
+local OP, NULL = sql.op, sql.null
+local c_render = sql.render
+local type, getmetatable, rawequal = type, getmetatable, rawequal
+local tnew = require "table.new"
+
+local SELECT = OP.SELECT
+local CMP, GROUP, IN, BETWEEN, ISNULL = OP.CMP, OP.GROUP, OP.IN, OP.BETWEEN, OP.NULL
+
+local MAX_NODES = 20000
+local LEAF = {} -- the leaf's key: no token is a table
+
+local M = {}
+
+local roots, nodes
+
+local function reset()
+  roots = { sqlite = {}, postgres = {}, postgresql = {} }
+  nodes = 0
+end
+reset()
+
+-- The child of node under token k, made when missing. The walk inlines the lookup as
+-- (node[k] or new(node, k)): a call on every step would become a trace of its own before the
+-- caller's loop does, and its side exits would keep LuaJIT from compiling the caller.
+local function new(node, k)
+  nodes = nodes + 1
+  local nx = {}
+  node[k] = nx
+  return nx
+end
+
+-- A value the renderer binds as it is, or NULL; nil for anything it would not bind plainly
+-- (tables, nodes, functions, full userdata), which sends the query to C.
+-- (Type first: a NULL pointer cdata equals nil under ==, but the renderer binds it.)
+local function plain(v)
+  local t = type(v)
+  if t == "number" or t == "string" or t == "boolean" or t == "cdata" then return v end
+  if t == "nil" or (t == "userdata" and rawequal(v, NULL)) then return NULL end
+  return nil
+end
+
+-- A condition list (where, or a group's list): its length, then each condition. Returns the
+-- next trie node and bind count, or nil. (One function with the cases inline: see new().)
+local function conds(node, list, binds, nb)
+  local n = #list
+  if n == 0 then return nil end -- an empty group is an error; let C say so
+  node = node[n] or new(node, n)
+  for i = 1, n do
+    local c = list[i]
+    if type(c) ~= "table" then return nil end
+    local op, conj, lhs = c[1], c[2], c[3]
+    if conj ~= 0 and conj ~= 1 then return nil end
+    node = node[op] or new(node, op)
+    node = node[conj] or new(node, conj)
+    if op == GROUP then
+      local neg = c[4]
+      if type(lhs) ~= "table" or (neg ~= true and neg ~= false) then return nil end
+      node, nb = conds(node[neg] or new(node, neg), lhs, binds, nb)
+      if not node then return nil end
+    else
+      if type(lhs) ~= "string" then return nil end
+      node = node[lhs] or new(node, lhs)
+      if op == CMP then
+        local o, v = c[4], c[5]
+        if type(o) ~= "string" then return nil end
+        node = node[o] or new(node, o)
+        local t = type(v)
+        if t == "number" or t == "string" or t == "boolean" or t == "cdata" then
+          nb = nb + 1
+          binds[nb] = v
+          node = node[false] or new(node, false)
+        elseif t == "nil" or (t == "userdata" and rawequal(v, NULL)) then
+          node = node[true] or new(node, true)
+        else
+          return nil
+        end
+      elseif op == IN then
+        local vals, neg = c[4], c[5]
+        if type(vals) ~= "table" or getmetatable(vals) or (neg ~= true and neg ~= false) then
+          return nil
+        end
+        local m = #vals
+        node = node[neg] or new(node, neg)
+        node = node[m] or new(node, m)
+        for k = 1, m do
+          local v = vals[k]
+          local t = type(v)
+          if t ~= "number" and t ~= "string" and t ~= "boolean" and t ~= "cdata" then
+            v = plain(v)
+            if v == nil then return nil end
+          end
+          nb = nb + 1
+          binds[nb] = v
+        end
+      elseif op == ISNULL then
+        local neg = c[4]
+        if neg ~= true and neg ~= false then return nil end
+        node = node[neg] or new(node, neg)
+      elseif op == BETWEEN then
+        local a, b, neg = plain(c[4]), plain(c[5]), c[6]
+        if a == nil or b == nil or (neg ~= true and neg ~= false) then return nil end
+        binds[nb + 1], binds[nb + 2] = a, b
+        nb = nb + 2
+        node = node[neg] or new(node, neg)
+      else
+        return nil
+      end
+    end
+  end
+  return node, nb
+end
+
+-- A select of the supported shape: returns its leaf node and bind count, or nil.
+local function walk(q, node, binds)
+  local from, cols, distinct, joins, where, order = q[2], q[3], q[4], q[5], q[6], q[9]
+  if type(from) ~= "string" or q[7] ~= nil or q[8] ~= nil or q[12] ~= nil or q[13] ~= nil
+    or q[14] ~= nil or q[15] ~= nil then
+    return nil
+  end
+  if distinct ~= nil and distinct ~= true and distinct ~= false then return nil end
+  node = node[from] or new(node, from)
+  distinct = distinct == true
+  node = node[distinct] or new(node, distinct)
+  local nb = 0
+  if cols ~= nil then
+    if type(cols) ~= "table" then return nil end
+    local n = #cols
+    node = node[n] or new(node, n)
+    for i = 1, n do
+      local col = cols[i]
+      if type(col) ~= "string" then return nil end
+      node = node[col] or new(node, col)
+    end
+  else
+    node = node[0] or new(node, 0)
+  end
+  if joins ~= nil then
+    if type(joins) ~= "table" then return nil end
+    local n = #joins
+    node = node[n] or new(node, n)
+    for i = 1, n do
+      local j = joins[i]
+      if type(j) ~= "table" then return nil end
+      local kind, t, lhs, op, rhs = j[1], j[2], j[3], j[4], j[5]
+      if type(kind) ~= "number" or type(t) ~= "string" then return nil end
+      node = node[kind] or new(node, kind)
+      node = node[t] or new(node, t)
+      if kind ~= 5 then
+        if type(lhs) ~= "string" or type(op) ~= "string" or type(rhs) ~= "string" then return nil end
+        node = node[lhs] or new(node, lhs)
+        node = node[op] or new(node, op)
+        node = node[rhs] or new(node, rhs)
+      end
+    end
+  else
+    node = node[0] or new(node, 0)
+  end
+  if where ~= nil then
+    if type(where) ~= "table" then return nil end
+    if #where == 0 then
+      node = node[0] or new(node, 0)
+    else
+      node, nb = conds(node, where, binds, nb)
+      if not node then return nil end
+    end
+  else
+    node = node[0] or new(node, 0)
+  end
+  if order ~= nil then
+    if type(order) ~= "table" then return nil end
+    local n = #order
+    node = node[n] or new(node, n)
+    for i = 1, n - 1, 2 do
+      local e, desc = order[i], order[i + 1]
+      if type(e) ~= "string" or (desc ~= 0 and desc ~= 1) then return nil end
+      node = node[e] or new(node, e)
+      node = node[desc] or new(node, desc)
+    end
+  else
+    node = node[0] or new(node, 0)
+  end
+  local limit, offset = q[10], q[11]
+  if limit == false then limit = nil end
+  if offset == false then offset = nil end
+  if limit ~= nil then
+    limit = plain(limit)
+    if limit == nil then return nil end
+    nb = nb + 1
+    binds[nb] = limit
+  end
+  if offset ~= nil then
+    offset = plain(offset)
+    if offset == nil then return nil end
+    nb = nb + 1
+    binds[nb] = offset
+  end
+  local tail = (limit ~= nil and 1 or 0) + (offset ~= nil and 2 or 0)
+  return node[tail] or new(node, tail), nb
+end
+
+-- Fills a new leaf from one C render; keeps the text only when C bound what the walk bound.
+local function fill(leaf, q, dialect, binds, nb)
+  local text, cbinds = c_render(q, dialect)
+  if not text then return nil, cbinds end
+  local same = #cbinds == nb
+  for i = 1, nb do
+    local a, b = cbinds[i], binds[i]
+    if not (a == b or (a ~= a and b ~= b)) then same = false end
+  end
+  leaf[LEAF] = same and text or false
+  return text, cbinds
+end
+
+-- render(q, dialect) -> sql, binds | nil, message: the contract of zever.sql's render (which
+-- also raises for an unknown dialect).
+function M.render(q, dialect)
+  local root = roots[dialect]
+  if root == nil or q[1] ~= SELECT then return c_render(q, dialect) end
+  if nodes > MAX_NODES then
+    reset()
+    root = roots[dialect]
+  end
+  local binds = tnew(8, 0)
+  local leaf, nb = walk(q, root, binds)
+  if not leaf then return c_render(q, dialect) end
+  local text = leaf[LEAF]
+  if text then return text, binds end
+  if text == false then return c_render(q, dialect) end
+  return fill(leaf, q, dialect, binds, nb)
+end
+
+-- The number of trie nodes (for specs and benchmarks) and a way to empty the trie.
+function M.size()
+  return nodes
+end
+
+M.reset = reset
+
+return M
