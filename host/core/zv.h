@@ -65,6 +65,13 @@ typedef struct {
 void zv_alloc_stats(zv_alloc_stats_t *out);
 #endif
 
+/*
+ * A fast 32-bit hash of n bytes for in-memory tables (not for anything an attacker may pick to
+ * collide on purpose): one multiply per 8-byte word and a final avalanche, so the low bits that
+ * pick a bucket depend on every input byte. Reads exactly n bytes; allocates nothing.
+ */
+uint32_t zv_hash(const void *s, size_t n);
+
 #define ZV_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define ZV_CONTAINER_OF(ptr, type, field) ((type *)((char *)(ptr) - offsetof(type, field)))
 

@@ -198,27 +198,6 @@ int zv_sql_is_name(const char *s, size_t n) {
 
 /* --- grouping-term dedup ------------------------------------------------------------------ */
 
-/*
- * A fast hash over 8-byte words (terms are short, quoted identifiers): one multiply per word.
- * Bit k of a product only sees input bits 0..k, so the result folds the top 7 bits (which see
- * every input bit) onto the low bits that pick the bucket.
- */
-static uint32_t hash_bytes(const char *s, size_t n) {
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-  while (n > 8) {
-    uint64_t w;
-    memcpy(&w, s, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-    s += 8;
-    n -= 8;
-  }
-  uint64_t w = 0;
-  memcpy(&w, s, n);
-  h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-  return (uint32_t)((h >> 32) ^ (h >> 57));
-}
-
 void zv_sql_dedup_begin(zv_sql_dedup_t *d, zv_sql_buf_t *b) {
   d->b = b;
   d->n = 0;
@@ -287,10 +266,10 @@ int zv_sql_dedup_term(zv_sql_dedup_t *d, size_t undo, size_t start) {
       d->slots = d->stack_slots;
       d->nslots = ZV_ARRAY_SIZE(d->stack_slots);
       for (i = 0; i < d->n; i++)
-        d->spans[i].hash = hash_bytes(b->data + d->spans[i].off, d->spans[i].len);
+        d->spans[i].hash = zv_hash(b->data + d->spans[i].off, d->spans[i].len);
       index_build(d);
     }
-    h = hash_bytes(text, len);
+    h = zv_hash(text, len);
     size_t mask = d->nslots - 1, k = h & mask;
     while (d->slots[k]) {
       const zv_sql_span_t *sp = &d->spans[d->slots[k] - 1];

@@ -16,28 +16,6 @@ enum {
   RC_RANGE, RC_NOTADB
 };
 
-static uint32_t hash_text(const char *s, size_t n) {
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-  while (n >= 8) {
-    uint64_t w;
-    memcpy(&w, s, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-    s += 8;
-    n -= 8;
-  }
-  if (n) {
-    uint64_t w = 0;
-    memcpy(&w, s, n);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-  }
-  /* A final avalanche, so that the low bits (the bucket) depend on every input byte. */
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return (uint32_t)h;
-}
-
 int zv_sqlite_cache_init(zv_sqlite_cache_t *c, size_t cap) {
   memset(c, 0, sizeof *c);
   if (cap == 0 || cap > ZV_SQLITE_CACHE_MAX) return ZV_EINVAL;
@@ -53,7 +31,7 @@ int zv_sqlite_cache_init(zv_sqlite_cache_t *c, size_t cap) {
 
 int zv_sqlite_cache_get(zv_sqlite_cache_t *c, const char *sql, size_t len, void **handle,
                         size_t *index) {
-  uint32_t h = hash_text(sql, len);
+  uint32_t h = zv_hash(sql, len);
   for (size_t i = 0; i < c->n; i++) {
     zv_sqlite_entry_t *e;
     if (c->hashes[i] != h) continue;
@@ -102,7 +80,7 @@ int zv_sqlite_cache_put(zv_sqlite_cache_t *c, const char *sql, size_t len, void 
   c->entries[i].used = ++c->tick;
   c->entries[i].born = c->tick;
   c->entries[i].busy = 1;
-  c->hashes[i] = hash_text(sql, len);
+  c->hashes[i] = zv_hash(sql, len);
   *index = i;
   return 0;
 }
