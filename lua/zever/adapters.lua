@@ -17,7 +17,9 @@
 --
 -- Built-in adapters register themselves below, but only when their implementation is present
 -- in this tree (package.searchpath), so `zever doctor` lists what can really run. Today those
--- are db/sqlite (zever.db) and log/text, log/json (zever.log). It must not resolve anything.
+-- are db/sqlite (zever.db), cache/memory and limiter/memory (process-wide C tables shared by
+-- the workers), log/text, log/json (zever.log) and mailer/log (zever.mailer over
+-- adapters.mailer.log). It must not resolve anything.
 
 local type, error, pairs, next, sort, format, tostring = type, error, pairs, next, table.sort,
   string.format, tostring
@@ -117,12 +119,32 @@ if present("zever.db") and present("adapters.db.sqlite") then
   end)
 end
 
+if present("zever.cache_core") and present("adapters.cache.memory") then
+  M.register("cache", "memory", function(section)
+    return require("adapters.cache.memory").open(section)
+  end)
+end
+
+if present("zever.limiter_core") and present("adapters.limiter.memory") then
+  M.register("limiter", "memory", function(section)
+    return require("adapters.limiter.memory").open(section)
+  end)
+end
+
 if present("zever.log") then
   local function logger(section)
     return require("zever.log").new{ format = section.adapter, level = section.level }
   end
   M.register("log", "text", logger)
   M.register("log", "json", logger)
+end
+
+if present("zever.mailer") and present("adapters.mailer.log") then
+  M.register("mailer", "log", function(section)
+    local backend, err = require("adapters.mailer.log").new(section)
+    if not backend then return nil, err end
+    return require("zever.mailer").new(backend, section)
+  end)
 end
 
 return M

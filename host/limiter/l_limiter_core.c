@@ -1,0 +1,163 @@
+/*
+ * l_limiter_core.c: the zever.limiter_core binding (lua/zever/limiter.lua and the memory
+ * adapter wrap it; the per-call path there goes through LuaJIT's FFI to limiter.h).
+ *
+ *   core.open(name, rate, burst, max_entries, idle) -> handle | nil, code_name, message
+ *   handle:allow(key, cost[, now_ns])  -> allowed, remaining, retry_after | nil, code, message
+ *   handle:reset(key)                  -> existed                         | nil, code, message
+ *   handle:sweep(max_steps[, now_ns])  -> removed, more
+ *   handle:stats()                     -> { entries, max_entries, evictions, expired }
+ *   handle:ptr()                       -> lightuserdata (the zv_limiter_t *, for the FFI)
+ *   handle:release()                   -> drops this state's reference (also done by __gc)
+ *   core.clock()                       -> the monotonic clock in nanoseconds (a number)
+ *   core.MAX_KEY                       -> 256
+ *
+ * now_ns absent or 0 reads the monotonic clock; specs pass a fake one. Codes are zv_errname
+ * names ("TOOLONG", "INVAL", "CONFLICT", "NOMEM"). Using a released handle raises.
+ */
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "../core/zv.h"
+#include "limiter.h"
+
+#define MT "zever.limiter_core"
+
+typedef struct {
+  zv_limiter_t *l;
+} handle_t;
+
+static zv_limiter_t *check(lua_State *L) {
+  handle_t *h = luaL_checkudata(L, 1, MT);
+  if (!h->l) luaL_error(L, "limiter: the handle was released");
+  return h->l;
+}
+
+static int fail(lua_State *L, int rc) {
+  lua_pushnil(L);
+  lua_pushstring(L, zv_errname(rc));
+  lua_pushstring(L, zv_strerror(rc));
+  return 3;
+}
+
+static uint64_t opt_now(lua_State *L, int i) {
+  lua_Number n = luaL_optnumber(L, i, 0);
+  return n > 0 ? (uint64_t)n : 0;
+}
+
+static int l_open(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  zv_limiter_opts_t o;
+  o.rate = luaL_checknumber(L, 2);
+  o.burst = luaL_checknumber(L, 3);
+  lua_Number max = luaL_checknumber(L, 4);
+  o.max_entries = max >= 1 ? (size_t)max : 0;
+  o.idle = luaL_optnumber(L, 5, 0);
+  handle_t *h = lua_newuserdata(L, sizeof *h);
+  h->l = NULL;
+  luaL_getmetatable(L, MT);
+  lua_setmetatable(L, -2);
+  int rc = zv_limiter_open(name, &o, &h->l);
+  if (rc) return fail(L, rc);
+  return 1;
+}
+
+static int l_allow(lua_State *L) {
+  zv_limiter_t *l = check(L);
+  size_t len;
+  const char *key = luaL_checklstring(L, 2, &len);
+  double cost = luaL_optnumber(L, 3, 1);
+  zv_limiter_result_t r;
+  int rc = zv_limiter_allow(l, key, len, cost, opt_now(L, 4), &r);
+  if (rc) return fail(L, rc);
+  lua_pushboolean(L, r.allowed);
+  lua_pushnumber(L, r.remaining);
+  lua_pushnumber(L, r.retry_after);
+  return 3;
+}
+
+static int l_reset(lua_State *L) {
+  zv_limiter_t *l = check(L);
+  size_t len;
+  const char *key = luaL_checklstring(L, 2, &len);
+  int existed;
+  int rc = zv_limiter_reset(l, key, len, &existed);
+  if (rc) return fail(L, rc);
+  lua_pushboolean(L, existed);
+  return 1;
+}
+
+static int l_sweep(lua_State *L) {
+  zv_limiter_t *l = check(L);
+  lua_Number steps = luaL_checknumber(L, 2);
+  int more;
+  size_t removed = zv_limiter_sweep(l, opt_now(L, 3), steps > 0 ? (size_t)steps : 0, &more);
+  lua_pushnumber(L, (lua_Number)removed);
+  lua_pushboolean(L, more);
+  return 2;
+}
+
+static int l_stats(lua_State *L) {
+  zv_limiter_t *l = check(L);
+  zv_limiter_stats_t st;
+  zv_limiter_stats(l, &st);
+  lua_createtable(L, 0, 4);
+  lua_pushnumber(L, (lua_Number)st.entries);
+  lua_setfield(L, -2, "entries");
+  lua_pushnumber(L, (lua_Number)st.max_entries);
+  lua_setfield(L, -2, "max_entries");
+  lua_pushnumber(L, (lua_Number)st.evictions);
+  lua_setfield(L, -2, "evictions");
+  lua_pushnumber(L, (lua_Number)st.expired);
+  lua_setfield(L, -2, "expired");
+  return 1;
+}
+
+static int l_ptr(lua_State *L) {
+  lua_pushlightuserdata(L, check(L));
+  return 1;
+}
+
+static int l_release(lua_State *L) {
+  handle_t *h = luaL_checkudata(L, 1, MT);
+  if (h->l) zv_limiter_release(h->l);
+  h->l = NULL;
+  return 0;
+}
+
+static int l_clock(lua_State *L) {
+  lua_pushnumber(L, (lua_Number)zv_limiter_clock());
+  return 1;
+}
+
+static const luaL_Reg methods[] = {
+  {"allow", l_allow},
+  {"reset", l_reset},
+  {"sweep", l_sweep},
+  {"stats", l_stats},
+  {"ptr", l_ptr},
+  {"release", l_release},
+  {NULL, NULL},
+};
+
+static const luaL_Reg funcs[] = {
+  {"open", l_open},
+  {"clock", l_clock},
+  {NULL, NULL},
+};
+
+int luaopen_zever_limiter_core(lua_State *L);
+int luaopen_zever_limiter_core(lua_State *L) {
+  luaL_newmetatable(L, MT);
+  lua_newtable(L);
+  luaL_register(L, NULL, methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, l_release);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+  lua_newtable(L);
+  luaL_register(L, NULL, funcs);
+  lua_pushinteger(L, ZV_LIMITER_MAX_KEY);
+  lua_setfield(L, -2, "MAX_KEY");
+  return 1;
+}

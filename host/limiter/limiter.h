@@ -1,0 +1,93 @@
+/*
+ * limiter.h: a token-bucket rate limiter over a striped hash table, shared by every thread of
+ * the process (the memory adapter of the limiter battery).
+ *
+ * It must stay free of Lua and libuv: it is benchmarked and called through LuaJIT's FFI.
+ *
+ *   zv_limiter_t
+ *   +--------------------------------------------------------------+
+ *   | rate/ns, burst, max_entries, idle_ns                          |
+ *   | used (atomic)  <- slots reserved, always <= max_entries       |
+ *   | admit lock     <- taken only to admit a key that is not there |
+ *   | stripe[0..63]: lock | buckets[] -> entry -> entry             |
+ *   |                     | LRU: newest <-> ... <-> oldest          |
+ *   +--------------------------------------------------------------+
+ *
+ * A key's stripe is the low 6 bits of its FNV-1a hash. A call on a key that exists takes only
+ * its stripe's lock and allocates nothing. Admitting a new key reserves a slot under the admit
+ * lock; when the table is full it evicts the least recently used entry of all stripes (an idle
+ * one is always older than a busy one, so idle entries go first). Locks are taken in the order
+ * admit -> one stripe; no path holds two stripe locks.
+ *
+ * Time is a monotonic count of nanoseconds passed as now_ns. now_ns == 0 reads CLOCK_MONOTONIC
+ * (that is what the binding and the FFI path do); specs pass a fake clock starting at 1.
+ */
+#ifndef ZV_LIMITER_H
+#define ZV_LIMITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ZV_LIMITER_MAX_KEY 256
+#define ZV_LIMITER_STRIPES 64
+
+typedef struct zv_limiter_s zv_limiter_t;
+
+typedef struct {
+  double rate;          /* tokens per second, >= 0 (0: a bucket never refills) */
+  double burst;         /* bucket size, >= 1 */
+  size_t max_entries;   /* the table bound, >= 1 */
+  double idle;          /* seconds without a call after which the sweep drops a key; 0: never */
+} zv_limiter_opts_t;
+
+typedef struct {
+  int allowed;          /* 1 when the cost was charged */
+  double remaining;     /* tokens left after the call (fractional) */
+  double retry_after;   /* seconds until the cost fits; 0 when allowed; +inf when rate is 0 */
+} zv_limiter_result_t;
+
+typedef struct {
+  size_t entries;       /* keys in the table */
+  size_t max_entries;
+  uint64_t evictions;   /* keys dropped to admit others */
+  uint64_t expired;     /* idle keys dropped by sweeps */
+} zv_limiter_stats_t;
+
+/* The monotonic clock in nanoseconds (never 0). */
+uint64_t zv_limiter_clock(void);
+
+/* A private limiter; the caller frees it with zv_limiter_free. ZV_EINVAL for bad options. */
+int zv_limiter_new(const zv_limiter_opts_t *opts, zv_limiter_t **out);
+void zv_limiter_free(zv_limiter_t *l);
+
+/*
+ * The process-wide registry: every thread that opens the same name gets the same limiter.
+ * The first open creates it; a later open with other options fails with ZV_ECONFLICT. Each
+ * successful open is paired with one zv_limiter_release; the last release frees the limiter.
+ */
+int zv_limiter_open(const char *name, const zv_limiter_opts_t *opts, zv_limiter_t **out);
+void zv_limiter_release(zv_limiter_t *l);
+
+/*
+ * Charges cost tokens to key (a cost above burst is charged as burst; cost 0 only reads).
+ * Returns 0 with *r filled (a denial is r->allowed == 0, not an error), ZV_ETOOLONG for a key
+ * over ZV_LIMITER_MAX_KEY bytes, ZV_EINVAL for a negative or NaN cost, ZV_ENOMEM when a new
+ * key's entry cannot be allocated. Allocates only to admit a key that is not in the table.
+ */
+int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost, uint64_t now_ns,
+                     zv_limiter_result_t *r);
+
+/* Forgets key (its next call starts with a full bucket). *existed says whether it was there. */
+int zv_limiter_reset(zv_limiter_t *l, const char *key, size_t len, int *existed);
+
+/*
+ * Drops keys idle for longer than max(idle, burst / rate) -- so that dropping a key never
+ * gives back tokens it would not have had -- doing at most max_steps steps (a stripe visited or
+ * an entry looked at). Returns the number of keys dropped; *more is 1 when the budget ran out
+ * before a full round of the stripes. Calls resume where the last one stopped.
+ */
+size_t zv_limiter_sweep(zv_limiter_t *l, uint64_t now_ns, size_t max_steps, int *more);
+
+void zv_limiter_stats(zv_limiter_t *l, zv_limiter_stats_t *out);
+
+#endif

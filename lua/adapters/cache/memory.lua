@@ -1,0 +1,207 @@
+-- adapters.cache.memory: the in-process cache: a process-wide C table (host/cache/) with a byte
+-- budget and LRU eviction, shared by every worker thread that opens the same name.
+--
+--   local impl = memory.new{ name = "default", max_bytes = 64 MiB, clock = nil }
+--   impl:get(k) / set(k, v, ttl, add) / delete(k) / incr(k, n, ttl) / exists(k) / close()
+--                              (valid arguments: zever.cache checks them)
+--   impl:sweep([max_steps]) -> removed, more    expired entries, bounded work
+--   impl:stats()            -> { entries, bytes, max_bytes, evictions, expired }
+--   impl:clear()
+--   memory.open(section)    -> a zever.cache over it (the container's factory)
+--
+-- get and set go through LuaJIT's FFI into the core with a buffer this object owns (it grows to
+-- the largest value read); the classic binding (zever.cache_core) does the rest and is the
+-- fallback when the host does not export the core. Tables are stored as JSON (zever.json).
+-- clock is for specs: a function returning seconds; without it the core reads CLOCK_MONOTONIC.
+-- An open of a name with another max_bytes raises.
+
+local ffi = require "ffi"
+local core = require "zever.cache_core"
+local cache = require "zever.cache"
+local json = require "zever.json"
+
+local type, error, tostring, format, setmetatable = type, error, tostring, string.format,
+  setmetatable
+local ffi_string = ffi.string
+
+local M = {}
+
+if not pcall(ffi.typeof, "zv_cache_t") then
+  ffi.cdef [[
+    typedef struct zv_cache_s zv_cache_t;
+    int zv_cache_get(zv_cache_t *c, const char *key, size_t klen, uint64_t now_ns, char *buf,
+                     size_t cap, size_t *len, int *type);
+    int zv_cache_set(zv_cache_t *c, const char *key, size_t klen, int type, const char *value,
+                     size_t vlen, uint64_t ttl_ns, uint64_t now_ns, int mode);
+  ]]
+end
+
+local C = ffi.C
+local has_ffi = pcall(function() return C.zv_cache_get and C.zv_cache_set end)
+local cache_ptr = ffi.typeof("zv_cache_t *")
+local double_ptr = ffi.typeof("double *")
+
+local STRING, NUMBER, BOOLEAN, JSON = core.STRING, core.NUMBER, core.BOOLEAN, core.JSON
+local ERANGE, ECONFLICT, ETOOLONG = -3, -5, -4
+
+local TOO_BIG = cache.error("invalid", "the value is larger than the cache's byte budget")
+local NOT_NUMBER = cache.error("invalid", "the value is not a number")
+local NO_MEMORY = cache.error("unavailable", "out of memory")
+
+local Memory = {}
+Memory.__index = Memory
+
+local function now_of(self)
+  local clock = self.clock
+  if not clock then return 0 end
+  return clock() * 1e9 + 1
+end
+
+local function decode(raw, kind)
+  if kind == JSON then return json.decode(raw) end
+  return raw
+end
+
+if has_ffi then
+  local c_get, c_set = C.zv_cache_get, C.zv_cache_set
+
+  function Memory:get(key)
+    local now = now_of(self)
+    local rc = c_get(self.ptr, key, #key, now, self.buf, self.cap, self.len, self.kind)
+    if rc == ERANGE then
+      local need = tonumber(self.len[0])
+      self.cap = need
+      self.buf = ffi.new("char[?]", need)
+      rc = c_get(self.ptr, key, #key, now, self.buf, self.cap, self.len, self.kind)
+    end
+    if rc ~= 0 then return nil end
+    local kind = self.kind[0]
+    if kind == STRING then return ffi_string(self.buf, self.len[0]) end
+    if kind == NUMBER then return ffi.cast(double_ptr, self.buf)[0] end
+    if kind == BOOLEAN then return self.buf[0] ~= 0 end
+    return json.decode(ffi_string(self.buf, self.len[0]))
+  end
+
+  function Memory:set(key, value, ttl, add)
+    local t, kind, vlen = type(value), STRING, nil
+    if t == "number" then
+      self.num[0] = value
+      kind, value, vlen = NUMBER, self.num_bytes, 8
+    elseif t == "boolean" then
+      self.bool[0] = value and 1 or 0
+      kind, value, vlen = BOOLEAN, self.bool_bytes, 1
+    elseif t == "table" then
+      kind, value = JSON, json.encode(value)
+    end
+    local rc = c_set(self.ptr, key, #key, kind, value, vlen or #value, ttl * 1e9,
+      now_of(self), add and 1 or 0)
+    if rc == 0 then return true end
+    if rc == ECONFLICT then return false end
+    if rc == ETOOLONG then return nil, TOO_BIG end
+    return nil, NO_MEMORY
+  end
+else
+  function Memory:get(key)
+    local raw, kind = self.handle:get(key, now_of(self))
+    if raw == nil then return nil end
+    return decode(raw, kind)
+  end
+
+  function Memory:set(key, value, ttl, add)
+    local t, kind = type(value), STRING
+    if t == "number" then
+      kind = NUMBER
+    elseif t == "boolean" then
+      kind = BOOLEAN
+    elseif t == "table" then
+      kind, value = JSON, json.encode(value)
+    end
+    local ok, code = self.handle:set(key, value, kind, ttl * 1e9, add and 1 or 0, now_of(self))
+    if ok then return true end
+    if code == "CONFLICT" then return false end
+    if code == "TOOLONG" then return nil, TOO_BIG end
+    return nil, NO_MEMORY
+  end
+end
+
+function Memory:delete(key)
+  return self.handle:delete(key, now_of(self))
+end
+
+function Memory:exists(key)
+  return self.handle:exists(key, now_of(self))
+end
+
+function Memory:incr(key, n, ttl)
+  local v, code = self.handle:incr(key, n, ttl * 1e9, now_of(self))
+  if v ~= nil then return v end
+  if code == "INVAL" then return nil, NOT_NUMBER end
+  if code == "TOOLONG" then return nil, TOO_BIG end
+  return nil, NO_MEMORY
+end
+
+function Memory:sweep(max_steps)
+  return self.handle:sweep(max_steps or 256, now_of(self))
+end
+
+function Memory:stats()
+  return self.handle:stats()
+end
+
+function Memory:clear()
+  self.handle:clear()
+end
+
+function Memory:close()
+  self.handle:release()
+  self.ptr = nil
+  return true
+end
+
+local MiB = 1024 * 1024
+
+function M.new(opts)
+  if type(opts) ~= "table" then error("cache.memory.new: expects an options table", 2) end
+  local max_bytes = opts.max_bytes or 64 * MiB
+  if type(max_bytes) ~= "number" or (max_bytes ~= max_bytes or max_bytes < 1) then
+    error("cache: max_bytes must be a number >= 1", 2)
+  end
+  if opts.clock ~= nil and type(opts.clock) ~= "function" then
+    error("cache: clock must be a function", 2)
+  end
+  local name = opts.name or format("default:%d", max_bytes)
+  if type(name) ~= "string" then error("cache: name must be a string", 2) end
+  local handle, code, msg = core.open(name, max_bytes)
+  if not handle then
+    if code == "CONFLICT" then
+      error(format('cache: "%s" is already open with another max_bytes', name), 2)
+    end
+    error("cache: " .. tostring(msg), 2)
+  end
+  local cap = 256
+  local num, bool = ffi.new("double[1]"), ffi.new("char[1]")
+  return setmetatable({
+    handle = handle,
+    ptr = has_ffi and ffi.cast(cache_ptr, handle:ptr()) or nil,
+    buf = ffi.new("char[?]", cap),
+    cap = cap,
+    len = ffi.new("size_t[1]"),
+    kind = ffi.new("int[1]"),
+    num = num,
+    num_bytes = ffi.cast("const char *", num),
+    bool = bool,
+    bool_bytes = bool,
+    clock = opts.clock,
+    name = name,
+    max_bytes = max_bytes,
+  }, Memory)
+end
+
+-- The container's factory: section is the config's cache section.
+function M.open(section)
+  return cache.wrap(M.new{ max_bytes = section.max_bytes }, { ttl_default = section.ttl_default })
+end
+
+M.ffi = has_ffi
+
+return M
