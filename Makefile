@@ -5,6 +5,7 @@
 #   make test       deps, build, luacheck, every spec; ends with "N passed, M failed"
 #   make asan       the same specs under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      C micro-benchmarks (BENCH=Name for a subset)
+#   make bench-http zever serve against nginx + ngx_lua, side by side (bench/http/NOTES.md)
 #   make fuzz       libFuzzer targets, FUZZ_TIME seconds each
 #   make install    PREFIX=/usr/local
 #
@@ -48,7 +49,7 @@ DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         libsqlite3-dev libhiredis-dev libuv1-dev libhttp-parser-dev \
         redis-server curl wrk hyperfine python3 lua-sql-sqlite3
 
-.PHONY: all deps run test asan bench fuzz lint install clean
+.PHONY: all deps run test asan bench bench-http fuzz lint install clean
 all: deps bin/zever
 
 deps:
@@ -110,6 +111,10 @@ build/bench/%: bench/%.c bench/bench.h $(CORE_SRC) $(HEADERS)
 bench: deps bin/zever $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do BENCH='$(BENCH)' $$b || exit 1; done
 	@if [ -z '$(BENCH)' ] || echo Cli | grep -q '$(BENCH)'; then bash bench/cli_bench.sh; fi
+
+# zever serve against nginx + ngx_lua (OpenResty's LuaJIT, unpacked into bench/http/vendor).
+bench-http: deps bin/zever
+	bash bench/http/run.sh
 
 # --- fuzzing ------------------------------------------------------------------------------
 build/fuzz/%: fuzz/%.c $(CORE_SRC) $(HEADERS)
