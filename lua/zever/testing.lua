@@ -86,6 +86,18 @@ function M.request(app, method, target, opts)
   return out
 end
 
+-- Runs this thread's event loop until done() returns true or seconds (default 10) pass;
+-- returns whether done() became true. For specs that wait for a background client, a timer or
+-- another thread without sleeping a fixed time.
+function M.run_until(done, seconds)
+  local poll = loop.every(0.002, function() if done() then loop.stop() end end)
+  local guard = loop.after(seconds or 10, function() loop.stop() end)
+  if not done() then loop.run() end
+  poll:stop()
+  guard:stop()
+  return not not done()
+end
+
 local Server = {}
 Server.__index = Server
 
@@ -141,12 +153,7 @@ function Server:fetch(method, path, opts)
   args[#args + 1] = shell_quote(self:url(path))
   os.execute(format("(%s; echo $? > %s) >/dev/null 2>&1 &", concat(args, " "),
     shell_quote(base .. ".done")))
-  local deadline = loop.now() + 15
-  local ticker = loop.every(0.002, function()
-    if slurp(base .. ".done") or loop.now() > deadline then loop.stop() end
-  end)
-  while not slurp(base .. ".done") and loop.now() <= deadline do loop.run() end
-  ticker:stop()
+  M.run_until(function() return slurp(base .. ".done") ~= nil end, 15)
   local head, body = slurp(base .. ".head") or "", slurp(base .. ".body") or ""
   if method == "HEAD" then body = "" end -- curl -I writes the head where the body would go
   for _, ext in ipairs({ "", ".done", ".head", ".body", ".req" }) do os.remove(base .. ext) end

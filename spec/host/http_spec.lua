@@ -9,15 +9,7 @@ local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec/host"
 local CLIENT = here .. "/../support/http_client.py"
 local q = process.quote
 
--- Runs the loop until done() is true or seconds pass; returns done().
-local function run_until(done, seconds)
-  local poll = loop.every(0.005, function() if done() then loop.stop() end end)
-  local guard = loop.after(seconds or 10, function() loop.stop() end)
-  if not done() then loop.run() end
-  poll:stop()
-  guard:stop()
-  return not not done()
-end
+local run_until = require("zever.testing").run_until
 
 -- Starts a background shell command writing to a fresh file; returns a reader that yields the
 -- file's content once it exists (nil before).

@@ -4,14 +4,7 @@ local loop = require "zever.loop"
 local threads = require "zever.threads"
 local sys = require "zever.sys"
 
-local function run_until(done, seconds)
-  local poll = loop.every(0.005, function() if done() then loop.stop() end end)
-  local guard = loop.after(seconds or 10, function() loop.stop() end)
-  if not done() then loop.run() end
-  poll:stop()
-  guard:stop()
-  return not not done()
-end
+local run_until = require("zever.testing").run_until
 
 local function slurp(path)
   local f = io.open(path, "rb")
