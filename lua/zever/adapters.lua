@@ -18,7 +18,8 @@
 -- Built-in adapters register themselves below, but only when their implementation is present
 -- in this tree (package.searchpath), so `zever doctor` lists what can really run. Today those
 -- are db/sqlite (zever.db), cache/memory and limiter/memory (process-wide C tables shared by
--- the workers), log/text, log/json (zever.log) and mailer/log (zever.mailer over
+-- the workers), queue/db (a table of the app's database) and queue/memory (a process-wide C
+-- queue), log/text, log/json (zever.log) and mailer/log (zever.mailer over
 -- adapters.mailer.log). It must not resolve anything.
 
 local type, error, pairs, next, sort, format, tostring = type, error, pairs, next, table.sort,
@@ -128,6 +129,30 @@ end
 if present("zever.limiter_core") and present("adapters.limiter.memory") then
   M.register("limiter", "memory", function(section)
     return require("adapters.limiter.memory").open(section)
+  end)
+end
+
+if present("zever.vectors_core") and present("adapters.vectors.db") then
+  M.register("vectors", "db", function(section, ctx)
+    return require("adapters.vectors.db").open(section, ctx)
+  end)
+end
+
+if present("adapters.search.db") then
+  M.register("search", "db", function(section, ctx)
+    return require("adapters.search.db").open(section, ctx)
+  end)
+end
+
+if present("zever.queue_core") and present("adapters.queue.memory") then
+  M.register("queue", "memory", function(section)
+    return require("adapters.queue.memory").open(section)
+  end)
+end
+
+if present("zever.queue") and present("adapters.queue.db") then
+  M.register("queue", "db", function(section, ctx)
+    return require("adapters.queue.db").open(section, ctx)
   end)
 end
 

@@ -81,7 +81,9 @@ describe("zever doctor", function()
     assert.matches("^OK +config +%- +loaded from defaults only\n", r.stdout)
     assert.matches("\nOK +db +sqlite +resolved and checked in [%d.]+ ms\n", r.stdout)
     assert.matches("\nOK +log +text +resolved in [%d.]+ ms\n", r.stdout)
-    assert.matches("\nskipped %(no adapter implementation in this build%): [^\n]*queue", r.stdout)
+    -- Batteries without an implementation yet are listed on one last line (while any remain).
+    local skipped = r.stdout:match("\nskipped %(no adapter implementation in this build%): ([^\n]*)\n$")
+    if skipped then assert.is_nil(skipped:find("db", 1, true)) end
   end)
 
   it("prints a FAIL row with the reason and exits 1 when a battery cannot start", function()

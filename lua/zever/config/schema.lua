@@ -67,6 +67,8 @@ M.sections = {
     f("visibility_timeout", "duration", 30, { doc = "lease of a popped message" }),
     f("sweep_interval", "duration", 30, { doc = "db adapter: stale-lease reclaim period" }),
     f("poll_max", "duration", 1, { doc = "cap of the empty-poll backoff" }),
+    f("sweep_batch", "integer", 100, { min = 1, doc = "db adapter: stale leases reclaimed per sweep" }),
+    f("table", "string", "queue_messages", { doc = "db adapter: the table (created if missing)" }),
   } },
   { name = "jobs", doc = "background jobs over the queue", fields = {
     f("adapter", "adapter", "queue", { values = { "queue" } }),
@@ -85,6 +87,8 @@ M.sections = {
   { name = "mailer", doc = "outgoing mail", fields = {
     f("adapter", "adapter", "log", { values = { "log", "smtp" } }),
     f("from", "string", "", { doc = "default From address" }),
+    f("max_bytes", "integer", 10 * MiB, { min = 1, doc = "size cap of a rendered message" }),
+    f("log_file", "string", "", { doc = "log adapter: append JSON lines here; empty = stderr" }),
     f("smtp_host", "string", "localhost"),
     f("smtp_port", "integer", 587, { min = 1 }),
     f("smtp_username", "string", ""),

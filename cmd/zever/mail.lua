@@ -1,0 +1,51 @@
+-- zever mail test --to ADDR [--from ADDR] [--dir DIR]: sends a test message through the
+-- configured mailer (zever.yaml's mailer section, env MAILER_*), prints its Message-ID and
+-- exits 0; a refused or failed send prints the error and exits 1. With the log mailer the
+-- message becomes one JSON line on stderr or in mailer.log_file.
+
+local USAGE = "zever mail test --to ADDR [--from ADDR] [--dir DIR]"
+
+local function usage(msg)
+  io.stderr:write("zever mail: ", msg, "\nUsage: ", USAGE, "\n")
+  return 2
+end
+
+return {
+  name = "mail",
+  summary = "Send a test message with the configured mailer",
+  usage = USAGE,
+  flags = {
+    { name = "to", arg = "ADDR", summary = "recipient (required)" },
+    { name = "from", arg = "ADDR", summary = "sender (default: mailer.from)" },
+    { name = "dir", arg = "DIR", summary = "the folder of zever.yaml (default: .)" },
+  },
+  run = function(args, flags)
+    if args[1] ~= "test" or #args > 1 then
+      local hint = args[1] and require("cmd.zever").suggest(args[1], { "test" }) or ""
+      return usage(args[1] and ('unknown subcommand "' .. args[1] .. '".' .. hint) or "missing subcommand.")
+    end
+    if not flags.to or flags.to == "" then return usage("--to is required.") end
+    local config = require "zever.config"
+    local cfg, err = config.load{ dir = flags.dir or "." }
+    if not cfg then return 1, "invalid configuration:\n" .. tostring(err) end
+    local c = require("zever.container").new(cfg)
+    local mailer, merr = c:get("mailer")
+    if not mailer then
+      c:close()
+      return 1, tostring(merr)
+    end
+    local from = flags.from
+    if not from and cfg.mailer.from == "" then from = "zever@localhost" end
+    local id, serr = mailer:send{
+      from = from,
+      to = flags.to,
+      subject = "zever mail test",
+      text = "This is a test message from `zever mail test`.\n\nIf you can read it, the "
+        .. cfg.mailer.adapter .. " mailer works.\n",
+    }
+    c:close()
+    if not id then return 1, tostring(serr) end
+    print(id)
+    return 0
+  end,
+}

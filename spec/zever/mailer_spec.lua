@@ -1,0 +1,117 @@
+-- zever.mailer (the front-end), the log adapter through the conformance suite, the adapter
+-- registration, and `zever mail test`.
+
+local mailer_mod = require "zever.mailer"
+local json = require "zever.json"
+
+local HERE = debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or "."
+-- Loaded in this spec's environment, where busted's describe/it live.
+local conformance = setfenv(assert(loadfile(HERE .. "/../conformance/mailer.lua")), getfenv(1))()
+
+local function read_lines(path)
+  local lines = {}
+  local f = io.open(path, "rb")
+  if not f then return lines end
+  for line in f:lines() do lines[#lines + 1] = line end
+  f:close()
+  return lines
+end
+
+local function open_log(extra)
+  local path = os.tmpname()
+  local section = { adapter = "log", log_file = path, from = "", max_bytes = 10 * 1024 * 1024 }
+  for k, v in pairs(extra or {}) do section[k] = v end
+  local backend = assert(require("adapters.mailer.log").new(section))
+  return mailer_mod.new(backend, section), path
+end
+
+conformance("log", function()
+  local m, path = open_log{ max_bytes = 300 }
+  return m, function()
+    local lines = read_lines(path)
+    if #lines == 0 then return nil end
+    return json.decode(lines[#lines])
+  end
+end)
+
+describe("zever.mailer", function()
+  it("writes one JSON line per mail with headers and sizes", function()
+    local m, path = open_log()
+    local id = assert(m:send{ from = { name = "Zoë", email = "z@x.io" }, to = { "a@b.c", "d@e.f" }, bcc = "h@x.io",
+      subject = "Grüße", text = "hello", html = "<p>hello</p>",
+      attachments = { { filename = "a.txt", content_type = "text/plain", data = "abc" } } })
+    m:close()
+    local lines = read_lines(path)
+    os.remove(path)
+    assert.are.equal(1, #lines)
+    local e = json.decode(lines[1])
+    assert.are.equal(id, e.message_id)
+    assert.are.equal("z@x.io", e.from)
+    assert.are.same({ "a@b.c", "d@e.f" }, e.to)
+    assert.are.same({ "h@x.io" }, e.bcc)
+    assert.are.equal("Grüße", e.subject)
+    assert.are.equal(5, e.text_bytes)
+    assert.are.equal(12, e.html_bytes)
+    assert.are.same({ { filename = "a.txt", content_type = "text/plain", bytes = 3 } }, e.attachments)
+    assert.is_truthy(e.headers:find("^From: =%?UTF%-8%?Q%?Zo=C3=AB%?= <z@x%.io>\r\n"))
+    assert.is_truthy(e.headers:find("Content-Type: multipart/mixed;", 1, true))
+    assert.is_truthy(e.size > #e.headers)
+    assert.is_truthy(e.time:match("^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%dZ$"))
+  end)
+
+  it("uses mailer.from when a message has no From", function()
+    local m, path = open_log{ from = "App <app@x.io>" }
+    assert(m:send{ to = "a@b.c", text = "x" })
+    m:close()
+    local e = json.decode(read_lines(path)[1])
+    os.remove(path)
+    assert.are.equal("app@x.io", e.from)
+  end)
+
+  it("refuses a message without From when no default is configured", function()
+    local m = open_log()
+    local id, err = m:send{ to = "a@b.c" }
+    assert.is_nil(id)
+    assert.are.equal("invalid", err.code)
+    assert.are.equal("mailer: from is missing: a message needs exactly one From address", tostring(err))
+  end)
+
+  it("returns unavailable when the log file cannot be opened", function()
+    local backend, err = require("adapters.mailer.log").new{ log_file = "/nonexistent/dir/mail.log" }
+    assert.is_nil(backend)
+    assert.are.equal("unavailable", err.code)
+  end)
+
+  it("is what app.mailer resolves to with the default config", function()
+    local path = os.tmpname()
+    local cfg = assert(require("zever.config").load{ dir = "/nonexistent-zever-dir",
+      env = { MAILER_LOG_FILE = path } })
+    assert.are.equal("log", cfg.mailer.adapter)
+    assert.are.equal(10 * 1024 * 1024, cfg.mailer.max_bytes)
+    local c = require("zever.container").new(cfg)
+    local m = assert(c:get("mailer"))
+    assert(m:send{ from = "a@b.c", to = "c@d.e", text = "x" })
+    assert(c:close())
+    assert.are.equal(1, #read_lines(path))
+    os.remove(path)
+  end)
+
+  it("sends a test message with zever mail test", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir))
+    local log = dir .. "/mail.log"
+    local f = assert(io.open(dir .. "/zever.yaml", "w"))
+    f:write("mailer:\n  log_file: ", log, "\n  from: ops@x.io\n")
+    f:close()
+    local zever = require("zever.sys").exe()
+    local p = io.popen(zever .. " mail test --to someone@example.com --dir " .. dir .. " 2>&1")
+    local out = p:read("*a")
+    p:close()
+    assert.is_truthy(out:match("^<[^>]+@x%.io>\n$"), out)
+    local e = json.decode(read_lines(log)[1])
+    assert.are.equal("zever mail test", e.subject)
+    assert.are.same({ "someone@example.com" }, e.to)
+    os.execute("rm -rf " .. dir)
+  end)
+end)
