@@ -48,7 +48,14 @@ void zv_loop_close(zv_loop_t *loop) {
     zv_loop_remove(item);
     if (item->teardown) item->teardown(item);
   }
-  /* Every registered handle is closing now; anything still open would keep uv_run going. */
+  /*
+   * Let the teardowns' close callbacks run first: they may close further handles of their own
+   * (a server closes its idle and timer handles once its last connection is gone). Closing
+   * those here as strays would close them twice.
+   */
+  for (int i = 0; i < 64 && uv_run(&loop->uv, UV_RUN_NOWAIT); i++) {
+  }
+  /* Anything still open now is nobody's and would keep uv_run going. */
   uv_walk(&loop->uv, close_stray, NULL);
   uv_run(&loop->uv, UV_RUN_DEFAULT);
   uv_loop_close(&loop->uv);
