@@ -67,7 +67,7 @@ M.sections = {
     f("visibility_timeout", "duration", 30, { doc = "lease of a popped message" }),
     f("sweep_interval", "duration", 30, { doc = "db adapter: stale-lease reclaim period" }),
     f("poll_max", "duration", 1, { doc = "cap of the empty-poll backoff" }),
-    f("sweep_batch", "integer", 100, { min = 1, doc = "db adapter: stale leases reclaimed per sweep" }),
+    f("sweep_batch", "integer", 100, { min = 1, doc = "db adapter: leases reclaimed per sweep" }),
     f("table", "string", "queue_messages", { doc = "db adapter: the table (created if missing)" }),
   } },
   { name = "jobs", doc = "background jobs over the queue", fields = {
