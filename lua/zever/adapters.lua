@@ -19,7 +19,9 @@
 -- in this tree (package.searchpath), so `zever doctor` lists what can really run. Today those
 -- are db/sqlite (zever.db), cache/memory and limiter/memory (process-wide C tables shared by
 -- the workers), queue/db (a table of the app's database) and queue/memory (a process-wide C
--- queue), log/text, log/json (zever.log) and mailer/log (zever.mailer over
+-- queue), vectors/db and search/db (tables of the app's database: a C top-k scan, FTS5),
+-- jobs/queue (jobs over ctx:get("queue"), dead letters in the db), log/text, log/json
+-- (zever.log) and mailer/log (zever.mailer over
 -- adapters.mailer.log). It must not resolve anything.
 
 local type, error, pairs, next, sort, format, tostring = type, error, pairs, next, table.sort,
@@ -153,6 +155,12 @@ end
 if present("zever.queue") and present("adapters.queue.db") then
   M.register("queue", "db", function(section, ctx)
     return require("adapters.queue.db").open(section, ctx)
+  end)
+end
+
+if present("zever.jobs") and present("adapters.jobs.queue") then
+  M.register("jobs", "queue", function(section, ctx)
+    return require("adapters.jobs.queue").open(section, ctx)
   end)
 end
 

@@ -78,6 +78,9 @@ M.sections = {
     f("backoff_base", "duration", 10, { doc = "first retry delay (doubles)" }),
     f("backoff_cap", "duration", 600, { doc = "longest retry delay" }),
     f("backoff_jitter", "boolean", true, { doc = "randomise retry delays" }),
+    f("timeout", "duration", 0, { doc = "a handler's time limit; 0 = queue.visibility_timeout" }),
+    f("drain", "duration", 10, { doc = "`zever worker`: running jobs' deadline on SIGTERM" }),
+    f("failed_table", "string", "failed_jobs", { doc = "dead letters (created if missing)" }),
   } },
   { name = "scheduler", doc = "cron and every(); adapter is the one-run-per-slot lock", fields = {
     f("adapter", "adapter", "memory", { values = { "memory", "db", "redis" } }),
@@ -112,7 +115,7 @@ M.sections = {
   } },
   { name = "search", doc = "full-text search", fields = {
     f("adapter", "adapter", "db", { values = { "db" } }),
-    f("fts", "string", "unicode61", { doc = "SQLite FTS5 tokenize= argument" }),
+    f("fts", "string", "unicode61 remove_diacritics 2", { doc = "SQLite FTS5 tokenize= argument" }),
   } },
   { name = "vectors", doc = "vector similarity search", fields = {
     f("adapter", "adapter", "db", { values = { "db" } }),

@@ -1,0 +1,111 @@
+-- search_lua_bench.lua: the search and vector batteries through their Lua APIs (app.search,
+-- app.vectors) on an in-memory SQLite database, printed as Go-style lines by bench.harness:
+--
+--   BenchmarkVectorQuery256   query over 256 rows of dimension 384, top_k 10 (metadata {i=n})
+--   BenchmarkVectorQuery1k/10k/100k   the same at 1k, 10k, 100k rows (dimension 384)
+--   BenchmarkIndexBatch       index_batch of 10 documents of 40 words, upserting the same ids
+--                             (IndexBatch1, IndexBatch100: 1 and 100 documents)
+--   BenchmarkSearch           "w10 w20" over 1000 documents (3 match), limit 10, with snippets
+--                             (SearchDense: a 42-word vocabulary, 417 documents match)
+--
+-- Run: bin/zever run bench/search_lua_bench.lua [filter]
+-- B/op is the Lua heap allocated per op (the collector stopped). The 100k setup takes a few
+-- seconds (the rows go through SQLite, then the first query loads them into the C set).
+
+local harness = require "bench.harness"
+local zever_db = require "zever.db"
+local filter = arg and arg[1]
+local bench = harness.new(filter, { seconds = 0.5 })
+
+local seed = 12345
+local function rnd()
+  seed = (seed * 1103515245 + 12345) % 2147483648
+  return seed / 2147483648 * 2 - 1
+end
+
+local function want(name) return not filter or name:find(filter, 1, true) end
+
+local function vector_store(rows, dim)
+  local db = assert(zever_db.open("sqlite::memory:"))
+  local v = require("zever.vectors").wrap(assert(require("adapters.vectors.db").new(db)))
+  local batch = {}
+  for i = 1, rows do
+    local e = {}
+    for j = 1, dim do e[j] = rnd() end
+    batch[#batch + 1] = { ("doc-%06d"):format(i), e, { i = i } }
+    if #batch == 1000 or i == rows then
+      assert(v:upsert_batch(batch))
+      batch = {}
+    end
+  end
+  local q = {}
+  for j = 1, dim do q[j] = rnd() end
+  assert(#v:query(q, 10) == math.min(10, rows))
+  return v, q, db
+end
+
+for _, case in ipairs{ { "VectorQuery256", 256 }, { "VectorQuery1k", 1000 },
+  { "VectorQuery10k", 10000 }, { "VectorQuery100k", 100000 } } do
+  if want(case[1]) then
+    local v, q, db = vector_store(case[2], 384)
+    bench(case[1], function() return v:query(q, 10) end)
+    v:close()
+    db:close()
+  end
+end
+
+local ok_search, search = pcall(require, "zever.search")
+if ok_search and (want("IndexBatch") or want("Search")) then
+  -- A skewed vocabulary of 5000 words ("w0" common ... "w4999" rare: index = 5000 * u^2), 40
+  -- words a document; SearchDense uses 42 words only, so a query matches most documents.
+  local function text(n, vocab)
+    local t = {}
+    for i = 1, n do
+      local u = (rnd() + 1) / 2
+      t[i] = vocab and vocab[math.floor(u * #vocab) + 1] or ("w" .. math.floor(u * u * 5000))
+    end
+    return table.concat(t, " ")
+  end
+  local dense = {}
+  for w in ([[alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike
+    november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu
+    search engine vector index query ranking snippet token unicode document sqlite fulltext]])
+    :gmatch("%S+") do dense[#dense + 1] = w end
+
+  local function corpus(vocab)
+    local db = assert(zever_db.open("sqlite::memory:"))
+    local s = search.wrap(assert(require("adapters.search.db").new(db)))
+    local docs = {}
+    for i = 1, 1000 do
+      docs[#docs + 1] = { id = "d" .. i, content = text(40, vocab), metadata = { n = i } }
+      if #docs == 100 then
+        assert(s:index_batch(docs))
+        docs = {}
+      end
+    end
+    return s, db
+  end
+
+  local s, db = corpus(nil)
+  for _, size in ipairs{ 1, 10, 100 } do
+    local batch = {}
+    for i = 1, size do batch[i] = { id = "b" .. i, content = text(40), metadata = { n = i } } end
+    bench("IndexBatch" .. (size == 10 and "" or size), function() return assert(s:index_batch(batch)) end)
+  end
+  if want("Search") then
+    local q = "w10 w20"
+    local r = assert(s:search(q, { limit = 10 }))
+    print(("# Search: %q matches %d of 1000 documents"):format(q, r.total))
+    bench("Search", function() return assert(s:search(q, { limit = 10 })) end)
+  end
+  s:close()
+  db:close()
+  if want("SearchDense") then
+    s, db = corpus(dense)
+    local r = assert(s:search("vector ranking", { limit = 10 }))
+    print(("# SearchDense: %q matches %d of 1000 documents"):format("vector ranking", r.total))
+    bench("SearchDense", function() return assert(s:search("vector ranking", { limit = 10 })) end)
+    s:close()
+    db:close()
+  end
+end

@@ -1,0 +1,297 @@
+-- adapters.vectors.db: the vector battery on the SQL database (SQLite today).
+--
+--   local impl = db_vectors.new(db[, { table = "zever_vectors", dimensions = 0 }])
+--   impl:upsert(id, embedding, metadata) / upsert_batch(items) / delete(id) / query(e, k)
+--   db_vectors.open(section, ctx)  -> zever.vectors over ctx:get("db") (the container's factory)
+--   db_vectors.decode              the JSON decoder of metadata (specs wrap it to count calls)
+--
+-- Storage: one row per vector, (id TEXT PRIMARY KEY, dim, norm REAL, embedding BLOB of dim
+-- float32 in host byte order, metadata TEXT JSON). The table is the truth; queries scan a dense
+-- copy of it in C (zever.vectors_core: host/vectors/), loaded on the first query and kept in
+-- step by this adapter's own writes. A write by another connection is noticed through
+-- PRAGMA data_version and the copy is reloaded before the next query. Not noticed: writes to
+-- the table through the same connection but not through this adapter, and a transaction of the
+-- caller's that rolls back an upsert (the copy keeps it until the next reload).
+--
+-- A query copies the embedding into a reused float buffer, calls zv_vectors_set_query through
+-- the FFI (the heap scratch belongs to the set), and decodes the metadata JSON of the top_k
+-- survivors only. Arguments were checked by the front-end (zever.vectors).
+
+local ffi = require "ffi"
+local core = require "zever.vectors_core"
+local vectors = require "zever.vectors"
+local json = require "zever.json"
+local blob = require("zever.sqlite").blob
+
+local type, tostring, format, sqrt, pairs, sort, concat = type, tostring, string.format,
+  math.sqrt, pairs, table.sort, table.concat
+local ffi_string, ffi_new, tonumber = ffi.string, ffi.new, tonumber
+
+if not pcall(ffi.typeof, "zv_vectors_hit_t") then
+  ffi.cdef [[
+    typedef struct zv_vectors_set_s zv_vectors_set_t;
+    typedef struct { float score; uint32_t slot; } zv_vectors_hit_t;
+    int zv_vectors_set_put(zv_vectors_set_t *s, size_t slot, const float *v);
+    int zv_vectors_set_remove(zv_vectors_set_t *s, size_t slot);
+    int zv_vectors_set_query_mask(zv_vectors_set_t *s, const float *q, size_t k,
+                                  const uint8_t *mask, zv_vectors_hit_t *hits, size_t *n_out);
+  ]]
+end
+
+local C = ffi.C
+local set_ptr = ffi.typeof("zv_vectors_set_t *")
+
+local M = {}
+
+M.decode = json.decode
+
+local function fail(code, message) return nil, vectors.error(code, message) end
+
+local DB = {}
+DB.__index = DB
+
+local function quote(name)
+  return '"' .. name:gsub('"', '""') .. '"'
+end
+
+-- Fills self.buf with e (dim numbers) and returns the norm; the front-end checked e.
+local function fill(self, e)
+  local buf, s = self.buf, 0
+  for i = 1, self.dim do
+    local x = e[i]
+    buf[i - 1] = x
+    s = s + x * x
+  end
+  return sqrt(s)
+end
+
+-- Fixes the dimension on first use (config, then the table, then this embedding).
+local function dimension(self, n)
+  if self.dim == 0 then
+    local row = self.db:first("SELECT dim FROM " .. self.qtable .. " LIMIT 1")
+    self.dim = row and row.dim or n
+    self.buf = ffi_new("float[?]", n)
+    self.hits = ffi_new("zv_vectors_hit_t[?]", 16)
+    self.nhits = 16
+    self.nout = ffi_new("size_t[1]")
+  end
+  if n ~= self.dim then
+    return fail("invalid", format("the embedding has %d dimensions, the store %d", n, self.dim))
+  end
+  return true
+end
+
+function DB:_load()
+  local rows, err = self.db:query("SELECT id, embedding, metadata FROM " .. self.qtable ..
+    " ORDER BY id")
+  if not rows then return nil, err end
+  local v = self.version_now
+  if not self.set then self.set = core.new(self.dim) end
+  local set = self.set
+  set:clear()
+  local ids, metas, slot_of = {}, {}, {}
+  local bytes = self.dim * 4
+  local n = 0
+  for i = 1, #rows do
+    local r = rows[i]
+    if #r.embedding == bytes then
+      set:put(n, r.embedding)
+      n = n + 1
+      ids[n], metas[n], slot_of[r.id] = r.id, r.metadata, n - 1
+    end
+  end
+  self.ids, self.metas, self.slot_of, self.version = ids, metas, slot_of, v
+  self.ptr = ffi.cast(set_ptr, set:ptr())
+  return true
+end
+
+function DB:_fresh()
+  local row, err = self.db:first("PRAGMA data_version")
+  if not row then return nil, err end
+  self.version_now = row.data_version
+  if self.ids and self.version == row.data_version then return true end
+  return self:_load()
+end
+
+local UPSERT = "INSERT INTO %s (id, dim, norm, embedding, metadata) VALUES (?, ?, ?, ?, ?) " ..
+  "ON CONFLICT (id) DO UPDATE SET dim = excluded.dim, norm = excluded.norm, " ..
+  "embedding = excluded.embedding, metadata = excluded.metadata"
+
+-- Writes one row and mirrors it in the loaded copy; the caller checked the dimension.
+function DB:_write(id, e, metadata)
+  local norm = fill(self, e)
+  local floats = ffi_string(self.buf, self.dim * 4)
+  local meta = metadata and json.encode(metadata) or "{}"
+  local r, err = self.db:exec(self.upsert_sql, id, self.dim, norm, blob(floats), meta)
+  if not r then return nil, err end
+  if self.ids then
+    local slot = self.slot_of[id]
+    if not slot then
+      slot = #self.ids
+      self.ids[slot + 1], self.slot_of[id] = id, slot
+    end
+    self.metas[slot + 1] = meta
+    if C.zv_vectors_set_put(self.ptr, slot, self.buf) ~= 0 then self.ids = nil end
+  end
+  return true
+end
+
+function DB:upsert(id, e, metadata)
+  local ok, err = dimension(self, #e)
+  if not ok then return nil, err end
+  ok, err = self:_write(id, e, metadata)
+  if not ok then return fail(err.code or "unavailable", tostring(err.message or err)) end
+  return true
+end
+
+function DB:upsert_batch(items)
+  for i = 1, #items do
+    local ok, err = dimension(self, #items[i][2])
+    if not ok then
+      err.message = "item " .. i .. ": " .. err.message
+      return nil, err
+    end
+  end
+  -- The copy is dropped and reloaded if the transaction fails half-way.
+  local ok, err = pcall(self.db.transaction, self.db, function()
+    for i = 1, #items do
+      local it = items[i]
+      local w, werr = self:_write(it[1], it[2], it[3])
+      if not w then error(werr, 0) end
+    end
+  end)
+  if not ok then
+    self.ids = nil
+    return fail(type(err) == "table" and err.code or "unavailable",
+      type(err) == "table" and tostring(err.message) or tostring(err))
+  end
+  return #items
+end
+
+function DB:delete(id)
+  local r, err = self.db:exec(self.delete_sql, id)
+  if not r then return fail(err.code or "unavailable", tostring(err.message or err)) end
+  if r.changes == 0 then return fail("not_found", "no vector with that id") end
+  if self.ids then
+    local slot = self.slot_of[id]
+    if slot then
+      local ids, metas = self.ids, self.metas
+      local last = #ids
+      C.zv_vectors_set_remove(self.ptr, slot)
+      if slot + 1 ~= last then
+        ids[slot + 1], metas[slot + 1] = ids[last], metas[last]
+        self.slot_of[ids[last]] = slot
+      end
+      ids[last], metas[last], self.slot_of[id] = nil, nil, nil
+    end
+  end
+  return true
+end
+
+-- The mask of the slots whose metadata matches filter, selected by SQLite (json_extract), so
+-- no metadata is decoded in Lua; nil when nothing matches.
+function DB:_mask(filter)
+  local keys, binds = {}, {}
+  for key in pairs(filter) do keys[#keys + 1] = key end
+  sort(keys)
+  local where = {}
+  for i, key in ipairs(keys) do
+    where[i] = "json_extract(metadata, ?) = ?"
+    binds[#binds + 1] = '$."' .. key .. '"'
+    binds[#binds + 1] = filter[key]
+  end
+  local rows, err = self.db:query("SELECT id FROM " .. self.qtable .. " WHERE " ..
+    concat(where, " AND "), binds)
+  if not rows then return nil, err end
+  if #rows == 0 then return false end
+  local n = #self.ids
+  if not self.mask or self.nmask < n then
+    self.mask = ffi_new("uint8_t[?]", n)
+    self.nmask = n
+  else
+    ffi.fill(self.mask, n, 0)
+  end
+  local mask, slot_of = self.mask, self.slot_of
+  for i = 1, #rows do
+    local slot = slot_of[rows[i].id]
+    if slot then mask[slot] = 1 end
+  end
+  return mask
+end
+
+function DB:query(e, k, filter)
+  if self.dim == 0 then
+    local row = self.db:first("SELECT dim FROM " .. self.qtable .. " LIMIT 1")
+    if not row then return {} end
+  end
+  local ok, err = dimension(self, #e)
+  if not ok then return nil, err end
+  ok, err = self:_fresh()
+  if not ok then return fail(err.code or "unavailable", tostring(err.message or err)) end
+  fill(self, e)
+  if k > self.nhits then
+    self.hits = ffi_new("zv_vectors_hit_t[?]", k)
+    self.nhits = k
+  end
+  local mask = nil
+  if filter then
+    mask, err = self:_mask(filter)
+    if mask == nil then return fail(err.code or "unavailable", tostring(err.message or err)) end
+    if mask == false then return {} end
+  end
+  local hits, nout = self.hits, self.nout
+  if C.zv_vectors_set_query_mask(self.ptr, self.buf, k, mask, hits, nout) ~= 0 then
+    return fail("unavailable", "out of memory")
+  end
+  local n = tonumber(nout[0])
+  local ids, metas, decode = self.ids, self.metas, M.decode
+  local out = {}
+  for i = 1, n do
+    local h = hits[i - 1]
+    local slot = h.slot + 1
+    out[i] = { id = ids[slot], score = h.score, metadata = decode(metas[slot]) or {} }
+  end
+  -- Equal scores by id (C orders them by slot); k is small, so insertion sort.
+  for i = 2, n do
+    local x, j = out[i], i - 1
+    while j >= 1 and out[j].score == x.score and out[j].id > x.id do
+      out[j + 1] = out[j]
+      j = j - 1
+    end
+    out[j + 1] = x
+  end
+  return out
+end
+
+function DB:close()
+  if self.set then self.set:free() end
+  self.set, self.ids, self.ptr = nil, nil, nil
+  return true
+end
+
+function M.new(db, opts)
+  opts = opts or {}
+  local tname = opts.table or "zever_vectors"
+  if type(tname) ~= "string" or tname == "" then error("vectors.db: table must be a string", 2) end
+  local qt = quote(tname)
+  local ok, err = db:exec(("CREATE TABLE IF NOT EXISTS %s (id TEXT PRIMARY KEY, dim INTEGER NOT NULL, " ..
+    "norm REAL NOT NULL, embedding BLOB NOT NULL, metadata TEXT NOT NULL)"):format(qt))
+  if not ok then return fail(err.code or "unavailable", tostring(err.message or err)) end
+  local self = setmetatable({ db = db, qtable = qt, dim = 0,
+    upsert_sql = UPSERT:format(qt), delete_sql = "DELETE FROM " .. qt .. " WHERE id = ?" }, DB)
+  local dim = opts.dimensions or 0
+  local row = db:first("SELECT dim FROM " .. qt .. " LIMIT 1")
+  if row then dim = row.dim end
+  if dim > 0 then dimension(self, dim) end
+  return self
+end
+
+function M.open(section, ctx)
+  local db, err = ctx:get("db")
+  if not db then return nil, err end
+  local impl, ierr = M.new(db, { dimensions = section.dimensions, table = section.table })
+  if not impl then return nil, ierr end
+  return vectors.wrap(impl)
+end
+
+return M
