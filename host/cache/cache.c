@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../core/registry.h"
 #include "../core/zv.h"
 
 #define INITIAL_BUCKETS 8
@@ -73,9 +74,6 @@ struct zv_cache_s {
   spin_t sweep;
   unsigned sweep_stripe;  /* under the sweep lock */
   size_t sweep_bucket;
-  struct zv_cache_s *reg_next;
-  int refs;
-  char *name;
 };
 
 size_t zv_cache_overhead(void) {
@@ -135,7 +133,6 @@ void zv_cache_free(zv_cache_t *c) {
   if (!c) return;
   free_entries(c);
   for (int i = 0; i < ZV_CACHE_STRIPES; i++) zv_free(c->stripes[i].s.buckets);
-  zv_free(c->name);
   zv_free(c);
 }
 
@@ -518,53 +515,23 @@ void zv_cache_stats(zv_cache_t *c, zv_cache_stats_t *out) {
   out->expired = __atomic_load_n(&c->expired, __ATOMIC_RELAXED);
 }
 
-/* --- the registry --------------------------------------------------------------------------- */
+/* --- the registry: one cache per name, shared by every worker thread ------------------------- */
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static zv_cache_t *registry;
+static zv_registry_t caches = ZV_REGISTRY_INIT;
+
+static int cache_same(void *obj, const void *arg) {
+  return ((zv_cache_t *)obj)->max_bytes == *(const size_t *)arg ? 0 : ZV_ECONFLICT;
+}
+
+static int cache_create(const void *arg, void **obj) {
+  return zv_cache_new(*(const size_t *)arg, (zv_cache_t **)obj);
+}
 
 int zv_cache_open(const char *name, size_t max_bytes, zv_cache_t **out) {
-  int rc = 0;
   if (max_bytes == 0) return ZV_EINVAL;
-  pthread_mutex_lock(&registry_lock);
-  for (zv_cache_t *c = registry; c; c = c->reg_next) {
-    if (strcmp(c->name, name) != 0) continue;
-    if (c->max_bytes != max_bytes) {
-      rc = ZV_ECONFLICT;
-    } else {
-      c->refs++;
-      *out = c;
-    }
-    pthread_mutex_unlock(&registry_lock);
-    return rc;
-  }
-  zv_cache_t *c;
-  size_t n = strlen(name);
-  rc = zv_cache_new(max_bytes, &c);
-  if (!rc && !(c->name = zv_alloc(n + 1))) {
-    zv_cache_free(c);
-    rc = ZV_ENOMEM;
-  }
-  if (!rc) {
-    memcpy(c->name, name, n + 1);
-    c->refs = 1;
-    c->reg_next = registry;
-    registry = c;
-    *out = c;
-  }
-  pthread_mutex_unlock(&registry_lock);
-  return rc;
+  return zv_registry_open(&caches, name, cache_same, cache_create, &max_bytes, (void **)out);
 }
 
 void zv_cache_release(zv_cache_t *c) {
-  if (!c) return;
-  pthread_mutex_lock(&registry_lock);
-  int last = --c->refs == 0;
-  if (last) {
-    zv_cache_t **pp = &registry;
-    while (*pp && *pp != c) pp = &(*pp)->reg_next;
-    if (*pp) *pp = c->reg_next;
-  }
-  pthread_mutex_unlock(&registry_lock);
-  if (last) zv_cache_free(c);
+  if (zv_registry_release(&caches, c)) zv_cache_free(c);
 }

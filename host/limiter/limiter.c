@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../core/registry.h"
 #include "../core/zv.h"
 
 #define INITIAL_BUCKETS 8
@@ -73,10 +74,6 @@ struct zv_limiter_s {
   uint64_t expired;       /* atomic */
   unsigned cursor;        /* atomic: next stripe to sweep */
   spin_t admit;
-  /* registry */
-  struct zv_limiter_s *reg_next;
-  int refs;
-  char *name;
 };
 
 uint64_t zv_limiter_clock(void) {
@@ -144,7 +141,6 @@ void zv_limiter_free(zv_limiter_t *l) {
     }
     zv_free(s->s.buckets);
   }
-  zv_free(l->name);
   zv_free(l);
 }
 
@@ -389,54 +385,28 @@ void zv_limiter_stats(zv_limiter_t *l, zv_limiter_stats_t *out) {
   out->expired = __atomic_load_n(&l->expired, __ATOMIC_RELAXED);
 }
 
-/* --- the registry --------------------------------------------------------------------------- */
+/* --- the registry: one table per name, shared by every worker thread ------------------------- */
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static zv_limiter_t *registry;
+static zv_registry_t limiters = ZV_REGISTRY_INIT;
+
+static int limiter_same(void *obj, const void *arg) {
+  const zv_limiter_opts_t *a = &((zv_limiter_t *)obj)->opts, *b = arg;
+  return a->rate == b->rate && a->burst == b->burst && a->max_entries == b->max_entries &&
+                 a->idle == b->idle
+             ? 0
+             : ZV_ECONFLICT;
+}
+
+static int limiter_create(const void *arg, void **obj) {
+  return zv_limiter_new(arg, (zv_limiter_t **)obj);
+}
 
 int zv_limiter_open(const char *name, const zv_limiter_opts_t *opts, zv_limiter_t **out) {
   int rc = check_opts(opts);
   if (rc) return rc;
-  pthread_mutex_lock(&registry_lock);
-  for (zv_limiter_t *l = registry; l; l = l->reg_next) {
-    if (strcmp(l->name, name) != 0) continue;
-    if (l->opts.rate != opts->rate || l->opts.burst != opts->burst ||
-        l->opts.max_entries != opts->max_entries || l->opts.idle != opts->idle) {
-      rc = ZV_ECONFLICT;
-    } else {
-      l->refs++;
-      *out = l;
-    }
-    pthread_mutex_unlock(&registry_lock);
-    return rc;
-  }
-  zv_limiter_t *l;
-  size_t n = strlen(name);
-  rc = zv_limiter_new(opts, &l);
-  if (!rc && !(l->name = zv_alloc(n + 1))) {
-    zv_limiter_free(l);
-    rc = ZV_ENOMEM;
-  }
-  if (!rc) {
-    memcpy(l->name, name, n + 1);
-    l->refs = 1;
-    l->reg_next = registry;
-    registry = l;
-    *out = l;
-  }
-  pthread_mutex_unlock(&registry_lock);
-  return rc;
+  return zv_registry_open(&limiters, name, limiter_same, limiter_create, opts, (void **)out);
 }
 
 void zv_limiter_release(zv_limiter_t *l) {
-  if (!l) return;
-  pthread_mutex_lock(&registry_lock);
-  int last = --l->refs == 0;
-  if (last) {
-    zv_limiter_t **pp = &registry;
-    while (*pp && *pp != l) pp = &(*pp)->reg_next;
-    if (*pp) *pp = l->reg_next;
-  }
-  pthread_mutex_unlock(&registry_lock);
-  if (last) zv_limiter_free(l);
+  if (zv_registry_release(&limiters, l)) zv_limiter_free(l);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../core/registry.h"
 #include "../core/zv.h"
 
 #define INITIAL_SLOTS 8
@@ -54,10 +55,6 @@ struct zv_queue_s {
   size_t id_cap, nids;
   topic_t **topics;
   size_t topic_cap, ntopics;
-  /* registry */
-  char *name;
-  int refs;
-  zv_queue_t *reg_next;
 };
 
 uint64_t zv_queue_clock(void) {
@@ -108,7 +105,6 @@ void zv_queue_free(zv_queue_t *q) {
   }
   zv_free(q->ids);
   zv_free(q->topics);
-  zv_free(q->name);
   pthread_mutex_destroy(&q->lock);
   zv_free(q);
 }
@@ -447,48 +443,19 @@ int zv_queue_len(zv_queue_t *q, const char *topic, size_t tlen, size_t *n) {
   return 0;
 }
 
-/* --- the registry ----------------------------------------------------------------------------- */
+/* --- the registry: one queue per name, shared by every worker thread ------------------------- */
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static zv_queue_t *registry;
+static zv_registry_t queues = ZV_REGISTRY_INIT;
+
+static int queue_create(const void *arg, void **obj) {
+  (void)arg;
+  return zv_queue_new((zv_queue_t **)obj);
+}
 
 int zv_queue_open(const char *name, zv_queue_t **out) {
-  int rc = 0;
-  pthread_mutex_lock(&registry_lock);
-  for (zv_queue_t *q = registry; q; q = q->reg_next) {
-    if (strcmp(q->name, name) != 0) continue;
-    q->refs++;
-    *out = q;
-    pthread_mutex_unlock(&registry_lock);
-    return 0;
-  }
-  zv_queue_t *q;
-  size_t n = strlen(name);
-  rc = zv_queue_new(&q);
-  if (!rc && !(q->name = zv_alloc(n + 1))) {
-    zv_queue_free(q);
-    rc = ZV_ENOMEM;
-  }
-  if (!rc) {
-    memcpy(q->name, name, n + 1);
-    q->refs = 1;
-    q->reg_next = registry;
-    registry = q;
-    *out = q;
-  }
-  pthread_mutex_unlock(&registry_lock);
-  return rc;
+  return zv_registry_open(&queues, name, NULL, queue_create, NULL, (void **)out);
 }
 
 void zv_queue_release(zv_queue_t *q) {
-  if (!q) return;
-  pthread_mutex_lock(&registry_lock);
-  int last = --q->refs == 0;
-  if (last) {
-    zv_queue_t **pp = &registry;
-    while (*pp && *pp != q) pp = &(*pp)->reg_next;
-    if (*pp) *pp = q->reg_next;
-  }
-  pthread_mutex_unlock(&registry_lock);
-  if (last) zv_queue_free(q);
+  if (zv_registry_release(&queues, q)) zv_queue_free(q);
 }
