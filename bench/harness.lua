@@ -2,49 +2,66 @@
 -- run inside the host (`bin/zever run bench/<name>_bench.lua [filter]`).
 --
 --   local harness = require "bench.harness"
---   local bench = harness.new(arg and arg[1], { seconds = 0.5 })
+--   local bench = harness.new(arg and arg[1])
 --   bench("AppDispatchStatic", function() ... one op ... end)
+--   bench.loop("DurationLuaParse", function(n) for i = 1, n do ... end end)
 --
--- Like bench/bench.h: n grows until one run takes `seconds`, then 5 runs at that n, and a
--- Go-style line with the medians: ns/op and B/op, the Lua heap allocated per op (measured with
--- the collector stopped, so it counts what an op allocates, not what survives).
+-- bench.loop takes a function that runs n ops itself, so the op sits in a loop LuaJIT can
+-- compile as a whole (a call per op through a closure would be measured too). Like
+-- bench/bench.h: n grows until one run takes `seconds` (default 0.5; ZV_BENCH_TIME overrides),
+-- then 5 timed runs with the collector running, as in a service, and a Go-style line with the
+-- median ns/op. B/op is the Lua heap's growth over one more run (at most 1e5 ops) with the
+-- collector stopped: what an op allocates, not what survives. The filter (first argument or
+-- BENCH) keeps only benchmarks whose name contains it.
 
 local sys = require "zever.sys"
 
 local M = {}
 
-local function median(t)
-  table.sort(t)
-  return t[math.ceil(#t / 2)]
+local function timed(run, n)
+  collectgarbage("collect")
+  local t0 = sys.now()
+  run(n)
+  return (sys.now() - t0) / n * 1e9
 end
 
--- Returns bench(name, fn): runs fn repeatedly unless name lacks the filter text.
+local function allocated(run, n)
+  n = math.min(n, 100000)
+  collectgarbage("collect")
+  collectgarbage("stop")
+  local kb = collectgarbage("count")
+  run(n)
+  local bytes = (collectgarbage("count") - kb) * 1024
+  collectgarbage("restart")
+  return bytes / n
+end
+
+-- Returns bench(name, op) with bench.loop(name, run) beside it.
 function M.new(filter, opts)
-  local seconds = opts and opts.seconds or 0.5
-  return function(name, fn)
-    if filter and not name:find(filter, 1, true) then return end
+  filter = filter or os.getenv("BENCH") or ""
+  local seconds = tonumber(os.getenv("ZV_BENCH_TIME")) or (opts and opts.seconds) or 0.5
+  local target = seconds * 1e9
+
+  local function measure(name, run)
+    if not name:find(filter, 1, true) then return end
     local n = 100
     while true do
-      local t0 = sys.now()
-      for _ = 1, n do fn() end
-      local dt = sys.now() - t0
-      if dt > seconds then break end
-      n = math.floor(n * math.min(100, seconds * 1.2 / math.max(dt, 1e-6)))
+      local ns = timed(run, n)
+      if ns * n >= target or n >= 1e9 then break end
+      n = math.min(n * 100, math.max(n + 1, math.floor(target / math.max(ns, 0.01) * 1.2)))
     end
-    local ns, bytes = {}, {}
-    for r = 1, 5 do
-      collectgarbage()
-      collectgarbage("stop")
-      local k0 = collectgarbage("count")
-      local t0 = sys.now()
-      for _ = 1, n do fn() end
-      ns[r] = (sys.now() - t0) / n * 1e9
-      bytes[r] = (collectgarbage("count") - k0) * 1024 / n
-      collectgarbage("restart")
-    end
-    print(string.format("Benchmark%-28s %10d %12.1f ns/op %8.0f B/op", name, n, median(ns),
-      median(bytes)))
+    local times = {}
+    for i = 1, 5 do times[i] = timed(run, n) end
+    table.sort(times)
+    print(string.format("Benchmark%-28s %10d %12.2f ns/op %8.0f B/op", name, n, times[3],
+      allocated(run, n)))
   end
+
+  return setmetatable({ loop = measure }, {
+    __call = function(_, name, op)
+      return measure(name, function(n) for _ = 1, n do op() end end)
+    end,
+  })
 end
 
 return M

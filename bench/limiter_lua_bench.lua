@@ -10,55 +10,8 @@
 -- one more run with the collector stopped, divided by n. The real monotonic clock is read on
 -- every call, as in a handler.
 
-local ffi = require "ffi"
 
-ffi.cdef [[
-  typedef struct { long tv_sec; long tv_nsec; } zv_bench_timespec_t;
-  int clock_gettime(int clk, zv_bench_timespec_t *ts);
-]]
-
-local ts = ffi.new("zv_bench_timespec_t")
-local function now()
-  ffi.C.clock_gettime(1, ts) -- CLOCK_MONOTONIC
-  return tonumber(ts.tv_sec) * 1e9 + tonumber(ts.tv_nsec)
-end
-
-local target = (tonumber(os.getenv("ZV_BENCH_TIME")) or 0.2) * 1e9
-local filter = (arg and arg[1]) or os.getenv("BENCH") or ""
-
--- Nanoseconds per call of fn(n), with the collector running as it would in a service.
-local function timed(fn, n)
-  collectgarbage("collect")
-  local t0 = now()
-  fn(n)
-  return (now() - t0) / n
-end
-
--- Bytes per call of fn(n): the heap's growth with the collector stopped, over at most 1e5 calls.
-local function allocated(fn, n)
-  n = math.min(n, 100000)
-  collectgarbage("collect")
-  collectgarbage("stop")
-  local kb = collectgarbage("count")
-  fn(n)
-  local bytes = (collectgarbage("count") - kb) * 1024
-  collectgarbage("restart")
-  return bytes / n
-end
-
-local function bench(name, fn)
-  if not name:find(filter, 1, true) then return end
-  local n = 1000
-  while true do
-    local ns = timed(fn, n)
-    if ns * n >= target or n >= 1e9 then break end
-    n = math.min(n * 100, math.max(n + 1, math.floor(target / ns * 1.2)))
-  end
-  local times = {}
-  for i = 1, 5 do times[i] = timed(fn, n) end
-  table.sort(times)
-  print(("Benchmark%-28s %10d %12.2f ns/op %8.0f B/op"):format(name, n, times[3], allocated(fn, n)))
-end
+local bench = require("bench.harness").new(arg and arg[1], { seconds = 0.2 }).loop
 
 local limiter = require "zever.limiter"
 local cache = require "zever.cache"
