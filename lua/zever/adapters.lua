@@ -17,9 +17,9 @@
 --
 -- Built-in adapters register themselves below, but only when their implementation is present
 -- in this tree (package.searchpath), so `zever doctor` lists what can really run. Today those
--- are db/sqlite (zever.db), cache/memory and limiter/memory (process-wide C tables shared by
--- the workers), queue/db (a table of the app's database) and queue/memory (a process-wide C
--- queue), vectors/db and search/db (tables of the app's database: a C top-k scan, FTS5),
+-- are db/sqlite (zever.db), cache/memory, limiter/memory and idempotency/memory (process-wide
+-- C tables shared by the workers), queue/db (a table of the app's database) and queue/memory
+-- (a process-wide C queue), vectors/db and search/db (tables of the app's database: a C top-k scan, FTS5),
 -- jobs/queue (jobs over ctx:get("queue"), dead letters in the db), log/text, log/json
 -- (zever.log) and mailer/log (zever.mailer over
 -- adapters.mailer.log). It must not resolve anything.
@@ -131,6 +131,12 @@ end
 if present("zever.limiter_core") and present("adapters.limiter.memory") then
   M.register("limiter", "memory", function(section)
     return require("adapters.limiter.memory").open(section)
+  end)
+end
+
+if present("zever.idempotency_core") and present("adapters.idempotency.memory") then
+  M.register("idempotency", "memory", function(section)
+    return require("adapters.idempotency.memory").open(section)
   end)
 end
 

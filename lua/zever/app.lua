@@ -59,7 +59,7 @@ function M.new()
     middleware = {},      -- app-level, in order
     full_chains = setmetatable({}, { __mode = "k" }), -- chain -> chain with app middleware
     error_handler = nil,
-    dir = ".",            -- where its zever.yaml and relative database paths live
+    dir = M.loading_dir or ".", -- where its zever.yaml and relative database paths live
   }, App)
   app.root = setmetatable({ app = app, prefix = "", middleware = app.middleware }, Group)
   return app
@@ -347,7 +347,12 @@ function M.load(path)
   if not chunk then error("cannot load the app: " .. err, 0) end
   local dir = path:match("^(.*)/[^/]*$")
   if dir then package.path = dir .. "/?.lua;" .. dir .. "/?/init.lua;" .. package.path end
-  local app = chunk()
+  -- Apps made while the file runs belong to its folder already: an app file that registers jobs
+  -- resolves app.jobs (and its config) before it returns.
+  M.loading_dir = dir or "."
+  local ok, app = pcall(chunk)
+  M.loading_dir = nil
+  if not ok then error(app, 0) end
   if getmetatable(app) ~= App then
     error(path .. " must return the app (end it with `return app`)", 0)
   end

@@ -111,7 +111,9 @@ M.sections = {
     f("adapter", "adapter", "memory", { values = { "memory", "db", "redis" } }),
     f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
     f("ttl", "duration", 86400, { doc = "how long a stored response is replayed" }),
+    f("pending_ttl", "duration", 60, { doc = "how long an unfinished request holds its key" }),
     f("max_keys", "integer", 100000, { min = 1, doc = "memory adapter: table bound" }),
+    f("max_bytes", "integer", 64 * MiB, { min = 1, doc = "memory adapter: byte budget (LRU)" }),
   } },
   { name = "search", doc = "full-text search", fields = {
     f("adapter", "adapter", "db", { values = { "db" } }),

@@ -1,0 +1,73 @@
+-- zever worker [app] [--queues a,b] [--concurrency N] [--drain SECONDS]: runs the app's jobs.
+-- It loads the same app file as `zever serve` (the file registers its jobs on app.jobs) and
+-- claims from the same queue (the db queue: one SQLite file shared by both processes). The
+-- first SIGTERM/SIGINT drains (no new claims, running jobs get --drain seconds, unfinished ones
+-- are requeued) and exits 0; a second one exits at once with 1. zever.worker does the work.
+
+local loop = require "zever.loop"
+
+local format = string.format
+
+local function logger(app)
+  local ok, log = pcall(function() return app.log end)
+  if not ok then
+    return function(level, msg, fields)
+      io.stderr:write("zever: ", level, ": ", msg, " ", require("zever.json").encode(fields or {}),
+        "\n")
+    end
+  end
+  return function(level, msg, fields) log[level](log, msg, fields) end
+end
+
+return {
+  name = "worker",
+  summary = "Run the app's background jobs",
+  usage = "zever worker [app.lua | dir] [--queues a,b] [--concurrency N] [--drain SECONDS]",
+  flags = {
+    { name = "queues", arg = "A,B", type = "list",
+      summary = "queues to work, in priority order (default: jobs.queue)" },
+    { name = "concurrency", arg = "N", type = "number",
+      summary = "jobs run at once (default: jobs.concurrency)" },
+    { name = "drain", arg = "SECONDS", type = "number",
+      summary = "how long running jobs may finish after SIGTERM (default: jobs.drain)" },
+  },
+  run = function(args, flags)
+    if flags.concurrency and (flags.concurrency < 1 or flags.concurrency % 1 ~= 0) then
+      return 2, "--concurrency wants a positive integer"
+    end
+    if flags.drain and flags.drain < 0 then return 2, "--drain wants seconds >= 0" end
+    local ok, app, path = pcall(require("zever.app").load, args[1] or ".")
+    if not ok then return 1, tostring(app) end
+    local got, jobs = pcall(function() return app.jobs end)
+    if not got then return 1, tostring(jobs) end
+    local cfg = app:config()
+    local queues = flags.queues or { jobs.defaults.queue }
+    local concurrency = flags.concurrency or cfg.jobs.concurrency
+    local drain = flags.drain or cfg.jobs.drain
+    local w = require("zever.worker").new(jobs, { queues = queues, concurrency = concurrency,
+      poll_max = cfg.queue.poll_max, log = logger(app) })
+    local signals = 0
+    local function on_signal(name)
+      signals = signals + 1
+      if signals > 1 then
+        io.stderr:write("zever: second ", name, ", exiting now\n")
+        os.exit(1)
+      end
+      io.stderr:write(format("zever: %s, draining (up to %gs)\n", name, drain))
+      w:drain(drain, function() loop.stop() end)
+    end
+    local term, int = loop.signal("SIGTERM", on_signal), loop.signal("SIGINT", on_signal)
+    w:start()
+    io.stderr:write(format("zever: worker for %s on queues %s (concurrency %d)\n", path,
+      table.concat(queues, ","), concurrency))
+    loop.run()
+    term:stop()
+    int:stop()
+    local s = w.stats
+    io.stderr:write(format("zever: worker stopped: %d done, %d retried, %d dead, %d released\n",
+      s.done, s.retried, s.dead, s.released))
+    local closed, errs = app:close()
+    if not closed then io.stderr:write("zever: closing the app: ", tostring(errs), "\n") end
+    return 0
+  end,
+}

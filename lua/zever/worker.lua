@@ -1,0 +1,275 @@
+-- zever.worker: the loop of `zever worker`: claims jobs from the queues, runs their handlers in
+-- coroutines, settles each one (done, retry later, dead letter) and drains on shutdown.
+--
+--   local w = worker.new(app.jobs, { queues = { "default" }, concurrency = 1, poll_max = 1,
+--                                    log = function(level, msg, fields) end })
+--   w:start()                  the poller coroutine and the one ticker timer, on this loop
+--   w:drain(seconds, on_done)  stop claiming; running jobs get `seconds` to finish, the rest are
+--                              released (requeued at once) for another worker; then on_done()
+--   w:poll()                   -> the delay before the next poll (0 after a claim): one step of
+--                                 the poller without waiting (the empty-poll benchmark)
+--   w.stats                    { claimed, done, retried, dead, released, timeouts }
+--
+--   poller (one coroutine)                     ticker (loop.every, 1 ms, created once)
+--   +-> claim from queues in order --job--> spawn(run, job) -- handler may wait (zever.sleep)
+--   |     | nothing: delay 0, 1, 2, 4 ms ... poll_max
+--   +-- wait: yield; the ticker resumes it when the delay is over, a slot frees up or a drain
+--       starts; it also fails the running jobs whose timeout passed.
+--
+-- Why a ticker: zever.loop timers cannot be re-armed, and loop.after allocates a handle per
+-- call; one repeating 1 ms timer, created at start, serves every wait with no allocation (an
+-- idle worker costs ~1000 cheap callbacks a second). A handler that waits is interrupted at its
+-- timeout (the job fails; the abandoned coroutine's result is ignored when it wakes); a handler
+-- that never waits cannot be interrupted and is judged by what it returns. The worker must not
+-- know the queue's storage (zever.jobs' adapter does).
+
+local loop = require "zever.loop"
+local sched = require "zever.sched"
+local json = require "zever.json"
+local jobs_mod = require "zever.jobs"
+
+local type, error, tostring, pcall, xpcall, pairs, ipairs, setmetatable, format = type, error,
+  tostring, pcall, xpcall, pairs, ipairs, setmetatable, string.format
+local traceback, decode, encode = debug.traceback, json.decode, json.encode
+local yield, running = coroutine.yield, coroutine.running
+local now, spawn, wake = loop.now, sched.spawn, sched.wake
+local backoff = jobs_mod.backoff
+
+local M = {}
+
+local W = {}
+W.__index = W
+
+local function log(w, level, msg, fields)
+  if w.log then pcall(w.log, level, msg, fields) end
+end
+
+-- One step of the poller: claims at most one job (queues in priority order) and spawns it.
+-- Returns the delay before the next poll: 0 after a claim; after k empty polls in a row
+-- 0, 1 ms, 2 ms, 4 ms, ... at most poll_max.
+function W:poll()
+  local impl, topics = self.impl, self.topics
+  for i = 1, #topics do
+    local msg, err = impl:claim(topics[i])
+    if msg then
+      self.idle = 0
+      self.stats.claimed = self.stats.claimed + 1
+      spawn(self.run_job, self, msg)
+      return 0
+    elseif err then
+      log(self, "error", "worker: claim failed", { queue = topics[i], error = tostring(err) })
+      break
+    end
+  end
+  local k = self.idle
+  self.idle = k + 1
+  if k == 0 then return 0 end
+  local d = 0.001 * 2 ^ (k - 1)
+  if d >= self.poll_max then
+    self.idle = k   -- stays at the cap (and 2^k stays small)
+    return self.poll_max
+  end
+  return d
+end
+
+-- The poller waits here: until `delay` seconds passed (nil: until a slot frees up), or a drain.
+local function wait(self, delay)
+  self.wake_at = delay and (now() + delay) or nil
+  self.waiting = running()
+  yield()
+end
+
+local function poller(self)
+  local slice = now()
+  while not self.stopping do
+    if self.nrunning >= self.concurrency then
+      wait(self, nil)
+    else
+      local d = self:poll()
+      if d > 0 then
+        wait(self, d)
+        slice = now()
+      elseif now() - slice > 0.02 then
+        -- A long backlog of jobs that never wait must still let the loop see signals and timers.
+        wait(self, 0)
+        slice = now()
+      end
+    end
+  end
+  self.poller = nil
+end
+
+-- Settles a failed job: retry after the backoff, or dead letter when attempts are used up.
+local function failed(self, slot, err)
+  local msg, entry = slot.msg, slot.entry
+  local attempt = msg.attempt
+  if entry and attempt < entry.attempts then
+    local delay = backoff(attempt, entry.base, entry.cap, entry.jitter, self.random)
+    self.impl:again(msg, delay)
+    self.stats.retried = self.stats.retried + 1
+    log(self, "warn", "job failed, retrying", { job = slot.name, id = msg.id, attempt = attempt,
+      retry_in = delay, error = err })
+    return
+  end
+  local record = { queue = slot.queue, name = slot.name, args = slot.args,
+    args_json = slot.args_json or "null", error = err, attempts = attempt,
+    failed_at = require("zever.queue").wall() }
+  local id, berr = self.impl:bury(msg, record)
+  if not id then
+    -- Nothing was recorded: leave the message to its lease, so it comes back rather than vanish.
+    log(self, "error", "job dead letter failed", { job = slot.name, error = tostring(berr) })
+    return
+  end
+  record.id, record.args_json = id, nil
+  self.stats.dead = self.stats.dead + 1
+  log(self, "error", "job dead-lettered", { job = slot.name, id = id, attempts = attempt,
+    error = err })
+  local hook = self.jobs.dead_letter_hook
+  if hook then
+    local ok, herr = xpcall(hook, traceback, record)
+    if not ok then log(self, "error", "on_dead_letter failed", { error = tostring(herr) }) end
+  end
+end
+
+local function finish(self, slot)
+  slot.settled = true
+  self.slots[slot] = nil
+  self.nrunning = self.nrunning - 1
+end
+
+-- Runs one job in its own (pooled) coroutine.
+function M.run_job(self, msg)
+  local slot = { msg = msg, settled = false }
+  self.slots[slot] = true
+  self.nrunning = self.nrunning + 1
+  local ok, rec = pcall(decode, msg.payload)
+  local name = ok and type(rec) == "table" and rec.name
+  if type(name) ~= "string" then
+    slot.name, slot.queue, slot.args_json = "?", msg.topic:sub(#jobs_mod.PREFIX + 1), "null"
+    finish(self, slot)
+    return failed(self, slot, "malformed job payload")
+  end
+  slot.name, slot.args = name, rec.args
+  slot.queue = msg.topic:sub(#jobs_mod.PREFIX + 1)
+  local entry = self.jobs.registry[name]
+  if not entry then
+    slot.args_json = encode(rec.args)
+    finish(self, slot)
+    return failed(self, slot, format('unknown job "%s" (not registered in this app)', name))
+  end
+  slot.entry = entry
+  slot.deadline = now() + entry.timeout
+  local job = { id = msg.id, name = name, queue = slot.queue, attempt = msg.attempt }
+  local fok, err = xpcall(entry.fn, traceback, rec.args, job)
+  if slot.settled then return end   -- timed out or released by a drain meanwhile
+  finish(self, slot)
+  if fok then
+    self.impl:complete(msg)
+    self.stats.done = self.stats.done + 1
+  else
+    slot.args_json = encode(rec.args)
+    failed(self, slot, tostring(err))
+  end
+end
+
+-- Every millisecond: fail jobs past their timeout, resume the poller when its wait is over.
+local function tick(self)
+  local t = now()
+  if self.nrunning > 0 then
+    for slot in pairs(self.slots) do
+      if slot.deadline and t >= slot.deadline and not slot.settled then
+        finish(self, slot)
+        self.stats.timeouts = self.stats.timeouts + 1
+        slot.args_json = encode(slot.args)
+        -- In a coroutine of its own: the dead-letter hook may wait.
+        spawn(failed, self, slot, format("timeout: the job ran longer than %gs", slot.entry.timeout))
+      end
+    end
+  end
+  local co = self.waiting
+  if co then
+    local at = self.wake_at
+    if self.stopping or (at and t >= at) or (not at and self.nrunning < self.concurrency) then
+      self.waiting = nil
+      wake(co)
+    end
+  end
+  if self.draining then self:check_drained(t) end
+end
+
+function W:start()
+  if self.ticker then error("worker:start: already started", 2) end
+  self.ticker = loop.every(0.001, self.on_tick)
+  self.poller = spawn(poller, self)
+  return self
+end
+
+function W:check_drained(t)
+  if self.nrunning > 0 and t < self.drain_deadline then return end
+  for slot in pairs(self.slots) do
+    finish(self, slot)
+    self.impl:release(slot.msg)
+    self.stats.released = self.stats.released + 1
+    log(self, "warn", "job released at shutdown", { job = slot.name, id = slot.msg.id })
+  end
+  if self.poller then return end
+  self.draining = false
+  self.ticker:stop()
+  self.ticker = nil
+  local done = self.on_drained
+  self.on_drained = nil
+  if done then done() end
+end
+
+function W:drain(seconds, on_done)
+  if type(seconds) ~= "number" or seconds < 0 then
+    error("worker:drain: seconds must be a number >= 0", 2)
+  end
+  self.stopping = true
+  self.on_drained = on_done
+  self.drain_deadline = now() + seconds
+  if not self.ticker then
+    if on_done then on_done() end
+    return
+  end
+  self.draining = true
+end
+
+local function list(v, what)
+  if type(v) == "string" then v = { v } end
+  if type(v) ~= "table" or #v == 0 then error("worker: " .. what .. " must be a non-empty list", 3) end
+  return v
+end
+
+-- jobs: a zever.jobs (app.jobs). opts: queues (default: the jobs' default queue), concurrency
+-- (default 1), poll_max (seconds, default 1), log (function(level, msg, fields)), random (specs).
+function M.new(jobs, opts)
+  if type(jobs) ~= "table" or type(jobs.registry) ~= "table" then
+    error("worker.new: expects a zever.jobs (app.jobs)", 2)
+  end
+  opts = opts or {}
+  local queues = list(opts.queues or { jobs.defaults.queue }, "queues")
+  local topics = {}
+  for i, q in ipairs(queues) do
+    if type(q) ~= "string" or q == "" then error("worker: queue names must be strings", 2) end
+    topics[i] = jobs_mod.PREFIX .. q
+  end
+  local c = opts.concurrency or 1
+  if type(c) ~= "number" or c < 1 or c % 1 ~= 0 then
+    error("worker: concurrency must be an integer >= 1", 2)
+  end
+  local pm = opts.poll_max or 1
+  if type(pm) ~= "number" or pm < 0.001 then error("worker: poll_max must be >= 0.001 s", 2) end
+  local self = setmetatable({
+    jobs = jobs, impl = jobs.impl, topics = topics, queues = queues, concurrency = c,
+    poll_max = pm, log = opts.log, random = opts.random,
+    idle = 0, nrunning = 0, slots = {}, stopping = false, draining = false,
+    waiting = nil, wake_at = nil, poller = nil, ticker = nil,
+    stats = { claimed = 0, done = 0, retried = 0, dead = 0, released = 0, timeouts = 0 },
+    run_job = M.run_job,
+  }, W)
+  self.on_tick = function() tick(self) end
+  return self
+end
+
+return M
