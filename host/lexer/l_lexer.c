@@ -1,0 +1,159 @@
+/*
+ * l_lexer.c: the zever.lexer binding: the .zen lexer (lexer.h) for the Lua parser.
+ *
+ *   lexer.lex(src) -> toks, diags
+ *     toks: parallel arrays, one entry per token, the last one EOF:
+ *       toks.n                 number of tokens
+ *       toks.kind[i]           "IDENT" "KEYWORD" "INT" "FLOAT" "DURATION" "STRING" "COMMENT"
+ *                              "ILLEGAL" "EOF", or the punctuation itself: "{" "->" "@" ...
+ *       toks.pos[i]            1-based byte position of the first byte (src:sub(pos, pos+len-1))
+ *       toks.len[i]            length in bytes
+ *       toks.line[i], col[i]   1-based line and column (code points)
+ *       toks.value[i]          STRING tokens only: the decoded value
+ *     diags: array of { phase = "lex", severity = "error"|"warning", message, line, col, pos, len }
+ *   lexer.kinds                array of the kind names, in the core's order
+ *
+ * Parallel arrays cost 5 array stores per token and no table per token (one table per token was
+ * not measured against them yet). A non-string src raises.
+ * The module keeps one lexer per Lua state so that its buffers are reused across calls; it must
+ * not raise while the lexer's output is half read (nothing here is malloc'd but by that lexer,
+ * which the GC owns).
+ */
+#include <lauxlib.h>
+#include <lua.h>
+#include <string.h>
+
+#include "../core/zv.h"
+#include "lexer.h"
+
+#define MT "zever.lexer"
+
+typedef struct {
+  zv_lexer_t lx;
+  char *scratch;
+  size_t cap;
+} box_t;
+
+static int box_gc(lua_State *L) {
+  box_t *b = luaL_checkudata(L, 1, MT);
+  zv_lexer_free(&b->lx);
+  zv_free(b->scratch);
+  b->scratch = NULL;
+  b->cap = 0;
+  return 0;
+}
+
+static void set_array(lua_State *L, const char *name, int n) {
+  lua_createtable(L, n, 0);
+  lua_setfield(L, -2, name);
+}
+
+static int l_lex(lua_State *L) {
+  size_t len;
+  const char *src = luaL_checklstring(L, 1, &len);
+  box_t *b = lua_touserdata(L, lua_upvalueindex(1));
+  int rc = zv_lexer_run(&b->lx, src, len);
+  int n, t;
+  if (rc == ZV_ETOOLONG) return luaL_error(L, "lex: source longer than 4 GiB");
+  if (rc) return luaL_error(L, "lex: %s", zv_strerror(rc));
+  n = (int)b->lx.ntoks;
+  lua_createtable(L, 0, 8);
+  t = lua_gettop(L);
+  lua_pushinteger(L, n);
+  lua_setfield(L, t, "n");
+  set_array(L, "kind", n);
+  set_array(L, "pos", n);
+  set_array(L, "len", n);
+  set_array(L, "line", n);
+  set_array(L, "col", n);
+  lua_createtable(L, 0, 0);
+  lua_setfield(L, t, "value");
+  lua_getfield(L, t, "kind");
+  lua_getfield(L, t, "pos");
+  lua_getfield(L, t, "len");
+  lua_getfield(L, t, "line");
+  lua_getfield(L, t, "col");
+  lua_getfield(L, t, "value");
+  /* Stack: t, kind(t+1), pos, len, line, col, value(t+6); names are upvalue 2. */
+  for (int i = 0; i < n; i++) {
+    const zv_lexer_token_t *k = &b->lx.toks[i];
+    lua_rawgeti(L, lua_upvalueindex(2), (int)k->kind + 1);
+    lua_rawseti(L, t + 1, i + 1);
+    lua_pushinteger(L, (lua_Integer)k->off + 1);
+    lua_rawseti(L, t + 2, i + 1);
+    lua_pushinteger(L, (lua_Integer)k->len);
+    lua_rawseti(L, t + 3, i + 1);
+    lua_pushinteger(L, (lua_Integer)k->line);
+    lua_rawseti(L, t + 4, i + 1);
+    lua_pushinteger(L, (lua_Integer)k->col);
+    lua_rawseti(L, t + 5, i + 1);
+    if (k->kind == ZV_TOK_STRING) {
+      size_t vlen;
+      if (k->len > b->cap) {
+        char *p = zv_realloc(b->scratch, k->len);
+        if (!p) return luaL_error(L, "lex: out of memory");
+        b->scratch = p;
+        b->cap = k->len;
+      }
+      zv_lexer_string_value(src, k, b->scratch, &vlen);
+      lua_pushlstring(L, b->scratch, vlen);
+      lua_rawseti(L, t + 6, i + 1);
+    }
+  }
+  lua_settop(L, t);
+  n = (int)b->lx.ndiags;
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    const zv_lexer_diag_t *d = &b->lx.diags[i];
+    lua_createtable(L, 0, 7);
+    lua_pushliteral(L, "lex");
+    lua_setfield(L, -2, "phase");
+    if (d->severity == ZV_LEXER_WARNING) lua_pushliteral(L, "warning");
+    else lua_pushliteral(L, "error");
+    lua_setfield(L, -2, "severity");
+    lua_pushlstring(L, d->msg, d->msglen);
+    lua_setfield(L, -2, "message");
+    lua_pushinteger(L, (lua_Integer)d->line);
+    lua_setfield(L, -2, "line");
+    lua_pushinteger(L, (lua_Integer)d->col);
+    lua_setfield(L, -2, "col");
+    lua_pushinteger(L, (lua_Integer)d->off + 1);
+    lua_setfield(L, -2, "pos");
+    lua_pushinteger(L, (lua_Integer)d->len);
+    lua_setfield(L, -2, "len");
+    lua_rawseti(L, -2, i + 1);
+  }
+  /* The output can be big (a 5 MB file): drop it now rather than at the next call. */
+  if (b->lx.captoks > 65536) {
+    zv_free(b->lx.toks);
+    b->lx.toks = NULL;
+    b->lx.captoks = 0;
+  }
+  zv_lexer_reset(&b->lx);
+  return 2;
+}
+
+int luaopen_zever_lexer(lua_State *L);
+int luaopen_zever_lexer(lua_State *L) {
+  lua_newtable(L);
+  box_t *b = lua_newuserdata(L, sizeof *b);
+  zv_lexer_init(&b->lx);
+  b->scratch = NULL;
+  b->cap = 0;
+  if (luaL_newmetatable(L, MT)) {
+    lua_pushcfunction(L, box_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  lua_createtable(L, ZV_TOK_MAX, 0);
+  for (int i = 0; i < ZV_TOK_MAX; i++) {
+    lua_pushstring(L, zv_lexer_kind_name((unsigned)i));
+    lua_rawseti(L, -2, i + 1);
+  }
+  /* The names are both an upvalue of lex and the module's kinds array. */
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -4, "kinds");
+  lua_pushcclosure(L, l_lex, 2);
+  lua_setfield(L, -2, "lex");
+  return 1;
+}
