@@ -14,29 +14,12 @@
 #include <time.h>
 
 #include "../core/registry.h"
+#include "../core/spin.h"
 #include "../core/zv.h"
 
 #define INITIAL_BUCKETS 8
 #define WRITE_SWEEP_EVERY 64
 #define WRITE_SWEEP_STEPS 16
-
-typedef struct {
-  int held;
-} spin_t;
-
-static inline void spin_lock(spin_t *s) {
-  unsigned spins = 0;
-  while (__atomic_exchange_n(&s->held, 1, __ATOMIC_ACQUIRE)) {
-    while (__atomic_load_n(&s->held, __ATOMIC_RELAXED)) {
-      if (++spins > 64) sched_yield();
-      else __builtin_ia32_pause();
-    }
-  }
-}
-
-static inline void spin_unlock(spin_t *s) {
-  __atomic_store_n(&s->held, 0, __ATOMIC_RELEASE);
-}
 
 typedef struct entry {
   struct entry *next;     /* hash chain */
@@ -53,7 +36,7 @@ typedef struct entry {
 
 typedef union {
   struct {
-    spin_t lock;
+    zv_spin_t lock;
     size_t mask;
     size_t count;
     unsigned writes;
@@ -70,8 +53,8 @@ struct zv_cache_s {
   size_t bytes;           /* atomic */
   uint64_t evictions;     /* atomic */
   uint64_t expired;       /* atomic */
-  spin_t evict;
-  spin_t sweep;
+  zv_spin_t evict;
+  zv_spin_t sweep;
   unsigned sweep_stripe;  /* under the sweep lock */
   size_t sweep_bucket;
 };
@@ -216,32 +199,32 @@ static inline void uncharge(zv_cache_t *c, entry_t *e) {
 
 /* Evicts least recently used entries across stripes until the charged bytes fit the budget. */
 static void evict(zv_cache_t *c) {
-  spin_lock(&c->evict);
+  zv_spin_lock(&c->evict);
   while (__atomic_load_n(&c->bytes, __ATOMIC_RELAXED) > c->max_bytes) {
     int victim = -1;
     uint64_t oldest = UINT64_MAX;
     for (int i = 0; i < ZV_CACHE_STRIPES; i++) {
       stripe_t *s = &c->stripes[i];
-      spin_lock(&s->s.lock);
+      zv_spin_lock(&s->s.lock);
       if (s->s.oldest && s->s.oldest->used_ns <= oldest) {
         oldest = s->s.oldest->used_ns;
         victim = i;
       }
-      spin_unlock(&s->s.lock);
+      zv_spin_unlock(&s->s.lock);
     }
     if (victim < 0) break; /* only reservations in flight: they land over budget, briefly */
     stripe_t *s = &c->stripes[victim];
     entry_t *e;
-    spin_lock(&s->s.lock);
+    zv_spin_lock(&s->s.lock);
     e = s->s.oldest;
     if (e) unlink_entry(s, e);
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
     if (e) {
       uncharge(c, e);
       __atomic_add_fetch(&c->evictions, 1, __ATOMIC_RELAXED);
     }
   }
-  spin_unlock(&c->evict);
+  zv_spin_unlock(&c->evict);
 }
 
 /* Charges size bytes, evicting first when they would not fit. */
@@ -259,28 +242,28 @@ int zv_cache_get(zv_cache_t *c, const char *key, size_t klen, uint64_t now_ns, c
   if (!now_ns) now_ns = zv_cache_clock();
   uint64_t h = fnv1a(key, klen);
   stripe_t *s = STRIPE(c, h);
-  spin_lock(&s->s.lock);
+  zv_spin_lock(&s->s.lock);
   entry_t *e = find(s, h, key, klen);
   if (e && expired(e, now_ns)) {
     unlink_entry(s, e);
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
     uncharge(c, e);
     __atomic_add_fetch(&c->expired, 1, __ATOMIC_RELAXED);
     return ZV_ENOTFOUND;
   }
   if (!e) {
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
     return ZV_ENOTFOUND;
   }
   touch(s, e, now_ns);
   *len = e->vlen;
   *type = e->type;
   if (e->vlen > cap) {
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
     return ZV_ERANGE;
   }
   memcpy(buf, e->data + e->klen, e->vlen);
-  spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->s.lock);
   return 0;
 }
 
@@ -308,17 +291,17 @@ int zv_cache_set(zv_cache_t *c, const char *key, size_t klen, int type, const ch
   if (vlen) memcpy(e->data + klen, value, vlen);
   reserve(c, size);
   stripe_t *s = STRIPE(c, e->hash);
-  spin_lock(&s->s.lock);
+  zv_spin_lock(&s->s.lock);
   entry_t *old = find(s, e->hash, key, klen);
   if (old && mode == ZV_CACHE_ADD && !expired(old, now_ns)) {
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
     uncharge(c, e);
     return ZV_ECONFLICT;
   }
   if (old) unlink_entry(s, old);
   insert(s, e);
   maybe_grow(s);
-  spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->s.lock);
   if (old) uncharge(c, old);
   after_write(c, s, now_ns);
   return 0;
@@ -330,13 +313,13 @@ int zv_cache_delete(zv_cache_t *c, const char *key, size_t klen, uint64_t now_ns
   if (klen > ZV_CACHE_MAX_KEY) return 0;
   uint64_t h = fnv1a(key, klen);
   stripe_t *s = STRIPE(c, h);
-  spin_lock(&s->s.lock);
+  zv_spin_lock(&s->s.lock);
   entry_t *e = find(s, h, key, klen);
   if (e) {
     *existed = !expired(e, now_ns);
     unlink_entry(s, e);
   }
-  spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->s.lock);
   if (e) uncharge(c, e);
   return 0;
 }
@@ -347,17 +330,17 @@ int zv_cache_exists(zv_cache_t *c, const char *key, size_t klen, uint64_t now_ns
   if (klen > ZV_CACHE_MAX_KEY) return 0;
   uint64_t h = fnv1a(key, klen);
   stripe_t *s = STRIPE(c, h);
-  spin_lock(&s->s.lock);
+  zv_spin_lock(&s->s.lock);
   entry_t *e = find(s, h, key, klen);
   if (e && expired(e, now_ns)) {
     unlink_entry(s, e);
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
     uncharge(c, e);
     __atomic_add_fetch(&c->expired, 1, __ATOMIC_RELAXED);
     return 0;
   }
   *exists = e != NULL;
-  spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->s.lock);
   return 0;
 }
 
@@ -381,7 +364,7 @@ int zv_cache_incr(zv_cache_t *c, const char *key, size_t klen, double n, uint64_
   stripe_t *s = STRIPE(c, h);
   entry_t *gone = NULL;
   int rc = 0;
-  spin_lock(&s->s.lock);
+  zv_spin_lock(&s->s.lock);
   entry_t *e = find(s, h, key, klen);
   if (e && expired(e, now_ns)) {
     unlink_entry(s, e);
@@ -392,7 +375,7 @@ int zv_cache_incr(zv_cache_t *c, const char *key, size_t klen, double n, uint64_
     rc = incr_locked(s, e, n, out);
     if (rc == 1) touch(s, e, now_ns);
   }
-  spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->s.lock);
   if (gone) uncharge(c, gone);
   if (e) return rc < 0 ? rc : 0;
 
@@ -410,7 +393,7 @@ int zv_cache_incr(zv_cache_t *c, const char *key, size_t klen, double n, uint64_
   memcpy(fresh->data, key, klen);
   memcpy(fresh->data + klen, &n, sizeof n);
   reserve(c, size);
-  spin_lock(&s->s.lock);
+  zv_spin_lock(&s->s.lock);
   e = find(s, h, key, klen);
   gone = NULL;
   if (e && expired(e, now_ns)) {
@@ -426,7 +409,7 @@ int zv_cache_incr(zv_cache_t *c, const char *key, size_t klen, double n, uint64_
     maybe_grow(s);
     *out = n;
   }
-  spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->s.lock);
   if (gone) uncharge(c, gone);
   if (e) {
     uncharge(c, fresh);
@@ -441,12 +424,12 @@ size_t zv_cache_sweep(zv_cache_t *c, uint64_t now_ns, size_t max_steps, int *mor
   entry_t *dead[16];
   if (!now_ns) now_ns = zv_cache_clock();
   *more = 1;
-  spin_lock(&c->sweep);
+  zv_spin_lock(&c->sweep);
   while (steps < max_steps) {
     stripe_t *s = &c->stripes[c->sweep_stripe];
     size_t ndead = 0;
     int next_stripe = 0;
-    spin_lock(&s->s.lock);
+    zv_spin_lock(&s->s.lock);
     if (c->sweep_bucket > s->s.mask) {
       next_stripe = 1;
     } else {
@@ -466,7 +449,7 @@ size_t zv_cache_sweep(zv_cache_t *c, uint64_t now_ns, size_t max_steps, int *mor
       if (ndead < ZV_ARRAY_SIZE(dead)) c->sweep_bucket++;
       steps++;
     }
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
     for (size_t i = 0; i < ndead; i++) uncharge(c, dead[i]);
     removed += ndead;
     if (next_stripe) {
@@ -478,7 +461,7 @@ size_t zv_cache_sweep(zv_cache_t *c, uint64_t now_ns, size_t max_steps, int *mor
       }
     }
   }
-  spin_unlock(&c->sweep);
+  zv_spin_unlock(&c->sweep);
   if (removed) __atomic_add_fetch(&c->expired, removed, __ATOMIC_RELAXED);
   return removed;
 }
@@ -487,12 +470,12 @@ void zv_cache_clear(zv_cache_t *c) {
   for (int i = 0; i < ZV_CACHE_STRIPES; i++) {
     stripe_t *s = &c->stripes[i];
     entry_t *list;
-    spin_lock(&s->s.lock);
+    zv_spin_lock(&s->s.lock);
     list = s->s.newest;
     memset(s->s.buckets, 0, (s->s.mask + 1) * sizeof *s->s.buckets);
     s->s.newest = s->s.oldest = NULL;
     s->s.count = 0;
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
     for (entry_t *e = list, *next; e; e = next) {
       next = e->older;
       uncharge(c, e);
@@ -504,9 +487,9 @@ void zv_cache_stats(zv_cache_t *c, zv_cache_stats_t *out) {
   size_t n = 0;
   for (int i = 0; i < ZV_CACHE_STRIPES; i++) {
     stripe_t *s = &c->stripes[i];
-    spin_lock(&s->s.lock);
+    zv_spin_lock(&s->s.lock);
     n += s->s.count;
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
   }
   out->entries = n;
   out->bytes = __atomic_load_n(&c->bytes, __ATOMIC_RELAXED);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "../core/registry.h"
+#include "../core/spin.h"
 #include "../core/zv.h"
 
 #define INITIAL_BUCKETS 8
@@ -21,24 +22,6 @@
 #define ADMIT_SWEEP_STEPS 16
 
 enum { PENDING = 0, COMPLETE = 1 };
-
-typedef struct {
-  int held;
-} spin_t;
-
-static inline void spin_lock(spin_t *s) {
-  unsigned spins = 0;
-  while (__atomic_exchange_n(&s->held, 1, __ATOMIC_ACQUIRE)) {
-    while (__atomic_load_n(&s->held, __ATOMIC_RELAXED)) {
-      if (++spins > 64) sched_yield();
-      else __builtin_ia32_pause();
-    }
-  }
-}
-
-static inline void spin_unlock(spin_t *s) {
-  __atomic_store_n(&s->held, 0, __ATOMIC_RELEASE);
-}
 
 typedef struct entry {
   struct entry *next;     /* hash chain */
@@ -61,7 +44,7 @@ typedef struct entry {
 /* Padded to two cache lines so that stripes used by different threads never share one. */
 typedef union {
   struct {
-    spin_t lock;
+    zv_spin_t lock;
     size_t mask;
     size_t count;
     size_t pending;
@@ -82,8 +65,8 @@ struct zv_idem_s {
   uint64_t evictions;     /* atomic */
   uint64_t expired;       /* atomic */
   unsigned admissions;    /* atomic */
-  spin_t admit;
-  spin_t sweep;
+  zv_spin_t admit;
+  zv_spin_t sweep;
   unsigned sweep_stripe;  /* under the sweep lock */
   size_t sweep_bucket;
 };
@@ -236,7 +219,7 @@ static int evict_one(zv_idem_t *t, uint64_t now) {
   uint64_t oldest = UINT64_MAX;
   for (int i = 0; i < ZV_IDEM_STRIPES && !victim_expired; i++) {
     stripe_t *s = &t->stripes[i];
-    spin_lock(&s->s.lock);
+    zv_spin_lock(&s->s.lock);
     entry_t *e = s->s.oldest;
     if (e && expired(e, now)) {
       victim = i;
@@ -245,14 +228,14 @@ static int evict_one(zv_idem_t *t, uint64_t now) {
       oldest = e->used_ns;
       victim = i;
     }
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
   }
   if (victim < 0) return 0;
   stripe_t *s = &t->stripes[victim];
-  spin_lock(&s->s.lock);
+  zv_spin_lock(&s->s.lock);
   entry_t *e = s->s.oldest;
   if (e) unlink_entry(s, e);
-  spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->s.lock);
   if (e) {
     int was_expired = expired(e, now);
     drop(t, e);
@@ -269,7 +252,7 @@ static int evict_one(zv_idem_t *t, uint64_t now) {
  * linked, so not evictable).
  */
 static void admit(zv_idem_t *t, size_t size, int slot, uint64_t now) {
-  spin_lock(&t->admit);
+  zv_spin_lock(&t->admit);
   for (;;) {
     int keys_full = slot && __atomic_load_n(&t->used, __ATOMIC_RELAXED) >= t->max_keys;
     int bytes_full = __atomic_load_n(&t->bytes, __ATOMIC_RELAXED) + size > t->max_bytes;
@@ -277,13 +260,13 @@ static void admit(zv_idem_t *t, size_t size, int slot, uint64_t now) {
     if (evict_one(t, now)) continue;
     if (!keys_full) break;
     /* Every slot is a reservation whose insert is in flight: let it land, then look again. */
-    spin_unlock(&t->admit);
+    zv_spin_unlock(&t->admit);
     sched_yield();
-    spin_lock(&t->admit);
+    zv_spin_lock(&t->admit);
   }
   if (slot) __atomic_add_fetch(&t->used, 1, __ATOMIC_RELAXED);
   __atomic_add_fetch(&t->bytes, size, __ATOMIC_RELAXED);
-  spin_unlock(&t->admit);
+  zv_spin_unlock(&t->admit);
 }
 
 /* --- operations ----------------------------------------------------------------------------- */
@@ -335,10 +318,10 @@ int zv_idem_begin(zv_idem_t *t, const char *key, size_t klen, const char *fp, si
   entry_t *gone = NULL;
   int rc;
 
-  spin_lock(&s->s.lock);
+  zv_spin_lock(&s->s.lock);
   entry_t *e = find_live(s, h, key, klen, now_ns, &gone);
   if (e) rc = answer(s, e, fp, flen, now_ns, buf, cap, r);
-  spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->s.lock);
   if (gone) drop_expired(t, gone);
   if (e) return rc;
 
@@ -358,7 +341,7 @@ int zv_idem_begin(zv_idem_t *t, const char *key, size_t klen, const char *fp, si
   admit(t, size, 1, now_ns);
 
   gone = NULL;
-  spin_lock(&s->s.lock);
+  zv_spin_lock(&s->s.lock);
   e = find_live(s, h, key, klen, now_ns, &gone);
   if (e) {
     rc = answer(s, e, fp, flen, now_ns, buf, cap, r);
@@ -372,7 +355,7 @@ int zv_idem_begin(zv_idem_t *t, const char *key, size_t klen, const char *fp, si
     r->type = 0;
     rc = 0;
   }
-  spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->s.lock);
   if (gone) drop_expired(t, gone);
   if (e) {
     drop(t, fresh); /* another thread reserved it meanwhile: give the slot back */
@@ -401,7 +384,7 @@ int zv_idem_complete(zv_idem_t *t, const char *key, size_t klen, uint64_t token,
   stripe_t *s = STRIPE(t, h);
   entry_t *gone = NULL;
   int rc;
-  spin_lock(&s->s.lock);
+  zv_spin_lock(&s->s.lock);
   entry_t *e = find_live(s, h, key, klen, now_ns, &gone);
   if (!e || (token && e->token != token)) {
     rc = ZV_ENOTFOUND;
@@ -420,7 +403,7 @@ int zv_idem_complete(zv_idem_t *t, const char *key, size_t klen, uint64_t token,
     copy = NULL;
     rc = 0;
   }
-  spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->s.lock);
   if (gone) drop_expired(t, gone);
   if (rc) {
     __atomic_sub_fetch(&t->bytes, rlen, __ATOMIC_RELAXED);
@@ -436,14 +419,14 @@ int zv_idem_forget(zv_idem_t *t, const char *key, size_t klen, uint64_t token, u
   if (!now_ns) now_ns = zv_idem_clock();
   uint32_t h = zv_hash(key, klen);
   stripe_t *s = STRIPE(t, h);
-  spin_lock(&s->s.lock);
+  zv_spin_lock(&s->s.lock);
   entry_t *e = find(s, h, key, klen);
   if (e && token && e->token != token) e = NULL;
   if (e) {
     *existed = !expired(e, now_ns);
     unlink_entry(s, e);
   }
-  spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->s.lock);
   if (e) drop(t, e);
   return 0;
 }
@@ -453,12 +436,12 @@ size_t zv_idem_sweep(zv_idem_t *t, uint64_t now_ns, size_t max_steps, int *more)
   entry_t *dead[16];
   if (!now_ns) now_ns = zv_idem_clock();
   *more = 1;
-  spin_lock(&t->sweep);
+  zv_spin_lock(&t->sweep);
   while (steps < max_steps) {
     stripe_t *s = &t->stripes[t->sweep_stripe];
     size_t ndead = 0;
     int next_stripe = 0;
-    spin_lock(&s->s.lock);
+    zv_spin_lock(&s->s.lock);
     if (t->sweep_bucket > s->s.mask) {
       next_stripe = 1;
     } else {
@@ -479,7 +462,7 @@ size_t zv_idem_sweep(zv_idem_t *t, uint64_t now_ns, size_t max_steps, int *more)
       if (ndead < ZV_ARRAY_SIZE(dead)) t->sweep_bucket++;
       steps++;
     }
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
     for (size_t i = 0; i < ndead; i++) drop(t, dead[i]);
     removed += ndead;
     if (next_stripe) {
@@ -491,7 +474,7 @@ size_t zv_idem_sweep(zv_idem_t *t, uint64_t now_ns, size_t max_steps, int *more)
       }
     }
   }
-  spin_unlock(&t->sweep);
+  zv_spin_unlock(&t->sweep);
   if (removed) __atomic_add_fetch(&t->expired, removed, __ATOMIC_RELAXED);
   return removed;
 }
@@ -500,13 +483,13 @@ void zv_idem_clear(zv_idem_t *t) {
   for (int i = 0; i < ZV_IDEM_STRIPES; i++) {
     stripe_t *s = &t->stripes[i];
     entry_t *list;
-    spin_lock(&s->s.lock);
+    zv_spin_lock(&s->s.lock);
     list = s->s.newest;
     memset(s->s.buckets, 0, (s->s.mask + 1) * sizeof *s->s.buckets);
     s->s.newest = s->s.oldest = NULL;
     s->s.count = 0;
     s->s.pending = 0;
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
     for (entry_t *e = list, *next; e; e = next) {
       next = e->older;
       drop(t, e);
@@ -518,10 +501,10 @@ void zv_idem_stats(zv_idem_t *t, zv_idem_stats_t *out) {
   size_t n = 0, p = 0;
   for (int i = 0; i < ZV_IDEM_STRIPES; i++) {
     stripe_t *s = &t->stripes[i];
-    spin_lock(&s->s.lock);
+    zv_spin_lock(&s->s.lock);
     n += s->s.count;
     p += s->s.pending;
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
   }
   out->entries = n;
   out->pending = p;

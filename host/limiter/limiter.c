@@ -14,29 +14,13 @@
 #include <time.h>
 
 #include "../core/registry.h"
+#include "../core/spin.h"
 #include "../core/zv.h"
 
 #define INITIAL_BUCKETS 8
 #define ADMIT_SWEEP_STEPS 8
 
 /* A spin lock that yields the CPU after a short spin: critical sections are a few dozen ns. */
-typedef struct {
-  int held;
-} spin_t;
-
-static inline void spin_lock(spin_t *s) {
-  unsigned spins = 0;
-  while (__atomic_exchange_n(&s->held, 1, __ATOMIC_ACQUIRE)) {
-    while (__atomic_load_n(&s->held, __ATOMIC_RELAXED)) {
-      if (++spins > 64) sched_yield();
-      else __builtin_ia32_pause();
-    }
-  }
-}
-
-static inline void spin_unlock(spin_t *s) {
-  __atomic_store_n(&s->held, 0, __ATOMIC_RELEASE);
-}
 
 typedef struct entry {
   struct entry *next;     /* hash chain */
@@ -52,7 +36,7 @@ typedef struct entry {
 /* Padded to two cache lines so that stripes used by different threads never share one. */
 typedef union {
   struct {
-    spin_t lock;
+    zv_spin_t lock;
     size_t mask;          /* buckets - 1 */
     size_t count;
     entry_t **buckets;
@@ -73,7 +57,7 @@ struct zv_limiter_s {
   uint64_t evictions;     /* atomic */
   uint64_t expired;       /* atomic */
   unsigned cursor;        /* atomic: next stripe to sweep */
-  spin_t admit;
+  zv_spin_t admit;
 };
 
 uint64_t zv_limiter_clock(void) {
@@ -231,32 +215,32 @@ static inline void charge(const zv_limiter_t *l, entry_t *e, double cost, uint64
  * full. Runs under the admit lock, taking one stripe lock at a time.
  */
 static void admit(zv_limiter_t *l) {
-  spin_lock(&l->admit);
+  zv_spin_lock(&l->admit);
   while (__atomic_load_n(&l->used, __ATOMIC_RELAXED) >= l->max_entries) {
     int victim = -1;
     uint64_t oldest = UINT64_MAX;
     for (int i = 0; i < ZV_LIMITER_STRIPES; i++) {
       stripe_t *s = &l->stripes[i];
-      spin_lock(&s->s.lock);
+      zv_spin_lock(&s->s.lock);
       if (s->s.oldest && s->s.oldest->last_ns <= oldest) {
         oldest = s->s.oldest->last_ns;
         victim = i;
       }
-      spin_unlock(&s->s.lock);
+      zv_spin_unlock(&s->s.lock);
     }
     if (victim < 0) {
       /* Every slot is a reservation whose insert is in flight: let it land, then look again. */
-      spin_unlock(&l->admit);
+      zv_spin_unlock(&l->admit);
       sched_yield();
-      spin_lock(&l->admit);
+      zv_spin_lock(&l->admit);
       continue;
     }
     stripe_t *s = &l->stripes[victim];
     entry_t *e;
-    spin_lock(&s->s.lock);
+    zv_spin_lock(&s->s.lock);
     e = s->s.oldest;
     if (e) unlink_entry(s, e);
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
     if (e) {
       zv_free(e);
       __atomic_sub_fetch(&l->used, 1, __ATOMIC_RELAXED);
@@ -264,7 +248,7 @@ static void admit(zv_limiter_t *l) {
     }
   }
   __atomic_add_fetch(&l->used, 1, __ATOMIC_RELAXED);
-  spin_unlock(&l->admit);
+  zv_spin_unlock(&l->admit);
 }
 
 int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost, uint64_t now_ns,
@@ -274,27 +258,27 @@ int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost, 
   if (!now_ns) now_ns = zv_limiter_clock();
   uint64_t h = fnv1a(key, len);
   stripe_t *s = &l->stripes[h & (ZV_LIMITER_STRIPES - 1)];
-  spin_lock(&s->s.lock);
+  zv_spin_lock(&s->s.lock);
   entry_t *e = find(s, h, key, len);
   if (e) {
     charge(l, e, cost, now_ns, r);
     touch(s, e);
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
     return 0;
   }
-  spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->s.lock);
 
   /* A new key: allocate and reserve a slot with no stripe lock held, then look again. */
   entry_t *fresh = zv_alloc(sizeof *fresh + len);
   if (!fresh) return ZV_ENOMEM;
   admit(l);
-  spin_lock(&s->s.lock);
+  zv_spin_lock(&s->s.lock);
   e = find(s, h, key, len);
   if (e) {
     /* Another thread admitted it meanwhile: give the slot back. */
     charge(l, e, cost, now_ns, r);
     touch(s, e);
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
     __atomic_sub_fetch(&l->used, 1, __ATOMIC_RELAXED);
     zv_free(fresh);
   } else {
@@ -310,7 +294,7 @@ int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost, 
     s->s.count++;
     charge(l, fresh, cost, now_ns, r);
     maybe_grow(s);
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
   }
   if (l->idle_ns) {
     int more;
@@ -323,10 +307,10 @@ int zv_limiter_reset(zv_limiter_t *l, const char *key, size_t len, int *existed)
   if (len > ZV_LIMITER_MAX_KEY) return ZV_ETOOLONG;
   uint64_t h = fnv1a(key, len);
   stripe_t *s = &l->stripes[h & (ZV_LIMITER_STRIPES - 1)];
-  spin_lock(&s->s.lock);
+  zv_spin_lock(&s->s.lock);
   entry_t *e = find(s, h, key, len);
   if (e) unlink_entry(s, e);
-  spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->s.lock);
   if (e) {
     zv_free(e);
     __atomic_sub_fetch(&l->used, 1, __ATOMIC_RELAXED);
@@ -350,7 +334,7 @@ size_t zv_limiter_sweep(zv_limiter_t *l, uint64_t now_ns, size_t max_steps, int 
     steps++;
     for (;;) {
       entry_t *e;
-      spin_lock(&s->s.lock);
+      zv_spin_lock(&s->s.lock);
       e = s->s.oldest;
       if (e && now_ns > e->last_ns && now_ns - e->last_ns >= l->idle_ns && steps < max_steps) {
         unlink_entry(s, e);
@@ -359,7 +343,7 @@ size_t zv_limiter_sweep(zv_limiter_t *l, uint64_t now_ns, size_t max_steps, int 
           *more = 1;
         e = NULL;
       }
-      spin_unlock(&s->s.lock);
+      zv_spin_unlock(&s->s.lock);
       if (!e) break;
       steps++;
       zv_free(e);
@@ -375,9 +359,9 @@ void zv_limiter_stats(zv_limiter_t *l, zv_limiter_stats_t *out) {
   size_t n = 0;
   for (int i = 0; i < ZV_LIMITER_STRIPES; i++) {
     stripe_t *s = &l->stripes[i];
-    spin_lock(&s->s.lock);
+    zv_spin_lock(&s->s.lock);
     n += s->s.count;
-    spin_unlock(&s->s.lock);
+    zv_spin_unlock(&s->s.lock);
   }
   out->entries = n;
   out->max_entries = l->max_entries;
