@@ -1,0 +1,143 @@
+-- spec.support.redis_server: a real redis-server for the #redis specs, on a free loopback port
+-- in a temporary directory, with persistence off (--save '' --appendonly no).
+--
+--   local redis_server = require "spec.support.redis_server"
+--   local srv = assert(redis_server.start({ password = "s3cret" }))  -- options optional
+--   srv.port, srv.url ("redis://:s3cret@127.0.0.1:PORT/0"), srv.pid, srv.dir
+--   srv:stop()       -- SIGTERM by PID, SIGKILL after 2 s; removes the directory; idempotent
+--   srv:restart()    -- stop, then start again on the same port (connection-loss specs)
+--
+-- The server daemonizes with a pidfile so it is stopped by PID, never by name. A server whose
+-- spec forgot to stop it is stopped when the Lua state closes (a __gc sentinel), and start()
+-- stops what it started when the server does not answer PING within 5 s.
+
+local core = require "zever.redis_core"
+local http = require "zever.http"
+local sys = require "zever.sys"
+
+local M = {}
+
+local function sh(cmd)
+  local p = assert(io.popen(cmd .. " 2>&1"))
+  local out = p:read("*a")
+  p:close()
+  return out
+end
+
+local function quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+local function sleep(s)
+  local t = sys.now() + s
+  while sys.now() < t do os.execute("sleep 0.02") end
+end
+
+-- A port the kernel says is free right now (bind port 0, read it, close).
+local function free_port()
+  local srv = assert(http.listen({ host = "127.0.0.1", port = 0, reuseport = false },
+    function() end))
+  local port = srv:port()
+  srv:close()
+  return port
+end
+
+local function alive(pid)
+  if not pid then return false end
+  local r = os.execute("kill -0 " .. pid .. " 2>/dev/null")
+  return r == 0 or r == true
+end
+
+local Server = {}
+Server.__index = Server
+
+local function read_pid(dir)
+  local f = io.open(dir .. "/redis.pid")
+  if not f then return nil end
+  local pid = tonumber(f:read("*l") or "")
+  f:close()
+  return pid
+end
+
+-- Starts redis-server on self.port; true or nil, message (whatever started is stopped).
+function Server:launch()
+  local args = {
+    "redis-server", "--port", self.port, "--bind", "127.0.0.1", "--save", "''",
+    "--appendonly", "no", "--daemonize", "yes", "--dir", quote(self.dir),
+    "--pidfile", quote(self.dir .. "/redis.pid"), "--logfile", quote(self.dir .. "/redis.log"),
+  }
+  if self.password then
+    args[#args + 1] = "--requirepass"
+    args[#args + 1] = quote(self.password)
+  end
+  os.remove(self.dir .. "/redis.pid")
+  sh(table.concat(args, " "))
+  local ping = core.sync("redis://" .. (self.password and (":" .. self.password .. "@") or "") ..
+    "127.0.0.1:" .. self.port .. "/0", 0.5, {})
+  local deadline = sys.now() + 5
+  while sys.now() < deadline do
+    self.pid = self.pid or read_pid(self.dir)
+    if self.pid and ping:call("PING") == "PONG" then
+      ping:close()
+      return true
+    end
+    sleep(0.02)
+  end
+  ping:close()
+  self.pid = self.pid or read_pid(self.dir)
+  local log = io.open(self.dir .. "/redis.log")
+  local text = log and log:read("*a") or ""
+  if log then log:close() end
+  self:kill()
+  return nil, "redis-server did not start on port " .. self.port .. ": " .. text:sub(-300)
+end
+
+-- Stops the process by PID: SIGTERM, then SIGKILL after 2 s.
+function Server:kill()
+  local pid = self.pid
+  self.pid = nil
+  if not pid then return end
+  os.execute("kill -TERM " .. pid .. " 2>/dev/null")
+  local deadline = sys.now() + 2
+  while alive(pid) and sys.now() < deadline do sleep(0.02) end
+  if alive(pid) then os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
+end
+
+function Server:stop()
+  self:kill()
+  if self.dir then
+    os.execute("rm -rf " .. quote(self.dir))
+    self.dir = nil
+  end
+end
+
+function Server:restart()
+  self:kill()
+  return self:launch()
+end
+
+-- opts: password (adds --requirepass). Returns the server or nil, message.
+function M.start(opts)
+  opts = opts or {}
+  local dir = sh("mktemp -d /tmp/zever-redis-XXXXXX"):gsub("%s+$", "")
+  local self = setmetatable({ dir = dir, password = opts.password }, Server)
+  -- Stops a forgotten server when the state closes.
+  local sentinel = newproxy(true)
+  getmetatable(sentinel).__gc = function() self:stop() end
+  self.sentinel = sentinel
+  local ok, err
+  for _ = 1, 3 do
+    self.port = free_port()
+    ok, err = self:launch()
+    if ok then break end
+  end
+  if not ok then
+    self:stop()
+    return nil, err
+  end
+  local auth = opts.password and (":" .. opts.password .. "@") or ""
+  self.url = "redis://" .. auth .. "127.0.0.1:" .. self.port .. "/0"
+  return self
+end
+
+return M
