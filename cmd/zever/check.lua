@@ -1,11 +1,12 @@
--- zever check [paths...]: lexes and parses every .zen file under the paths (default schema/) and
--- prints the diagnostics, sorted, each with its source line and a caret. Exit 1 when any is an
--- error, 0 otherwise. Names, types, relations and routes are not checked yet: the resolver and
--- the backends come next, and this command will run them too.
+-- zever check [paths...]: lexes, parses and resolves every .zen file under the paths (default
+-- schema/) and prints the diagnostics, sorted, each with its source line and a caret. Exit 1 when
+-- any is an error, 0 otherwise. It is diagnostics only: the resolver's IR is built and dropped,
+-- nothing is generated or written (the backends come next).
 
 local sys = require "zever.sys"
 local json = require "zever.json"
 local parser = require "dsl.parser"
+local resolver = require "dsl.resolver"
 local diagnostics = require "dsl.diagnostics"
 
 local sort = table.sort
@@ -36,11 +37,11 @@ end
 
 return {
   name = "check",
-  summary = "Lex and parse the .zen schema and report problems",
+  summary = "Check the .zen schema (syntax, names, types, relations, routes) and report problems",
   usage = "zever check [paths...] [--json]",
   help = "Paths are .zen files or folders searched for them (default: schema/). A file's folder\n"
-    .. "is its module. For now this checks syntax only (lexer and parser); the resolver (names,\n"
-    .. "types, relations, routes) and the backends come later.\n"
+    .. "is its module. Runs the lexer, the parser and the resolver (names, types, relations,\n"
+    .. "routes, auth, jobs, schedules); it only reports, it generates nothing.\n"
     .. "Exit codes: 0 no errors (warnings allowed), 1 any error, 2 usage.",
   flags = {
     { name = "json", summary = "print the diagnostics as a JSON array" },
@@ -53,16 +54,21 @@ return {
       if not ok then return 1, err end
     end
     sort(files)
-    local all, sources = {}, {}
+    local all, sources, trees = {}, {}, {}
     for _, file in ipairs(files) do
       local f, err = io.open(file, "rb")
       if not f then return 1, err end
       local src = f:read("*a")
       f:close()
       sources[file] = src
-      local _, diags = parser.parse(src, file)
+      local tree, diags = parser.parse(src, file)
+      trees[#trees + 1] = tree
       for _, d in ipairs(diags) do all[#all + 1] = d end
     end
+    -- The resolver sees every file at once (a module may span files, and modules refer to each
+    -- other); it resolves trees with syntax errors as far as they go.
+    local _, rdiags = resolver.resolve(trees)
+    for _, d in ipairs(rdiags) do all[#all + 1] = d end
     diagnostics.sort(all)
     local errors, warnings = diagnostics.count(all)
     if flags.json then

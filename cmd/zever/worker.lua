@@ -46,6 +46,9 @@ return {
     local drain = flags.drain or cfg.jobs.drain
     local w = require("zever.worker").new(jobs, { queues = queues, concurrency = concurrency,
       poll_max = cfg.queue.poll_max, log = logger(app) })
+    -- The app's schedules (app.scheduler resolved by the app file) tick on this loop too.
+    local sch = app:container():resolved("scheduler")
+    if sch and #sch.entries == 0 then sch = nil end
     local signals = 0
     local function on_signal(name)
       signals = signals + 1
@@ -54,10 +57,12 @@ return {
         os.exit(1)
       end
       io.stderr:write(format("zever: %s, draining (up to %gs)\n", name, drain))
+      if sch then sch:stop() end
       w:drain(drain, function() loop.stop() end)
     end
     local term, int = loop.signal("SIGTERM", on_signal), loop.signal("SIGINT", on_signal)
     w:start()
+    if sch then sch:start{ log = logger(app) } end
     io.stderr:write(format("zever: worker for %s on queues %s (concurrency %d)\n", path,
       table.concat(queues, ","), concurrency))
     loop.run()

@@ -20,7 +20,8 @@
 -- are db/sqlite (zever.db), cache/memory, limiter/memory and idempotency/memory (process-wide
 -- C tables shared by the workers), queue/db (a table of the app's database) and queue/memory
 -- (a process-wide C queue), vectors/db and search/db (tables of the app's database: a C top-k scan, FTS5),
--- jobs/queue (jobs over ctx:get("queue"), dead letters in the db), log/text, log/json
+-- jobs/queue (jobs over ctx:get("queue"), dead letters in the db), scheduler/memory and
+-- scheduler/db (the one-run-per-slot lock), log/text, log/json
 -- (zever.log) and mailer/log (zever.mailer over
 -- adapters.mailer.log). It must not resolve anything.
 
@@ -167,6 +168,18 @@ end
 if present("zever.jobs") and present("adapters.jobs.queue") then
   M.register("jobs", "queue", function(section, ctx)
     return require("adapters.jobs.queue").open(section, ctx)
+  end)
+end
+
+if present("zever.cron") and present("zever.cache_core") and present("adapters.scheduler.memory") then
+  M.register("scheduler", "memory", function(section, ctx)
+    return require("adapters.scheduler.memory").open(section, ctx)
+  end)
+end
+
+if present("zever.cron") and present("adapters.scheduler.db") then
+  M.register("scheduler", "db", function(section, ctx)
+    return require("adapters.scheduler.db").open(section, ctx)
   end)
 end
 

@@ -85,7 +85,11 @@ M.sections = {
   { name = "scheduler", doc = "cron and every(); adapter is the one-run-per-slot lock", fields = {
     f("adapter", "adapter", "memory", { values = { "memory", "db", "redis" } }),
     f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
-    f("timezone", "enum", "UTC", { values = { "UTC", "local" }, doc = "cron slots in UTC or local" }),
+    f("timezone", "enum", "UTC", { values = { "UTC", "local" },
+      doc = "cron slots in UTC (local is not supported yet: resolving raises)" }),
+    f("tick", "duration", 0.1, { doc = "how often `zever worker` checks for due slots" }),
+    f("horizon", "duration", 86400, { doc = "db adapter: lock rows older than this are deleted" }),
+    f("table", "string", "scheduler_locks", { doc = "db adapter: the lock table" }),
   } },
   { name = "mailer", doc = "outgoing mail", fields = {
     f("adapter", "adapter", "log", { values = { "log", "smtp" } }),
