@@ -380,20 +380,32 @@ int zv_http_conn_header(const zv_http_conn_t *c, const char *name, size_t len, u
 
 /* --- responses ---------------------------------------------------------------------------- */
 
-void zv_http_buf_add(zv_http_buf_t *b, const char *s, size_t n) {
-  if (b->err) return;
-  if (b->len + n > b->cap) {
-    size_t cap = b->cap ? b->cap * 2 : 256;
-    char *np;
-    while (cap < b->len + n) cap *= 2;
-    np = zv_realloc(b->p, cap);
-    if (!np) {
-      b->err = ZV_ENOMEM;
-      return;
-    }
-    b->p = np;
-    b->cap = cap;
+/* Makes room for n more bytes; false (and the sticky error set) when it cannot. */
+static int buf_reserve(zv_http_buf_t *b, size_t n) {
+  size_t cap;
+  char *np;
+  if (b->err) return 0;
+  if (b->len + n <= b->cap) return 1;
+  cap = b->cap ? b->cap * 2 : 256;
+  while (cap < b->len + n) cap *= 2;
+  np = zv_realloc(b->p, cap);
+  if (!np) {
+    b->err = ZV_ENOMEM;
+    return 0;
   }
+  b->p = np;
+  b->cap = cap;
+  return 1;
+}
+
+/* Appends n bytes after a buf_reserve that made room for them. */
+static inline char *put(char *o, const char *s, size_t n) {
+  memcpy(o, s, n);
+  return o + n;
+}
+
+void zv_http_buf_add(zv_http_buf_t *b, const char *s, size_t n) {
+  if (!buf_reserve(b, n)) return;
   memcpy(b->p + b->len, s, n);
   b->len += n;
 }
@@ -487,9 +499,38 @@ void zv_http_date(int64_t unix_seconds, char out[32]) {
 }
 
 /* RFC 9110 token characters: !#$%&'*+-.^_`|~ digits and letters. */
-static int is_tchar(unsigned char ch) {
-  static const uint32_t bits[8] = {0, 0x03ff6cfa, 0xc7fffffe, 0x57ffffff, 0, 0, 0, 0};
-  return (bits[ch >> 5] >> (ch & 31)) & 1;
+static const uint8_t tchar[256] = {
+  ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1,
+  ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1, ['~'] = 1,
+  ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+  ['8'] = 1, ['9'] = 1,
+  ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+  ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
+  ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+  ['Y'] = 1, ['Z'] = 1,
+  ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+  ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+  ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+  ['y'] = 1, ['z'] = 1,
+};
+
+/* True when v[0..n) holds no control character but HTAB (no CR, LF, NUL or DEL). Eight bytes
+ * at a time: a word with no byte below 0x20 and no 0x7f passes at once; a word with one (a tab,
+ * most likely) is looked at byte by byte. */
+static int value_ok(const char *v, size_t n) {
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x, d;
+    memcpy(&x, v + i, 8);
+    d = x ^ (ones * 0x7f);
+    if (((x - ones * 0x20) & ~x & highs) | ((d - ones) & ~d & highs)) break;
+  }
+  for (; i < n; i++) {
+    unsigned char ch = (unsigned char)v[i];
+    if ((ch < 0x20 && ch != '\t') || ch == 0x7f) return 0;
+  }
+  return 1;
 }
 
 int zv_http_check_header(const char *name, size_t nlen, const char *value, size_t vlen,
@@ -497,11 +538,8 @@ int zv_http_check_header(const char *name, size_t nlen, const char *value, size_
   info->skip = info->is_close = info->is_date = info->is_server = 0;
   if (nlen == 0) return ZV_EINVAL;
   for (size_t i = 0; i < nlen; i++)
-    if (!is_tchar((unsigned char)name[i])) return ZV_EINVAL;
-  for (size_t i = 0; i < vlen; i++) {
-    unsigned char ch = (unsigned char)value[i];
-    if ((ch < 0x20 && ch != '\t') || ch == 0x7f) return ZV_EINVAL;
-  }
+    if (!tchar[(unsigned char)name[i]]) return ZV_EINVAL;
+  if (!value_ok(value, vlen)) return ZV_EINVAL;
   switch (nlen) {
   case 4:
     info->is_date = !strncasecmp(name, "date", 4);
@@ -526,30 +564,42 @@ int zv_http_check_header(const char *name, size_t nlen, const char *value, size_
 }
 
 void zv_http_head_begin(zv_http_buf_t *b, int status) {
-  char line[16];
   const char *reason = zv_http_reason(status);
+  size_t rlen = strlen(reason);
+  char *o;
   if (status < 100 || status > 999) status = 500;
-  memcpy(line, "HTTP/1.1 ", 9);
-  line[9] = (char)('0' + status / 100);
-  line[10] = (char)('0' + (status / 10) % 10);
-  line[11] = (char)('0' + status % 10);
-  line[12] = ' ';
   b->len = 0;
   b->err = 0;
-  zv_http_buf_add(b, line, 13);
-  zv_http_buf_add(b, reason, strlen(reason));
-  zv_http_buf_add(b, "\r\n", 2);
+  if (!buf_reserve(b, 15 + rlen)) return;
+  o = put(b->p, "HTTP/1.1 ", 9);
+  *o++ = (char)('0' + status / 100);
+  *o++ = (char)('0' + (status / 10) % 10);
+  *o++ = (char)('0' + status % 10);
+  *o++ = ' ';
+  o = put(o, reason, rlen);
+  o = put(o, "\r\n", 2);
+  b->len = (size_t)(o - b->p);
 }
 
 void zv_http_head_add(zv_http_buf_t *b, const char *name, size_t nlen, const char *value,
                       size_t vlen) {
-  zv_http_buf_add(b, name, nlen);
-  zv_http_buf_add(b, ": ", 2);
-  zv_http_buf_add(b, value, vlen);
-  zv_http_buf_add(b, "\r\n", 2);
+  char *o;
+  if (!buf_reserve(b, nlen + vlen + 4)) return;
+  o = put(b->p + b->len, name, nlen);
+  o = put(o, ": ", 2);
+  o = put(o, value, vlen);
+  o = put(o, "\r\n", 2);
+  b->len = (size_t)(o - b->p);
 }
 
+/* The longest tail head_end writes: Content-Length (16 + 20 digits + 2), Transfer-Encoding (28),
+ * Connection (19), Date (6 + 29 + 2), Server (15) and the blank line (2). */
+#define HEAD_END_MAX 160
+
 void zv_http_head_end(zv_http_buf_t *b, const zv_http_head_t *h, int server) {
+  char *o;
+  if (!buf_reserve(b, HEAD_END_MAX)) return;
+  o = b->p + b->len;
   if (h->content_length >= 0) {
     char num[24], *e = num + sizeof num, *s = e;
     uint64_t v = (uint64_t)h->content_length;
@@ -557,17 +607,18 @@ void zv_http_head_end(zv_http_buf_t *b, const zv_http_head_t *h, int server) {
       *--s = (char)('0' + v % 10);
       v /= 10;
     } while (v);
-    zv_http_buf_add(b, "Content-Length: ", 16);
-    zv_http_buf_add(b, s, (size_t)(e - s));
-    zv_http_buf_add(b, "\r\n", 2);
+    o = put(o, "Content-Length: ", 16);
+    o = put(o, s, (size_t)(e - s));
+    o = put(o, "\r\n", 2);
   }
-  if (h->chunked) zv_http_buf_add(b, "Transfer-Encoding: chunked\r\n", 28);
-  if (h->close) zv_http_buf_add(b, "Connection: close\r\n", 19);
+  if (h->chunked) o = put(o, "Transfer-Encoding: chunked\r\n", 28);
+  if (h->close) o = put(o, "Connection: close\r\n", 19);
   if (h->date) {
-    zv_http_buf_add(b, "Date: ", 6);
-    zv_http_buf_add(b, h->date, 29);
-    zv_http_buf_add(b, "\r\n", 2);
+    o = put(o, "Date: ", 6);
+    o = put(o, h->date, 29);
+    o = put(o, "\r\n", 2);
   }
-  if (server) zv_http_buf_add(b, "Server: zever\r\n", 15);
-  zv_http_buf_add(b, "\r\n", 2);
+  if (server) o = put(o, "Server: zever\r\n", 15);
+  o = put(o, "\r\n", 2);
+  b->len = (size_t)(o - b->p);
 }

@@ -24,6 +24,11 @@
  * after that they raise "request already answered" (the bytes were reused for the next request).
  * After the client went away they return nil (body: "").
  *
+ * Unanswered requests: a request userdata has no finalizer while on_request runs; one still
+ * unanswered (and attached) when on_request returns gets a second metatable with __gc, which
+ * answers 500 if it is collected unanswered (see on_request). Answered requests cost the
+ * collector nothing extra.
+ *
  * Ownership: the server's C side (lserver_t) lives until all its handles closed; the Lua server
  * object only points at it. A request object (lreq_t) points at its connection only while the
  * request is unanswered and the connection open; the connection points back (c->data), and
@@ -40,8 +45,10 @@
 #include "server.h"
 
 #define REQ_MT "zever.http.request"
+#define GUARD_MT "zever.http.request (guarded)"
 #define SRV_MT "zever.http.server"
 #define STACK_HDRS 32
+#define METHOD_REFS 64
 
 typedef struct sproxy_s sproxy_t;
 
@@ -49,7 +56,8 @@ typedef struct {
   zv_http_server_t srv;
   zv_loop_item_t item;
   zv_loop_t *loop;
-  int fn_ref, done_ref, req_mt_ref;
+  int fn_ref, done_ref, req_mt_ref, guard_mt_ref;
+  int method_refs[METHOD_REFS]; /* the method name strings, by http_parser method, made once */
   int closed;     /* on_closed came: only the memory is left */
   sproxy_t *proxy;
 } lserver_t;
@@ -65,9 +73,12 @@ typedef struct {
 
 /* --- the request object --------------------------------------------------------------------- */
 
+/* A request has one of two metatables (upvalues 1 and 2 of every method): the plain one, or
+ * the guarded one with __gc that on_request gives to a request left unanswered. */
 static lreq_t *check_req(lua_State *L) {
   lreq_t *r = lua_touserdata(L, 1);
-  if (!r || !lua_getmetatable(L, 1) || !lua_rawequal(L, -1, lua_upvalueindex(1)))
+  if (!r || !lua_getmetatable(L, 1) ||
+      (!lua_rawequal(L, -1, lua_upvalueindex(1)) && !lua_rawequal(L, -1, lua_upvalueindex(2))))
     luaL_typerror(L, 1, REQ_MT);
   lua_pop(L, 1);
   return r;
@@ -207,10 +218,11 @@ static size_t get_headers(lua_State *L, int idx, zv_http_str_t **hdrs, zv_http_s
   luaL_checkstack(L, (int)n, "too many headers");
   for (size_t i = 0; i < n; i++) {
     lua_rawgeti(L, idx, (int)i + 1);
-    if (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER)
+    /* lua_tolstring takes strings and numbers (converted in place) and is NULL for the rest. */
+    (*hdrs)[i].p = lua_tolstring(L, -1, &(*hdrs)[i].n);
+    if (!(*hdrs)[i].p)
       luaL_argerror(L, idx, lua_pushfstring(L, "header item %d is a %s, not a string",
                                             (int)i + 1, luaL_typename(L, -1)));
-    (*hdrs)[i].p = lua_tolstring(L, -1, &(*hdrs)[i].n);
   }
   return n / 2;
 }
@@ -316,31 +328,62 @@ static int r_tostring(lua_State *L) {
 
 /* --- server callbacks ----------------------------------------------------------------------- */
 
+/* Pushes the method name; each distinct one is interned once and then kept by a reference. */
+static void push_method(lua_State *L, lserver_t *ls, const zv_http_conn_t *core) {
+  unsigned m = core->parser.method;
+  if (m >= METHOD_REFS) {
+    lua_pushstring(L, zv_http_conn_method(core));
+    return;
+  }
+  if (ls->method_refs[m] == LUA_NOREF) {
+    lua_pushstring(L, zv_http_conn_method(core));
+    ls->method_refs[m] = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ls->method_refs[m]);
+}
+
+/*
+ * The request userdata gets no finalizer while on_request runs: a request answered before the
+ * handler returns (the usual case) is plain garbage afterwards, which costs the collector
+ * nothing. Only a request still unanswered and attached when the handler returns (it waits in
+ * a coroutine, or was dropped) gets the guarded metatable, whose __gc answers 500 if it is
+ * collected unanswered. LuaJIT looks for __gc when it finds the object dead, so setting the
+ * metatable late is enough.
+ */
 static void on_request(zv_http_server_t *srv, zv_http_sconn_t *c) {
   lserver_t *ls = ZV_CONTAINER_OF(srv, lserver_t, srv);
   lua_State *L = ls->loop->L;
   const zv_http_conn_t *core = &c->core;
   lreq_t *r;
+  int failed;
   if (!L) {
     answer_internal(c);
     return;
   }
-  lua_rawgeti(L, LUA_REGISTRYINDEX, ls->fn_ref);
   r = lua_newuserdata(L, sizeof *r);
   r->c = c;
   r->answered = r->streaming = 0;
   c->data = r;
   lua_rawgeti(L, LUA_REGISTRYINDEX, ls->req_mt_ref);
   lua_setmetatable(L, -2);
-  lua_pushstring(L, zv_http_conn_method(core));
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ls->fn_ref);
+  lua_pushvalue(L, -2);
+  push_method(L, ls, core);
   lua_pushlstring(L, core->buf + core->url_off, core->path_len);
   if (core->query_off >= 0) lua_pushlstring(L, core->buf + core->query_off, core->query_len);
   else lua_pushnil(L);
-  if (zv_loop_pcall(L, 4, 0, "http request handler") && !c->closing && c->data) {
-    /* The handler raised before answering: r is still attached (c->data), so it is alive. */
-    detach(c->data);
-    answer_internal(c);
+  failed = zv_loop_pcall(L, 4, 0, "http request handler");
+  /* r is still on the stack, so alive; c->data == r means unanswered and the client is there. */
+  if (c->data == r && !c->closing) {
+    if (failed) {
+      detach(r);
+      answer_internal(c);
+    } else {
+      lua_rawgeti(L, LUA_REGISTRYINDEX, ls->guard_mt_ref);
+      lua_setmetatable(L, -2);
+    }
   }
+  lua_pop(L, 1);
 }
 
 static void on_conn_close(zv_http_server_t *srv, zv_http_sconn_t *c) {
@@ -368,8 +411,11 @@ static void on_closed(zv_http_server_t *srv) {
     luaL_unref(L, LUA_REGISTRYINDEX, ls->fn_ref);
     luaL_unref(L, LUA_REGISTRYINDEX, ls->done_ref);
     luaL_unref(L, LUA_REGISTRYINDEX, ls->req_mt_ref);
+    luaL_unref(L, LUA_REGISTRYINDEX, ls->guard_mt_ref);
+    for (int i = 0; i < METHOD_REFS; i++) luaL_unref(L, LUA_REGISTRYINDEX, ls->method_refs[i]);
   }
-  ls->fn_ref = ls->done_ref = ls->req_mt_ref = LUA_NOREF;
+  for (int i = 0; i < METHOD_REFS; i++) ls->method_refs[i] = LUA_NOREF;
+  ls->fn_ref = ls->done_ref = ls->req_mt_ref = ls->guard_mt_ref = LUA_NOREF;
   ls->closed = 1;
   if (!ls->proxy) zv_free(ls);
 }
@@ -504,7 +550,8 @@ static int l_listen(lua_State *L) {
   ls = zv_alloc(sizeof *ls);
   if (!ls) return luaL_error(L, "http.listen: out of memory");
   ls->loop = loop;
-  ls->fn_ref = ls->done_ref = ls->req_mt_ref = LUA_NOREF;
+  ls->fn_ref = ls->done_ref = ls->req_mt_ref = ls->guard_mt_ref = LUA_NOREF;
+  for (int i = 0; i < METHOD_REFS; i++) ls->method_refs[i] = LUA_NOREF;
   ls->closed = 0;
   ls->proxy = NULL;
   ls->item.prev = ls->item.next = NULL;
@@ -526,6 +573,8 @@ static int l_listen(lua_State *L) {
   ls->fn_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   luaL_getmetatable(L, REQ_MT);
   ls->req_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  luaL_getmetatable(L, GUARD_MT);
+  ls->guard_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   p->s = ls;
   ls->proxy = p;
   return 1;
@@ -545,20 +594,28 @@ int luaopen_zever_http(lua_State *L) {
   if (http_parser_version() < 0x020900)
     return luaL_error(L, "zever.http needs http_parser 2.9 or later");
   zv_loop_of(L);
+  /* Two metatables share one method table; each method has both as upvalues. */
   luaL_newmetatable(L, REQ_MT);
+  luaL_newmetatable(L, GUARD_MT);
   lua_newtable(L);
   for (const luaL_Reg *m = req_methods; m->name; m++) {
-    lua_pushvalue(L, -2);
-    lua_pushcclosure(L, m->func, 1);
+    lua_pushvalue(L, -3);
+    lua_pushvalue(L, -3);
+    lua_pushcclosure(L, m->func, 2);
     lua_setfield(L, -2, m->name);
   }
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -4, "__index");
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, r_gc);
   lua_setfield(L, -2, "__gc");
+  lua_pushvalue(L, -2);
+  lua_pushvalue(L, -2);
+  lua_pushcclosure(L, r_tostring, 2);
   lua_pushvalue(L, -1);
-  lua_pushcclosure(L, r_tostring, 1);
+  lua_setfield(L, -4, "__tostring");
   lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
+  lua_pop(L, 2);
   luaL_newmetatable(L, SRV_MT);
   lua_newtable(L);
   luaL_register(L, NULL, srv_methods);

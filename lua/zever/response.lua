@@ -19,6 +19,9 @@ local json = require "zever.json"
 
 local type, tostring, lower, pairs = type, tostring, string.lower, pairs
 local encode = json.encode
+-- LuaJIT's table.new: the headers array is sized up front, so that finish() appending the
+-- content type does not grow (rehash) it twice per request.
+local tnew = require "table.new"
 
 local M = {}
 
@@ -26,7 +29,7 @@ local Response = {}
 Response.__index = Response
 
 function M.new()
-  return setmetatable({ code = 200, headers = {}, body = nil, ctype = nil }, Response)
+  return setmetatable({ code = 200, headers = tnew(4, 0), body = nil, ctype = nil }, Response)
 end
 
 local function check_header(name, value)

@@ -51,8 +51,12 @@ function M.listen(app, opts)
   for k, v in pairs(opts.limits or {}) do conf[k] = v end
   app.access_log = opts.access_log == "json" and access_json or opts.access_log and access_text
     or nil
+  -- spawn passes four arguments: the app is bound here, so that the query string is the fourth.
+  local function serve(creq, method, path, query)
+    return handle(app, creq, method, path, query)
+  end
   return http.listen(conf, function(creq, method, path, query)
-    spawn(handle, app, creq, method, path, query)
+    spawn(serve, creq, method, path, query)
   end)
 end
 

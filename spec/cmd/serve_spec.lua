@@ -69,6 +69,7 @@ app:get("/sleep", function() zever.sleep(0.1) return "slept" end)
 app:get("/slow", function() zever.sleep(0.6) return "finished" end)
 app:get("/boom", function() error("kaput") end)
 app:post("/echo", function(req) return req:json() end)
+app:get("/query", function(req) return req.query end)
 return app
 ]])
 
@@ -87,6 +88,8 @@ describe("zever serve", function()
     assert.are.equal("hello world", get(srv, "/hello").stdout)
     assert.are.equal('{"id":42}', get(srv, "/users/42").stdout)
     assert.are.equal('{"a":[1,2]}', get(srv, "/echo", "-d '{\"a\":[1,2]}'").stdout)
+    assert.are.same({ x = "1", y = "a b" },
+      require("zever.json").decode(get(srv, "/query?x=1&y=a+b").stdout))
     local r = get(srv, "/nope", "-i")
     assert.is_truthy(r.stdout:match("^HTTP/1.1 404"))
     assert.is_truthy(r.stdout:find("Server: zever", 1, true))
