@@ -23,9 +23,9 @@ CSTD     := -std=c99 -D_GNU_SOURCE
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 CFLAGS   ?= -O2 -g
 ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) $(LUAJIT_CFLAGS) -Ihost -Ibuild
-LDLIBS   := -lluajit-5.1 -luv -lhttp_parser -lsqlite3 -lhiredis -lpthread -lm -ldl
+LDLIBS   := -lluajit-5.1 -luv -lhttp_parser -lsqlite3 -lhiredis -lssl -lcrypto -lpthread -lm -ldl
 # Libraries the pure cores may need (benchmarks and fuzz targets link cores without Lua).
-CORE_LIBS := -luv -lhttp_parser -lsqlite3 -lhiredis -lpthread -lm
+CORE_LIBS := -luv -lhttp_parser -lsqlite3 -lhiredis -lssl -lcrypto -lpthread -lm
 LDFLAGS  ?=
 # -Wl,-E exports the host's symbols so LuaJIT's FFI can call per-request C functions.
 ALL_LDFLAGS = -Wl,-E $(LDFLAGS)
@@ -47,7 +47,8 @@ FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         libluajit-5.1-dev luajit lua-lpeg lua-cjson lua-yaml lua-busted lua-check \
         libsqlite3-dev libhiredis-dev libuv1-dev libhttp-parser-dev \
-        redis-server curl wrk hyperfine python3 lua-sql-sqlite3
+        libssl-dev openssl redis-server curl wrk hyperfine python3 python3-aiosmtpd swaks \
+        lua-sql-sqlite3
 
 .PHONY: all deps run test asan bench bench-http fuzz lint install clean
 all: deps bin/zever

@@ -22,8 +22,8 @@
 -- (a process-wide C queue), vectors/db and search/db (tables of the app's database: a C top-k scan, FTS5),
 -- jobs/queue (jobs over ctx:get("queue"), dead letters in the db), scheduler/memory and
 -- scheduler/db (the one-run-per-slot lock), log/text, log/json
--- (zever.log) and mailer/log (zever.mailer over
--- adapters.mailer.log). It must not resolve anything.
+-- (zever.log), mailer/log (zever.mailer over
+-- adapters.mailer.log) and mailer/smtp (over adapters.mailer.smtp). It must not resolve anything.
 
 local type, error, pairs, next, sort, format, tostring = type, error, pairs, next, table.sort,
   string.format, tostring
@@ -194,6 +194,14 @@ end
 if present("zever.mailer") and present("adapters.mailer.log") then
   M.register("mailer", "log", function(section)
     local backend, err = require("adapters.mailer.log").new(section)
+    if not backend then return nil, err end
+    return require("zever.mailer").new(backend, section)
+  end)
+end
+
+if present("zever.mailer") and present("zever.smtp_core") and present("adapters.mailer.smtp") then
+  M.register("mailer", "smtp", function(section)
+    local backend, err = require("adapters.mailer.smtp").new(section)
     if not backend then return nil, err end
     return require("zever.mailer").new(backend, section)
   end)

@@ -101,6 +101,8 @@ M.sections = {
     f("smtp_username", "string", ""),
     f("smtp_password", "string", ""),
     f("smtp_tls", "enum", "starttls", { values = { "starttls", "tls", "none" } }),
+    f("smtp_ca_file", "string", "", { doc = "PEM file of trusted CAs; empty = the system's" }),
+    f("smtp_helo", "string", "localhost", { doc = "the name sent with EHLO" }),
     f("timeout", "duration", 10, { doc = "SMTP connect and command timeout" }),
   } },
   { name = "limiter", doc = "token-bucket rate limiter", fields = {

@@ -1,0 +1,127 @@
+-- spec.support.smtp_server: the SMTP sink of the #smtp specs (spec/support/smtp_server.py,
+-- python3-aiosmtpd) on a free loopback port, storing messages in a temporary folder.
+--
+--   local smtp_server = require "spec.support.smtp_server"
+--   local srv = assert(smtp_server.start{ auth = "user:pass", tls = "starttls" | "tls",
+--                                         reject = { "bad@example.com" }, mode = "silent",
+--                                         only = "LOGIN" })
+--   srv.port, srv.dir, srv.pid, srv.cert (the self-signed certificate, for ca_file)
+--   srv:messages()   -> { { eml = bytes, from = "a@b.c", to = { ... } }, ... } in arrival order
+--   srv:stop()       -- SIGTERM by PID, SIGKILL after 2 s; removes the folder; idempotent
+--
+-- The certificate is made at start with `openssl req -x509` (CN localhost, SAN localhost and
+-- 127.0.0.1). The server is stopped by PID, never by name.
+
+local http = require "zever.http"
+local sys = require "zever.sys"
+local json = require "zever.json"
+
+local M = {}
+
+local HERE = debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or "."
+
+local function quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+local function sh(cmd)
+  local p = assert(io.popen(cmd .. " 2>&1"))
+  local out = p:read("*a")
+  p:close()
+  return out
+end
+
+local function sleep(s)
+  local t = sys.now() + s
+  while sys.now() < t do os.execute("sleep 0.02") end
+end
+
+local function free_port()
+  local srv = assert(http.listen({ host = "127.0.0.1", port = 0, reuseport = false },
+    function() end))
+  local port = srv:port()
+  srv:close()
+  return port
+end
+
+local function read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function alive(pid)
+  local r = os.execute("kill -0 " .. pid .. " 2>/dev/null")
+  return r == 0 or r == true
+end
+
+local Server = {}
+Server.__index = Server
+
+function Server:messages()
+  local out = {}
+  for i = 1, 100000 do
+    local eml = read(self.dir .. "/" .. i .. ".eml")
+    if not eml then break end
+    local meta = json.decode(read(self.dir .. "/" .. i .. ".json"))
+    out[i] = { eml = eml, from = meta.from, to = meta.to }
+  end
+  return out
+end
+
+function Server:stop()
+  local pid = self.pid
+  self.pid = nil
+  if pid then
+    os.execute("kill -TERM " .. pid .. " 2>/dev/null")
+    local deadline = sys.now() + 2
+    while alive(pid) and sys.now() < deadline do sleep(0.02) end
+    if alive(pid) then os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
+  end
+  if self.dir then
+    os.execute("rm -rf " .. quote(self.dir))
+    self.dir = nil
+  end
+end
+
+-- opts: port (default: a free one), auth = "user:pass", only = "PLAIN" | "LOGIN", tls =
+-- "starttls" | "tls", reject = { addresses }, mode = "silent" | "drop-data". Returns the server
+-- or nil, message.
+function M.start(opts)
+  opts = opts or {}
+  local dir = sh("mktemp -d /tmp/zever-smtp.XXXXXX"):gsub("%s+$", "")
+  local self = setmetatable({ dir = dir, port = opts.port or free_port() }, Server)
+  local args = { "/usr/bin/python3", quote(HERE .. "/smtp_server.py"), "--port", self.port, "--dir",
+    quote(dir) }
+  if opts.auth then
+    args[#args + 1] = "--auth " .. quote(opts.auth)
+  end
+  if opts.tls then
+    self.cert, self.key = dir .. "/cert.pem", dir .. "/key.pem"
+    sh("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost" ..
+      " -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " .. quote(self.key) ..
+      " -out " .. quote(self.cert))
+    args[#args + 1] = "--cert " .. quote(self.cert) .. " --key " .. quote(self.key)
+    if opts.tls == "tls" then args[#args + 1] = "--implicit" end
+  end
+  if opts.only then args[#args + 1] = "--only " .. quote(opts.only) end
+  for _, r in ipairs(opts.reject or {}) do args[#args + 1] = "--reject " .. quote(r) end
+  if opts.mode then args[#args + 1] = "--mode " .. quote(opts.mode) end
+  local log = dir .. "/server.log"
+  local pid = tonumber(sh(table.concat(args, " ") .. " > " .. quote(log) .. " 2>&1 & echo $!"))
+  self.pid = pid
+  local deadline = sys.now() + 10
+  while sys.now() < deadline do
+    local text = read(log) or ""
+    if text:find("ready", 1, true) then return self end
+    if pid and not alive(pid) then break end
+    sleep(0.05)
+  end
+  local text = read(log) or ""
+  self:stop()
+  return nil, "smtp_server.py did not start: " .. text:sub(-400)
+end
+
+return M
