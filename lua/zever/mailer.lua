@@ -7,7 +7,9 @@
 --   -- id: the Message-ID ("<...@x.io>"); or nil, err with err.code:
 --   --   "invalid"      a bad address, CR/LF in a header (injection), bad UTF-8, over the size
 --   --                  cap (mailer.max_bytes, default 10 MiB), no recipient, no From
---   --   "unavailable"  the adapter could not deliver (log file not writable, SMTP down)
+--   --   "unavailable"  the adapter could not deliver (log file not writable, SMTP down, a 4xx
+--   --                  reply, a timeout): trying again later may work
+--   --   "rejected"     the SMTP server refused the message or a recipient for good (a 5xx reply)
 --   --   "closed"       after close()
 --   app.mailer:close()
 --
@@ -16,7 +18,7 @@
 -- table, to a number, attachment data missing) raises with the caller blamed.
 --
 -- An adapter is an object with send(msg, default_from, max_bytes) -> id | nil, kind, message
--- (kind: "misuse", "invalid", "unavailable", "closed") and close(). It must render through the
+-- (kind: "misuse", "invalid", "unavailable", "rejected", "closed") and close(). It must render through the
 -- MIME builder (zever.mime or the C core) so that every adapter validates the same way.
 
 local type, error, setmetatable, tostring = type, error, setmetatable, tostring
