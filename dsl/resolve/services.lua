@@ -1,0 +1,199 @@
+-- dsl.resolve.services: the resolver phase for services and rpcs: options, params, http
+-- routes, auth, error codes.
+-- It adds methods to the shared state S (dsl/resolve/common.lua); dsl/resolver.lua runs them.
+
+local C = require "dsl.resolve.common"
+local S = C.S
+local ERROR_CODES = C.ERROR_CODES
+local PARAM_ATTRS = C.PARAM_ATTRS
+local RPC_OPTIONS = C.RPC_OPTIONS
+local SERVICE_OPTIONS = C.SERVICE_OPTIONS
+local VERBS = C.VERBS
+local describe = C.describe
+local ir = require "dsl.ir"
+local set = C.set
+local suggest = C.suggest
+local value_text = C.value_text
+local where = C.where
+
+-- Checks option names; returns a map name -> option node (the first).
+function S:options(list, allowed, what)
+  local by, allow = {}, set(allowed)
+  for _, o in ipairs(list or {}) do
+    if not allow[o.name] then
+      self:err(o, "unknown option %s in %s%s", o.name, what, suggest(o.name, allowed))
+    elseif by[o.name] then
+      self:err(o, "option %s is given twice in %s (first at %d:%d)", o.name, what,
+        by[o.name].line, by[o.name].col)
+    else
+      by[o.name] = o
+    end
+  end
+  return by
+end
+
+-- Parameters of an rpc or job as IR fields.
+function S:params(list, owner)
+  local out = {}
+  self:unique_names(list or {}, "parameter", owner)
+  for _, p in ipairs(list or {}) do out[#out + 1] = (self:member(p, PARAM_ATTRS, "parameter")) end
+  return out
+end
+
+-- services --------------------------------------------------------------------------------------
+
+local function path_params(path)
+  local out = {}
+  for name in path:gmatch("{([^}]*)}") do out[#out + 1] = name end
+  return out
+end
+
+function S:http(rpc, o, node, inputs)
+  local v = o.value
+  local verb, path = v.items and v.items[1], v.items and v.items[2]
+  if v.kind ~= "tuple" or #v.items ~= 2 or verb.kind ~= "ident" or path.kind ~= "string" then
+    return self:err(v, 'http: expected a verb and a path (POST "/v1/things"), found %s',
+      value_text(v))
+  end
+  if not VERBS[verb.name] then
+    self:err(verb, "unknown HTTP verb %s%s", verb.name,
+      suggest(verb.name:upper(), { "DELETE", "GET", "PATCH", "POST", "PUT" }))
+  end
+  local p = path.value
+  if p:sub(1, 1) ~= "/" then return self:err(path, 'http: the path %q must start with "/"', p) end
+  local full = (self.prefix or "") .. p
+  if self.prefix and p:sub(1, #self.prefix) == self.prefix then
+    self:warn(path, "the path %s already starts with the service prefix %s (the route is %s)", p,
+      self.prefix, full)
+  end
+  local names = {}
+  for _, i in ipairs(inputs) do names[#names + 1] = i.name end
+  local have = set(names)
+  for _, name in ipairs(path_params(p)) do
+    if not name:match("^[%a_][%w_]*$") then
+      self:err(path, "bad path parameter {%s} in %s", name, p)
+    elseif not have[name] then
+      self:err(path, "path parameter {%s} is not an input of %s%s", name, rpc.name,
+        suggest(name, names))
+    end
+  end
+  node.method, node.path = verb.name, full
+  local key = verb.name .. " " .. full:gsub("{[^}]*}", "{}")
+  local prev = self.routes[key]
+  if prev then
+    self:err(v, "route %s %s is already served by %s at %s", verb.name, full, prev.name,
+      where(prev.file, prev.node))
+  else
+    self.routes[key] = { name = self.service .. "." .. rpc.name, file = self.file, node = v }
+  end
+end
+
+function S:rpc(r)
+  local node = { kind = "rpc", name = r.name, line = r.line, col = r.col, doc = r.doc }
+  node.inputs = self:params(r.params, "rpc " .. r.name)
+  if r.returns then
+    local b = self:bind_type(r.returns)
+    node.output = b.text
+    node.output_ref = b.ref
+  end
+  local opts = self:options(r.options, RPC_OPTIONS, "rpc " .. r.name)
+  if opts.http then self:http(r, opts.http, node, node.inputs) end
+  if opts.auth then
+    local v = opts.auth.value
+    if v.kind ~= "ident" or (v.name ~= "required" and v.name ~= "none") then
+      self:err(v, "auth is required or none, found %s%s", value_text(v),
+        suggest(v.name, { "none", "required" }))
+    else
+      node.auth = v.name
+    end
+  end
+  if opts.permission then
+    local v = opts.permission.value
+    if v.kind ~= "string" and v.kind ~= "ident" then
+      self:err(v, "permission takes a name, found %s", describe(v))
+    else
+      node.permission = v.value or v.name
+      if node.auth == "none" then
+        self:err(opts.auth, "rpc %s has auth: none and a permission: a permission needs a user",
+          r.name)
+      end
+      node.auth = "required"
+    end
+  end
+  if not opts.auth and not opts.permission then
+    self:err(r, "rpc %s has no auth: say auth: required, auth: none or permission: \"...\" " ..
+      "(secure by default)", r.name)
+  end
+  if opts.errors then self:errors(r, opts.errors, node) end
+  if opts.paginated then
+    local v = opts.paginated.value
+    if v.kind ~= "bool" then
+      self:err(v, "paginated is true or false, found %s", describe(v))
+    else
+      node.paginated = v.value or nil
+      if v.value and not r.returns then
+        self:err(v, "paginated rpc %s needs an output type (-> T)", r.name)
+      end
+    end
+  end
+  return node
+end
+
+function S:errors(r, o, node)
+  local v = o.value
+  local items = (v.kind == "list") and v.items or { v }
+  local seen, list = {}, {}
+  for _, e in ipairs(items) do
+    local code, msg = e.name, nil
+    if e.kind == "call" then
+      local a = e.args[1]
+      if #e.args ~= 1 or a.name or a.value.kind ~= "string" then
+        self:err(e, "error %s takes one message string, found %s", e.name, value_text(e))
+      else
+        msg = a.value.value
+      end
+    elseif e.kind ~= "ident" then
+      self:err(e, "errors: expected an error code, found %s", describe(e))
+      code = nil
+    end
+    if code then
+      if not ir.ERROR_STATUS[code] then
+        self:err(e, "unknown error code %s%s", code, suggest(code, ERROR_CODES))
+      elseif seen[code] then
+        self:err(e, "error %s is listed twice in rpc %s", code, r.name)
+      else
+        seen[code] = true
+        list[#list + 1] = { kind = "error", name = code, line = e.line, col = e.col,
+          status = ir.ERROR_STATUS[code], message = msg }
+      end
+    end
+  end
+  node.errors = list
+end
+
+function S:service(sym)
+  local d = sym.decl
+  local node = { kind = "service", name = d.name, module = sym.module, file = sym.file,
+    line = d.line, col = d.col, doc = d.doc, rpcs = {} }
+  local opts = self:options(d.options, SERVICE_OPTIONS, "service " .. d.name)
+  self.prefix = nil
+  if opts.prefix then
+    local v = opts.prefix.value
+    if v.kind ~= "string" or v.value:sub(1, 1) ~= "/" or v.value:sub(-1) == "/" then
+      self:err(v, 'prefix takes a path like "/v1" (a leading "/", no trailing one), found %s',
+        value_text(v))
+    else
+      self.prefix = v.value
+      node.prefix = v.value
+    end
+  end
+  self.service = d.name
+  self:unique_names(d.rpcs or {}, "rpc", d.name)
+  for _, r in ipairs(d.rpcs or {}) do
+    if r.name then node.rpcs[#node.rpcs + 1] = self:rpc(r) end
+  end
+  return node
+end
+
+-- jobs and schedules ---------------------------------------------------------------------------
+
