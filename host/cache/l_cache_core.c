@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "../core/zv.h"
+#include "../lbind.h"
 #include "cache.h"
 
 #define MT "zever.cache_core"
@@ -41,23 +42,6 @@ static zv_cache_t *check(lua_State *L) {
   return h->c;
 }
 
-static int fail(lua_State *L, int rc) {
-  lua_pushnil(L);
-  lua_pushstring(L, zv_errname(rc));
-  lua_pushstring(L, zv_strerror(rc));
-  return 3;
-}
-
-static uint64_t opt_now(lua_State *L, int i) {
-  lua_Number n = luaL_optnumber(L, i, 0);
-  return n > 0 ? (uint64_t)n : 0;
-}
-
-static uint64_t ttl_of(lua_State *L, int i) {
-  lua_Number n = luaL_optnumber(L, i, 0);
-  return n > 0 ? (uint64_t)n : 0;
-}
-
 static int l_open(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   lua_Number max = luaL_checknumber(L, 2);
@@ -66,7 +50,7 @@ static int l_open(lua_State *L) {
   luaL_getmetatable(L, MT);
   lua_setmetatable(L, -2);
   int rc = zv_cache_open(name, max >= 1 ? (size_t)max : 0, &h->c);
-  if (rc) return fail(L, rc);
+  if (rc) return zv_l_fail(L, rc);
   return 1;
 }
 
@@ -91,7 +75,7 @@ static int l_get(lua_State *L) {
   zv_cache_t *c = check(L);
   size_t klen, len;
   const char *key = luaL_checklstring(L, 2, &klen);
-  uint64_t now = opt_now(L, 3);
+  uint64_t now = zv_l_opt_u64(L, 3);
   char stack[STACK_VALUE];
   int type;
   int rc = zv_cache_get(c, key, klen, now, stack, sizeof stack, &len, &type);
@@ -128,8 +112,8 @@ static int l_set(lua_State *L) {
     value = luaL_checklstring(L, 3, &vlen);
   }
   int mode = (int)luaL_optinteger(L, 6, ZV_CACHE_SET);
-  int rc = zv_cache_set(c, key, klen, type, value, vlen, ttl_of(L, 5), opt_now(L, 7), mode);
-  if (rc) return fail(L, rc);
+  int rc = zv_cache_set(c, key, klen, type, value, vlen, zv_l_opt_u64(L, 5), zv_l_opt_u64(L, 7), mode);
+  if (rc) return zv_l_fail(L, rc);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -139,7 +123,7 @@ static int l_delete(lua_State *L) {
   size_t klen;
   const char *key = luaL_checklstring(L, 2, &klen);
   int existed;
-  zv_cache_delete(c, key, klen, opt_now(L, 3), &existed);
+  zv_cache_delete(c, key, klen, zv_l_opt_u64(L, 3), &existed);
   lua_pushboolean(L, existed);
   return 1;
 }
@@ -149,7 +133,7 @@ static int l_exists(lua_State *L) {
   size_t klen;
   const char *key = luaL_checklstring(L, 2, &klen);
   int exists;
-  zv_cache_exists(c, key, klen, opt_now(L, 3), &exists);
+  zv_cache_exists(c, key, klen, zv_l_opt_u64(L, 3), &exists);
   lua_pushboolean(L, exists);
   return 1;
 }
@@ -159,8 +143,8 @@ static int l_incr(lua_State *L) {
   size_t klen;
   const char *key = luaL_checklstring(L, 2, &klen);
   double n = luaL_checknumber(L, 3), out;
-  int rc = zv_cache_incr(c, key, klen, n, ttl_of(L, 4), opt_now(L, 5), &out);
-  if (rc) return fail(L, rc);
+  int rc = zv_cache_incr(c, key, klen, n, zv_l_opt_u64(L, 4), zv_l_opt_u64(L, 5), &out);
+  if (rc) return zv_l_fail(L, rc);
   lua_pushnumber(L, out);
   return 1;
 }
@@ -169,7 +153,7 @@ static int l_sweep(lua_State *L) {
   zv_cache_t *c = check(L);
   lua_Number steps = luaL_checknumber(L, 2);
   int more;
-  size_t removed = zv_cache_sweep(c, opt_now(L, 3), steps > 0 ? (size_t)steps : 0, &more);
+  size_t removed = zv_cache_sweep(c, zv_l_opt_u64(L, 3), steps > 0 ? (size_t)steps : 0, &more);
   lua_pushnumber(L, (lua_Number)removed);
   lua_pushboolean(L, more);
   return 2;

@@ -25,6 +25,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
+#include "../lbind.h"
 #include "idem.h"
 
 #define MT "zever.idempotency_core"
@@ -41,18 +42,6 @@ static zv_idem_t *check(lua_State *L) {
   return h->t;
 }
 
-static int fail(lua_State *L, int rc) {
-  lua_pushnil(L);
-  lua_pushstring(L, zv_errname(rc));
-  lua_pushstring(L, zv_strerror(rc));
-  return 3;
-}
-
-static uint64_t opt_u64(lua_State *L, int i) {
-  lua_Number n = luaL_optnumber(L, i, 0);
-  return n > 0 ? (uint64_t)n : 0;
-}
-
 static int l_open(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   lua_Number keys = luaL_checknumber(L, 2);
@@ -63,7 +52,7 @@ static int l_open(lua_State *L) {
   lua_setmetatable(L, -2);
   int rc = zv_idem_open(name, keys >= 1 ? (size_t)keys : 0, bytes >= 1 ? (size_t)bytes : 0,
                         &h->t);
-  if (rc) return fail(L, rc);
+  if (rc) return zv_l_fail(L, rc);
   return 1;
 }
 
@@ -92,7 +81,7 @@ static int l_begin(lua_State *L) {
   size_t klen, flen;
   const char *key = luaL_checklstring(L, 2, &klen);
   const char *fp = luaL_checklstring(L, 3, &flen);
-  uint64_t ttl = opt_u64(L, 4), pending = opt_u64(L, 5), now = opt_u64(L, 6);
+  uint64_t ttl = zv_l_opt_u64(L, 4), pending = zv_l_opt_u64(L, 5), now = zv_l_opt_u64(L, 6);
   char stack[STACK_RESULT];
   zv_idem_begin_t r;
   int rc = zv_idem_begin(t, key, klen, fp, flen, ttl, pending, now, stack, sizeof stack, &r);
@@ -102,7 +91,7 @@ static int l_begin(lua_State *L) {
     if (rc == 0) return push_begin(L, &r, big);
     lua_pop(L, 1);
   }
-  if (rc) return fail(L, rc);
+  if (rc) return zv_l_fail(L, rc);
   return push_begin(L, &r, stack);
 }
 
@@ -110,11 +99,11 @@ static int l_complete(lua_State *L) {
   zv_idem_t *t = check(L);
   size_t klen, rlen;
   const char *key = luaL_checklstring(L, 2, &klen);
-  uint64_t token = opt_u64(L, 3);
+  uint64_t token = zv_l_opt_u64(L, 3);
   const char *raw = luaL_checklstring(L, 4, &rlen);
   int type = (int)luaL_optinteger(L, 5, 0);
-  int rc = zv_idem_complete(t, key, klen, token, type, raw, rlen, opt_u64(L, 6));
-  if (rc) return fail(L, rc);
+  int rc = zv_idem_complete(t, key, klen, token, type, raw, rlen, zv_l_opt_u64(L, 6));
+  if (rc) return zv_l_fail(L, rc);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -124,7 +113,7 @@ static int l_forget(lua_State *L) {
   size_t klen;
   const char *key = luaL_checklstring(L, 2, &klen);
   int existed;
-  zv_idem_forget(t, key, klen, opt_u64(L, 3), opt_u64(L, 4), &existed);
+  zv_idem_forget(t, key, klen, zv_l_opt_u64(L, 3), zv_l_opt_u64(L, 4), &existed);
   lua_pushboolean(L, existed);
   return 1;
 }
@@ -133,7 +122,7 @@ static int l_sweep(lua_State *L) {
   zv_idem_t *t = check(L);
   lua_Number steps = luaL_checknumber(L, 2);
   int more;
-  size_t removed = zv_idem_sweep(t, opt_u64(L, 3), steps > 0 ? (size_t)steps : 0, &more);
+  size_t removed = zv_idem_sweep(t, zv_l_opt_u64(L, 3), steps > 0 ? (size_t)steps : 0, &more);
   lua_pushnumber(L, (lua_Number)removed);
   lua_pushboolean(L, more);
   return 2;

@@ -19,6 +19,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
+#include "../lbind.h"
 #include "limiter.h"
 
 #define MT "zever.limiter_core"
@@ -31,18 +32,6 @@ static zv_limiter_t *check(lua_State *L) {
   handle_t *h = luaL_checkudata(L, 1, MT);
   if (!h->l) luaL_error(L, "limiter: the handle was released");
   return h->l;
-}
-
-static int fail(lua_State *L, int rc) {
-  lua_pushnil(L);
-  lua_pushstring(L, zv_errname(rc));
-  lua_pushstring(L, zv_strerror(rc));
-  return 3;
-}
-
-static uint64_t opt_now(lua_State *L, int i) {
-  lua_Number n = luaL_optnumber(L, i, 0);
-  return n > 0 ? (uint64_t)n : 0;
 }
 
 static int l_open(lua_State *L) {
@@ -58,7 +47,7 @@ static int l_open(lua_State *L) {
   luaL_getmetatable(L, MT);
   lua_setmetatable(L, -2);
   int rc = zv_limiter_open(name, &o, &h->l);
-  if (rc) return fail(L, rc);
+  if (rc) return zv_l_fail(L, rc);
   return 1;
 }
 
@@ -68,8 +57,8 @@ static int l_allow(lua_State *L) {
   const char *key = luaL_checklstring(L, 2, &len);
   double cost = luaL_optnumber(L, 3, 1);
   zv_limiter_result_t r;
-  int rc = zv_limiter_allow(l, key, len, cost, opt_now(L, 4), &r);
-  if (rc) return fail(L, rc);
+  int rc = zv_limiter_allow(l, key, len, cost, zv_l_opt_u64(L, 4), &r);
+  if (rc) return zv_l_fail(L, rc);
   lua_pushboolean(L, r.allowed);
   lua_pushnumber(L, r.remaining);
   lua_pushnumber(L, r.retry_after);
@@ -82,7 +71,7 @@ static int l_reset(lua_State *L) {
   const char *key = luaL_checklstring(L, 2, &len);
   int existed;
   int rc = zv_limiter_reset(l, key, len, &existed);
-  if (rc) return fail(L, rc);
+  if (rc) return zv_l_fail(L, rc);
   lua_pushboolean(L, existed);
   return 1;
 }
@@ -91,7 +80,7 @@ static int l_sweep(lua_State *L) {
   zv_limiter_t *l = check(L);
   lua_Number steps = luaL_checknumber(L, 2);
   int more;
-  size_t removed = zv_limiter_sweep(l, opt_now(L, 3), steps > 0 ? (size_t)steps : 0, &more);
+  size_t removed = zv_limiter_sweep(l, zv_l_opt_u64(L, 3), steps > 0 ? (size_t)steps : 0, &more);
   lua_pushnumber(L, (lua_Number)removed);
   lua_pushboolean(L, more);
   return 2;

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../core/zv.h"
+#include "../lbind.h"
 #include "queue.h"
 
 #define MT "zever.queue_core"
@@ -36,11 +37,6 @@ static zv_queue_t *check(lua_State *L) {
   handle_t *h = luaL_checkudata(L, 1, MT);
   if (!h->q) luaL_error(L, "queue: the handle was released");
   return h->q;
-}
-
-static uint64_t opt_u64(lua_State *L, int i) {
-  lua_Number n = luaL_optnumber(L, i, 0);
-  return n > 0 ? (uint64_t)n : 0;
 }
 
 static uint64_t check_u64(lua_State *L, int i) {
@@ -72,8 +68,8 @@ static int l_push(lua_State *L) {
   int type = (int)luaL_checkinteger(L, 4);
   const char *headers = lua_isnoneornil(L, 5) ? NULL : luaL_checklstring(L, 5, &hlen);
   uint64_t id;
-  int rc = zv_queue_push(q, topic, tlen, type, payload, plen, headers, hlen, opt_u64(L, 6),
-                         opt_u64(L, 7), opt_u64(L, 8), &id);
+  int rc = zv_queue_push(q, topic, tlen, type, payload, plen, headers, hlen, zv_l_opt_u64(L, 6),
+                         zv_l_opt_u64(L, 7), zv_l_opt_u64(L, 8), &id);
   if (rc) {
     lua_pushnil(L);
     lua_pushstring(L, zv_errname(rc));
@@ -100,7 +96,7 @@ static int l_pop(lua_State *L) {
   zv_queue_t *q = check(L);
   size_t tlen;
   const char *topic = luaL_checklstring(L, 2, &tlen);
-  uint64_t vis = check_u64(L, 3), now = opt_u64(L, 4);
+  uint64_t vis = check_u64(L, 3), now = zv_l_opt_u64(L, 4);
   char stack[STACK_MSG];
   zv_queue_msg_t m;
   int rc = zv_queue_pop(q, topic, tlen, vis, now, stack, sizeof stack, &m);
@@ -126,8 +122,8 @@ static int l_ack(lua_State *L) {
 
 static int l_nack(lua_State *L) {
   zv_queue_t *q = check(L);
-  int rc = zv_queue_nack(q, check_u64(L, 2), check_u64(L, 3), lua_toboolean(L, 4), opt_u64(L, 5),
-                         opt_u64(L, 6));
+  int rc = zv_queue_nack(q, check_u64(L, 2), check_u64(L, 3), lua_toboolean(L, 4), zv_l_opt_u64(L, 5),
+                         zv_l_opt_u64(L, 6));
   lua_pushboolean(L, rc == 0);
   return 1;
 }

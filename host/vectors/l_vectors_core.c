@@ -19,6 +19,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
+#include "../lbind.h"
 #include "vectors.h"
 
 #define MT "zever.vectors_core"
@@ -31,13 +32,6 @@ static zv_vectors_set_t *check(lua_State *L) {
   handle_t *h = luaL_checkudata(L, 1, MT);
   if (!h->s) luaL_error(L, "vectors: the set was freed");
   return h->s;
-}
-
-static int fail(lua_State *L, int rc) {
-  lua_pushnil(L);
-  lua_pushstring(L, zv_errname(rc));
-  lua_pushstring(L, zv_strerror(rc));
-  return 3;
 }
 
 static const float *check_floats(lua_State *L, int i, zv_vectors_set_t *s) {
@@ -65,9 +59,9 @@ static int l_put(lua_State *L) {
   zv_vectors_set_t *s = check(L);
   lua_Integer slot = luaL_checkinteger(L, 2);
   const float *v = check_floats(L, 3, s);
-  if (slot < 0) return fail(L, ZV_ERANGE);
+  if (slot < 0) return zv_l_fail(L, ZV_ERANGE);
   int rc = zv_vectors_set_put(s, (size_t)slot, v);
-  if (rc) return fail(L, rc);
+  if (rc) return zv_l_fail(L, rc);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -75,9 +69,9 @@ static int l_put(lua_State *L) {
 static int l_remove(lua_State *L) {
   zv_vectors_set_t *s = check(L);
   lua_Integer slot = luaL_checkinteger(L, 2);
-  if (slot < 0) return fail(L, ZV_ERANGE);
+  if (slot < 0) return zv_l_fail(L, ZV_ERANGE);
   int rc = zv_vectors_set_remove(s, (size_t)slot);
-  if (rc) return fail(L, rc);
+  if (rc) return zv_l_fail(L, rc);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -93,7 +87,7 @@ static int l_query(lua_State *L) {
   zv_vectors_hit_t *hits = lua_newuserdata(L, (size_t)k * sizeof *hits + 1);
   size_t got;
   int rc = zv_vectors_set_query(s, q, (size_t)k, hits, &got);
-  if (rc) return fail(L, rc);
+  if (rc) return zv_l_fail(L, rc);
   lua_createtable(L, (int)got, 0);
   for (size_t i = 0; i < got; i++) {
     lua_createtable(L, 2, 0);
