@@ -204,4 +204,9 @@ size_t zv__mime_qp_escapes(const char *s, size_t n);
 void zv__mime_civil(int64_t t, int *y, int *mo, int *d, int *hh, int *mm, int *ss, int *wday);
 void zv__mime_json_str(zv_mime_buf_t *b, const char *s, size_t n);
 
+/* Internals shared by mime.c and check.c. zv__mime_validate returns 0 or ZV_EINVAL with *c set;
+ * zv__mime_refuse fills *c and returns ZV_EINVAL (ZV_ETOOLONG for a message over the cap). */
+int zv__mime_validate(const zv_mime_msg_t *m, zv_mime_cause_t *c, size_t max);
+int zv__mime_refuse(zv_mime_cause_t *c, int code, int field, size_t index, const char *part);
+
 #endif
