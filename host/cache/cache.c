@@ -69,15 +69,6 @@ uint64_t zv_cache_clock(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 1;
 }
 
-static inline uint64_t fnv1a(const char *p, size_t n) {
-  uint64_t h = 14695981039346656037ull;
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 static inline size_t entry_size(size_t klen, size_t vlen) {
   return sizeof(entry_t) + klen + vlen;
 }
@@ -240,7 +231,7 @@ int zv_cache_get(zv_cache_t *c, const char *key, size_t klen, uint64_t now_ns, c
                  size_t cap, size_t *len, int *type) {
   if (klen > ZV_CACHE_MAX_KEY) return ZV_ENOTFOUND;
   if (!now_ns) now_ns = zv_cache_clock();
-  uint64_t h = fnv1a(key, klen);
+  uint64_t h = zv_fnv1a(key, klen);
   stripe_t *s = STRIPE(c, h);
   zv_spin_lock(&s->s.lock);
   entry_t *e = find(s, h, key, klen);
@@ -281,7 +272,7 @@ int zv_cache_set(zv_cache_t *c, const char *key, size_t klen, int type, const ch
   if (!now_ns) now_ns = zv_cache_clock();
   entry_t *e = zv_alloc(size);
   if (!e) return ZV_ENOMEM;
-  e->hash = fnv1a(key, klen);
+  e->hash = zv_fnv1a(key, klen);
   e->expires_ns = ttl_ns ? now_ns + ttl_ns : 0;
   e->used_ns = now_ns;
   e->klen = (uint32_t)klen;
@@ -311,7 +302,7 @@ int zv_cache_delete(zv_cache_t *c, const char *key, size_t klen, uint64_t now_ns
   if (!now_ns) now_ns = zv_cache_clock();
   *existed = 0;
   if (klen > ZV_CACHE_MAX_KEY) return 0;
-  uint64_t h = fnv1a(key, klen);
+  uint64_t h = zv_fnv1a(key, klen);
   stripe_t *s = STRIPE(c, h);
   zv_spin_lock(&s->s.lock);
   entry_t *e = find(s, h, key, klen);
@@ -328,7 +319,7 @@ int zv_cache_exists(zv_cache_t *c, const char *key, size_t klen, uint64_t now_ns
   if (!now_ns) now_ns = zv_cache_clock();
   *exists = 0;
   if (klen > ZV_CACHE_MAX_KEY) return 0;
-  uint64_t h = fnv1a(key, klen);
+  uint64_t h = zv_fnv1a(key, klen);
   stripe_t *s = STRIPE(c, h);
   zv_spin_lock(&s->s.lock);
   entry_t *e = find(s, h, key, klen);
@@ -360,7 +351,7 @@ int zv_cache_incr(zv_cache_t *c, const char *key, size_t klen, double n, uint64_
                   uint64_t now_ns, double *out) {
   if (klen > ZV_CACHE_MAX_KEY) return ZV_ETOOLONG;
   if (!now_ns) now_ns = zv_cache_clock();
-  uint64_t h = fnv1a(key, klen);
+  uint64_t h = zv_fnv1a(key, klen);
   stripe_t *s = STRIPE(c, h);
   entry_t *gone = NULL;
   int rc = 0;

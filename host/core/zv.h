@@ -72,6 +72,21 @@ void zv_alloc_stats(zv_alloc_stats_t *out);
  */
 uint32_t zv_hash(const void *s, size_t n);
 
+/*
+ * FNV-1a, 64 bits: the stripe and bucket hash of the process-wide tables (the limiter's stripes
+ * are specified as FNV-1a of the key) and the seed of MIME boundaries. Inline: it sits on the
+ * per-request path of the cache and the limiter.
+ */
+static inline uint64_t zv_fnv1a(const void *data, size_t n) {
+  const unsigned char *p = data;
+  uint64_t h = 14695981039346656037ull;
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 #define ZV_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define ZV_CONTAINER_OF(ptr, type, field) ((type *)((char *)(ptr) - offsetof(type, field)))
 

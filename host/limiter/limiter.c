@@ -66,15 +66,6 @@ uint64_t zv_limiter_clock(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 1;
 }
 
-static inline uint64_t fnv1a(const char *p, size_t n) {
-  uint64_t h = 14695981039346656037ull;
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 /* --- options -------------------------------------------------------------------------------- */
 
 static int check_opts(const zv_limiter_opts_t *o) {
@@ -256,7 +247,7 @@ int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost, 
   if (len > ZV_LIMITER_MAX_KEY) return ZV_ETOOLONG;
   if (!(cost >= 0)) return ZV_EINVAL;
   if (!now_ns) now_ns = zv_limiter_clock();
-  uint64_t h = fnv1a(key, len);
+  uint64_t h = zv_fnv1a(key, len);
   stripe_t *s = &l->stripes[h & (ZV_LIMITER_STRIPES - 1)];
   zv_spin_lock(&s->s.lock);
   entry_t *e = find(s, h, key, len);
@@ -305,7 +296,7 @@ int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost, 
 
 int zv_limiter_reset(zv_limiter_t *l, const char *key, size_t len, int *existed) {
   if (len > ZV_LIMITER_MAX_KEY) return ZV_ETOOLONG;
-  uint64_t h = fnv1a(key, len);
+  uint64_t h = zv_fnv1a(key, len);
   stripe_t *s = &l->stripes[h & (ZV_LIMITER_STRIPES - 1)];
   zv_spin_lock(&s->s.lock);
   entry_t *e = find(s, h, key, len);

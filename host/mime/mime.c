@@ -602,15 +602,6 @@ static void put_attachment(zv_mime_buf_t *b, const zv_mime_attachment_t *a) {
   zv_mime_base64(b, a->data.s, a->data.len);
 }
 
-static uint64_t fnv1a(const char *s, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)s[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 int zv_mime_build(const zv_mime_msg_t *m, zv_mime_buf_t *out, zv_mime_info_t *info,
                   zv_mime_cause_t *cause) {
   size_t max = m->max_bytes ? m->max_bytes : ZV_MIME_MAX_BYTES, start = out->len, at;
@@ -662,7 +653,7 @@ int zv_mime_build(const zv_mime_msg_t *m, zv_mime_buf_t *out, zv_mime_info_t *in
 
   /* Boundaries from the Message-ID: stable for a pinned id, unique for generated ones. */
   {
-    uint64_t h = fnv1a(out->p + at, info->msgid_len);
+    uint64_t h = zv_fnv1a(out->p + at, info->msgid_len);
     memcpy(bnd_a, "=_zv", 4);
     for (int i = 0; i < 16; i++) bnd_a[4 + i] = hex_lower[(h >> (60 - 4 * i)) & 15];
     memcpy(bnd_m, bnd_a, BOUNDARY_LEN - 2);
