@@ -5,9 +5,6 @@
 
 local sys = require "zever.sys"
 local json = require "zever.json"
-local parser = require "dsl.parser"
-local resolver = require "dsl.resolver"
-local diagnostics = require "dsl.diagnostics"
 
 local sort = table.sort
 
@@ -47,6 +44,9 @@ return {
     { name = "json", summary = "print the diagnostics as a JSON array" },
   },
   run = function(args, flags)
+    -- The compiler loads here, not at the top: `zever help` reads every command file.
+    local parser, resolver = require "dsl.parser", require "dsl.resolver"
+    local diagnostics = require "dsl.diagnostics"
     if #args == 0 then args = { "schema" } end
     local files = {}
     for _, path in ipairs(args) do
