@@ -25,8 +25,8 @@
 -- (zever.log), mailer/log (zever.mailer over
 -- adapters.mailer.log) and mailer/smtp (over adapters.mailer.smtp). It must not resolve anything.
 
-local type, error, pairs, next, sort, format, tostring = type, error, pairs, next, table.sort,
-  string.format, tostring
+local type, error, pairs, ipairs, next, sort, format, tostring = type, error, pairs, ipairs, next,
+  table.sort, string.format, tostring
 
 local M = {}
 
@@ -181,6 +181,25 @@ if present("zever.cron") and present("adapters.scheduler.db") then
   M.register("scheduler", "db", function(section, ctx)
     return require("adapters.scheduler.db").open(section, ctx)
   end)
+end
+
+-- db and redis adapters of the shared-state and background batteries: each module has
+-- open(section, ctx) -> battery | nil, err. ctx:get("db") is the app's database; a redis adapter
+-- uses section.url, else config.redis.url, through zever.redis' shared client.
+for _, a in ipairs{
+  { "cache", "db" }, { "cache", "redis" },
+  { "limiter", "redis" },
+  { "idempotency", "db" }, { "idempotency", "redis" },
+  { "queue", "redis" },
+  { "scheduler", "redis" },
+} do
+  local battery, name = a[1], a[2]
+  local module = "adapters." .. battery .. "." .. name
+  if present(module) and (name ~= "redis" or present("zever.redis")) then
+    M.register(battery, name, function(section, ctx)
+      return require(module).open(section, ctx)
+    end)
+  end
 end
 
 if present("zever.log") then
