@@ -43,7 +43,7 @@ void zv_mime_buf_reserve(zv_mime_buf_t *b, size_t n) {
   b->cap = want;
 }
 
-void zv_mime_buf_put(zv_mime_buf_t *b, const void *s, size_t n) {
+void zv__mime_buf_put_slow(zv_mime_buf_t *b, const void *s, size_t n) {
   zv_mime_buf_reserve(b, n);
   if (b->err) return;
   if (n) memcpy(b->p + b->len, s, n);
@@ -123,6 +123,21 @@ static void b64_lines(zv_mime_buf_t *b, const unsigned char *s, size_t n, int *f
 void zv_mime_base64(zv_mime_buf_t *b, const void *src, size_t n) {
   int first = 1;
   b64_lines(b, src, n, &first);
+}
+
+size_t zv__mime_base64_size(size_t n) {
+  return b64_size(n);
+}
+
+/* The size of zv__mime_base64_text's output: each LF without a CR before it gains one. */
+size_t zv__mime_base64_text_size(const char *src, size_t n) {
+  size_t lone = 0;
+  const char *p = src, *end = src + n;
+  while (p < end && (p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+    if (p == src || p[-1] != '\r') lone++;
+    p++;
+  }
+  return b64_size(n + lone);
 }
 
 /* base64 of a text body with its line breaks made CRLF (a lone LF gains a CR), staged through
@@ -226,6 +241,75 @@ void zv_mime_qp(zv_mime_buf_t *b, const void *src, size_t n) {
     i++;
   }
   b->len = (size_t)(d - b->p);
+}
+
+/* Output widths of zv_mime_qp per byte: 1 for a byte that stands for itself, 3 for "=XX", 0 for
+ * the ones that need a look (space and tab: 3 before a line break; CR and LF). A constant table. */
+#define QW(c) ((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r' ? 0 \
+               : (c) >= 33 && (c) <= 126 && (c) != '=' ? 1 : 3)
+#define QW4(c) QW(c), QW((c) + 1), QW((c) + 2), QW((c) + 3)
+#define QW16(c) QW4(c), QW4((c) + 4), QW4((c) + 8), QW4((c) + 12)
+#define QW64(c) QW16(c), QW16((c) + 16), QW16((c) + 32), QW16((c) + 48)
+static const unsigned char QWIDTH[256] = {QW64(0), QW64(64), QW64(128), QW64(192)};
+
+/* The size zv_mime_qp would write, without writing: the same line and soft-break rules, eight
+ * bytes at a time through runs of printable ASCII (no "=", not ending in a space). A spec
+ * holds it equal to the encoder's output on random bodies. */
+size_t zv__mime_qp_size(const char *str, size_t n, int *ends_lf) {
+  const unsigned char *s = (const unsigned char *)str;
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  size_t col = 0, out = 0, i = 0;
+  int lf = 1;
+  while (i < n) {
+    size_t stop = n;
+    if (i + 8 <= n) {
+      uint64_t v, eq;
+      memcpy(&v, s + i, 8);
+      eq = v ^ (ones * '=');
+      /* no byte >= 0x80, below 0x20, equal to 0x7F or '='; the last byte not a space */
+      if (col + 8 <= ZV_MIME_LINE - 1 && s[i + 7] != ' ' &&
+          !((v & highs) | ((v - ones * 0x20) & ~v & highs) | ((v + ones) & highs) |
+            ((eq - ones) & ~eq & highs))) {
+        i += 8;
+        out += 8;
+        col += 8;
+        lf = 0;
+        continue;
+      }
+      stop = i + 8; /* take these eight one by one (a CRLF may end one past them) */
+    }
+    while (i < stop) {
+      unsigned char c = s[i];
+      size_t w = QWIDTH[c];
+      if (w == 0) {
+        if (c == '\n' || (c == '\r' && i + 1 < n && s[i + 1] == '\n')) {
+          i += c == '\r' ? 2 : 1;
+          out += 2;
+          col = 0;
+          lf = 1;
+          continue;
+        }
+        if (c == '\r') {
+          w = 3;
+        } else {
+          /* Whitespace before a line break or the end is escaped (it would be stripped). */
+          w = i + 1 == n || s[i + 1] == '\n' ||
+                      (s[i + 1] == '\r' && i + 2 < n && s[i + 2] == '\n')
+                  ? 3 : 1;
+        }
+      }
+      if (col + w > ZV_MIME_LINE - 1) {
+        out += 3;
+        col = 0;
+      }
+      out += w;
+      col += w;
+      lf = 0;
+      i++;
+    }
+  }
+  *ends_lf = lf;
+  return out;
 }
 
 /* Bytes QP must escape in a text body (not counting line breaks and inner whitespace): eight

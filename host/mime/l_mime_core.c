@@ -67,6 +67,24 @@ typedef struct {
 
 static const char *const list_fields[ZV_MIME_NLISTS] = {"from", "to", "cc", "bcc", "reply_to"};
 
+/* The message's field names, interned once as upvalues of build and send (after the state, the
+ * first upvalue): a lookup pushes the upvalue instead of hashing a C string per field per call,
+ * which lua_getfield does. The first five are the address lists, in ZV_MIME_FROM.. order. */
+enum {
+  K_FROM, K_TO, K_CC, K_BCC, K_REPLY_TO, K_EMAIL, K_NAME, K_SUBJECT, K_TEXT, K_HTML, K_DATE,
+  K_MESSAGE_ID, K_HEADERS, K_ATTACHMENTS, K_FILENAME, K_CONTENT_TYPE, K_DATA, NKEYS
+};
+static const char *const key_names[NKEYS] = {
+  "from", "to", "cc", "bcc", "reply_to", "email", "name", "subject", "text", "html", "date",
+  "message_id", "headers", "attachments", "filename", "content_type", "data"};
+
+/* Pushes t[key] for the table at idx (metamethods honoured, as lua_getfield does). */
+static void get_key(lua_State *L, int idx, int key) {
+  if (idx < 0) idx = lua_gettop(L) + idx + 1;
+  lua_pushvalue(L, lua_upvalueindex(2 + key));
+  lua_gettable(L, idx);
+}
+
 static int misuse(reader_t *r, const char *fmt, const char *a, size_t i) {
   snprintf(r->misuse, sizeof r->misuse, fmt, a, i);
   return READ_MISUSE;
@@ -83,7 +101,7 @@ static int count_addrs(lua_State *L, int idx) {
   if (t == LUA_TNIL) return 0;
   if (t == LUA_TSTRING) return 1;
   if (t != LUA_TTABLE) return -1;
-  lua_getfield(L, idx, "email");
+  get_key(L, idx, K_EMAIL);
   t = lua_type(L, -1);
   lua_pop(L, 1);
   if (t != LUA_TNIL) return 1;
@@ -111,14 +129,14 @@ static int read_addr(reader_t *r, int idx, int list, size_t i, zv_mime_addr_t *a
     return misuse(r, "%s[%zu] must be an address string or {name = ..., email = ...}",
                   list_fields[list], i + 1);
   }
-  lua_getfield(L, idx, "email");
+  get_key(L, idx, K_EMAIL);
   if (lua_type(L, -1) != LUA_TSTRING) {
     lua_pop(L, 1);
     return misuse(r, "%s[%zu].email must be a string", list_fields[list], i + 1);
   }
   span_at(L, -1, &a->email);
   lua_pop(L, 1);
-  lua_getfield(L, idx, "name");
+  get_key(L, idx, K_NAME);
   if (lua_type(L, -1) == LUA_TSTRING) {
     span_at(L, -1, &a->name);
   } else if (!lua_isnil(L, -1)) {
@@ -129,9 +147,10 @@ static int read_addr(reader_t *r, int idx, int list, size_t i, zv_mime_addr_t *a
   return READ_OK;
 }
 
-static int read_string(reader_t *r, int msg, const char *field, zv_mime_str_t *out) {
+static int read_string(reader_t *r, int msg, int key, zv_mime_str_t *out) {
   lua_State *L = r->L;
-  lua_getfield(L, msg, field);
+  const char *field = key_names[key];
+  get_key(L, msg, key);
   out->s = NULL;
   out->len = 0;
   if (lua_type(L, -1) == LUA_TSTRING) {
@@ -155,7 +174,7 @@ static int read_headers(reader_t *r, int msg) {
   lua_State *L = r->L;
   int idx, rc = READ_OK;
   size_t n = 0, arr;
-  lua_getfield(L, msg, "headers");
+  get_key(L, msg, K_HEADERS);
   idx = lua_gettop(L);
   if (lua_isnil(L, idx)) goto done;
   if (!lua_istable(L, idx)) {
@@ -219,9 +238,10 @@ done:
   return rc;
 }
 
-static int att_field(reader_t *r, int idx, const char *name, int pos, size_t i, zv_mime_str_t *out) {
+static int att_field(reader_t *r, int idx, int key, int pos, size_t i, zv_mime_str_t *out) {
   lua_State *L = r->L;
-  lua_getfield(L, idx, name);
+  const char *name = key_names[key];
+  get_key(L, idx, key);
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
     lua_rawgeti(L, idx, pos);
@@ -244,7 +264,7 @@ static int read_attachments(reader_t *r, int msg) {
   int idx, rc = READ_OK;
   size_t n;
   int keep = 0;
-  lua_getfield(L, msg, "attachments");
+  get_key(L, msg, K_ATTACHMENTS);
   idx = lua_gettop(L);
   if (lua_isnil(L, idx)) goto done;
   if (!lua_istable(L, idx)) {
@@ -265,9 +285,9 @@ static int read_attachments(reader_t *r, int msg) {
       rc = misuse(r, "%s[%zu] must be a table {filename, content_type, data}", "attachments", i + 1);
       goto done;
     }
-    if ((rc = att_field(r, at, "filename", 1, i, &a->filename)) ||
-        (rc = att_field(r, at, "content_type", 2, i, &a->content_type)) ||
-        (rc = att_field(r, at, "data", 3, i, &a->data)))
+    if ((rc = att_field(r, at, K_FILENAME, 1, i, &a->filename)) ||
+        (rc = att_field(r, at, K_CONTENT_TYPE, 2, i, &a->content_type)) ||
+        (rc = att_field(r, at, K_DATA, 3, i, &a->data)))
       goto done;
     if (!a->data.s) {
       rc = misuse(r, "%s[%zu].data must be a string", "attachments", i + 1);
@@ -296,7 +316,7 @@ static int read_msg(reader_t *r, int msg, int dfrom) {
   r->misuse[0] = '\0';
   if (!lua_istable(L, msg)) return misuse(r, "%s must be a table", "the message", 0);
   for (int l = 0; l < ZV_MIME_NLISTS; l++) {
-    lua_getfield(L, msg, list_fields[l]);
+    get_key(L, msg, K_FROM + l);
     if (l == ZV_MIME_FROM && lua_isnil(L, -1) && dfrom) {
       lua_pop(L, 1);
       lua_pushvalue(L, dfrom);
@@ -319,7 +339,7 @@ static int read_msg(reader_t *r, int msg, int dfrom) {
   }
   for (int l = 0; l < ZV_MIME_NLISTS; l++) {
     int idx;
-    lua_getfield(L, msg, list_fields[l]);
+    get_key(L, msg, K_FROM + l);
     if (l == ZV_MIME_FROM && lua_isnil(L, -1) && dfrom) {
       lua_pop(L, 1);
       lua_pushvalue(L, dfrom);
@@ -331,7 +351,7 @@ static int read_msg(reader_t *r, int msg, int dfrom) {
       /* a single address, or an array of one */
       int single = lua_type(L, idx) == LUA_TSTRING;
       if (!single) {
-        lua_getfield(L, idx, "email");
+        get_key(L, idx, K_EMAIL);
         single = !lua_isnil(L, -1);
         lua_pop(L, 1);
       }
@@ -346,7 +366,7 @@ static int read_msg(reader_t *r, int msg, int dfrom) {
     for (int i = 0; i < counts[l]; i++) {
       lua_rawgeti(L, idx, i + 1);
       if (lua_type(L, -1) == LUA_TTABLE) {
-        lua_getfield(L, -1, "email");
+        get_key(L, -1, K_EMAIL);
         int has = !lua_isnil(L, -1);
         lua_pop(L, 1);
         if (!has) return misuse(r, "%s[%zu] must be an address string or {name = ..., email = ...}",
@@ -359,11 +379,11 @@ static int read_msg(reader_t *r, int msg, int dfrom) {
     }
     lua_pop(L, 1);
   }
-  if ((rc = read_string(r, msg, "subject", &r->m.subject)) ||
-      (rc = read_string(r, msg, "text", &r->m.text)) ||
-      (rc = read_string(r, msg, "html", &r->m.html)) ||
-      (rc = read_string(r, msg, "date", &r->m.date)) ||
-      (rc = read_string(r, msg, "message_id", &r->m.message_id)))
+  if ((rc = read_string(r, msg, K_SUBJECT, &r->m.subject)) ||
+      (rc = read_string(r, msg, K_TEXT, &r->m.text)) ||
+      (rc = read_string(r, msg, K_HTML, &r->m.html)) ||
+      (rc = read_string(r, msg, K_DATE, &r->m.date)) ||
+      (rc = read_string(r, msg, K_MESSAGE_ID, &r->m.message_id)))
     return rc;
   if ((rc = read_headers(r, msg))) return rc;
   return read_attachments(r, msg);
@@ -525,7 +545,7 @@ static int l_sink_send(lua_State *L) {
   s->msg.err = 0;
   s->line.len = 0;
   s->line.err = 0;
-  rc = zv_mime_build(&r.m, &s->msg, &info, &r.cause);
+  rc = zv_mime_build_headers(&r.m, &s->msg, &info, &r.cause);
   if (rc) return push_failure(L, &r, rc);
   zv_mime_log_line(&s->line, &r.m, &s->msg, &info);
   if (s->line.err) return push_failure(L, &r, s->line.err);
@@ -624,9 +644,11 @@ static uint64_t seed64(void) {
   return v;
 }
 
+/* Sets t[name] (t on the top) to fn with the state and the interned keys as upvalues. */
 static void set_closure(lua_State *L, int state, const char *name, lua_CFunction fn) {
   lua_pushvalue(L, state);
-  lua_pushcclosure(L, fn, 1);
+  for (int k = 0; k < NKEYS; k++) lua_pushstring(L, key_names[k]);
+  lua_pushcclosure(L, fn, 1 + NKEYS);
   lua_setfield(L, -2, name);
 }
 

@@ -357,7 +357,9 @@ static size_t est_text(size_t n) {
   return (qp > b64 ? qp : b64) + 160;
 }
 
-static size_t estimate(const zv_mime_msg_t *m) {
+/* An upper bound of the bytes rendered; with measure set, bodies and attachments count only their
+ * part headers (their content is sized, not written). */
+static size_t estimate(const zv_mime_msg_t *m, int measure) {
   size_t e = 1024;
   for (int l = 0; l < ZV_MIME_NLISTS; l++) {
     for (size_t i = 0; i < m->naddrs[l]; i++) {
@@ -371,11 +373,11 @@ static size_t estimate(const zv_mime_msg_t *m) {
   for (size_t i = 0; i < m->nheaders; i++) {
     e += m->headers[i].name.len + est_value(m->headers[i].value.len) + 8;
   }
-  if (m->text.s) e += est_text(m->text.len);
-  if (m->html.s) e += est_text(m->html.len);
+  if (m->text.s) e += est_text(measure ? 0 : m->text.len);
+  if (m->html.s) e += est_text(measure ? 0 : m->html.len);
   for (size_t i = 0; i < m->nattachments; i++) {
     const zv_mime_attachment_t *a = &m->attachments[i];
-    e += 300 + est_b64(a->data.len) + (a->content_type.s ? a->content_type.len : 24);
+    e += 300 + est_b64(measure ? 0 : a->data.len) + (a->content_type.s ? a->content_type.len : 24);
     if (a->filename.s) e += 2 * (3 * a->filename.len + 40);
   }
   return e;
@@ -488,50 +490,71 @@ static int wants_base64(const char *s, size_t n) {
   return zv__mime_qp_escapes(s, n) * 6 > n;
 }
 
-/* A text part's headers and content, without a line break after the content. *qp says which
- * encoding was used (the caller needs it to end a single-part message). */
-static void put_text_part(zv_mime_buf_t *b, const char *subtype, zv_mime_str_t body, int *b64) {
+/* A text part's headers and content, without a line break after the content. *b64 says which
+ * encoding was used and *ends_lf whether the output now ends with LF (true for an empty body:
+ * the blank line before it does); the caller needs both to end a single-part message. When
+ * measure is set the content is not encoded: its size is returned instead (0 otherwise). */
+static size_t put_text_part(zv_mime_buf_t *b, const char *subtype, zv_mime_str_t body, int *b64,
+                            int *ends_lf, int measure) {
   const char *s = body.s ? body.s : "";
-  size_t n = body.s ? body.len : 0;
+  size_t n = body.s ? body.len : 0, skipped = 0;
   *b64 = wants_base64(s, n);
   PUT_LIT(b, "Content-Type: text/");
   zv_mime_buf_put(b, subtype, strlen(subtype));
   PUT_LIT(b, "; charset=utf-8\r\n");
   if (*b64) {
     PUT_LIT(b, "Content-Transfer-Encoding: base64\r\n\r\n");
-    zv__mime_base64_text(b, s, n);
+    if (measure) {
+      skipped = zv__mime_base64_text_size(s, n);
+    } else {
+      zv__mime_base64_text(b, s, n);
+    }
+    *ends_lf = n == 0; /* base64 lines are separated, not ended, by CRLF */
   } else {
     PUT_LIT(b, "Content-Transfer-Encoding: quoted-printable\r\n\r\n");
-    zv_mime_qp(b, s, n);
+    if (measure) {
+      skipped = zv__mime_qp_size(s, n, ends_lf);
+    } else {
+      size_t at = b->len;
+      zv_mime_qp(b, s, n);
+      *ends_lf = b->err || b->len == at || b->p[b->len - 1] == '\n';
+    }
   }
+  return skipped;
 }
 
-/* The body without attachments: one text part or multipart/alternative. Returns 1 when the
- * content is a single QP part, 2 when it is a single base64 part, 0 for a multipart. */
-static int put_body(zv_mime_buf_t *b, const zv_mime_msg_t *m, const char *bnd_a) {
+/* The body without attachments: one text part or multipart/alternative. *single is 1 when the
+ * content is a single QP part, 2 when it is a single base64 part, 0 for a multipart; *ends_lf
+ * as for put_text_part. Returns the bytes measured instead of written (see put_text_part). */
+static size_t put_body(zv_mime_buf_t *b, const zv_mime_msg_t *m, const char *bnd_a, int *single,
+                       int *ends_lf, int measure) {
   int b64;
+  size_t skipped;
   if (m->text.s && m->html.s) {
     PUT_LIT(b, "Content-Type: multipart/alternative;\r\n boundary=\"");
     put_boundary(b, bnd_a);
     PUT_LIT(b, "\"\r\n\r\n--");
     put_boundary(b, bnd_a);
     PUT_LIT(b, "\r\n");
-    put_text_part(b, "plain", m->text, &b64);
+    skipped = put_text_part(b, "plain", m->text, &b64, ends_lf, measure);
     PUT_LIT(b, "\r\n--");
     put_boundary(b, bnd_a);
     PUT_LIT(b, "\r\n");
-    put_text_part(b, "html", m->html, &b64);
+    skipped += put_text_part(b, "html", m->html, &b64, ends_lf, measure);
     PUT_LIT(b, "\r\n--");
     put_boundary(b, bnd_a);
     PUT_LIT(b, "--");
-    return 0;
+    *single = 0;
+    *ends_lf = 0;
+    return skipped;
   }
   if (m->html.s) {
-    put_text_part(b, "html", m->html, &b64);
+    skipped = put_text_part(b, "html", m->html, &b64, ends_lf, measure);
   } else {
-    put_text_part(b, "plain", m->text, &b64);
+    skipped = put_text_part(b, "plain", m->text, &b64, ends_lf, measure);
   }
-  return b64 ? 2 : 1;
+  *single = b64 ? 2 : 1;
+  return skipped;
 }
 
 static int simple_filename(const char *s, size_t n) {
@@ -547,7 +570,9 @@ static int attr_char(unsigned char c) {
          (c && strchr("!#$&+-.^_`|~", c));
 }
 
-static void put_attachment(zv_mime_buf_t *b, const zv_mime_attachment_t *a) {
+/* An attachment part; with measure set the base64 content is sized, not written, and its size
+ * returned (0 otherwise). */
+static size_t put_attachment(zv_mime_buf_t *b, const zv_mime_attachment_t *a, int measure) {
   hw_t w = {b, 0};
   /* A quoted filename must fit one folded line; longer or non-ASCII ones use RFC 2231. */
   int simple = a->filename.s && a->filename.len <= 60 && simple_filename(a->filename.s, a->filename.len);
@@ -599,15 +624,19 @@ static void put_attachment(zv_mime_buf_t *b, const zv_mime_attachment_t *a) {
   }
   hw_end(&w);
   PUT_LIT(b, "Content-Transfer-Encoding: base64\r\n\r\n");
+  if (measure) return zv__mime_base64_size(a->data.len);
   zv_mime_base64(b, a->data.s, a->data.len);
+  return 0;
 }
 
-int zv_mime_build(const zv_mime_msg_t *m, zv_mime_buf_t *out, zv_mime_info_t *info,
-                  zv_mime_cause_t *cause) {
-  size_t max = m->max_bytes ? m->max_bytes : ZV_MIME_MAX_BYTES, start = out->len, at;
+/* zv_mime_build and zv_mime_build_headers: with measure set, bodies and attachment contents are
+ * sized instead of encoded, and the output is cut back to the top-level headers at the end. */
+static int render(const zv_mime_msg_t *m, zv_mime_buf_t *out, zv_mime_info_t *info,
+                  zv_mime_cause_t *cause, int measure) {
+  size_t max = m->max_bytes ? m->max_bytes : ZV_MIME_MAX_BYTES, start = out->len, at, skipped;
   char bnd_a[BOUNDARY_LEN], bnd_m[BOUNDARY_LEN];
   hw_t w = {out, 0};
-  int rc, single;
+  int rc, single, ends_lf;
   zv_mime_cause_t spare;
   zv_mime_info_t where;
   if (!cause) cause = &spare;
@@ -616,7 +645,7 @@ int zv_mime_build(const zv_mime_msg_t *m, zv_mime_buf_t *out, zv_mime_info_t *in
   if (out->err) return out->err;
   rc = zv__mime_validate(m, cause, max);
   if (rc) return rc;
-  zv_mime_buf_reserve(out, estimate(m));
+  zv_mime_buf_reserve(out, estimate(m, measure));
   if (out->err) return out->err;
   info->start = start;
 
@@ -669,21 +698,20 @@ int zv_mime_build(const zv_mime_msg_t *m, zv_mime_buf_t *out, zv_mime_info_t *in
     PUT_LIT(out, "\r\n--");
     put_boundary(out, bnd_m);
     PUT_LIT(out, "\r\n");
-    put_body(out, m, bnd_a);
+    skipped = put_body(out, m, bnd_a, &single, &ends_lf, measure);
     for (size_t i = 0; i < m->nattachments; i++) {
       PUT_LIT(out, "\r\n--");
       put_boundary(out, bnd_m);
       PUT_LIT(out, "\r\n");
-      put_attachment(out, &m->attachments[i]);
+      skipped += put_attachment(out, &m->attachments[i], measure);
     }
     PUT_LIT(out, "\r\n--");
     put_boundary(out, bnd_m);
     PUT_LIT(out, "--\r\n");
   } else {
-    /* The top-level headers end where the body's Content-Type begins: header_len is fixed up
-     * to the blank line below. */
+    /* The top-level headers end where the body's content begins: at its first blank line. */
     size_t body_at = out->len;
-    single = put_body(out, m, bnd_a);
+    skipped = put_body(out, m, bnd_a, &single, &ends_lf, measure);
     if (out->err) goto fail;
     {
       const char *blank = NULL;
@@ -697,20 +725,35 @@ int zv_mime_build(const zv_mime_msg_t *m, zv_mime_buf_t *out, zv_mime_info_t *in
     }
     if (single == 0) {
       PUT_LIT(out, "\r\n");
-    } else if (single == 2) {
-      if (out->len > start && out->p[out->len - 1] != '\n') PUT_LIT(out, "\r\n");
-    } else if (out->p[out->len - 1] != '\n') {
-      PUT_LIT(out, "=\r\n"); /* a soft break: the message ends with CRLF, the text does not */
+    } else if (!ends_lf) {
+      /* base64 gets a final CRLF; QP a soft break: the message ends with CRLF, the text not */
+      if (single == 2) {
+        PUT_LIT(out, "\r\n");
+      } else {
+        PUT_LIT(out, "=\r\n");
+      }
     }
   }
   if (out->err) goto fail;
-  if (out->len - start > max) {
+  info->size = out->len - start + skipped;
+  if (info->size > max) {
     out->len = start;
     return zv__mime_refuse(cause, ZV_MIME_CTOO_LARGE, ZV_MIME_FMESSAGE, 0, NULL);
   }
+  if (measure) out->len = start + info->header_len;
   return 0;
 fail:
   rc = out->err;
   out->len = start;
   return rc;
+}
+
+int zv_mime_build(const zv_mime_msg_t *m, zv_mime_buf_t *out, zv_mime_info_t *info,
+                  zv_mime_cause_t *cause) {
+  return render(m, out, info, cause, 0);
+}
+
+int zv_mime_build_headers(const zv_mime_msg_t *m, zv_mime_buf_t *out, zv_mime_info_t *info,
+                          zv_mime_cause_t *cause) {
+  return render(m, out, info, cause, 1);
 }

@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../core/zv.h"
 
@@ -48,7 +49,18 @@ void zv_mime_buf_init(zv_mime_buf_t *b);
 void zv_mime_buf_free(zv_mime_buf_t *b);
 /* Makes room for n more bytes (one zv_realloc when cap is short). Sets b->err on failure. */
 void zv_mime_buf_reserve(zv_mime_buf_t *b, size_t n);
-void zv_mime_buf_put(zv_mime_buf_t *b, const void *s, size_t n);
+void zv__mime_buf_put_slow(zv_mime_buf_t *b, const void *s, size_t n);
+
+/* Appends n bytes (a no-op after an error). Inline: the renderers append many short pieces into
+ * a buffer reserved up front, so the common case is a bounds check and a memcpy. */
+static inline void zv_mime_buf_put(zv_mime_buf_t *b, const void *s, size_t n) {
+  if (!b->err && b->cap - b->len >= n && n) {
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    return;
+  }
+  zv__mime_buf_put_slow(b, s, n);
+}
 
 /* A byte span; s == NULL means absent (an empty string is s != NULL, len == 0). */
 typedef struct {
@@ -138,6 +150,7 @@ typedef struct {
   size_t header_len;  /* bytes of the top-level headers, up to and excluding the blank line */
   size_t msgid_at;    /* offset and length of the Message-ID value, brackets included */
   size_t msgid_len;
+  size_t size;        /* bytes of the whole message (rendered or, for build_headers, measured) */
 } zv_mime_info_t;
 
 /*
@@ -165,6 +178,15 @@ int zv_mime_addr_parse(const char *s, size_t len, zv_mime_addr_t *out, int *code
 int zv_mime_build(const zv_mime_msg_t *m, zv_mime_buf_t *out, zv_mime_info_t *info,
                   zv_mime_cause_t *cause);
 
+/*
+ * Validates m exactly as zv_mime_build does (the size cap included) and appends only the
+ * top-level header block (info->header_len bytes). Bodies and attachments are measured, not
+ * encoded: info->size is the exact size zv_mime_build would render (a spec holds them equal).
+ * The log mailer's path. Allocates as zv_mime_build does, from a bound without the contents.
+ */
+int zv_mime_build_headers(const zv_mime_msg_t *m, zv_mime_buf_t *out, zv_mime_info_t *info,
+                          zv_mime_cause_t *cause);
+
 /* Writes "<field>[<index>]: <message>" for a cause into buf (NUL-terminated, truncated to
  * size); returns the length it wanted. */
 size_t zv_mime_cause_text(const zv_mime_cause_t *c, char *buf, size_t size);
@@ -189,8 +211,8 @@ void zv_mime_qp(zv_mime_buf_t *b, const void *src, size_t n);
 int zv_mime_utf8_valid(const char *s, size_t n);
 
 /*
- * Appends the log mailer's JSON line for a message that zv_mime_build just rendered into msg
- * (info describes it): time (from m->now), message_id, from, to, cc, bcc (emails), subject,
+ * Appends the log mailer's JSON line for a message whose headers zv_mime_build_headers (or
+ * zv_mime_build) just rendered into msg (info describes it): time (from m->now), message_id, from, to, cc, bcc (emails), subject,
  * the rendered headers, size, text_bytes, html_bytes and attachments (filename, content_type,
  * bytes), then "\n". Reserves once from an upper bound, so a reused buffer stops allocating
  * once it has seen the largest line.
@@ -200,6 +222,9 @@ void zv_mime_log_line(zv_mime_buf_t *line, const zv_mime_msg_t *m, const zv_mime
 
 /* Cross-file internals of the module (not for callers). */
 void zv__mime_base64_text(zv_mime_buf_t *b, const char *src, size_t n);
+size_t zv__mime_base64_text_size(const char *src, size_t n);
+size_t zv__mime_base64_size(size_t n);
+size_t zv__mime_qp_size(const char *s, size_t n, int *ends_lf);
 size_t zv__mime_qp_escapes(const char *s, size_t n);
 void zv__mime_civil(int64_t t, int *y, int *mo, int *d, int *hh, int *mm, int *ss, int *wday);
 void zv__mime_json_str(zv_mime_buf_t *b, const char *s, size_t n);

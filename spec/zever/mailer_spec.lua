@@ -59,6 +59,48 @@ describe("zever.mailer", function()
     assert.is_truthy(e.time:match("^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%dZ$"))
   end)
 
+  it("logs the headers and the size of exactly the message SMTP would send", function()
+    -- The log mailer renders only the headers and measures the bodies: every shape of body
+    -- (QP or base64, line breaks, trailing spaces, "=", empty) must size to the rendered bytes.
+    local mime = require "zever.mime"
+    local rng = 12345
+    local function rand(n)
+      rng = (rng * 1103515245 + 12345) % 2147483648
+      return rng % n
+    end
+    local pieces = { "a", "word ", "=", " ", "\t", "\n", "\r\n", "é", "€", "\0", string.rep("x", 90) }
+    local function body()
+      local t = {}
+      for i = 1, rand(40) do t[i] = pieces[rand(#pieces) + 1] end
+      return table.concat(t)
+    end
+    local m, path = open_log()
+    local sent = {}
+    for i = 1, 200 do
+      local msg = { from = "z@x.io", to = "a@b.c", subject = "s" .. i,
+        message_id = "<" .. i .. "@x.io>", date = "Mon, 30 Nov 2026 01:00:00 +0000" }
+      local shape = i % 4
+      if shape ~= 1 then msg.text = body() end
+      if shape ~= 0 then msg.html = body() end
+      if i % 3 == 0 then
+        msg.attachments = { { filename = "f" .. i .. ".bin", data = body() } }
+      end
+      assert(m:send(msg))
+      sent[i] = msg
+    end
+    m:close()
+    local lines = read_lines(path)
+    os.remove(path)
+    assert.are.equal(#sent, #lines)
+    for i, msg in ipairs(sent) do
+      local e = json.decode(lines[i])
+      local bytes = assert(mime.build(msg))
+      assert.are.equal(#bytes, e.size, "message " .. i)
+      assert.are.equal(bytes:sub(1, #e.headers), e.headers, "message " .. i)
+      assert.are.equal("\r\n", bytes:sub(#e.headers + 1, #e.headers + 2), "message " .. i)
+    end
+  end)
+
   it("uses mailer.from when a message has no From", function()
     local m, path = open_log{ from = "App <app@x.io>" }
     assert(m:send{ to = "a@b.c", text = "x" })
