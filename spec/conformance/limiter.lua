@@ -29,8 +29,8 @@ return function(name, new, caps)
       local sys = require "zever.sys"
       local deadline = sys.now() + seconds * 20 + 2
       while sys.now() < deadline do
-        local ok = lim:allow(key, 0)
-        if ok then return end
+        local _, remaining = lim:allow(key, 0)
+        if remaining and remaining >= 1 then return end
       end
     end
 

@@ -1,0 +1,253 @@
+-- adapters.idempotency.db: the idempotency store in a table of the app's database, shared by
+-- every process that uses the database (`zever serve` workers, other machines on PostgreSQL
+-- later). No setup: the table is created on first use.
+--
+--   local impl = idb.new(db, { table = "idempotency_keys", clock = nil, sweep_interval = 60,
+--                              sweep_batch = 500 })
+--   impl:begin(key, fp, ttl, pending_ttl) / complete(key, result, token) / forget(key, token)
+--   impl:close()                  (valid arguments: zever.idempotency checks them)
+--   impl:sweep([now])  -> removed  deletes at most sweep_batch expired rows (one statement)
+--   impl:ensure()      -> true | nil, err   CREATE TABLE IF NOT EXISTS (run by the first call)
+--   idb.open(section, ctx)        -> a zever.idempotency over ctx:get("db") (the factory)
+--
+--   idempotency_keys: key BLOB PRIMARY KEY, fingerprint BLOB, state (0 pending, 1 complete),
+--                     token TEXT, ttl REAL, kind INTEGER, result BLOB, expires_at REAL
+--
+-- begin reads the row first (a replay, a pending key or a mismatch is one SELECT; the
+-- fingerprint is checked before the state). An absent or expired row is reserved by one
+-- statement, INSERT ... ON CONFLICT (key) DO UPDATE ... WHERE expires_at <= now: it inserts a
+-- new row or takes over an expired one, and changes nothing when another process reserved the
+-- key in between (then begin reads again). complete is one UPDATE guarded by state, expiry
+-- and token; forget one DELETE (guarded by the token when given). Tokens are strings unique to
+-- this process (pid, address, start time, counter). Keys and fingerprints are bound as BLOBs,
+-- so any bytes compare exactly. Time is wall-clock seconds (processes share it); clock is for
+-- specs. Expired rows are overwritten when their key is begun again, and deleted in bounded
+-- batches by a sweep that a reservation runs at most once per sweep_interval. A database
+-- failure is nil, err with code "unavailable" (the middleware then answers 503).
+
+local sys = require "zever.sys"
+local idempotency = require "zever.idempotency"
+local json = require "zever.json"
+
+local type, error, tostring, tonumber, format, setmetatable = type, error, tostring, tonumber,
+  string.format, setmetatable
+
+local M = {}
+
+local SCHEMA = [[
+CREATE TABLE IF NOT EXISTS "%s" (
+  "key" BLOB PRIMARY KEY,
+  fingerprint BLOB NOT NULL,
+  state INTEGER NOT NULL,
+  token TEXT NOT NULL,
+  ttl REAL NOT NULL,
+  kind INTEGER,
+  result BLOB,
+  expires_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS "%s_expires" ON "%s" (expires_at);
+]]
+
+local function statements(t)
+  return {
+    read = format('SELECT fingerprint, state, kind, result, expires_at FROM "%s" WHERE "key" = ?',
+      t),
+    reserve = format('INSERT INTO "%s" ("key", fingerprint, state, token, ttl, expires_at) '
+      .. "VALUES (?, ?, 0, ?, ?, ?) ON CONFLICT (\"key\") DO UPDATE SET "
+      .. "fingerprint = excluded.fingerprint, state = 0, token = excluded.token, "
+      .. "ttl = excluded.ttl, kind = NULL, result = NULL, expires_at = excluded.expires_at "
+      .. 'WHERE "%s".expires_at <= ?', t, t),
+    complete = format('UPDATE "%s" SET state = 1, kind = ?, result = ?, expires_at = ? + ttl '
+      .. 'WHERE "key" = ? AND state = 0 AND expires_at > ?', t),
+    complete_token = format('UPDATE "%s" SET state = 1, kind = ?, result = ?, '
+      .. 'expires_at = ? + ttl WHERE "key" = ? AND state = 0 AND expires_at > ? AND token = ?', t),
+    why = format('SELECT state, token FROM "%s" WHERE "key" = ? AND expires_at > ?', t),
+    forget = format('DELETE FROM "%s" WHERE "key" = ?', t),
+    forget_token = format('DELETE FROM "%s" WHERE "key" = ? AND token = ?', t),
+    sweep = format('DELETE FROM "%s" WHERE "key" IN (SELECT "key" FROM "%s" '
+      .. "WHERE expires_at <= ? LIMIT ?)", t, t),
+  }
+end
+
+local STRING, NUMBER, BOOLEAN, JSON = 1, 2, 3, 4
+
+local IN_PROGRESS, KEY_MISMATCH = idempotency.IN_PROGRESS, idempotency.KEY_MISMATCH
+local COMPLETED = idempotency.error("invalid", "the key is already complete")
+local NO_RESERVATION = idempotency.error("not_found", "no live reservation for the key")
+local BUSY = idempotency.error("in_progress", "the key changed hands while it was reserved")
+
+local function encode(result)
+  local t = type(result)
+  if t == "string" then return result, STRING end
+  if t == "number" then return format("%.17g", result), NUMBER end
+  if t == "boolean" then return result and "1" or "0", BOOLEAN end
+  return json.encode(result), JSON
+end
+
+local function decode(raw, kind)
+  raw = raw or ""
+  if kind == STRING then return raw end
+  if kind == NUMBER then return tonumber(raw) end
+  if kind == BOOLEAN then return raw == "1" end
+  return json.decode(raw)
+end
+
+local function fail(err)
+  return nil, idempotency.error("unavailable", "db: " .. tostring(err and err.message or err))
+end
+
+local D = {}
+D.__index = D
+
+function D:ensure()
+  if self.ready then return true end
+  local t = self.table
+  local ok, err = self.db:exec(format(SCHEMA, t, t, t))
+  if not ok then return fail(err) end
+  self.ready = true
+  return true
+end
+
+local function now_of(self)
+  local clock = self.clock
+  if clock then return clock() end
+  return self.wall()
+end
+
+-- Deletes at most sweep_batch rows that expired before now; returns how many.
+function D:sweep(now)
+  local ok, err = self:ensure()
+  if not ok then return nil, err end
+  local r, derr = self.db:exec(self.sql.sweep, now or now_of(self), self.sweep_batch)
+  if not r then return fail(derr) end
+  return r.changes
+end
+
+function D:begin(key, fp, ttl, pending)
+  if not self.ready then
+    local ok, err = self:ensure()
+    if not ok then return nil, err end
+  end
+  local db, sql, blob = self.db, self.sql, self.blob
+  local bkey = blob(key)
+  local now = now_of(self)
+  -- Two rounds: a reservation lost to another process is read back once.
+  for _ = 1, 2 do
+    local row, err = db:first(sql.read, bkey)
+    if err then return fail(err) end
+    if row and row.expires_at > now then
+      if row.fingerprint ~= fp then return nil, KEY_MISMATCH end
+      if row.state == 0 then return nil, IN_PROGRESS end
+      return { replay = true, result = decode(row.result, row.kind) }
+    end
+    self.claims = self.claims + 1
+    local token = self.worker .. self.claims
+    local b = self.binds
+    b[1], b[2], b[3], b[4], b[5], b[6], b.n = bkey, blob(fp), token, ttl, now + pending, now, 6
+    local r, ierr = db:exec(sql.reserve, b)
+    if not r then return fail(ierr) end
+    if r.changes == 1 then
+      if now >= self.next_sweep then
+        self.next_sweep = now + self.sweep_interval
+        self:sweep(now)
+      end
+      return { replay = false, token = token }
+    end
+  end
+  return nil, BUSY
+end
+
+function D:complete(key, result, token)
+  if not self.ready then
+    local ok, err = self:ensure()
+    if not ok then return nil, err end
+  end
+  local raw, kind = encode(result)
+  local db, sql = self.db, self.sql
+  local bkey, now = self.blob(key), now_of(self)
+  local b = self.binds
+  local tok = type(token) == "string" and token ~= "" and token or nil
+  b[1], b[2], b[3], b[4], b[5], b[6], b.n = kind, self.blob(raw), now, bkey, now, tok, tok and 6 or 5
+  local r, err = db:exec(tok and sql.complete_token or sql.complete, b)
+  b[2] = nil   -- do not pin a large result
+  if not r then return fail(err) end
+  if r.changes == 1 then return true end
+  if token ~= nil and not tok then return nil, NO_RESERVATION end
+  local row, rerr = db:first(sql.why, bkey, now)
+  if rerr then return fail(rerr) end
+  if row and row.state == 1 and (not tok or row.token == tok) then return nil, COMPLETED end
+  return nil, NO_RESERVATION
+end
+
+function D:forget(key, token)
+  if not self.ready then
+    local ok, err = self:ensure()
+    if not ok then return nil, err end
+  end
+  local r, err
+  if type(token) == "string" and token ~= "" then
+    r, err = self.db:exec(self.sql.forget_token, self.blob(key), token)
+  elseif token ~= nil then
+    return true   -- a token this store never handed out holds nothing
+  else
+    r, err = self.db:exec(self.sql.forget, self.blob(key))
+  end
+  if not r then return fail(err) end
+  return true
+end
+
+function D:close()
+  self.closed = true   -- the database is the app's: the container closes it
+  return true
+end
+
+local function number_opt(opts, name, default, min)
+  local v = opts[name]
+  if v == nil then return default end
+  if type(v) ~= "number" or v ~= v or v < min or v == math.huge then
+    error(format("idempotency.db: %s must be a number >= %s", name, tostring(min)), 3)
+  end
+  return v
+end
+
+-- db: a zever.db handle (the caller keeps owning it). opts: table ("idempotency_keys"), clock
+-- (a function returning seconds; specs), sweep_interval (60 s), sweep_batch (500).
+function M.new(db, opts)
+  if type(db) ~= "table" then error("idempotency.db.new: expects a zever.db handle", 2) end
+  opts = opts or {}
+  if type(opts) ~= "table" then error("idempotency.db.new: opts must be a table", 2) end
+  local t = opts.table or "idempotency_keys"
+  if type(t) ~= "string" or not t:match("^[%a_][%w_]*$") then
+    error("idempotency.db.new: table must be an identifier", 2)
+  end
+  if opts.clock ~= nil and type(opts.clock) ~= "function" then
+    error("idempotency.db.new: clock must be a function", 2)
+  end
+  return setmetatable({
+    db = db,
+    table = t,
+    sql = statements(t),
+    clock = opts.clock,
+    wall = require("zever.queue").wall,
+    sweep_interval = number_opt(opts, "sweep_interval", 60, 0),
+    sweep_batch = math.floor(number_opt(opts, "sweep_batch", 500, 1)),
+    next_sweep = -math.huge,
+    claims = 0,
+    worker = format("%d:%s:%.0f:", sys.getpid(), tostring({}):match("0x%x+") or "",
+      require("zever.queue").wall() * 1e6),
+    blob = require("zever.sqlite").blob,
+    binds = {},
+    ready = false,
+    closed = false,
+  }, D)
+end
+
+-- The container's factory: section is the config's idempotency section; the database is the
+-- app's.
+function M.open(section, ctx)
+  local db, err = ctx:get("db")
+  if not db then return nil, err end
+  return idempotency.wrap(M.new(db), { ttl = section.ttl, pending_ttl = section.pending_ttl })
+end
+
+return M
