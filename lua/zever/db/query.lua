@@ -14,7 +14,7 @@ local SELECT, CMP, IN = OP.SELECT, OP.CMP, OP.IN
 local render = require("zever.db.render").render
 local is_node, order_list, order_add = expr.is_node, expr.order_list, expr.order_add
 local type, select, error, pairs, ipairs = type, select, error, pairs, ipairs
-local setmetatable, getmetatable, tostring = setmetatable, getmetatable, tostring
+local setmetatable, getmetatable, tostring, rawget = setmetatable, getmetatable, tostring, rawget
 local sort, lower = table.sort, string.lower
 local tnew = require "table.new"
 
@@ -49,6 +49,16 @@ local function check_table(name, fname)
   if type(name) ~= "string" and not is_node(name) then
     error(fname .. ": the table must be a string or a subquery, got " .. type(name), 3)
   end
+end
+
+-- A generated model (dsl/backends/models.lua: a column node with a metatable and a `table`
+-- name) stands for its table's name: insert/update/delete need a name, and a name lets select
+-- use the render cache.
+local function model_table(t)
+  if type(t) == "table" and getmetatable(t) ~= nil and type(rawget(t, "table")) == "string" then
+    return t.table
+  end
+  return t
 end
 
 local function sorted_keys(t, fname)
@@ -280,6 +290,7 @@ end
 
 -- The table is made with room for every slot, so filling them later never resizes it.
 function M.select(db, from)
+  from = model_table(from)
   if from ~= nil and type(from) ~= "string" then check_table(from, "from") end
   local q = tnew(S_WAIT, 1)
   q[1], q[2], q._db = SELECT, from, db
@@ -322,6 +333,7 @@ end
 
 local function join(kind, fname)
   return function(self, t, left, op, right)
+    t = model_table(t)
     check_table(t, fname)
     if kind == 5 then return push(self, S_JOINS, { kind, t }) end
     if right == nil then op, right = "=", op end
@@ -498,6 +510,7 @@ end
 -- --- insert -------------------------------------------------------------------------------
 
 function M.insert(db, t)
+  t = model_table(t)
   check_table(t, "insert_into")
   return setmetatable({ OP.INSERT, t, _db = db }, Insert)
 end
@@ -590,6 +603,7 @@ end
 -- --- update -------------------------------------------------------------------------------
 
 function M.update(db, t)
+  t = model_table(t)
   check_table(t, "update")
   return setmetatable({ OP.UPDATE, t, _db = db }, Update)
 end
@@ -623,6 +637,7 @@ end
 -- --- delete -------------------------------------------------------------------------------
 
 function M.delete(db, t)
+  t = model_table(t)
   check_table(t, "delete_from")
   return setmetatable({ OP.DELETE, t, _db = db }, Delete)
 end

@@ -1,0 +1,171 @@
+-- zever gen end to end: dsl/testdata/tasks.zen compiled into a temporary folder, its migrations
+-- run on a real SQLite file by zever.migrations, a row written and read through the generated
+-- models, the validators, and the CLI (`zever gen`, then `zever migrate up`) over two schema
+-- versions, a refused drop and a schema with errors.
+
+local gen = require "dsl.gen"
+local migrations = require "zever.migrations"
+local process = require "spec.support.process"
+local zdb = require "zever.db"
+local sys = require "zever.sys"
+
+local HOME = sys.home()
+local UID = "0b9e3c1e-4a57-4d2c-9a55-6c1f0f7e2a10"
+local TID = "5d6f7a8b-1c2d-4e3f-8a9b-0c1d2e3f4a5b"
+
+local function tmpdir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(gen.mkdir_p(dir .. "/schema"))
+  return dir
+end
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+-- Requires <dir>/generated/models.lua as an application would (the app root on package.path).
+local function load_models(dir)
+  local path = package.path
+  package.path = dir .. "/?.lua;" .. path
+  local ok, models = pcall(require, "generated.models")
+  package.path = path
+  package.loaded["generated.models"] = nil
+  assert(ok, models)
+  return models
+end
+
+local function zever_in(dir, ...)
+  local parts = { "cd " .. process.quote(dir) .. " &&", process.quote(sys.exe()) }
+  for i = 1, select("#", ...) do parts[#parts + 1] = process.quote((select(i, ...))) end
+  return process.run(table.concat(parts, " "))
+end
+
+describe("zever gen end to end", function()
+  local dir
+
+  before_each(function()
+    dir = tmpdir()
+    write(dir .. "/schema/tasks.zen", read(HOME .. "/dsl/testdata/tasks.zen"))
+  end)
+
+  after_each(function()
+    os.execute("rm -rf " .. process.quote(dir))
+  end)
+
+  it("migrates a SQLite file and writes and validates rows through the generated models", function()
+    local report = assert(gen.run({ dir .. "/schema" }, { out = dir .. "/generated",
+      backends = { "models", "migrations" } }))
+    assert.are.same({ "migrations/0001_create_tasks_users.lua", "migrations/schema.snapshot.lua",
+      "models.lua" }, report.written)
+
+    local db = assert(zdb.open("sqlite:" .. dir .. "/app.db"))
+    local applied = assert(migrations.up(db, dir .. "/generated/migrations"))
+    assert.are.equal(1, #applied)
+    local models = load_models(dir)
+    local Task, User = models.Task, models.User
+
+    assert.are.equal("tasks", tostring(Task))
+    assert.is_true(User.validate{ id = UID, email = "ada@example.com" })
+    assert(db:insert_into(User):values{ id = UID, email = "ada@example.com" }:exec())
+    local row = { id = TID, title = "Write the spec", user_id = UID }
+    assert.is_true(Task.validate(row))
+    assert(db:insert_into(Task):values(row):exec())
+
+    local rows = assert(db:from(Task):select(Task.c.title, Task.c.done)
+      :where(Task.c.user_id, UID):all())
+    assert.are.same({ { title = "Write the spec", done = 0 } }, rows)
+    local joined = assert(db:from(Task):select(User.c.email)
+      :join(User, User.c.id, "=", Task.c.user_id):where(Task.c.id, TID):first())
+    assert.are.equal("ada@example.com", joined.email)
+    local rel = Task.relations.user
+    assert.are.equal(User, rel.model)
+    assert.are.same({ "belongs_to", "user_id", "id" }, { rel.kind, rel.foreign_key, rel.references })
+
+    -- Validators: each failing field gets a message; partial skips what is missing.
+    local ok, errs = Task.validate{ id = TID, title = "", user_id = UID }
+    assert.is_nil(ok)
+    assert.are.same({ title = "must be at least 1 character long" }, errs)
+    ok, errs = Task.validate{ id = "nope", title = ("x"):rep(201), done = "yes" }
+    assert.is_nil(ok)
+    assert.are.same({ id = "must be a UUID", title = "must be at most 200 characters long",
+      done = "must be true or false", user_id = "is required" }, errs)
+    assert.is_true(Task.validate({ title = "ok" }, true))
+    ok, errs = User.validate{ id = UID, email = "not an email" }
+    assert.is_nil(ok)
+    assert.are.same({ email = "must be an email address" }, errs)
+
+    -- What the migration declared holds in the database: unique, foreign key, cascade.
+    local dup, derr = db:insert_into(User):values{ id = TID, email = "ada@example.com" }:exec()
+    assert.is_nil(dup)
+    assert.are.equal("constraint", derr.code)
+    local orphan, oerr = db:insert_into(Task.table):values{ id = UID, title = "x", user_id = TID }:exec()
+    assert.is_nil(orphan)
+    assert.are.equal("constraint", oerr.code)
+    assert(db:delete_from(User):where(User.c.id, UID):exec())
+    assert.are.equal(0, db:from(Task):count())
+
+    assert(migrations.down(db, dir .. "/generated/migrations", 1))
+    assert.is_nil(db:first("SELECT name FROM sqlite_master WHERE name = 'tasks'"))
+    db:close()
+  end)
+
+  it("runs from the command line over two schema versions and refuses a drop", function()
+    local r = zever_in(dir, "gen", "--backend", "models,migrations")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.equal("", r.stdout) -- piped: quiet
+    r = zever_in(dir, "migrate", "up", "--dir", "generated/migrations", "--dsn", "sqlite:app.db")
+    assert.are.equal(0, r.code, r.stderr)
+
+    -- Version 2: a new column and a new index.
+    local src = read(dir .. "/schema/tasks.zen")
+    local v2 = src:gsub("  due_at: timestamp%?\n", "%0  priority: string @default(\"normal\")\n")
+      :gsub("  index%(user_id, due_at%)\n", "%0  index(priority)\n")
+    write(dir .. "/schema/tasks.zen", v2)
+    r = zever_in(dir, "gen", "--backend", "models,migrations")
+    assert.are.equal(0, r.code, r.stderr)
+    local mig = read(dir .. "/generated/migrations/0002_add_tasks_priority_and_1_more.lua")
+    assert.matches([[ALTER TABLE "tasks" ADD COLUMN "priority" TEXT NOT NULL DEFAULT 'normal']], mig, 1, true)
+    assert.is_nil(mig:find("CREATE TABLE", 1, true))
+    r = zever_in(dir, "migrate", "up", "--dir", "generated/migrations", "--dsn", "sqlite:app.db")
+    assert.are.equal(0, r.code, r.stderr)
+    local db = assert(zdb.open("sqlite:" .. dir .. "/app.db"))
+    assert(db:first("SELECT 1 AS x FROM pragma_index_list('tasks') WHERE name = 'tasks_priority_idx'"))
+    db:close()
+
+    -- Version 3 drops the column: refused, nothing written; with --allow-drop, a migration.
+    write(dir .. "/schema/tasks.zen", src)
+    r = zever_in(dir, "gen", "--backend", "models,migrations")
+    assert.are.equal(1, r.code)
+    assert.matches("drops the column priority of tasks: refused without --allow-drop", r.stderr, 1, true)
+    assert.is_nil(io.open(dir .. "/generated/migrations/0003_drop_index_tasks_priority_idx_and_1_more.lua"))
+    r = zever_in(dir, "gen", "--backend", "models,migrations", "--allow-drop")
+    assert.are.equal(0, r.code, r.stderr)
+    assert(io.open(dir .. "/generated/migrations/0003_drop_index_tasks_priority_idx_and_1_more.lua")):close()
+    r = zever_in(dir, "migrate", "up", "--dir", "generated/migrations", "--dsn", "sqlite:app.db")
+    assert.are.equal(0, r.code, r.stderr)
+  end)
+
+  it("exits 1 with the diagnostics and writes nothing when the schema has errors", function()
+    write(dir .. "/schema/tasks.zen", "entity Task {\n  id: uuid @primary\n  title: strin\n}\n")
+    local r = zever_in(dir, "gen")
+    assert.are.equal(1, r.code)
+    assert.matches("schema/tasks.zen:3:10: [resolve] unknown type strin", r.stderr, 1, true)
+    assert.is_false(sys.isdir(dir .. "/generated"))
+  end)
+
+  it("exits 2 on an unknown backend", function()
+    local r = zever_in(dir, "gen", "--backend", "model")
+    assert.are.equal(2, r.code)
+    assert.matches('unknown backend "model" (did you mean models?)', r.stderr, 1, true)
+  end)
+end)
