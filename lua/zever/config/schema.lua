@@ -59,7 +59,8 @@ M.sections = {
     f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
     f("ttl_default", "duration", 0, { doc = "TTL when set() gets none; 0 = no expiry" }),
     f("max_bytes", "integer", 64 * MiB, { min = 1, doc = "memory adapter: byte budget (LRU)" }),
-    f("prefix", "string", "", { doc = "key prefix (db, redis)" }),
+    f("prefix", "string", "", { doc = "key prefix (db; redis: empty means zever:cache:)" }),
+    f("table", "string", "cache_entries", { doc = "db adapter: the table (created if missing)" }),
   } },
   { name = "queue", doc = "the queue battery", fields = {
     f("adapter", "adapter", "db", { values = { "memory", "db", "redis" } }),

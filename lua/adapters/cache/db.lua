@@ -1,0 +1,266 @@
+-- adapters.cache.db: the cache in a table of the app's database, shared by every process that
+-- opens the database (`zever serve`, `zever worker`, a script). No eviction: the table holds what
+-- it is given until a key expires or is deleted; expired rows are swept in bounded batches.
+--
+--   local impl = dbc.new(db, { table = "cache_entries", prefix = "", clock = nil,
+--                              sweep_interval = 60, sweep_batch = 100 })
+--   impl:get(k) / set(k, v, ttl, add) / delete(k) / incr(k, n, ttl) / exists(k) / close()
+--                              (valid arguments: zever.cache checks them)
+--   impl:sweep([max_rows]) -> removed, more     deletes expired rows, at most max_rows
+--   impl:ensure()          -> true | nil, err   CREATE TABLE IF NOT EXISTS (the first call runs it)
+--   dbc.open(section, ctx) -> a zever.cache over ctx:get("db") (the container's factory)
+--
+--   cache_entries: key TEXT PRIMARY KEY, kind INTEGER, value (any), expires_at REAL
+--                  (0 = never), WITHOUT ROWID; a partial index on expires_at > 0 for the sweep
+--
+-- A value keeps its type in `kind` (1 string, 2 number, 3 boolean, 4 JSON text); numbers are
+-- stored as SQLite numbers so incr is one statement: an INSERT ... ON CONFLICT DO UPDATE whose
+-- WHERE lets it add only to a number (or replace an expired row) and whose RETURNING gives the
+-- sum; no row back means the live value is not a number. add is the same upsert guarded by
+-- "the row there has expired", so an expired key is re-claimed without a read first. Time is
+-- wall-clock seconds (processes share it); clock is for specs (a function returning seconds).
+-- Writes run a sweep of at most sweep_batch rows once per sweep_interval, so there is no timer.
+-- This file must not evict live rows nor cache anything in the process.
+
+local cache = require "zever.cache"
+local json = require "zever.json"
+
+local type, error, format, setmetatable, tostring, tonumber, floor = type, error, string.format,
+  setmetatable, tostring, tonumber, math.floor
+
+local M = {}
+
+local STRING, NUMBER, BOOLEAN, JSON = 1, 2, 3, 4
+
+local NOT_NUMBER = cache.error("invalid", "the value is not a number")
+local NAN = cache.error("invalid", "the db cache cannot store NaN")
+
+local SCHEMA = [[
+CREATE TABLE IF NOT EXISTS "%s" (
+  key TEXT NOT NULL PRIMARY KEY,
+  kind INTEGER NOT NULL,
+  value BLOB,
+  expires_at REAL NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS "%s_expires" ON "%s" (expires_at) WHERE expires_at > 0;
+]]
+
+-- "live" is the guard every read repeats: a row whose expires_at has passed is absent.
+local function statements(t)
+  local live = "(expires_at = 0 OR expires_at > ?)"
+  local upsert = format('INSERT INTO "%s" (key, kind, value, expires_at) VALUES (?, ?, ?, ?) '
+    .. "ON CONFLICT (key) DO UPDATE SET kind = excluded.kind, value = excluded.value, "
+    .. "expires_at = excluded.expires_at", t)
+  return {
+    get = format('SELECT kind, value FROM "%s" WHERE key = ? AND %s', t, live),
+    exists = format('SELECT 1 AS ok FROM "%s" WHERE key = ? AND %s', t, live),
+    set = upsert,
+    add = upsert .. " WHERE expires_at > 0 AND expires_at <= ?",
+    -- The row goes either way; expires_at says whether it was live.
+    delete = format('DELETE FROM "%s" WHERE key = ? RETURNING expires_at', t),
+    -- binds: key, n, expires_at (for a new or re-claimed row), now (?4)
+    incr = format('INSERT INTO "%s" (key, kind, value, expires_at) VALUES (?, 2, ?, ?) '
+      .. "ON CONFLICT (key) DO UPDATE SET "
+      .. "value = CASE WHEN expires_at > 0 AND expires_at <= ?4 THEN excluded.value "
+      .. "ELSE value + excluded.value END, "
+      .. "kind = 2, "
+      .. "expires_at = CASE WHEN expires_at > 0 AND expires_at <= ?4 THEN excluded.expires_at "
+      .. "ELSE expires_at END "
+      .. "WHERE kind = 2 OR (expires_at > 0 AND expires_at <= ?4) RETURNING value", t),
+    sweep = format('DELETE FROM "%s" WHERE key IN (SELECT key FROM "%s" WHERE expires_at > 0 '
+      .. "AND expires_at <= ? ORDER BY expires_at LIMIT ?)", t, t),
+  }
+end
+
+local D = {}
+D.__index = D
+
+local function fail(err)
+  return nil, cache.error("unavailable", "db: " .. tostring(err and err.message or err))
+end
+
+local function now_of(self)
+  local clock = self.clock
+  if clock then return clock() end
+  return self.wall()
+end
+
+function D:ensure()
+  if self.ready then return true end
+  local t = self.table
+  local ok, err = self.db:exec(format(SCHEMA, t, t, t))
+  if not ok then return fail(err) end
+  self.ready = true
+  return true
+end
+
+-- The absolute expiry of a ttl: 0 stays 0 (never).
+local function expiry(now, ttl)
+  if ttl > 0 then return now + ttl end
+  return 0
+end
+
+local function decode(kind, v)
+  if kind == STRING then return v end
+  if kind == NUMBER then return tonumber(v) end   -- an int64 cdata beyond 2^53 too
+  if kind == BOOLEAN then return v ~= 0 end
+  return json.decode(v)
+end
+
+function D:get(key)
+  if not self.ready then
+    local ok, err = self:ensure()
+    if not ok then return nil, err end
+  end
+  local row, err = self.db:first(self.sql.get, self.prefix .. key, now_of(self))
+  if row == nil then
+    if err then return fail(err) end
+    return nil
+  end
+  return decode(row.kind, row.value)
+end
+
+function D:exists(key)
+  if not self.ready then
+    local ok, err = self:ensure()
+    if not ok then return nil, err end
+  end
+  local row, err = self.db:first(self.sql.exists, self.prefix .. key, now_of(self))
+  if err then return fail(err) end
+  return row ~= nil
+end
+
+-- A bounded sweep once per sweep_interval, from a write.
+local function maybe_sweep(self, now)
+  if now >= self.next_sweep then
+    self.next_sweep = now + self.sweep_interval
+    self:sweep()
+  end
+end
+
+function D:set(key, value, ttl, add)
+  if not self.ready then
+    local ok, err = self:ensure()
+    if not ok then return nil, err end
+  end
+  local t, kind = type(value), STRING
+  if t == "number" then
+    if value ~= value then return nil, NAN end   -- SQLite would store NULL
+    kind = NUMBER
+  elseif t == "boolean" then
+    kind, value = BOOLEAN, value and 1 or 0
+  elseif t == "table" then
+    kind, value = JSON, json.encode(value)
+  end
+  local now = now_of(self)
+  local b = self.binds
+  b[1], b[2], b[3], b[4], b[5], b.n = self.prefix .. key, kind, value, expiry(now, ttl), now, 4
+  local r, err
+  if add then
+    b.n = 5
+    r, err = self.db:exec(self.sql.add, b)
+  else
+    r, err = self.db:exec(self.sql.set, b)
+  end
+  if not r then return fail(err) end
+  maybe_sweep(self, now)
+  return r.changes > 0
+end
+
+function D:delete(key)
+  if not self.ready then
+    local ok, err = self:ensure()
+    if not ok then return nil, err end
+  end
+  local row, err = self.db:first(self.sql.delete, self.prefix .. key)
+  if not row then
+    if err then return fail(err) end
+    return false
+  end
+  local at = row.expires_at
+  return at == 0 or at > now_of(self)
+end
+
+function D:incr(key, n, ttl)
+  if not self.ready then
+    local ok, err = self:ensure()
+    if not ok then return nil, err end
+  end
+  local now = now_of(self)
+  local b = self.binds
+  b[1], b[2], b[3], b[4], b.n = self.prefix .. key, n, expiry(now, ttl), now, 4
+  -- first: RETURNING yields one row and the whole write is done by the first step.
+  local row, err = self.db:first(self.sql.incr, b)
+  if not row then
+    if err then return fail(err) end
+    return nil, NOT_NUMBER
+  end
+  maybe_sweep(self, now)
+  return tonumber(row.value)
+end
+
+-- Deletes at most max_rows (default sweep_batch) expired rows, oldest expiry first, in one
+-- statement. Returns removed, more (true when the batch was full: call again).
+function D:sweep(max_rows)
+  local ok, err = self:ensure()
+  if not ok then return nil, err end
+  max_rows = floor(max_rows or self.sweep_batch)
+  local r, derr = self.db:exec(self.sql.sweep, now_of(self), max_rows)
+  if not r then return fail(derr) end
+  return r.changes, r.changes >= max_rows
+end
+
+-- The database belongs to the app (the container closes it): nothing to release here.
+function D:close()
+  self.db = nil
+  return true
+end
+
+local function number_opt(opts, name, default, min)
+  local v = opts[name]
+  if v == nil then return default end
+  if type(v) ~= "number" or v ~= v or v < min then
+    error(format("cache.db: %s must be a number >= %s", name, tostring(min)), 3)
+  end
+  return v
+end
+
+function M.new(db, opts)
+  if type(db) ~= "table" or type(db.exec) ~= "function" then
+    error("cache.db.new: expects a zever.db database", 2)
+  end
+  opts = opts or {}
+  if type(opts) ~= "table" then error("cache.db.new: opts must be a table", 2) end
+  local t = opts.table or "cache_entries"
+  if type(t) ~= "string" or not t:match("^[%a_][%w_]*$") then
+    error("cache.db: table must be a plain identifier ([A-Za-z_][A-Za-z0-9_]*)", 2)
+  end
+  local prefix = opts.prefix or ""
+  if type(prefix) ~= "string" then error("cache.db: prefix must be a string", 2) end
+  if opts.clock ~= nil and type(opts.clock) ~= "function" then
+    error("cache.db: clock must be a function", 2)
+  end
+  return setmetatable({
+    db = db,
+    table = t,
+    prefix = prefix,
+    sql = statements(t),
+    clock = opts.clock,
+    wall = require("zever.queue").wall,
+    sweep_interval = number_opt(opts, "sweep_interval", 60, 0),
+    sweep_batch = floor(number_opt(opts, "sweep_batch", 100, 1)),
+    next_sweep = -math.huge,
+    ready = false,
+    binds = {},   -- reused by set/add: the list form of db:exec's values
+  }, D)
+end
+
+-- The container's factory: section is the config's cache section; the database is the app's.
+function M.open(section, ctx)
+  local db, err = ctx:get("db")
+  if not db then return nil, err end
+  local impl = M.new(db, { table = section.table, prefix = section.prefix })
+  return cache.wrap(impl, { ttl_default = section.ttl_default })
+end
+
+return M

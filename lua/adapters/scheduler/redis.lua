@@ -1,0 +1,78 @@
+-- adapters.scheduler.redis: the one-run-per-slot lock on a Redis server, shared by every
+-- process and machine that uses the server: the first SET NX of a slot's key wins, the others
+-- get a nil reply and change nothing. One command, one round trip per slot.
+--
+--   local lock = redis_lock.new{ url = "redis://127.0.0.1:6379/0", prefix = "zever:scheduler:",
+--                                redis = { timeout = 5 } }        -- or client = c (borrowed)
+--   lock:acquire(key, slot, horizon) -> true (won) | false (another process won) | nil, err
+--   lock:close()
+--   redis_lock.open(section, ctx)    -> a zever.scheduler over it (the container's factory)
+--
+-- The key is prefix .. key (key already names the entry and the slot time, "<entry>@<slot>");
+-- it lives `horizon` seconds (PX; scheduler.horizon, 1 day by default), then Redis forgets it:
+-- slots are never revisited, so nothing else cleans up. A lock that cannot reach the server
+-- returns nil, err with code "unavailable" and the tick logs it (the slot is not fired by this
+-- process). This file must not compute slots or dispatch jobs.
+
+local redis = require "zever.redis"
+
+local type, error, tostring, setmetatable, ceil = type, error, tostring, setmetatable, math.ceil
+
+local M = {}
+
+M.PREFIX = "zever:scheduler:"
+
+local function scheduler_error(code, message)
+  return require("zever.scheduler").error(code, message)
+end
+
+local L = {}
+L.__index = L
+
+function L:acquire(key, _, horizon)
+  if self.closed then return nil, scheduler_error("closed", "lock closed") end
+  local ms = ceil((horizon or 86400) * 1000)
+  if ms < 1 then ms = 1 end
+  local ok, err = self.client:call("SET", self.prefix .. key, "1", "NX", "PX", ms)
+  if err then
+    return nil, scheduler_error("unavailable", "redis: " .. tostring(err.message or err))
+  end
+  return ok == "OK"
+end
+
+-- Releases the shared client (the last user's close really closes it); a borrowed one stays.
+function L:close()
+  if self.closed then return end
+  self.closed = true
+  if self.owned then self.client:close() end
+end
+
+function M.new(opts)
+  if type(opts) ~= "table" then error("scheduler.redis.new: expects an options table", 2) end
+  local prefix = opts.prefix or M.PREFIX
+  if type(prefix) ~= "string" then error("scheduler.redis: prefix must be a string", 2) end
+  local client, owned = opts.client, false
+  if client == nil then
+    if type(opts.url) ~= "string" then
+      error("scheduler.redis.new: expects { url = 'redis://...' } or { client = c }", 2)
+    end
+    local err
+    client, err = redis.shared(opts.url, opts.redis)
+    if not client then return nil, scheduler_error(err.code, "redis: " .. tostring(err.message)) end
+    owned = true
+  end
+  return setmetatable({ client = client, owned = owned, prefix = prefix, closed = false }, L)
+end
+
+-- The container's factory: section is the config's scheduler section; scheduler.url overrides
+-- redis.url.
+function M.open(section, ctx)
+  local rcfg = ctx.config.redis or {}
+  local url = section.url
+  if url == nil or url == "" then url = rcfg.url end
+  local lock, err = M.new{ url = url, redis = { timeout = rcfg.timeout } }
+  if not lock then return nil, err end
+  return require("zever.scheduler").open(section, ctx, lock)
+end
+
+return M
