@@ -117,6 +117,9 @@ static void update_deadline(zv_redis_client_t *c) {
   if (!c->ac || c->closed) return;
   /* While replies are due the deadline keeps the loop alive, so a waiter cannot spin. */
   if (ms && (c->pending > 0 || !c->connected)) {
+    /* The loop's cached time may be stale (a script worked for seconds without running the
+     * loop): without a refresh the deadline could already be past when it is armed. */
+    uv_update_time(c->timer.loop);
     uv_timer_start(&c->timer, timer_cb, ms, 0);
     if (c->pending > 0) uv_ref((uv_handle_t *)&c->timer);
     else uv_unref((uv_handle_t *)&c->timer);
@@ -204,6 +207,7 @@ static void timer_cb(uv_timer_t *t) {
 
 static void arm_reconnect(zv_redis_client_t *c) {
   uint64_t max = to_ms(c->opts.backoff_max);
+  uv_update_time(c->timer.loop);
   uv_timer_start(&c->timer, timer_cb, c->backoff_ms, 0);
   uv_unref((uv_handle_t *)&c->timer);
   c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : 1;
