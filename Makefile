@@ -4,7 +4,7 @@
 #   make run        serves examples/hello on 127.0.0.1:8080
 #   make test       deps, build, luacheck, every spec; ends with "N passed, M failed"
 #   make asan       the same specs under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make bench      C micro-benchmarks (BENCH=Name for a subset)
+#   make bench      C and Lua benchmarks (BENCH=Name: C by benchmark, Lua by file name)
 #   make bench-http zever serve against nginx + ngx_lua, side by side (bench/http/NOTES.md)
 #   make fuzz       libFuzzer targets, FUZZ_TIME seconds each
 #   make install    PREFIX=/usr/local
@@ -40,6 +40,8 @@ OBJ       := $(HOST_SRC:host/%.c=build/obj/%.o)
 ASAN_OBJ  := $(HOST_SRC:host/%.c=build/asan/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*_bench.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=build/bench/%)
+LUA_BENCH := $(sort $(wildcard bench/*_bench.lua) bench/limiter_redis_accuracy.lua \
+               bench/queue_throughput.lua)
 FUZZ_SRC  := $(sort $(wildcard fuzz/*_fuzz.c))
 FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 
@@ -117,8 +119,13 @@ build/bench/%: bench/%.c bench/bench.h $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) -O2 -g -DZV_ALLOC_STATS -Ihost $< $(CORE_SRC) $(CORE_LIBS) -o $@
 
+# C benchmarks filter by benchmark name; Lua ones (run in the host) and scripts by file name.
 bench: deps bin/zever $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do BENCH='$(BENCH)' $$b || exit 1; done
+	@for f in $(LUA_BENCH); do \
+	  if [ -z '$(BENCH)' ] || basename $$f | grep -qi '$(BENCH)'; then \
+	    echo "== bin/zever run $$f"; bin/zever run $$f || exit 1; fi; \
+	done
 	@if [ -z '$(BENCH)' ] || echo Cli | grep -q '$(BENCH)'; then bash bench/cli_bench.sh; fi
 
 # zever serve against nginx + ngx_lua (OpenResty's LuaJIT, unpacked into bench/http/vendor).
