@@ -14,6 +14,17 @@
  *   handle:stop()                      stops it; doing so twice is harmless
  *   handle:active()         -> boolean
  *
+ *   loop.timer(fn)          -> timer   a re-armable timer, created stopped: one uv_timer_t for its
+ *                                      whole life, so arming it again allocates nothing
+ *   timer:start(s)                     calls fn() once, s seconds from now; starting an armed
+ *                                      timer moves its deadline (no second call)
+ *   timer:stop()                       disarms it (fn is not called); it can be started again
+ *   timer:active()          -> boolean armed and not yet fired
+ *   timer:close()                      frees it for good; later start() raises, stop() and
+ *                                      close() do nothing. Collecting the object closes it too,
+ *                                      so keep it while you need it.
+ * An armed timer keeps run() going, a stopped one does not.
+ *
  * Callbacks run with lua_pcall in the state that called loop.run() (never inside a coroutine of
  * ours); an error is written to stderr with its traceback and the loop goes on.
  *
@@ -50,6 +61,7 @@ typedef struct {
   zv_loop_t *loop;
   int fn_ref;   /* the callback while active; LUA_NOREF once stopped */
   int repeat;   /* every(): keeps running after a call */
+  int rearm;    /* timer(): stays open after a call, start() arms it again */
   int signum;
   hproxy_t *proxy;
 } ltimer_t;
@@ -59,6 +71,7 @@ struct hproxy_s {
 };
 
 #define HANDLE_MT "zever.loop.handle"
+#define TIMER_MT "zever.loop.timer"
 
 /* --- the loop of a state -------------------------------------------------------------------- */
 
@@ -182,7 +195,7 @@ static void timer_cb(uv_timer_t *h) {
   lua_State *L = t->loop->L;
   if (!L || t->fn_ref == LUA_NOREF) return;
   lua_rawgeti(L, LUA_REGISTRYINDEX, t->fn_ref);
-  if (!t->repeat) handle_stop(L, t);
+  if (!t->repeat && !t->rearm) handle_stop(L, t);
   zv_loop_pcall(L, 0, 0, "timer callback");
 }
 
@@ -232,6 +245,7 @@ static ltimer_t *handle_new(lua_State *L, zv_loop_t *loop) {
   t->loop = loop;
   t->fn_ref = LUA_NOREF;
   t->repeat = 0;
+  t->rearm = 0;
   t->signum = 0;
   t->proxy = NULL;
   t->item.prev = t->item.next = NULL;
@@ -303,6 +317,67 @@ static int l_signal(lua_State *L) {
   return 1;
 }
 
+/*
+ * loop.timer(fn): the C side lives until close() or the object's collection; fn stays pinned
+ * in the registry as long. start/stop only call uv_timer_start/uv_timer_stop on the same handle.
+ */
+static int l_timer(lua_State *L) {
+  zv_loop_t *loop;
+  ltimer_t *t;
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  loop = zv_loop_of(L);
+  t = handle_new(L, loop);
+  uv_timer_init(&loop->uv, &t->h.timer);
+  t->h.handle.data = t;
+  t->rearm = 1;
+  zv_loop_add(loop, &t->item);
+  handle_push(L, t, 1);
+  return 1;
+}
+
+static int tm_start(lua_State *L) {
+  hproxy_t *p = luaL_checkudata(L, 1, TIMER_MT);
+  uint64_t ms = check_ms(L, 2);
+  ltimer_t *t = p->t;
+  if (!t) return luaL_error(L, "timer:start: the timer is closed");
+  /* Count from now, not from the loop's cached time, which is stale after long Lua work. */
+  uv_update_time(&t->loop->uv);
+  uv_timer_start(&t->h.timer, timer_cb, ms, 0);
+  return 0;
+}
+
+static int tm_stop(lua_State *L) {
+  hproxy_t *p = luaL_checkudata(L, 1, TIMER_MT);
+  if (p->t) uv_timer_stop(&p->t->h.timer);
+  return 0;
+}
+
+static int tm_active(lua_State *L) {
+  hproxy_t *p = luaL_checkudata(L, 1, TIMER_MT);
+  lua_pushboolean(L, p->t && uv_is_active(&p->t->h.handle));
+  return 1;
+}
+
+static int tm_close(lua_State *L) {
+  hproxy_t *p = luaL_checkudata(L, 1, TIMER_MT);
+  if (p->t) handle_stop(L, p->t);
+  return 0;
+}
+
+/* Nothing else can re-arm the timer once its object is gone: close it (and unpin fn). */
+static int tm_gc(lua_State *L) {
+  hproxy_t *p = lua_touserdata(L, 1);
+  if (p->t) handle_stop(L, p->t);
+  return 0;
+}
+
+static int tm_tostring(lua_State *L) {
+  hproxy_t *p = luaL_checkudata(L, 1, TIMER_MT);
+  lua_pushfstring(L, "zever.loop.timer (%s)",
+    !p->t ? "closed" : uv_is_active(&p->t->h.handle) ? "armed" : "stopped");
+  return 1;
+}
+
 static int h_stop(lua_State *L) {
   hproxy_t *p = luaL_checkudata(L, 1, HANDLE_MT);
   if (p->t) handle_stop(L, p->t);
@@ -336,6 +411,13 @@ int luaopen_zever_loop(lua_State *L) {
     {"active", h_active},
     {NULL, NULL},
   };
+  static const luaL_Reg timer_methods[] = {
+    {"start", tm_start},
+    {"stop", tm_stop},
+    {"active", tm_active},
+    {"close", tm_close},
+    {NULL, NULL},
+  };
   static const luaL_Reg plain[] = {
     {"run", l_run},
     {"stop", l_stop},
@@ -365,5 +447,15 @@ int luaopen_zever_loop(lua_State *L) {
     lua_setfield(L, -3, r->name);
   }
   lua_pop(L, 1);
+  luaL_newmetatable(L, TIMER_MT);
+  lua_newtable(L);
+  luaL_register(L, NULL, timer_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, tm_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, tm_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pushcclosure(L, l_timer, 1);
+  lua_setfield(L, -2, "timer");
   return 1;
 }

@@ -3,25 +3,30 @@
 --
 --   local w = worker.new(app.jobs, { queues = { "default" }, concurrency = 1, poll_max = 1,
 --                                    log = function(level, msg, fields) end })
---   w:start()                  the poller coroutine and the one ticker timer, on this loop
+--   w:start()                  the poller coroutine and its two timers, on this loop
 --   w:drain(seconds, on_done)  stop claiming; running jobs get `seconds` to finish, the rest are
 --                              released (requeued at once) for another worker; then on_done()
 --   w:poll()                   -> the delay before the next poll (0 after a claim): one step of
 --                                 the poller without waiting (the empty-poll benchmark)
---   w.stats                    { claimed, done, retried, dead, released, timeouts }
+--   w.stats                    { claimed, done, retried, dead, released, timeouts, wakes }
 --
---   poller (one coroutine)                     ticker (loop.every, 1 ms, created once)
+--   poller (one coroutine)                     wake timer (loop.timer, re-armed, never reallocated)
 --   +-> claim from queues in order --job--> spawn(run, job) -- handler may wait (zever.sleep)
 --   |     | nothing: delay 0, 1, 2, 4 ms ... poll_max
---   +-- wait: yield; the ticker resumes it when the delay is over, a slot frees up or a drain
---       starts; it also fails the running jobs whose timeout passed.
+--   +-- wait: arm the wake timer for exactly the delay and yield; with every slot busy, wait
+--       with no timer: a job that finishes (or a drain) arms it for 0 to resume the poller.
 --
--- Why a ticker: zever.loop timers cannot be re-armed, and loop.after allocates a handle per
--- call; one repeating 1 ms timer, created at start, serves every wait with no allocation (an
--- idle worker costs ~1000 cheap callbacks a second). A handler that waits is interrupted at its
--- timeout (the job fails; the abandoned coroutine's result is ignored when it wakes); a handler
--- that never waits cannot be interrupted and is judged by what it returns. The worker must not
--- know the queue's storage (zever.jobs' adapter does).
+--   guard timer (loop.timer): armed for the nearest job deadline; when it fires it fails the
+--   jobs whose timeout passed and re-arms itself for the next deadline (or stays off).
+--
+-- Why two re-armable timers: an idle worker sleeps its whole backoff delay (at poll_max, one
+-- wake-up per poll_max seconds, instead of a 1 ms ticker's ~1000 wake-ups a second), and
+-- arming a loop.timer allocates nothing, so an idle poll stays allocation-free. A handler that
+-- waits is interrupted at its timeout (the job fails; the abandoned coroutine's result is
+-- ignored when it wakes); a handler that never waits cannot be interrupted and is judged by what
+-- it returns. The end of a drain (releasing what still runs) happens in the poller coroutine,
+-- so an adapter that waits on I/O (Redis) may do so. The worker must not know the queue's
+-- storage (zever.jobs' adapter does).
 
 local loop = require "zever.loop"
 local sched = require "zever.sched"
@@ -74,9 +79,44 @@ end
 
 -- The poller waits here: until `delay` seconds passed (nil: until a slot frees up), or a drain.
 local function wait(self, delay)
-  self.wake_at = delay and (now() + delay) or nil
   self.waiting = running()
+  self.slot_wait = delay == nil
+  if delay then self.timer:start(delay) end
   yield()
+end
+
+-- Resumes the poller from the loop (never from inside another coroutine): arms the wake timer
+-- for 0 when the poller waits for a slot, or always when force is true (a drain).
+local function nudge(self, force)
+  if self.waiting and (force or self.slot_wait) then self.timer:start(0) end
+end
+
+-- The end of a drain: wait for running jobs up to the deadline, release the rest, close up.
+local function finish_drain(self)
+  while self.nrunning > 0 do
+    local left = self.drain_deadline - now()
+    if left <= 0 then break end
+    wait(self, left)
+  end
+  -- release may wait (Redis); a timeout settled meanwhile only removes slots, which is safe.
+  for slot in pairs(self.slots) do
+    if not slot.settled then
+      self.slots[slot] = nil
+      slot.settled = true
+      self.nrunning = self.nrunning - 1
+      self.impl:release(slot.msg)
+      self.stats.released = self.stats.released + 1
+      log(self, "warn", "job released at shutdown", { job = slot.name, id = slot.msg.id })
+    end
+  end
+  self.timer:close()
+  self.guard:close()
+  self.timer, self.guard, self.guard_at = nil, nil, nil
+  self.draining = false
+  self.poller = nil
+  local done = self.on_drained
+  self.on_drained = nil
+  if done then done() end
 end
 
 local function poller(self)
@@ -96,7 +136,7 @@ local function poller(self)
       end
     end
   end
-  self.poller = nil
+  finish_drain(self)
 end
 
 -- Settles a failed job: retry after the backoff, or dead letter when attempts are used up.
@@ -135,6 +175,21 @@ local function finish(self, slot)
   slot.settled = true
   self.slots[slot] = nil
   self.nrunning = self.nrunning - 1
+  if self.draining then
+    if self.nrunning == 0 then nudge(self, true) end
+  elseif self.nrunning < self.concurrency then
+    nudge(self, false)
+  end
+end
+
+-- Arms the guard timer for deadline when it is sooner than the one armed (or none is).
+local function guard_for(self, deadline)
+  local guard = self.guard
+  if not guard then return end
+  local at = self.guard_at
+  if at and at <= deadline then return end
+  self.guard_at = deadline
+  guard:start(deadline - now())
 end
 
 -- Runs one job in its own (pooled) coroutine.
@@ -159,6 +214,7 @@ function M.run_job(self, msg)
   end
   slot.entry = entry
   slot.deadline = now() + entry.timeout
+  guard_for(self, slot.deadline)
   local job = { id = msg.id, name = name, queue = slot.queue, attempt = msg.attempt }
   local fok, err = xpcall(entry.fn, traceback, rec.args, job)
   if slot.settled then return end   -- timed out or released by a drain meanwhile
@@ -172,53 +228,49 @@ function M.run_job(self, msg)
   end
 end
 
--- Every millisecond: fail jobs past their timeout, resume the poller when its wait is over.
-local function tick(self)
+-- The guard timer: fails the jobs past their timeout, then re-arms for the nearest deadline.
+local function on_guard(self)
+  self.guard_at = nil
   local t = now()
-  if self.nrunning > 0 then
-    for slot in pairs(self.slots) do
-      if slot.deadline and t >= slot.deadline and not slot.settled then
+  local next_at
+  for slot in pairs(self.slots) do
+    local deadline = slot.deadline
+    if deadline and not slot.settled then
+      if t >= deadline then
         finish(self, slot)
         self.stats.timeouts = self.stats.timeouts + 1
         slot.args_json = encode(slot.args)
         -- In a coroutine of its own: the dead-letter hook may wait.
         spawn(failed, self, slot, format("timeout: the job ran longer than %gs", slot.entry.timeout))
+      elseif not next_at or deadline < next_at then
+        next_at = deadline
       end
     end
   end
+  if next_at then guard_for(self, next_at) end
+end
+
+-- The wake timer: resumes the poller.
+local function on_wake(self)
+  self.stats.wakes = self.stats.wakes + 1
   local co = self.waiting
   if co then
-    local at = self.wake_at
-    if self.stopping or (at and t >= at) or (not at and self.nrunning < self.concurrency) then
-      self.waiting = nil
-      wake(co)
-    end
+    self.waiting = nil
+    wake(co)
   end
-  if self.draining then self:check_drained(t) end
 end
 
 function W:start()
-  if self.ticker then error("worker:start: already started", 2) end
-  self.ticker = loop.every(0.001, self.on_tick)
-  self.poller = spawn(poller, self)
+  if self.timer or self.poller then error("worker:start: already started", 2) end
+  self.timer = loop.timer(self.on_wake)
+  self.guard = loop.timer(self.on_guard)
+  self.stopping, self.draining = false, false
+  -- The poller runs until it first waits; it clears self.poller when it ends, maybe before
+  -- spawn returns.
+  self.poller = true
+  local co = spawn(poller, self)
+  if self.poller then self.poller = co end
   return self
-end
-
-function W:check_drained(t)
-  if self.nrunning > 0 and t < self.drain_deadline then return end
-  for slot in pairs(self.slots) do
-    finish(self, slot)
-    self.impl:release(slot.msg)
-    self.stats.released = self.stats.released + 1
-    log(self, "warn", "job released at shutdown", { job = slot.name, id = slot.msg.id })
-  end
-  if self.poller then return end
-  self.draining = false
-  self.ticker:stop()
-  self.ticker = nil
-  local done = self.on_drained
-  self.on_drained = nil
-  if done then done() end
 end
 
 function W:drain(seconds, on_done)
@@ -228,11 +280,12 @@ function W:drain(seconds, on_done)
   self.stopping = true
   self.on_drained = on_done
   self.drain_deadline = now() + seconds
-  if not self.ticker then
+  if not self.poller then
     if on_done then on_done() end
     return
   end
   self.draining = true
+  nudge(self, true)
 end
 
 local function list(v, what)
@@ -264,11 +317,13 @@ function M.new(jobs, opts)
     jobs = jobs, impl = jobs.impl, topics = topics, queues = queues, concurrency = c,
     poll_max = pm, log = opts.log, random = opts.random,
     idle = 0, nrunning = 0, slots = {}, stopping = false, draining = false,
-    waiting = nil, wake_at = nil, poller = nil, ticker = nil,
-    stats = { claimed = 0, done = 0, retried = 0, dead = 0, released = 0, timeouts = 0 },
+    waiting = nil, slot_wait = false, poller = nil, timer = nil, guard = nil, guard_at = nil,
+    stats = { claimed = 0, done = 0, retried = 0, dead = 0, released = 0, timeouts = 0,
+      wakes = 0 },
     run_job = M.run_job,
   }, W)
-  self.on_tick = function() tick(self) end
+  self.on_wake = function() on_wake(self) end
+  self.on_guard = function() on_guard(self) end
   return self
 end
 

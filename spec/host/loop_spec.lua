@@ -70,6 +70,115 @@ describe("zever.loop", function()
     end)
   end)
 
+  describe("timer", function()
+    it("is created stopped and calls the function once per start", function()
+      local calls, t0, at = 0, loop.now(), nil
+      local t = loop.timer(function() calls = calls + 1; at = loop.now() end)
+      assert.is_false(t:active())
+      assert.is_false(loop.run())            -- a stopped timer does not keep run() going
+      t:start(0.02)
+      assert.is_true(t:active())
+      loop.run()
+      assert.are.equal(1, calls)
+      assert.is_true(at - t0 >= 0.0199)
+      assert.is_false(t:active())
+      t:start(0.001)
+      loop.run()
+      assert.are.equal(2, calls)
+      t:close()
+    end)
+
+    it("can be re-armed from its own callback", function()
+      local n = 0
+      local t
+      t = loop.timer(function()
+        n = n + 1
+        if n < 5 then t:start(0.001) end
+      end)
+      t:start(0)
+      loop.run()
+      assert.are.equal(5, n)
+      t:close()
+    end)
+
+    it("moves the deadline when started again while armed, and fires once", function()
+      local calls, t0, at = 0, loop.now(), nil
+      local t = loop.timer(function() calls = calls + 1; at = loop.now() end)
+      t:start(0.005)
+      t:start(0.04)
+      loop.run()
+      assert.are.equal(1, calls)
+      assert.is_true(at - t0 >= 0.0399)
+      t:start(1)
+      t:start(0.002)
+      loop.run()
+      assert.are.equal(2, calls)
+      assert.is_true(loop.now() - t0 < 0.9)
+      t:close()
+    end)
+
+    it("does not fire after stop, and starts again after it", function()
+      local calls = 0
+      local t = loop.timer(function() calls = calls + 1 end)
+      t:start(0.005)
+      t:stop()
+      t:stop()
+      assert.is_false(t:active())
+      loop.run()
+      assert.are.equal(0, calls)
+      t:start(0.001)
+      loop.run()
+      assert.are.equal(1, calls)
+      t:close()
+    end)
+
+    it("raises on start after close; stop and close are harmless then", function()
+      local t = loop.timer(function() end)
+      t:close()
+      t:close()
+      t:stop()
+      assert.is_false(t:active())
+      assert.matches("closed", tostring(t))
+      assert.has_error(function() t:start(0.001) end)
+    end)
+
+    it("closes when its object is collected", function()
+      local called = false
+      do
+        local t = loop.timer(function() called = true end)
+        t:start(0.01)
+      end
+      collectgarbage()
+      collectgarbage()
+      assert.is_false(loop.run())
+      assert.is_false(called)
+    end)
+
+    it("rejects a negative delay and a missing function", function()
+      local t = loop.timer(function() end)
+      assert.has_error(function() t:start(-1) end)
+      assert.has_error(function() t:start("soon") end)
+      assert.has_error(function() loop.timer() end)
+      t:close()
+    end)
+
+    it("allocates nothing to re-arm", function()
+      local t = loop.timer(function() end)
+      local function arms(k) for i = 1, k do t:start(i % 7 * 0.001 + 1) end end
+      local grown
+      for _ = 1, 3 do
+        collectgarbage()
+        collectgarbage("stop")
+        local k0 = collectgarbage("count")
+        arms(10000)
+        grown = collectgarbage("count") - k0
+        collectgarbage("restart")
+      end
+      t:close()
+      assert.is_true(grown < 1, "grew " .. grown .. " KiB")
+    end)
+  end)
+
   describe("run and stop", function()
     it("returns when nothing is active", function()
       local started = sys.now()

@@ -1,0 +1,141 @@
+-- zever.worker's timers: the poller sleeps exactly its backoff delay on one re-armable timer
+-- (an idle worker wakes a few times a second, not every millisecond), a job that finishes at
+-- full concurrency resumes the poller at once, and job timeouts fire from a timer armed for the
+-- nearest deadline. Jobs over a memory queue, dead letters in a :memory: database.
+
+local jobs = require "zever.jobs"
+local worker = require "zever.worker"
+local queue = require "zever.queue"
+local zdb = require "zever.db"
+local jq = require "adapters.jobs.queue"
+local loop = require "zever.loop"
+local sched = require "zever.sched"
+local testing = require "zever.testing"
+
+local n = 0
+local function fresh()
+  n = n + 1
+  local db = assert(zdb.open("sqlite::memory:"))
+  local q = queue.new{ name = "worker-spec-" .. n }
+  return jobs.wrap(jq.new(q, { db = db }), { attempts = 1, base = 0.01, cap = 0.1,
+    jitter = false, timeout = 5 })
+end
+
+local function stop(w)
+  local drained = false
+  w:drain(0, function() drained = true end)
+  testing.run_until(function() return drained end, 5)
+  return drained
+end
+
+-- Runs the loop for `seconds`.
+local function run_for(seconds)
+  local t = loop.after(seconds, function() loop.stop() end)
+  loop.run()
+  t:stop()
+end
+
+describe("zever.worker timers", function()
+  it("closes its timers on drain", function()
+    local j = fresh()
+    local w = worker.new(j, { poll_max = 0.01 })
+    w:start()
+    local wake, guard = w.timer, w.guard
+    run_for(0.05)
+    assert.is_true(stop(w))
+    -- Closed timers refuse to start (other spec files may leave handles of their own on this
+    -- loop, so "the loop has nothing left to run" is not asked of the whole loop).
+    assert.is_false(pcall(wake.start, wake, 1))
+    assert.is_false(pcall(guard.start, guard, 1))
+    assert.has_no_error(function() w:start() end)   -- and it can start again
+    assert.is_true(stop(w))
+  end)
+
+  it("wakes an idle worker once per backoff delay, not every millisecond", function()
+    local j = fresh()
+    local w = worker.new(j, { poll_max = 0.05 })
+    w:start()
+    run_for(0.5)
+    local wakes = w.stats.wakes
+    assert.is_true(stop(w))
+    -- 1, 2, 4, 8, 16, 32 ms, then every 50 ms: about 15 in 0.5 s (a 1 ms ticker: about 500).
+    assert.is_true(wakes >= 6 and wakes <= 25, "woke " .. wakes .. " times")
+  end)
+
+  it("allocates nothing per idle wake-up once warm", function()
+    local j = fresh()
+    local w = worker.new(j, { poll_max = 0.001 })
+    w:start()
+    local stopper = loop.timer(function() loop.stop() end)
+    local grown, wakes
+    for _ = 1, 3 do   -- the first rounds include the JIT's warm-up
+      collectgarbage()
+      collectgarbage("stop")
+      local k0, w0 = collectgarbage("count"), w.stats.wakes
+      stopper:start(0.2)
+      loop.run()
+      grown, wakes = collectgarbage("count") - k0, w.stats.wakes - w0
+      collectgarbage("restart")
+    end
+    stopper:close()
+    assert.is_true(stop(w))
+    assert.is_true(wakes >= 50, "woke " .. wakes .. " times")
+    assert.is_true(grown < 1, "grew " .. grown .. " KiB over " .. wakes .. " wake-ups")
+  end)
+
+  it("runs a job dispatched while it sleeps within about poll_max", function()
+    local j = fresh()
+    local ran_at
+    j:register("ping", function() ran_at = loop.now() end)
+    local w = worker.new(j, { poll_max = 0.05 })
+    w:start()
+    run_for(0.3)                      -- the poller is at its cap now
+    local sent = loop.now()
+    j:dispatch("ping")
+    assert.is_true(testing.run_until(function() return ran_at ~= nil end, 2))
+    assert.is_true(stop(w))
+    assert.is_true(ran_at - sent <= 0.05 + 0.05, "ran after " .. (ran_at - sent) .. " s")
+  end)
+
+  it("resumes the poller as soon as a job frees the only slot", function()
+    local j = fresh()
+    local order = {}
+    j:register("nap", function(args)
+      order[#order + 1] = { args, loop.now() }
+      sched.sleep(0.1)
+    end)
+    j:dispatch("nap", 1)
+    j:dispatch("nap", 2)
+    local w = worker.new(j, { poll_max = 1 })
+    w:start()
+    assert.is_true(testing.run_until(function() return #order == 2 end, 3))
+    assert.is_true(stop(w))
+    local gap = order[2][2] - order[1][2]
+    assert.is_true(gap >= 0.09 and gap < 0.3, "second job started " .. gap .. " s later")
+  end)
+
+  it("fails each waiting job at its own timeout, the nearest deadline first", function()
+    local j = fresh()
+    local dead, ended = {}, 0
+    local function stuck() sched.sleep(0.6); ended = ended + 1 end
+    j:register("long", stuck, { timeout = 0.3 })
+    j:register("short", stuck, { timeout = 0.1 })
+    j:on_dead_letter(function(r) dead[#dead + 1] = { r.name, loop.now() } end)
+    local t0 = loop.now()
+    j:dispatch("long")
+    j:dispatch("short")
+    local w = worker.new(j, { concurrency = 2, poll_max = 0.01 })
+    w:start()
+    assert.is_true(testing.run_until(function() return #dead == 2 end, 3))
+    assert.is_true(stop(w))
+    assert.are.equal(2, w.stats.timeouts)
+    assert.are.equal("short", dead[1][1])
+    assert.are.equal("long", dead[2][1])
+    assert.is_true(dead[1][2] - t0 >= 0.099 and dead[1][2] - t0 < 0.25)
+    assert.is_true(dead[2][2] - t0 >= 0.299 and dead[2][2] - t0 < 0.5)
+    -- The abandoned handlers wake later; their results are ignored. Leave no timer behind.
+    assert.is_true(testing.run_until(function() return ended == 2 end, 3))
+    assert.are.equal(2, w.stats.timeouts)
+    assert.are.equal(0, w.stats.done)
+  end)
+end)
