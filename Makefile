@@ -127,6 +127,7 @@ bench: deps bin/zever $(BENCH_BIN)
 	    echo "== bin/zever run $$f"; bin/zever run $$f || exit 1; fi; \
 	done
 	@if [ -z '$(BENCH)' ] || echo Cli | grep -q '$(BENCH)'; then bash bench/cli_bench.sh; fi
+	@if [ -z '$(BENCH)' ] || echo Check200Entities | grep -q '$(BENCH)'; then bash bench/check_bench.sh; fi
 
 # zever serve against nginx + ngx_lua (OpenResty's LuaJIT, unpacked into bench/http/vendor).
 bench-http: deps bin/zever
@@ -136,6 +137,12 @@ bench-http: deps bin/zever
 build/fuzz/%: fuzz/%.c $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
 	clang $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined -Ihost $< $(CORE_SRC) $(CORE_LIBS) -o $@
+
+# zen_parse_fuzz runs the Lua parser: it embeds LuaJIT and links the lexer's binding.
+build/fuzz/zen_parse_fuzz: fuzz/zen_parse_fuzz.c $(CORE_SRC) host/lexer/l_lexer.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	clang $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined $(LUAJIT_CFLAGS) -Ihost $< $(CORE_SRC) \
+	  host/lexer/l_lexer.c $(CORE_LIBS) -lluajit-5.1 -ldl -o $@
 
 fuzz: deps $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do \

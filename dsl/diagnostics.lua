@@ -33,13 +33,31 @@ function M.sort(list)
 end
 
 -- The text of line n of source (without its newline), or nil.
-local function source_line(source, n)
-  local i = 1
-  for _ = 2, n do
+-- Byte offsets where each line of source starts (starts[1] = 1).
+local function line_starts(source)
+  local starts, i = { 1 }, 1
+  while true do
     i = source:find("\n", i, true)
-    if not i then return nil end
+    if not i then return starts end
     i = i + 1
+    starts[#starts + 1] = i
   end
+end
+
+-- Line n of source without its line break; starts (from line_starts) makes it a lookup.
+local function source_line(source, n, starts)
+  local i
+  if starts then
+    i = starts[n]
+  else
+    i = 1
+    for _ = 2, n do
+      i = source:find("\n", i, true)
+      if not i then return nil end
+      i = i + 1
+    end
+  end
+  if not i or i > #source + 1 then return nil end
   local j = source:find("\n", i, true)
   local line = source:sub(i, j and j - 1 or #source)
   return (line:gsub("\r$", ""))
@@ -62,11 +80,12 @@ local function caret(line, col)
   return concat(out) .. "^"
 end
 
--- Formats one diagnostic. source is the text of d.file (optional: without it, no source line).
-function M.format(d, source)
+-- Formats one diagnostic. source is the text of d.file (optional: without it, no source line);
+-- starts, the line starts of source, saves a scan from the top per diagnostic (render passes it).
+function M.format(d, source, starts)
   local head = format("%s:%d:%d: [%s] %s%s", d.file or "<input>", d.line or 0, d.col or 0,
     d.phase or "check", d.severity == "warning" and "warning: " or "", d.message)
-  local line = source and d.line and source_line(source, d.line)
+  local line = source and d.line and source_line(source, d.line, starts)
   if not line then return head end
   return head .. "\n" .. line .. "\n" .. caret(line, d.col or 1)
 end
@@ -74,9 +93,13 @@ end
 -- Formats every diagnostic of list (sorted first), each followed by a newline. sources maps a
 -- file name to its text.
 function M.render(list, sources)
-  local out = {}
+  local out, starts = {}, {}
   M.sort(list)
-  for _, d in ipairs(list) do out[#out + 1] = M.format(d, sources and sources[d.file]) .. "\n" end
+  for _, d in ipairs(list) do
+    local source = sources and sources[d.file]
+    if source and not starts[d.file] then starts[d.file] = line_starts(source) end
+    out[#out + 1] = M.format(d, source, source and starts[d.file]) .. "\n"
+  end
   return concat(out)
 end
 

@@ -3,6 +3,8 @@
 -- did-you-mean, and S, the resolver's state, whose methods the phase files define
 -- (dsl/resolve/types.lua, records.lua, services.lua, work.lua). It must not resolve anything.
 
+if jit then jit.off(true, true) end -- interpreted, like all of the resolver (dsl/resolver.lua)
+
 local ir = require "dsl.ir"
 local text = require "zever.text"
 
@@ -39,9 +41,16 @@ local JOB_OPTIONS = { "queue", "retry", "timeout" }
 local SCHEDULE_OPTIONS = { "cron", "dispatch" }
 local VALIDATE_KEYS = { "format", "gt", "gte", "lt", "lte", "max_len", "min_len" }
 
+-- The set of a list's items. Sets are cached by list (weak keys): the lists of allowed names are
+-- constants asked for once per member, and building them each time was a third of `zever check`.
+-- A list must not change after it was given here.
+local sets = setmetatable({}, { __mode = "k" })
 local function set(list)
-  local s = {}
+  local s = sets[list]
+  if s then return s end
+  s = {}
   for _, v in ipairs(list) do s[v] = true end
+  sets[list] = s
   return s
 end
 

@@ -1,6 +1,8 @@
 -- dsl.resolve.cron: checks a schedule's cron expression. zever.cron (the C parser) when the
 -- host has it, else a 5-field syntax check in Lua; lua_check is the latter alone.
 
+if jit then jit.off(true, true) end -- interpreted, like all of the resolver (dsl/resolver.lua)
+
 local C = require "dsl.resolve.common"
 local format = string.format
 local set = C.set

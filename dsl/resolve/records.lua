@@ -2,6 +2,8 @@
 -- relations (belongs_to, has_*, many_to_many) and indexes.
 -- It adds methods to the shared state S (dsl/resolve/common.lua); dsl/resolver.lua runs them.
 
+if jit then jit.off(true, true) end -- interpreted, like all of the resolver (dsl/resolver.lua)
+
 local C = require "dsl.resolve.common"
 local S = C.S
 local sql_type = C.sql_type

@@ -2,6 +2,8 @@
 -- routes, auth, error codes.
 -- It adds methods to the shared state S (dsl/resolve/common.lua); dsl/resolver.lua runs them.
 
+if jit then jit.off(true, true) end -- interpreted, like all of the resolver (dsl/resolver.lua)
+
 local C = require "dsl.resolve.common"
 local S = C.S
 local ERROR_CODES = C.ERROR_CODES
@@ -84,7 +86,7 @@ function S:http(rpc, o, node, inputs)
     self:err(v, "route %s %s is already served by %s at %s", verb.name, full, prev.name,
       where(prev.file, prev.node))
   else
-    self.routes[key] = { name = self.service .. "." .. rpc.name, file = self.file, node = v }
+    self.routes[key] = { name = self.service_name .. "." .. rpc.name, file = self.file, node = v }
   end
 end
 
@@ -187,7 +189,7 @@ function S:service(sym)
       node.prefix = v.value
     end
   end
-  self.service = d.name
+  self.service_name = d.name -- not self.service: that is this method
   self:unique_names(d.rpcs or {}, "rpc", d.name)
   for _, r in ipairs(d.rpcs or {}) do
     if r.name then node.rpcs[#node.rpcs + 1] = self:rpc(r) end

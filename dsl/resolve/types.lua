@@ -1,6 +1,8 @@
 -- dsl.resolve.types: the resolver phase for symbols, type binding, attribute and @validate/@default checks.
 -- It adds methods to the shared state S (dsl/resolve/common.lua); dsl/resolver.lua runs them.
 
+if jit then jit.off(true, true) end -- interpreted, like all of the resolver (dsl/resolver.lua)
+
 local C = require "dsl.resolve.common"
 local S = C.S
 local FORMATS = C.FORMATS
@@ -41,7 +43,10 @@ end
 
 -- The names a type in module mod may refer to, for did-you-mean.
 function S:type_candidates(mod)
-  local list = {}
+  self.type_cands = self.type_cands or {}
+  local list = self.type_cands[mod]
+  if list then return list end
+  list = {}
   for _, s in ipairs(SCALAR_LIST) do list[#list + 1] = s end
   for _, q in ipairs(self.order) do
     local sym = self.symbols[q]
@@ -50,8 +55,32 @@ function S:type_candidates(mod)
       list[#list + 1] = sym.module == mod and sym.decl.name or q
     end
   end
+  self.type_cands[mod] = list
   return list
 end
+
+-- The qualified names of the symbols declared as name, in declaration order (built once).
+function S:same_name(name)
+  local index = self.by_decl_name
+  if not index then
+    index = {}
+    for _, q in ipairs(self.order) do
+      local n = self.symbols[q].decl.name
+      local l = index[n]
+      if not l then
+        l = {}
+        index[n] = l
+      end
+      l[#l + 1] = q
+    end
+    self.by_decl_name = index
+  end
+  return index[name] or {}
+end
+
+-- A did-you-mean over every type compares the word with each declared name: with thousands of
+-- unknown types in thousands of declarations that is quadratic, so the first HINTS get one.
+local HINTS = 100
 
 -- Looks up name (plain or module.Name) from module mod; the symbol or nil.
 function S:lookup(name, mod)
@@ -87,14 +116,19 @@ function S:bind_type(t)
       else
         -- The same name in another module first: "User" for accounts.User.
         local hint = ""
-        for _, q in ipairs(self.order) do
-          local s = self.symbols[q]
-          if not mod and s.decl.name == t.name and s.module ~= self.mod then
-            hint = format(" (did you mean %s?)", q)
-            break
+        if not mod then
+          for _, q in ipairs(self:same_name(t.name)) do
+            if self.symbols[q].module ~= self.mod then
+              hint = format(" (did you mean %s?)", q)
+              break
+            end
           end
         end
-        if hint == "" then hint = suggest(t.name, self:type_candidates(self.mod)) end
+        self.hints_given = self.hints_given or 0
+        if hint == "" and self.hints_given < HINTS then
+          self.hints_given = self.hints_given + 1
+          hint = suggest(t.name, self:type_candidates(self.mod))
+        end
         self:err(t, "unknown type %s%s", tostring(t.name), hint)
       end
       out = { kind = "unknown", text = tostring(t.name) }

@@ -1,6 +1,8 @@
 -- dsl.resolve.work: the resolver phase for jobs (queue, retry, timeout) and schedules (cron, dispatch).
 -- It adds methods to the shared state S (dsl/resolve/common.lua); dsl/resolver.lua runs them.
 
+if jit then jit.off(true, true) end -- interpreted, like all of the resolver (dsl/resolver.lua)
+
 local C = require "dsl.resolve.common"
 local S = C.S
 local cron = require "dsl.resolve.cron"

@@ -1,0 +1,114 @@
+-- zever fmt [paths...] [-l | --write]: formats .zen files into their canonical form (dsl/format.lua).
+-- By default it prints each formatted file to stdout; -l lists the files whose text would
+-- change; --write rewrites those files in place (through a temporary file and a rename, so a
+-- failed write leaves the original). A file that does not lex or parse cleanly is refused: its
+-- diagnostics go to stderr, it is left alone, the other files are still done, and the exit code
+-- is 1. It must not touch a file whose text is already canonical.
+
+local sys = require "zever.sys"
+
+local sort = table.sort
+
+-- Appends to files every .zen file under path (a file is taken as it is).
+local function collect(path, files)
+  if not sys.isdir(path) then
+    files[#files + 1] = path
+    return true
+  end
+  local names, err = sys.listdir(path)
+  if not names then return nil, err end
+  for _, name in ipairs(names) do
+    local full = path:gsub("/+$", "") .. "/" .. name
+    if sys.isdir(full) then
+      local ok, e = collect(full, files)
+      if not ok then return nil, e end
+    elseif name:match("%.zen$") then
+      files[#files + 1] = full
+    end
+  end
+  return true
+end
+
+local function read(path)
+  local f, err = io.open(path, "rb")
+  if not f then return nil, err end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- Replaces path's content with text: write a sibling temporary file, then rename it over path.
+local function rewrite(path, text)
+  local tmp = path .. ".zever-fmt.tmp"
+  local f, err = io.open(tmp, "wb")
+  if not f then return nil, err end
+  local ok, werr = f:write(text)
+  f:close()
+  if not ok then
+    os.remove(tmp)
+    return nil, werr
+  end
+  local moved, merr = os.rename(tmp, path)
+  if not moved then
+    os.remove(tmp)
+    return nil, merr
+  end
+  return true
+end
+
+return {
+  name = "fmt",
+  summary = "Format .zen schema files into their canonical form",
+  usage = "zever fmt [paths...] [-l] [--write]",
+  help = "Paths are .zen files or folders searched for them (default: schema/). Without flags\n"
+    .. "the formatted text is printed to stdout. The form: 2-space indent, one member a line,\n"
+    .. "one blank line between declarations, comments kept. Files that do not lex or parse\n"
+    .. "cleanly are refused with their diagnostics.\n"
+    .. "Exit codes: 0 ok (also when -l lists files), 1 a file refused or unreadable, 2 usage.",
+  flags = {
+    { name = "l", summary = "list the files whose formatting differs instead of printing them" },
+    { name = "write", summary = "rewrite the files whose formatting differs in place" },
+  },
+  run = function(args, flags)
+    -- The compiler loads here, not at the top: `zever help` reads every command file.
+    local format = require "dsl.format"
+    local diagnostics = require "dsl.diagnostics"
+    if #args == 0 then args = { "schema" } end
+    local files = {}
+    for _, path in ipairs(args) do
+      local ok, err = collect(path, files)
+      if not ok then return 1, err end
+    end
+    sort(files)
+    if #files == 0 then return 1, "no .zen files found in " .. table.concat(args, ", ") end
+    local code = 0
+    for _, file in ipairs(files) do
+      local src, rerr = read(file)
+      local out, err
+      if src then out, err = format.format(src, file) end
+      if not src then
+        io.stderr:write("zever fmt: ", rerr, "\n")
+        code = 1
+      elseif not out then
+        io.stderr:write(diagnostics.render(err.diagnostics, { [file] = src }))
+        io.stderr:write("zever fmt: ", err.message, "\n")
+        code = 1
+      else
+        local differs = out ~= src
+        if flags.l and differs then io.stdout:write(file, "\n") end
+        if flags.write then
+          if differs then
+            local ok, werr = rewrite(file, out)
+            if not ok then
+              io.stderr:write("zever fmt: ", werr, "\n")
+              code = 1
+            end
+          end
+        elseif not flags.l then
+          io.stdout:write(out)
+        end
+      end
+    end
+    return code
+  end,
+}
