@@ -1,6 +1,5 @@
 -- dsl.compile: the front half of the schema compiler as one call: find the .zen files under some
--- paths, read them, parse each, resolve them all together. `zever gen` uses it; `zever check`
--- does the same steps inline (cmd/zever/check.lua) and could call this instead.
+-- paths, read them, parse each, resolve them all together. `zever check` and `zever gen` use it.
 --
 --   compile.collect(paths)  -> files (sorted list of .zen paths)   | nil, message
 --   compile.sources(paths)  -> { file = text }, files              | nil, message

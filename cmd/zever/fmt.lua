@@ -5,30 +5,6 @@
 -- diagnostics go to stderr, it is left alone, the other files are still done, and the exit code
 -- is 1. It must not touch a file whose text is already canonical.
 
-local sys = require "zever.sys"
-
-local sort = table.sort
-
--- Appends to files every .zen file under path (a file is taken as it is).
-local function collect(path, files)
-  if not sys.isdir(path) then
-    files[#files + 1] = path
-    return true
-  end
-  local names, err = sys.listdir(path)
-  if not names then return nil, err end
-  for _, name in ipairs(names) do
-    local full = path:gsub("/+$", "") .. "/" .. name
-    if sys.isdir(full) then
-      local ok, e = collect(full, files)
-      if not ok then return nil, e end
-    elseif name:match("%.zen$") then
-      files[#files + 1] = full
-    end
-  end
-  return true
-end
-
 local function read(path)
   local f, err = io.open(path, "rb")
   if not f then return nil, err end
@@ -74,12 +50,8 @@ return {
     local format = require "dsl.format"
     local diagnostics = require "dsl.diagnostics"
     if #args == 0 then args = { "schema" } end
-    local files = {}
-    for _, path in ipairs(args) do
-      local ok, err = collect(path, files)
-      if not ok then return 1, err end
-    end
-    sort(files)
+    local files, cerr = require("dsl.compile").collect(args)
+    if not files then return 1, cerr end
     if #files == 0 then return 1, "no .zen files found in " .. table.concat(args, ", ") end
     local code = 0
     for _, file in ipairs(files) do
