@@ -164,6 +164,7 @@ describe("zever gen end to end", function()
 
     local status, body = post({ title = "Write the spec", priority = "high" }, {})
     assert.are.equal(401, status)
+    assert.are.equal("unauthenticated", body.error)
     status, body = post{ title = "", priority = "urgent" }
     assert.are.equal(400, status)
     assert.are.equal("invalid_argument", body.error)
