@@ -7,7 +7,12 @@
  *   handle:put(slot, floats)       -> true | nil, code, message (floats: a string of dim float32,
  *                                                                slot 0-based, n appends)
  *   handle:remove(slot)            -> true | nil, code, message (the last row moves into slot)
- *   handle:query(floats, k)        -> { {slot, score}, ... } best first | nil, code, message
+ *   handle:query(floats, k[, nprobe]) -> { {slot, score}, ... } best first | nil, code, message
+ *                                     (nprobe given: through the index if built, 0 its default)
+ *   handle:build_index{nlist =, nprobe =, iters =, sample =, seed =}
+ *                                  -> true | nil, code, message (options 0/absent: defaults)
+ *   handle:drop_index()
+ *   handle:index_info()            -> { nlist, nprobe, built, indexed, stale } | nil (no index)
  *   handle:count(), handle:dim(), handle:clear()
  *   handle:ptr()                   -> lightuserdata (the zv_vectors_set_t *, for the FFI)
  *   handle:free()                  -> frees the set now (also done by __gc); later use raises
@@ -17,9 +22,11 @@
  */
 #include <lauxlib.h>
 #include <lua.h>
+#include <string.h>
 
 #include "../core/zv.h"
 #include "../lbind.h"
+#include "ivf.h"
 #include "vectors.h"
 
 #define MT "zever.vectors_core"
@@ -81,12 +88,22 @@ static int l_query(lua_State *L) {
   const float *q = check_floats(L, 2, s);
   lua_Integer k = luaL_checkinteger(L, 3);
   if (k < 0) return luaL_argerror(L, 3, "k must be >= 0");
+  lua_Integer nprobe = -1; /* -1: exact */
+  if (!lua_isnoneornil(L, 4)) {
+    nprobe = luaL_checkinteger(L, 4);
+    if (nprobe < 0) return luaL_argerror(L, 4, "nprobe must be >= 0");
+  }
   size_t n = zv_vectors_set_count(s);
   if ((size_t)k > n) k = (lua_Integer)n;
   /* The hits buffer is a Lua userdata, so a later Lua error cannot leak it. */
   zv_vectors_hit_t *hits = lua_newuserdata(L, (size_t)k * sizeof *hits + 1);
   size_t got;
-  int rc = zv_vectors_set_query(s, q, (size_t)k, hits, &got);
+  int rc;
+  if (nprobe < 0) {
+    rc = zv_vectors_set_query(s, q, (size_t)k, hits, &got);
+  } else {
+    rc = zv_vectors_set_query_approx(s, q, (size_t)k, (size_t)nprobe, hits, &got);
+  }
   if (rc) return zv_l_fail(L, rc);
   lua_createtable(L, (int)got, 0);
   for (size_t i = 0; i < got; i++) {
@@ -97,6 +114,58 @@ static int l_query(lua_State *L) {
     lua_rawseti(L, -2, 2);
     lua_rawseti(L, -2, (int)i + 1);
   }
+  return 1;
+}
+
+/* opts[name] as a count >= 0 (absent: 0, the default); raises otherwise (before any C
+ * memory is taken). */
+static size_t opt_count(lua_State *L, int i, const char *name) {
+  lua_getfield(L, i, name);
+  lua_Number v = lua_isnil(L, -1) ? 0 : luaL_checknumber(L, -1);
+  lua_pop(L, 1);
+  if (v < 0 || v != (lua_Number)(uint64_t)v) luaL_error(L, "vectors: %s must be a count", name);
+  return (size_t)v;
+}
+
+static int l_build_index(lua_State *L) {
+  zv_vectors_set_t *s = check(L);
+  zv_vectors_ivf_opts_t o;
+  memset(&o, 0, sizeof o);
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    o.nlist = opt_count(L, 2, "nlist");
+    o.nprobe = opt_count(L, 2, "nprobe");
+    o.iters = opt_count(L, 2, "iters");
+    o.sample = opt_count(L, 2, "sample");
+    o.seed = (uint64_t)opt_count(L, 2, "seed");
+  }
+  int rc = zv_vectors_set_build_index(s, &o);
+  if (rc) return zv_l_fail(L, rc);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int l_drop_index(lua_State *L) {
+  zv_vectors_set_drop_index(check(L));
+  return 0;
+}
+
+static void set_count(lua_State *L, const char *name, size_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, name);
+}
+
+static int l_index_info(lua_State *L) {
+  const zv_vectors_ivf_t *ix = zv_vectors_set_index(check(L));
+  if (!ix) return 0;
+  zv_vectors_ivf_info_t info;
+  zv_vectors_ivf_info(ix, &info);
+  lua_createtable(L, 0, 5);
+  set_count(L, "nlist", info.nlist);
+  set_count(L, "nprobe", info.nprobe);
+  set_count(L, "built", info.n_built);
+  set_count(L, "indexed", info.n_indexed);
+  set_count(L, "stale", info.n_stale);
   return 1;
 }
 
@@ -130,6 +199,7 @@ static int l_free(lua_State *L) {
 static const luaL_Reg methods[] = {
   {"put", l_put},     {"remove", l_remove}, {"query", l_query}, {"count", l_count},
   {"dim", l_dim},     {"clear", l_clear},   {"ptr", l_ptr},     {"free", l_free},
+  {"build_index", l_build_index}, {"drop_index", l_drop_index}, {"index_info", l_index_info},
   {NULL, NULL},
 };
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "../core/zv.h"
+#include "ivf.h"
 
 #define LANES 16
 #define ALIGN 64
@@ -27,6 +28,7 @@ struct zv_vectors_set_s {
   float *norms;  /* cap floats */
   zv_vectors_hit_t *heap;
   size_t heap_cap;
+  zv_vectors_ivf_t *ivf; /* the opt-in approximate index (ivf.h), or NULL */
 };
 
 float zv_vectors_dot(const float *restrict a, const float *restrict b, size_t n) {
@@ -135,12 +137,16 @@ void zv_vectors_set_free(zv_vectors_set_t *s) {
   zv_free(s->rows_raw);
   zv_free(s->norms);
   zv_free(s->heap);
+  zv_vectors_ivf_free(s->ivf);
   zv_free(s);
 }
 
 size_t zv_vectors_set_dim(const zv_vectors_set_t *s) { return s->dim; }
 size_t zv_vectors_set_count(const zv_vectors_set_t *s) { return s->n; }
-void zv_vectors_set_clear(zv_vectors_set_t *s) { s->n = 0; }
+void zv_vectors_set_clear(zv_vectors_set_t *s) {
+  s->n = 0;
+  zv_vectors_set_drop_index(s);
+}
 
 const float *zv_vectors_set_row(const zv_vectors_set_t *s, size_t slot) {
   return s->rows + slot * s->dim;
@@ -181,6 +187,8 @@ int zv_vectors_set_put(zv_vectors_set_t *s, size_t slot, const float *v) {
       if (rc) return rc;
     }
     s->n++;
+  } else if (s->ivf) {
+    zv_vectors_ivf_put(s->ivf, slot, s->n);
   }
   memcpy(s->rows + slot * s->dim, v, s->dim * sizeof(float));
   s->norms[slot] = zv_vectors_norm(v, s->dim);
@@ -190,11 +198,23 @@ int zv_vectors_set_put(zv_vectors_set_t *s, size_t slot, const float *v) {
 int zv_vectors_set_remove(zv_vectors_set_t *s, size_t slot) {
   if (slot >= s->n) return ZV_ERANGE;
   size_t last = s->n - 1;
+  if (s->ivf) zv_vectors_ivf_remove(s->ivf, slot, s->n);
   if (slot != last) {
     memcpy(s->rows + slot * s->dim, s->rows + last * s->dim, s->dim * sizeof(float));
     s->norms[slot] = s->norms[last];
   }
   s->n = last;
+  return 0;
+}
+
+/* Grows the heap scratch to k entries (it never shrinks). */
+static int reserve_heap(zv_vectors_set_t *s, size_t k) {
+  if (k <= s->heap_cap) return 0;
+  zv_vectors_hit_t *heap = zv_alloc(k * sizeof *heap);
+  if (!heap) return ZV_ENOMEM;
+  zv_free(s->heap);
+  s->heap = heap;
+  s->heap_cap = k;
   return 0;
 }
 
@@ -208,13 +228,8 @@ int zv_vectors_set_query_mask(zv_vectors_set_t *s, const float *q, size_t k, con
   *n_out = 0;
   if (k > s->n) k = s->n;
   if (k == 0) return 0;
-  if (k > s->heap_cap) {
-    zv_vectors_hit_t *heap = zv_alloc(k * sizeof *heap);
-    if (!heap) return ZV_ENOMEM;
-    zv_free(s->heap);
-    s->heap = heap;
-    s->heap_cap = k;
-  }
+  int rc = reserve_heap(s, k);
+  if (rc) return rc;
   zv_vectors_topk_t h;
   zv_vectors_topk_init(&h, s->heap, k);
   float qnorm = zv_vectors_norm(q, s->dim);
@@ -237,6 +252,42 @@ int zv_vectors_set_query_mask(zv_vectors_set_t *s, const float *q, size_t k, con
       if (!mask || mask[r]) zv_vectors_topk_push(&h, 0.0f, (uint32_t)r);
     }
   }
+  zv_vectors_topk_sort(&h);
+  memcpy(hits, h.items, h.n * sizeof *hits);
+  *n_out = h.n;
+  return 0;
+}
+
+int zv_vectors_set_build_index(zv_vectors_set_t *s, const zv_vectors_ivf_opts_t *opts) {
+  zv_vectors_ivf_t *ix;
+  int rc = zv_vectors_ivf_build(s->rows, s->norms, s->n, s->dim, opts, &ix);
+  if (rc) return rc;
+  zv_vectors_ivf_free(s->ivf);
+  s->ivf = ix;
+  return 0;
+}
+
+void zv_vectors_set_drop_index(zv_vectors_set_t *s) {
+  zv_vectors_ivf_free(s->ivf);
+  s->ivf = NULL;
+}
+
+const zv_vectors_ivf_t *zv_vectors_set_index(const zv_vectors_set_t *s) { return s->ivf; }
+
+int zv_vectors_set_query_approx(zv_vectors_set_t *s, const float *q, size_t k, size_t nprobe,
+                                zv_vectors_hit_t *hits, size_t *n_out) {
+  if (!s->ivf) return zv_vectors_set_query_mask(s, q, k, NULL, hits, n_out);
+  *n_out = 0;
+  if (k > s->n) k = s->n;
+  if (k == 0) return 0;
+  float qnorm = zv_vectors_norm(q, s->dim);
+  /* A zero query scores everything 0: the exact path already answers it by slot order. */
+  if (!(qnorm > 0)) return zv_vectors_set_query_mask(s, q, k, NULL, hits, n_out);
+  int rc = reserve_heap(s, k);
+  if (rc) return rc;
+  zv_vectors_topk_t h;
+  zv_vectors_topk_init(&h, s->heap, k);
+  zv_vectors_ivf_scan(s->ivf, &h, q, qnorm, s->rows, s->norms, s->n, nprobe);
   zv_vectors_topk_sort(&h);
   memcpy(hits, h.items, h.n * sizeof *hits);
   *n_out = h.n;

@@ -16,6 +16,9 @@
  * k whose root is the weakest survivor, so a row costs one compare unless it beats the root.
  * A zero-norm row scores 0. The heap lives in the set (allocated once, grown only when k
  * grows), so a query allocates nothing after the first at a given k.
+ *
+ * A set may also own an opt-in approximate index (ivf.h: IVF-flat, declared there with the
+ * zv_vectors_set_*_index calls); put and remove keep it in step, clear and free drop it.
  */
 #ifndef ZV_VECTORS_H
 #define ZV_VECTORS_H

@@ -6,6 +6,10 @@
 --   s:delete(id[, { index = "default" }])  -> true | nil, err ("not_found")
 --   s:search(q[, { limit = 10, offset = 0, index = nil }])
 --        -> { total = n, hits = { {id, index, score, snippet, metadata}, ... } } | nil, err
+--   s:flush()                              -> true | nil, err (index pending writes now)
+--   s:reindex([{ index = name, progress = fn(done, total) }])
+--                                          -> n documents reindexed | nil, err
+--   s:optimize()                           -> true | nil, err (merge the index's segments)
 --   s:close()                              -> true; later calls return "closed"
 --   search.error(code, message)            the error objects every adapter returns
 --
@@ -128,6 +132,36 @@ function Search:search(q, opts)
   if self.closed then return nil, CLOSED end
   if not find(q, "%S") then return { total = 0, hits = {} } end
   return self.impl:search(q, limit, offset, index)
+end
+
+-- The maintenance calls: adapters that have nothing to do (or cannot) answer true / 0.
+function Search:flush()
+  if self.closed then return nil, CLOSED end
+  if not self.impl.flush then return true end
+  return self.impl:flush()
+end
+
+function Search:reindex(opts)
+  local index, progress
+  if opts ~= nil then
+    if type(opts) ~= "table" then error("search:reindex: opts must be a table", 2) end
+    index, progress = opts.index, opts.progress
+    if index ~= nil and (type(index) ~= "string" or index == "") then
+      error("search:reindex: index must be a non-empty string", 2)
+    end
+    if progress ~= nil and type(progress) ~= "function" then
+      error("search:reindex: progress must be a function", 2)
+    end
+  end
+  if self.closed then return nil, CLOSED end
+  if not self.impl.reindex then return 0 end
+  return self.impl:reindex(index, progress)
+end
+
+function Search:optimize()
+  if self.closed then return nil, CLOSED end
+  if not self.impl.optimize then return true end
+  return self.impl:optimize()
 end
 
 function Search:close()

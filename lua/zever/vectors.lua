@@ -6,6 +6,12 @@
 --                                             -> n written | nil, err (nothing written)
 --   v:delete(id)                              -> true | nil, err ("not_found")
 --   v:query(embedding[, top_k = 10[, opts]])  -> { {id =, score =, metadata =}, ... } | nil, err
+--        opts: filter = {...}, exact = true (skip the index), nprobe = n (lists to probe)
+--   v:build_index{ nlist =, nprobe =, iters =, sample =, seed =, min_rows =, rebuild = }
+--                                             -> true | nil, err (the opt-in approximate index)
+--   v:drop_index()                            -> true (queries scan exactly again)
+--   v:index_info()                            -> { nlist, nprobe, built, indexed, stale, rows }
+--                                                | nil (no index built now)
 --   v:close()                                 -> true; later calls return "closed"
 --   vectors.error(code, message)              the error objects every adapter returns
 --
@@ -20,8 +26,8 @@
 
 local json = require "zever.json"
 
-local type, error, setmetatable, pcall, pairs, next, find = type, error, setmetatable, pcall,
-  pairs, next, string.find
+local type, error, setmetatable, pcall, pairs, ipairs, next, find = type, error, setmetatable,
+  pcall, pairs, ipairs, next, string.find
 
 local M = {}
 
@@ -123,13 +129,55 @@ function Vectors:query(embedding, top_k, opts)
       end
       if next(filter) == nil then filter = nil end
     end
+    local exact, nprobe = opts.exact, opts.nprobe
+    if exact ~= nil and type(exact) ~= "boolean" then
+      error("vectors:query: exact must be a boolean", 2)
+    end
+    if nprobe ~= nil and (type(nprobe) ~= "number" or nprobe < 1 or nprobe % 1 ~= 0) then
+      error("vectors:query: nprobe must be an integer >= 1", 2)
+    end
     if err then return nil, err end
     if self.closed then return nil, CLOSED end
+    if exact or nprobe then return self.impl:query(embedding, top_k, filter, opts) end
     return self.impl:query(embedding, top_k, filter)
   end
   if err then return nil, err end
   if self.closed then return nil, CLOSED end
   return self.impl:query(embedding, top_k)
+end
+
+-- The options build_index takes: counts (0 = the default), and rebuild, a factor >= 1.
+local INDEX_COUNTS = { "nlist", "nprobe", "iters", "sample", "seed", "min_rows" }
+
+function Vectors:build_index(opts)
+  if opts == nil then opts = {} end
+  if type(opts) ~= "table" then error("vectors:build_index: opts must be a table", 2) end
+  for _, name in ipairs(INDEX_COUNTS) do
+    local v = opts[name]
+    if v ~= nil and (type(v) ~= "number" or v < 0 or v % 1 ~= 0 or v >= 2 ^ 53) then
+      error("vectors:build_index: " .. name .. " must be an integer >= 0", 2)
+    end
+  end
+  local r = opts.rebuild
+  if r ~= nil and (type(r) ~= "number" or r ~= r or r < 1) then
+    error("vectors:build_index: rebuild must be a number >= 1", 2)
+  end
+  if self.closed then return nil, CLOSED end
+  if not self.impl.build_index then
+    return nil, M.error("unsupported", "this adapter has no approximate index")
+  end
+  return self.impl:build_index(opts)
+end
+
+function Vectors:drop_index()
+  if self.closed then return nil, CLOSED end
+  if self.impl.drop_index then return self.impl:drop_index() end
+  return true
+end
+
+function Vectors:index_info()
+  if self.closed or not self.impl.index_info then return nil end
+  return self.impl:index_info()
 end
 
 function Vectors:close()

@@ -234,5 +234,35 @@ return function(name, new, caps)
         v:close()
       end)
     end
+
+    it("keeps recall@10 >= 0.95 against the exact scan with an approximate index", function()
+      local v = new()
+      local r = rng(21)
+      local dim, centres = 16, {}
+      for c = 1, 30 do centres[c] = random_vector(r, dim) end
+      local function point()
+        local c, p = centres[math.floor((r() + 1) / 2 * 30) % 30 + 1], {}
+        for j = 1, dim do p[j] = c[j] + 0.3 * (r() + r() + r()) end
+        return p
+      end
+      local batch = {}
+      for i = 1, 3000 do batch[i] = { ("p%04d"):format(i), point() } end
+      assert.are.equal(3000, v:upsert_batch(batch))
+      local built, err = v:build_index{ seed = 1 }
+      if not built then
+        assert.are.equal("unsupported", err.code) -- an adapter without an index says so
+        v:close()
+        return
+      end
+      local found = 0
+      for _ = 1, 40 do
+        local q = point()
+        local exact, seen = assert(v:query(q, 10, { exact = true })), {}
+        for _, h in ipairs(assert(v:query(q, 10))) do seen[h.id] = true end
+        for _, h in ipairs(exact) do if seen[h.id] then found = found + 1 end end
+      end
+      assert.is_true(found / 400 >= 0.95, ("recall@10 %.3f"):format(found / 400))
+      v:close()
+    end)
   end)
 end

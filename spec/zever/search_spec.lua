@@ -47,6 +47,82 @@ describe("adapters.search.db", function()
     db:close()
   end)
 
+  it("queues writes for FTS5 and feeds them before the next search", function()
+    local db = assert(zever_db.open("sqlite::memory:"))
+    local s = search.wrap(assert(db_search.new(db)))
+    local function pending()
+      return db:first("SELECT count(*) AS n FROM zever_search_pending").n
+    end
+    s:index_batch{ { id = "a", content = "alpha" }, { id = "b", content = "beta" } }
+    assert.are.equal(2, pending())
+    assert.are.equal(0, db:first("SELECT count(*) AS n FROM zever_search_fts " ..
+      "WHERE zever_search_fts MATCH 'alpha'").n)
+    assert.are.equal(1, s:search("alpha").total)
+    assert.are.equal(0, pending())
+    -- A metadata-only update queues nothing; a content change queues the row once.
+    s:index{ id = "a", content = "alpha", metadata = { k = 1 } }
+    assert.are.equal(0, pending())
+    s:index{ id = "a", content = "gamma" }
+    s:index{ id = "a", content = "delta" }
+    assert.are.equal(1, pending())
+    assert.are.same({ 0, 0, 1 }, { s:search("alpha").total, s:search("gamma").total,
+      s:search("delta").total })
+    assert.are.same({}, s:search("delta").hits[1].metadata)
+    db:close()
+  end)
+
+  it("feeds FTS5 with rows another connection wrote", function()
+    local path = os.tmpname()
+    local a = assert(zever_db.open("sqlite:" .. path))
+    local b = assert(zever_db.open("sqlite:" .. path))
+    local sa = search.wrap(assert(db_search.new(a)))
+    local sb = search.wrap(assert(db_search.new(b)))
+    sa:index{ id = "1", content = "written by a" }
+    assert.are.equal("1", sb:search("written").hits[1].id)
+    sa:delete("1")
+    sa:index{ id = "2", content = "written again" }
+    assert.are.same({ 0, 1 }, { sb:search("by").total, sb:search("written").total })
+    a:close(); b:close()
+    os.remove(path); os.remove(path .. "-wal"); os.remove(path .. "-shm")
+  end)
+
+  it("replaces the synchronous triggers of an earlier schema", function()
+    local db = assert(zever_db.open("sqlite::memory:"))
+    assert(db:exec([[CREATE TABLE zever_search (seq INTEGER PRIMARY KEY, id TEXT NOT NULL,
+      "index" TEXT NOT NULL, content TEXT NOT NULL, metadata TEXT NOT NULL, UNIQUE (id, "index"));
+      CREATE VIRTUAL TABLE zever_search_fts USING fts5(content, content=zever_search,
+        content_rowid=seq);
+      CREATE TRIGGER zever_search_ai AFTER INSERT ON zever_search BEGIN
+        INSERT INTO zever_search_fts(rowid, content) VALUES (new.seq, new.content); END;
+      INSERT INTO zever_search (id, "index", content, metadata) VALUES ('old', 'default',
+        'kept from before', '{}')]]))
+    local s = search.wrap(assert(db_search.new(db)))
+    assert.is_nil(db:first("SELECT 1 AS x FROM sqlite_master WHERE name = 'zever_search_ai'"))
+    s:index{ id = "new", content = "added after" }
+    assert.are.same({ 1, 1 }, { s:search("kept").total, s:search("added").total })
+    db:close()
+  end)
+
+  it("reindexes with and without progress to the same index", function()
+    local db = assert(zever_db.open("sqlite::memory:"))
+    local s = search.wrap(assert(db_search.new(db)))
+    local old = db_search.REINDEX_CHUNK
+    db_search.REINDEX_CHUNK = 3
+    local docs = {}
+    for i = 1, 10 do docs[i] = { id = "d" .. i, content = "word" .. i .. " common" } end
+    s:index_batch(docs)
+    s:delete("d4")
+    local calls = {}
+    assert.are.equal(9, s:reindex{ progress = function(d, t) calls[#calls + 1] = d .. "/" .. t end })
+    db_search.REINDEX_CHUNK = old
+    assert.are.same({ "0/9", "3/9", "6/9", "9/9" }, calls)
+    local chunked = s:search("common", { limit = 20 })
+    assert.are.equal(9, s:reindex())
+    assert.are.same(chunked, s:search("common", { limit = 20 }))
+    assert.are.equal(9, chunked.total)
+    db:close()
+  end)
+
   it("is app.search through the container", function()
     local config = require "zever.config"
     local container = require "zever.container"

@@ -4,18 +4,36 @@
 --   impl:write(rows)  rows = { {id, index, content, metadata_json}, ... }  -> n | nil, err
 --   impl:delete(id, index)                                                 -> true | nil, err
 --   impl:search(q, limit, offset, index)              -> { total =, hits = {...} } | nil, err
+--   impl:flush()                      -> true | nil, err  (feeds pending rows to FTS5 now)
+--   impl:reindex([index[, progress]]) -> n rows | nil, err  (rebuilds the FTS5 index)
+--   impl:optimize()                   -> true | nil, err  (FTS5 'optimize': one segment)
 --   db_search.open(section, ctx)   -> zever.search over ctx:get("db") (the container's factory)
 --   db_search.decode               the metadata JSON decoder (specs may wrap it)
 --
--- Storage: a content table (seq, id, "index", content, metadata; UNIQUE (id, "index")) and an
--- external-content FTS5 table over its content column, kept in step by three triggers, so the
--- text is stored once. write() is one multi-row INSERT ... ON CONFLICT (id, "index") DO UPDATE
--- (content and metadata from excluded) per chunk of CHUNK rows (4 bound values each, far under
--- SQLite's variable limit), all chunks in one transaction. search() runs two statements, the
--- count and the page (ranked by bm25, ties by id; snippets of up to 12 tokens with the matches
--- in <b>..</b>); the user's query is always a bound value. Errors SQLite raises for the query
--- text (FTS5 syntax, an unknown column filter) become code "invalid". Arguments were checked by
--- the front-end (zever.search), which also encoded the metadata.
+-- Storage: a content table (seq, id, "index", content, metadata; UNIQUE (id, "index")), an
+-- external-content FTS5 table over its content column (the text is stored once), and a
+-- pending table fed by three triggers on the content table:
+--
+--   zever_search          (seq, id, "index", content, metadata)     the truth
+--   zever_search_pending  (seq PRIMARY KEY, old)  rows whose FTS5 entry is behind; old is the
+--                                                 content FTS5 holds for seq (NULL: none)
+--   zever_search_fts      fts5(content, content = zever_search, content_rowid = seq)
+--
+-- A write costs a B-tree insert, not FTS5's tokenizing and segment merging: the pending rows
+-- are fed to FTS5 (flush: 'delete' of the old text, insert of the current one, in one
+-- transaction) before the next search, by whichever connection searches first, so a search
+-- always sees every committed write. Several writes between searches are fed at once, and a
+-- document rewritten twice is tokenized once. An update that leaves content unchanged (the
+-- metadata only) queues nothing.
+--
+-- write() is one multi-row INSERT ... ON CONFLICT (id, "index") DO UPDATE (content and
+-- metadata from excluded) per chunk of CHUNK rows (4 bound values each, far under SQLite's
+-- variable limit), all chunks in one transaction. search() flushes when rows are pending, then
+-- runs two statements, the count and the page (ranked by bm25, ties by id; snippets of up to
+-- 12 tokens with the matches in <b>..</b>); the user's query is always a bound value. Errors
+-- SQLite raises for the query text (FTS5 syntax, an unknown column filter) become code
+-- "invalid". Arguments were checked by the front-end (zever.search), which also encoded the
+-- metadata.
 
 local search = require "zever.search"
 local json = require "zever.json"
@@ -81,6 +99,97 @@ function DB:write(rows)
   return n
 end
 
+-- Feeds the pending rows to FTS5 (see the top); nothing to do costs one indexed read.
+function DB:flush()
+  if not self.db:first(self.pending_sql) then return true end
+  local ok, err = pcall(self.db.transaction, self.db, function(tx)
+    for i = 1, #self.flush_sql do
+      local r, werr = tx:exec(self.flush_sql[i])
+      if not r then error(werr, 0) end
+    end
+  end)
+  if not ok then return pass(err) end
+  return true
+end
+
+-- Rebuilds the FTS5 index from the content table: every row (FTS5 'rebuild'; with a progress
+-- function, 'delete-all' and the rows in chunks of REINDEX_CHUNK, calling progress(done,
+-- total) after each), or only the rows of one index ('delete' and insert of each). One
+-- transaction; returns the number of rows indexed.
+M.REINDEX_CHUNK = 1000
+
+function DB:reindex(index, progress)
+  local db = self.db
+  local total_row, err
+  if index then
+    total_row, err = db:first("SELECT count(*) AS n FROM " .. self.qt .. ' WHERE "index" = ?',
+      index)
+  else
+    total_row, err = db:first("SELECT count(*) AS n FROM " .. self.qt)
+  end
+  if not total_row then return pass(err) end
+  local total = total_row.n
+  local ok, terr = pcall(db.transaction, db, function(tx)
+    local function run(sql, ...)
+      local r, werr = tx:exec(sql, ...)
+      if not r then error(werr, 0) end
+      return r
+    end
+    local ft, qt = self.ft, self.qt
+    if index then
+      for i = 1, #self.flush_sql do run(self.flush_sql[i]) end
+      run("INSERT INTO " .. ft .. "(" .. ft .. ", rowid, content) SELECT 'delete', seq, content " ..
+        "FROM " .. qt .. ' WHERE "index" = ?', index)
+    elseif not progress then
+      run("INSERT INTO " .. ft .. "(" .. ft .. ") VALUES ('rebuild')")
+      run("DELETE FROM " .. self.pt)
+      return
+    else
+      run("INSERT INTO " .. ft .. "(" .. ft .. ") VALUES ('delete-all')")
+      run("DELETE FROM " .. self.pt)
+    end
+    local where = index and ' AND "index" = ?' or ""
+    local chunk = "INSERT INTO " .. ft .. "(rowid, content) SELECT seq, content FROM " .. qt ..
+      " WHERE seq > ? AND seq <= ?" .. where
+    local bounds = "SELECT max(seq) AS hi, count(*) AS n FROM (SELECT seq FROM " .. qt ..
+      " WHERE seq > ?" .. where .. " ORDER BY seq LIMIT ?)"
+    local last, done = -1, 0
+    if progress then progress(0, total) end
+    while true do
+      local b, berr
+      if index then
+        b, berr = tx:first(bounds, last, index, M.REINDEX_CHUNK)
+      else
+        b, berr = tx:first(bounds, last, M.REINDEX_CHUNK)
+      end
+      if not b then error(berr, 0) end
+      if b.n == 0 then break end
+      if index then run(chunk, last, b.hi, index) else run(chunk, last, b.hi) end
+      last, done = b.hi, done + b.n
+      if progress then progress(done, total) end
+    end
+  end)
+  if not ok then
+    if index and type(terr) == "table" and terr.code == "corrupt" then
+      -- FTS5 'delete' needs the entries it removes: a damaged index is repaired only whole.
+      return fail("corrupt", "the full-text index is damaged; reindex every index (no index " ..
+        "option) to rebuild it: " .. tostring(terr.message))
+    end
+    return pass(terr)
+  end
+  return total
+end
+
+-- FTS5 'optimize': merges every segment into one (searches then read one b-tree).
+function DB:optimize()
+  local ok, err = self:flush()
+  if not ok then return nil, err end
+  local ft = self.ft
+  local r, oerr = self.db:exec("INSERT INTO " .. ft .. "(" .. ft .. ") VALUES ('optimize')")
+  if not r then return pass(oerr) end
+  return true
+end
+
 function DB:delete(id, index)
   local r, err = self.db:exec(self.delete_sql, id, index)
   if not r then return pass(err) end
@@ -102,7 +211,8 @@ local function query_error(err)
 end
 
 function DB:search(q, limit, offset, index)
-  local total_row, err
+  local total_row, err = self:flush()
+  if not total_row then return nil, err end
   if index then
     total_row, err = self.db:first(self.count_index_sql, q, index)
   else
@@ -139,23 +249,36 @@ function M.new(db, opts)
   end
   local fts = opts.fts or "unicode61 remove_diacritics 2"
   if type(fts) ~= "string" then error("search.db: fts must be a string", 2) end
-  local qt, ft = quote(name), quote(name .. "_fts")
+  local qt, ft, pt = quote(name), quote(name .. "_fts"), quote(name .. "_pending")
+  local function queue(seq, old)
+    return "INSERT INTO " .. pt .. " (seq, old) SELECT " .. seq .. ", " .. old ..
+      " WHERE NOT EXISTS (SELECT 1 FROM " .. pt .. " WHERE seq = " .. seq .. ")"
+  end
   local schema = concat({
     "CREATE TABLE IF NOT EXISTS " .. qt .. ' (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, ' ..
       '"index" TEXT NOT NULL, content TEXT NOT NULL, metadata TEXT NOT NULL, UNIQUE (id, "index"))',
     "CREATE VIRTUAL TABLE IF NOT EXISTS " .. ft .. " USING fts5(content, content=" .. qt ..
       ", content_rowid=seq, tokenize='" .. fts:gsub("'", "''") .. "')",
-    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_ai") .. " AFTER INSERT ON " .. qt ..
-      " BEGIN INSERT INTO " .. ft .. "(rowid, content) VALUES (new.seq, new.content); END",
-    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_ad") .. " AFTER DELETE ON " .. qt ..
-      " BEGIN INSERT INTO " .. ft .. "(" .. ft .. ", rowid, content) " ..
-      "VALUES ('delete', old.seq, old.content); END",
-    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_au") .. " AFTER UPDATE ON " .. qt ..
-      " BEGIN INSERT INTO " .. ft .. "(" .. ft .. ", rowid, content) " ..
-      "VALUES ('delete', old.seq, old.content); INSERT INTO " .. ft ..
-      "(rowid, content) VALUES (new.seq, new.content); END",
+    "CREATE TABLE IF NOT EXISTS " .. pt .. " (seq INTEGER PRIMARY KEY, old TEXT)",
+    -- The synchronous triggers of earlier versions (the FTS5 index is in step when they exist).
+    "DROP TRIGGER IF EXISTS " .. quote(name .. "_ai"),
+    "DROP TRIGGER IF EXISTS " .. quote(name .. "_ad"),
+    "DROP TRIGGER IF EXISTS " .. quote(name .. "_au"),
+    -- A seq already queued keeps its first old text: the one FTS5 still holds. (NOT EXISTS,
+    -- not OR IGNORE: the upsert's own conflict clause would override a trigger's OR IGNORE.)
+    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_pi") .. " AFTER INSERT ON " .. qt ..
+      " BEGIN " .. queue("new.seq", "NULL") .. "; END",
+    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_pd") .. " AFTER DELETE ON " .. qt ..
+      " BEGIN " .. queue("old.seq", "old.content") .. "; END",
+    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_pu") .. " AFTER UPDATE OF content ON " ..
+      qt .. " WHEN old.content IS NOT new.content BEGIN " .. queue("old.seq", "old.content") ..
+      "; END",
   }, ";\n")
-  local ok, err = db:exec(schema)
+  local ok, err = db:transaction(function(tx)
+    local r, serr = tx:exec(schema)
+    if not r then error(serr, 0) end
+    return true
+  end)
   if not ok then
     if type(err) == "table" and find(tostring(err.message), "tokenize", 1, true) then
       return fail("invalid", "search: the fts tokenizer is not valid: " .. tostring(err.message))
@@ -167,7 +290,15 @@ function M.new(db, opts)
   local page = 'SELECT d.id AS id, d."index" AS idx, d.metadata AS metadata, rank, ' ..
     "snippet(" .. ft .. ", 0, '<b>', '</b>', '…', 12) AS snippet" .. from
   return setmetatable({
-    db = db, qt = qt, insert_cache = {}, binds = {},
+    db = db, qt = qt, ft = ft, pt = pt, insert_cache = {}, binds = {},
+    pending_sql = "SELECT 1 AS p FROM " .. pt .. " LIMIT 1",
+    flush_sql = {
+      "INSERT INTO " .. ft .. "(" .. ft .. ", rowid, content) SELECT 'delete', seq, old FROM " ..
+        pt .. " WHERE old IS NOT NULL",
+      "INSERT INTO " .. ft .. "(rowid, content) SELECT d.seq, d.content FROM " .. pt ..
+        " p JOIN " .. qt .. " d ON d.seq = p.seq",
+      "DELETE FROM " .. pt,
+    },
     delete_sql = "DELETE FROM " .. qt .. ' WHERE id = ? AND "index" = ?',
     count_sql = "SELECT count(*) AS n" .. from,
     count_index_sql = "SELECT count(*) AS n" .. from .. ' AND d."index" = ?',

@@ -1,7 +1,9 @@
 -- adapters.vectors.db: the vector battery on the SQL database (SQLite today).
 --
---   local impl = db_vectors.new(db[, { table = "zever_vectors", dimensions = 0 }])
---   impl:upsert(id, embedding, metadata) / upsert_batch(items) / delete(id) / query(e, k)
+--   local impl = db_vectors.new(db[, { table = "zever_vectors", dimensions = 0, index = nil }])
+--   impl:upsert(id, embedding, metadata) / upsert_batch(items) / delete(id)
+--   impl:query(e, k[, filter[, opts]])     opts.exact, opts.nprobe (checked by the front-end)
+--   impl:build_index(opts) / drop_index() / index_info()   the opt-in IVF-flat index
 --   db_vectors.open(section, ctx)  -> zever.vectors over ctx:get("db") (the container's factory)
 --   db_vectors.decode              the JSON decoder of metadata (specs wrap it to count calls)
 --
@@ -16,6 +18,14 @@
 -- A query copies the embedding into a reused float buffer, calls zv_vectors_set_query through
 -- the FFI (the heap scratch belongs to the set), and decodes the metadata JSON of the top_k
 -- survivors only. Arguments were checked by the front-end (zever.vectors).
+--
+-- The approximate index (host/vectors/ivf.c) is opt in: build_index(opts) or opts.index at
+-- new(). The C set keeps it in step with every put/remove (rewritten rows and rows added after
+-- the build are scanned exactly); before a query the adapter rebuilds it when those rows
+-- exceed (rebuild - 1) x the rows indexed (rebuild = 1.5 by default), and builds it when there
+-- is none and the store has min_rows rows or more (after a reload, which drops it). A filtered
+-- query, or opts.exact, always scans exactly. Reads of PRAGMA data_version go through the db
+-- adapter's FFI statement path when it has one (no row table per query).
 
 local ffi = require "ffi"
 local core = require "zever.vectors_core"
@@ -26,6 +36,7 @@ local blob = require("zever.sqlite").blob
 local type, tostring, format, sqrt, pairs, sort, concat = type, tostring, string.format,
   math.sqrt, pairs, table.sort, table.concat
 local ffi_string, ffi_new, tonumber = ffi.string, ffi.new, tonumber
+local tnew = require "table.new"
 
 if not pcall(ffi.typeof, "zv_vectors_hit_t") then
   ffi.cdef [[
@@ -35,6 +46,17 @@ if not pcall(ffi.typeof, "zv_vectors_hit_t") then
     int zv_vectors_set_remove(zv_vectors_set_t *s, size_t slot);
     int zv_vectors_set_query_mask(zv_vectors_set_t *s, const float *q, size_t k,
                                   const uint8_t *mask, zv_vectors_hit_t *hits, size_t *n_out);
+  ]]
+end
+if not pcall(ffi.typeof, "zv_vectors_ivf_info_t") then
+  ffi.cdef [[
+    typedef struct zv_vectors_ivf_s zv_vectors_ivf_t;
+    typedef struct { size_t nlist, nprobe, n_built, n_indexed, n_stale; } zv_vectors_ivf_info_t;
+    const zv_vectors_ivf_t *zv_vectors_set_index(const zv_vectors_set_t *s);
+    void zv_vectors_ivf_info(const zv_vectors_ivf_t *ix, zv_vectors_ivf_info_t *out);
+    size_t zv_vectors_set_count(const zv_vectors_set_t *s);
+    int zv_vectors_set_query_approx(zv_vectors_set_t *s, const float *q, size_t k, size_t nprobe,
+                                    zv_vectors_hit_t *hits, size_t *n_out);
   ]]
 end
 
@@ -105,11 +127,29 @@ function DB:_load()
   return true
 end
 
-function DB:_fresh()
-  local row, err = self.db:first("PRAGMA data_version")
+-- PRAGMA data_version, read through the SQLite adapter's FFI statement path when the
+-- connection has one (adapters.db.sqlite: conn.ptr), so a query allocates no row table.
+local SQLITE_ROW, DATA_VERSION = 100, "PRAGMA data_version"
+local function data_version(self)
+  local conn = self.db.conn
+  local ptr, use = conn and conn.ptr, self.use
+  if ptr and use and C.zv_sqlite_ffi_acquire(ptr, DATA_VERSION, #DATA_VERSION, 0, use) == 0 then
+    local v
+    local st = use.stmt
+    if C.sqlite3_step(st) == SQLITE_ROW then v = tonumber(C.sqlite3_column_int64(st, 0)) end
+    C.zv_sqlite_ffi_release(ptr, use)
+    if v then return v end
+  end
+  local row, err = self.db:first(DATA_VERSION)
   if not row then return nil, err end
-  self.version_now = row.data_version
-  if self.ids and self.version == row.data_version then return true end
+  return row.data_version
+end
+
+function DB:_fresh()
+  local v, err = data_version(self)
+  if not v then return nil, err end
+  self.version_now = v
+  if self.ids and self.version == v then return true end
   return self:_load()
 end
 
@@ -219,7 +259,61 @@ function DB:_mask(filter)
   return mask
 end
 
-function DB:query(e, k, filter)
+-- The index options (build_index's, or new()'s opts.index) with their defaults filled in.
+local function index_options(o, min_rows)
+  return { nlist = o.nlist or 0, nprobe = o.nprobe or 0, iters = o.iters or 0,
+    sample = o.sample or 0, seed = o.seed or 0, min_rows = o.min_rows or min_rows,
+    rebuild = o.rebuild or 1.5 }
+end
+
+-- Builds the index over the loaded copy now; false when the store is empty.
+function DB:_build()
+  local ok, code, message = self.set:build_index(self.index_opts)
+  if ok then return true end
+  if code == "INVAL" then return false end
+  return fail("unavailable", "vectors: cannot build the index: " .. tostring(message))
+end
+
+-- Before an approximate query: (re)builds the index when the policy says so (see the top).
+function DB:_maintain()
+  local opts, ptr = self.index_opts, self.ptr
+  local ix = C.zv_vectors_set_index(ptr)
+  local n = tonumber(C.zv_vectors_set_count(ptr))
+  if ix == nil then
+    if n >= opts.min_rows and n > 0 then return self:_build() end
+    return true
+  end
+  local info = self.info
+  C.zv_vectors_ivf_info(ix, info)
+  local exact = n - tonumber(info.n_indexed) + tonumber(info.n_stale)
+  if exact > (opts.rebuild - 1) * tonumber(info.n_built) then return self:_build() end
+  return true
+end
+
+function DB:build_index(opts)
+  self.index_opts = index_options(opts or {}, 1)
+  if self.dim == 0 then return true end
+  local ok, err = self:_fresh()
+  if not ok then return fail(err.code or "unavailable", tostring(err.message or err)) end
+  local built, berr = self:_build()
+  if built == nil then return nil, berr end
+  return true -- built now, or (an empty store) on the first query with rows
+end
+
+function DB:drop_index()
+  self.index_opts = nil
+  if self.set then self.set:drop_index() end
+  return true
+end
+
+function DB:index_info()
+  if not self.set then return nil end
+  local info = self.set:index_info()
+  if info then info.rows = self.set:count() end
+  return info
+end
+
+function DB:query(e, k, filter, opts)
   if self.dim == 0 then
     local row = self.db:first("SELECT dim FROM " .. self.qtable .. " LIMIT 1")
     if not row then return {} end
@@ -240,12 +334,18 @@ function DB:query(e, k, filter)
     if mask == false then return {} end
   end
   local hits, nout = self.hits, self.nout
-  if C.zv_vectors_set_query_mask(self.ptr, self.buf, k, mask, hits, nout) ~= 0 then
-    return fail("unavailable", "out of memory")
+  local rc
+  if self.index_opts and not mask and not (opts and opts.exact) then
+    ok, err = self:_maintain()
+    if ok == nil then return nil, err end
+    rc = C.zv_vectors_set_query_approx(self.ptr, self.buf, k, opts and opts.nprobe or 0, hits, nout)
+  else
+    rc = C.zv_vectors_set_query_mask(self.ptr, self.buf, k, mask, hits, nout)
   end
+  if rc ~= 0 then return fail("unavailable", "out of memory") end
   local n = tonumber(nout[0])
   local ids, metas, decode = self.ids, self.metas, M.decode
-  local out = {}
+  local out = tnew(n, 0)
   for i = 1, n do
     local h = hits[i - 1]
     local slot = h.slot + 1
@@ -277,8 +377,15 @@ function M.new(db, opts)
   local ok, err = db:exec(("CREATE TABLE IF NOT EXISTS %s (id TEXT PRIMARY KEY, dim INTEGER NOT NULL, " ..
     "norm REAL NOT NULL, embedding BLOB NOT NULL, metadata TEXT NOT NULL)"):format(qt))
   if not ok then return fail(err.code or "unavailable", tostring(err.message or err)) end
+  local idx = opts.index
+  if idx ~= nil and idx ~= false and type(idx) ~= "table" and idx ~= true then
+    error("vectors.db: index must be a table of options, true or false", 2)
+  end
   local self = setmetatable({ db = db, qtable = qt, dim = 0,
-    upsert_sql = UPSERT:format(qt), delete_sql = "DELETE FROM " .. qt .. " WHERE id = ?" }, DB)
+    upsert_sql = UPSERT:format(qt), delete_sql = "DELETE FROM " .. qt .. " WHERE id = ?",
+    index_opts = idx and index_options(idx == true and {} or idx, 10000) or nil,
+    info = ffi_new("zv_vectors_ivf_info_t"),
+    use = pcall(ffi.typeof, "zv_sqlite_use_t") and ffi_new("zv_sqlite_use_t") or nil }, DB)
   local dim = opts.dimensions or 0
   local row = db:first("SELECT dim FROM " .. qt .. " LIMIT 1")
   if row then dim = row.dim end
@@ -289,7 +396,13 @@ end
 function M.open(section, ctx)
   local db, err = ctx:get("db")
   if not db then return nil, err end
-  local impl, ierr = M.new(db, { dimensions = section.dimensions, table = section.table })
+  -- vectors.index / nlist / nprobe / index_min_rows: read when the config schema has them.
+  local index = nil
+  if section.index then
+    index = { nlist = section.nlist, nprobe = section.nprobe, min_rows = section.index_min_rows }
+  end
+  local impl, ierr = M.new(db, { dimensions = section.dimensions, table = section.table,
+    index = index })
   if not impl then return nil, ierr end
   return vectors.wrap(impl)
 end

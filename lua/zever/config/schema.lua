@@ -129,6 +129,10 @@ M.sections = {
   { name = "vectors", doc = "vector similarity search", fields = {
     f("adapter", "adapter", "db", { values = { "db" } }),
     f("dimensions", "integer", 0, { min = 0, doc = "0 = set by the first upsert" }),
+    f("index", "boolean", false, { doc = "build the approximate (IVF-flat) index" }),
+    f("nlist", "integer", 0, { min = 0, doc = "index lists; 0 = sqrt(rows)" }),
+    f("nprobe", "integer", 0, { min = 0, doc = "lists a query scans; 0 = nlist / 12" }),
+    f("index_min_rows", "integer", 10000, { min = 1, doc = "below this, queries scan exactly" }),
   } },
   { name = "log", doc = "the application log", fields = {
     f("adapter", "adapter", "text", { values = { "text", "json" } }),
