@@ -25,13 +25,9 @@ M.SCALARS = {
   timestamp = "timestamp", date = "date",
 }
 
--- The gRPC-style codes and the HTTP status each maps to (the grpc-gateway mapping).
-M.ERROR_STATUS = {
-  cancelled = 499, unknown = 500, invalid_argument = 400, deadline_exceeded = 504,
-  not_found = 404, already_exists = 409, permission_denied = 403, resource_exhausted = 429,
-  failed_precondition = 400, aborted = 409, out_of_range = 400, unimplemented = 501,
-  internal = 500, unavailable = 503, data_loss = 500, unauthenticated = 401,
-}
+-- The gRPC-style codes and the HTTP status each maps to (the grpc-gateway mapping), owned by the
+-- routes runtime that serves them (zever.rpc).
+M.ERROR_STATUS = require("zever.rpc").ERROR_STATUS
 
 -- "BlogPost" -> "blog_post", "HTTPRequest" -> "http_request", "user_id" stays.
 function M.snake(name)

@@ -10,6 +10,7 @@
 --   jobs.register(app, handlers)   -- handlers: job name -> function(args, job);
 --                                  -- default require "handlers.jobs"
 --   jobs.jobs, jobs.schedules      -- the tables it registers (specs and tools read them)
+-- It is the two tables handed to zever.rpc's jobs(), which does the registering.
 --
 -- Mapping of `retry:` onto zever.jobs (docs/jobs.md): max_attempts(n) -> attempts = n;
 -- backoff(exponential, base: b, max: m) -> backoff = { base = b, cap = m }; backoff(fixed,
@@ -85,37 +86,8 @@ local HEADER = [[
 --
 --   require("jobs").register(app, handlers)   -- handlers: job name -> function(args, job)
 --
--- See docs/zen-backends.md and docs/jobs.md (retries, dead letters), docs/scheduler.md.
-]]
-
-local RUNTIME = [[
-local M = { jobs = JOBS, schedules = SCHEDULES }
-
--- Registers every job with app.jobs and every schedule with app.scheduler (the scheduler is
--- resolved only when there are schedules). handlers defaults to require "handlers.jobs".
--- A job without a handler raises, naming it: a job the schema declares must be handled.
-function M.register(app, handlers)
-  if type(app) ~= "table" then error("jobs.register: app must be a zever app", 2) end
-  if handlers == nil then handlers = require "handlers.jobs" end
-  if type(handlers) ~= "table" then error("jobs.register: handlers must be a table", 2) end
-  for _, job in ipairs(JOBS) do
-    if type(handlers[job.name]) ~= "function" then
-      error(string.format("jobs.register: no handler for job %s (handlers/jobs.lua)", job.name), 2)
-    end
-  end
-  local jobs = app.jobs
-  for _, job in ipairs(JOBS) do
-    jobs:register(job.name, handlers[job.name], { attempts = job.attempts, backoff = job.backoff,
-      queue = job.queue, timeout = job.timeout })
-  end
-  if #SCHEDULES > 0 then
-    local scheduler = app.scheduler
-    for _, s in ipairs(SCHEDULES) do scheduler:cron(s.cron, s.job, s.args) end
-  end
-  return app
-end
-
-return M
+-- The runtime is zever.rpc (rpc.jobs); see docs/zen-backends.md and docs/jobs.md (retries,
+-- dead letters), docs/scheduler.md.
 ]]
 
 local function stub(ir, names)
@@ -175,8 +147,9 @@ function M.generate(ir, opts)
     end
   end
   sort(schedules, function(a, b) return a.name < b.name end)
-  local src = HEADER .. "\nlocal JOBS = " .. literal(jobs) .. "\n\nlocal SCHEDULES = " ..
-    literal(schedules) .. "\n\n" .. RUNTIME
+  local src = HEADER .. '\nlocal rpc = require "zever.rpc"\n\nlocal JOBS = ' .. literal(jobs) ..
+    "\n\nlocal SCHEDULES = " .. literal(schedules) ..
+    "\n\nreturn rpc.jobs({ jobs = JOBS, schedules = SCHEDULES })\n"
   local files = { [opts.jobs_file or "jobs.lua"] = src }
   if #jobs > 0 then files["handlers/jobs.lua"] = { content = stub(ir, names), once = true } end
   return files

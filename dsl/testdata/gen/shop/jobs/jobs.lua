@@ -3,36 +3,13 @@
 --
 --   require("jobs").register(app, handlers)   -- handlers: job name -> function(args, job)
 --
--- See docs/zen-backends.md and docs/jobs.md (retries, dead letters), docs/scheduler.md.
+-- The runtime is zever.rpc (rpc.jobs); see docs/zen-backends.md and docs/jobs.md (retries,
+-- dead letters), docs/scheduler.md.
+
+local rpc = require "zever.rpc"
 
 local JOBS = {}
 
 local SCHEDULES = {}
 
-local M = { jobs = JOBS, schedules = SCHEDULES }
-
--- Registers every job with app.jobs and every schedule with app.scheduler (the scheduler is
--- resolved only when there are schedules). handlers defaults to require "handlers.jobs".
--- A job without a handler raises, naming it: a job the schema declares must be handled.
-function M.register(app, handlers)
-  if type(app) ~= "table" then error("jobs.register: app must be a zever app", 2) end
-  if handlers == nil then handlers = require "handlers.jobs" end
-  if type(handlers) ~= "table" then error("jobs.register: handlers must be a table", 2) end
-  for _, job in ipairs(JOBS) do
-    if type(handlers[job.name]) ~= "function" then
-      error(string.format("jobs.register: no handler for job %s (handlers/jobs.lua)", job.name), 2)
-    end
-  end
-  local jobs = app.jobs
-  for _, job in ipairs(JOBS) do
-    jobs:register(job.name, handlers[job.name], { attempts = job.attempts, backoff = job.backoff,
-      queue = job.queue, timeout = job.timeout })
-  end
-  if #SCHEDULES > 0 then
-    local scheduler = app.scheduler
-    for _, s in ipairs(SCHEDULES) do scheduler:cron(s.cron, s.job, s.args) end
-  end
-  return app
-end
-
-return M
+return rpc.jobs({ jobs = JOBS, schedules = SCHEDULES })
