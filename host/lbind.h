@@ -26,4 +26,45 @@ static inline uint64_t zv_l_opt_u64(lua_State *L, int i) {
   return n > 0 ? (uint64_t)n : 0;
 }
 
+/*
+ * Handle classes: a userdata holding one pointer to a process-wide core object (a cache, a
+ * limiter, ...). zv_l_newclass registers the metatable mt (methods as __index, gc as __gc) and
+ * leaves a new table of funcs on the stack: the module. zv_l_newhandle pushes a handle with a
+ * NULL pointer, so that __gc of a failed open has nothing to release; the caller fills the slot
+ * it returns. zv_l_checkhandle returns the pointer of handle 1 and raises "<what>: the handle
+ * was released" once release cleared it.
+ */
+static inline void zv_l_newclass(lua_State *L, const char *mt, const luaL_Reg *methods,
+                                 lua_CFunction gc, const luaL_Reg *funcs) {
+  luaL_newmetatable(L, mt);
+  lua_newtable(L);
+  luaL_register(L, NULL, methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+  lua_newtable(L);
+  luaL_register(L, NULL, funcs);
+}
+
+static inline void **zv_l_newhandle(lua_State *L, const char *mt) {
+  void **slot = lua_newuserdata(L, sizeof *slot);
+  *slot = NULL;
+  luaL_getmetatable(L, mt);
+  lua_setmetatable(L, -2);
+  return slot;
+}
+
+static inline void *zv_l_checkhandle(lua_State *L, const char *mt, const char *what) {
+  void **slot = luaL_checkudata(L, 1, mt);
+  if (!*slot) luaL_error(L, "%s: the handle was released", what);
+  return *slot;
+}
+
+/* Sets field k of the table on top of the stack to the number v. */
+static inline void zv_l_setnumber(lua_State *L, const char *k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
 #endif

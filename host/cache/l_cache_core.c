@@ -32,25 +32,18 @@
 #define MT "zever.cache_core"
 #define STACK_VALUE 512
 
-typedef struct {
-  zv_cache_t *c;
-} handle_t;
-
 static zv_cache_t *check(lua_State *L) {
-  handle_t *h = luaL_checkudata(L, 1, MT);
-  if (!h->c) luaL_error(L, "cache: the handle was released");
-  return h->c;
+  return zv_l_checkhandle(L, MT, "cache");
 }
 
 static int l_open(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   lua_Number max = luaL_checknumber(L, 2);
-  handle_t *h = lua_newuserdata(L, sizeof *h);
-  h->c = NULL;
-  luaL_getmetatable(L, MT);
-  lua_setmetatable(L, -2);
-  int rc = zv_cache_open(name, max >= 1 ? (size_t)max : 0, &h->c);
+  void **slot = zv_l_newhandle(L, MT);
+  zv_cache_t *c;
+  int rc = zv_cache_open(name, max >= 1 ? (size_t)max : 0, &c);
   if (rc) return zv_l_fail(L, rc);
+  *slot = c;
   return 1;
 }
 
@@ -112,7 +105,8 @@ static int l_set(lua_State *L) {
     value = luaL_checklstring(L, 3, &vlen);
   }
   int mode = (int)luaL_optinteger(L, 6, ZV_CACHE_SET);
-  int rc = zv_cache_set(c, key, klen, type, value, vlen, zv_l_opt_u64(L, 5), zv_l_opt_u64(L, 7), mode);
+  int rc = zv_cache_set(c, key, klen, type, value, vlen, zv_l_opt_u64(L, 5), zv_l_opt_u64(L, 7),
+                        mode);
   if (rc) return zv_l_fail(L, rc);
   lua_pushboolean(L, 1);
   return 1;
@@ -168,16 +162,11 @@ static int l_stats(lua_State *L) {
   zv_cache_stats_t st;
   zv_cache_stats(check(L), &st);
   lua_createtable(L, 0, 5);
-  lua_pushnumber(L, (lua_Number)st.entries);
-  lua_setfield(L, -2, "entries");
-  lua_pushnumber(L, (lua_Number)st.bytes);
-  lua_setfield(L, -2, "bytes");
-  lua_pushnumber(L, (lua_Number)st.max_bytes);
-  lua_setfield(L, -2, "max_bytes");
-  lua_pushnumber(L, (lua_Number)st.evictions);
-  lua_setfield(L, -2, "evictions");
-  lua_pushnumber(L, (lua_Number)st.expired);
-  lua_setfield(L, -2, "expired");
+  zv_l_setnumber(L, "entries", (double)st.entries);
+  zv_l_setnumber(L, "bytes", (double)st.bytes);
+  zv_l_setnumber(L, "max_bytes", (double)st.max_bytes);
+  zv_l_setnumber(L, "evictions", (double)st.evictions);
+  zv_l_setnumber(L, "expired", (double)st.expired);
   return 1;
 }
 
@@ -187,9 +176,9 @@ static int l_ptr(lua_State *L) {
 }
 
 static int l_release(lua_State *L) {
-  handle_t *h = luaL_checkudata(L, 1, MT);
-  if (h->c) zv_cache_release(h->c);
-  h->c = NULL;
+  void **slot = luaL_checkudata(L, 1, MT);
+  if (*slot) zv_cache_release(*slot);
+  *slot = NULL;
   return 0;
 }
 
@@ -212,15 +201,7 @@ static const luaL_Reg funcs[] = {
 
 int luaopen_zever_cache_core(lua_State *L);
 int luaopen_zever_cache_core(lua_State *L) {
-  luaL_newmetatable(L, MT);
-  lua_newtable(L);
-  luaL_register(L, NULL, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, l_release);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
-  lua_newtable(L);
-  luaL_register(L, NULL, funcs);
+  zv_l_newclass(L, MT, methods, l_release, funcs);
   lua_pushinteger(L, (lua_Integer)zv_cache_overhead());
   lua_setfield(L, -2, "OVERHEAD");
   lua_pushinteger(L, ZV_CACHE_STRING);

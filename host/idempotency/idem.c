@@ -1,6 +1,7 @@
 /*
- * idem.c: the striped, bounded table of idem.h (reservations and completed results of
- * idempotency keys), its process-wide registry, and the request fingerprint hash.
+ * idem.c: the bounded table of idem.h (reservations and completed results of idempotency keys)
+ * over the shared striped table of core/stripes.h, its process-wide registry, and the request
+ * fingerprint hash.
  *
  * It must not include Lua or libuv headers, must not allocate on a hit (replay, pending,
  * mismatch), must never hold two stripe locks at once, and frees entries only after dropping
@@ -8,57 +9,43 @@
  */
 #include "idem.h"
 
-#include <pthread.h>
 #include <sched.h>
 #include <string.h>
-#include <time.h>
 
 #include "../core/registry.h"
 #include "../core/spin.h"
+#include "../core/stripes.h"
 #include "../core/zv.h"
 
-#define INITIAL_BUCKETS 8
 #define ADMIT_SWEEP_EVERY 64
 #define ADMIT_SWEEP_STEPS 16
 
 enum { PENDING = 0, COMPLETE = 1 };
 
 typedef struct entry {
-  struct entry *next;     /* hash chain */
-  struct entry *newer;    /* LRU list of the stripe */
-  struct entry *older;
+  zv_stripe_node_t n;     /* chain, LRU links, hash (zv_hash), used_ns (last begin or
+                             complete), klen, flen */
   char *result;           /* COMPLETE: rlen bytes, its own allocation (NULL when rlen is 0) */
   size_t rlen;
   uint64_t token;
   uint64_t expires_ns;    /* 0: never */
-  uint64_t used_ns;       /* last begin or complete: the LRU age across stripes */
   uint64_t ttl_ns;        /* the completed result's lifetime, from begin */
-  uint32_t hash;
-  uint32_t klen;
-  uint32_t flen;
   int state;
   int rtype;
   char data[];            /* key, then fingerprint */
 } entry_t;
 
-/* Padded to two cache lines so that stripes used by different threads never share one. */
-typedef union {
-  struct {
-    zv_spin_t lock;
-    size_t mask;
-    size_t count;
-    size_t pending;
-    entry_t **buckets;
-    entry_t *newest;
-    entry_t *oldest;
-  } s;
-  char pad[128];
-} stripe_t;
+#define FLEN(e) ((e)->n.aux)
 
+/*
+ * A stripe's flagged count is its PENDING entries. The bounds, read by every call, keep a line
+ * of their own apart from the counters that every admission and complete writes.
+ */
 struct zv_idem_s {
-  stripe_t stripes[ZV_IDEM_STRIPES];
+  zv_stripes_t stripes;
   size_t max_keys;
   size_t max_bytes;
+  char gap[64];
   size_t used;            /* atomic: slots reserved */
   size_t bytes;           /* atomic: charged bytes */
   uint64_t tokens;        /* atomic: the last token handed out */
@@ -66,19 +53,24 @@ struct zv_idem_s {
   uint64_t expired;       /* atomic */
   unsigned admissions;    /* atomic */
   zv_spin_t admit;
-  zv_spin_t sweep;
-  unsigned sweep_stripe;  /* under the sweep lock */
-  size_t sweep_bucket;
+  zv_stripe_cursor_t sweep;
 };
+
+/* idem.h promises 64 stripes: the shared table has that many. */
+typedef char stripes_match[ZV_IDEM_STRIPES == ZV_STRIPES ? 1 : -1];
+
+static void unlinked(zv_stripe_t *s, zv_stripe_node_t *n) {
+  if (((entry_t *)n)->state == PENDING) s->flagged--;
+}
+
+static const zv_stripe_kind_t kind = {offsetof(entry_t, expires_ns), unlinked};
 
 size_t zv_idem_overhead(void) {
   return sizeof(entry_t);
 }
 
 uint64_t zv_idem_clock(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 1;
+  return zv_stripe_clock();
 }
 
 static inline size_t entry_size(size_t klen, size_t flen) {
@@ -86,7 +78,7 @@ static inline size_t entry_size(size_t klen, size_t flen) {
 }
 
 static inline size_t charged(const entry_t *e) {
-  return entry_size(e->klen, e->flen) + e->rlen;
+  return entry_size(e->n.klen, FLEN(e)) + e->rlen;
 }
 
 int zv_idem_new(size_t max_keys, size_t max_bytes, zv_idem_t **out) {
@@ -94,15 +86,9 @@ int zv_idem_new(size_t max_keys, size_t max_bytes, zv_idem_t **out) {
   zv_idem_t *t = zv_alloc(sizeof *t);
   if (!t) return ZV_ENOMEM;
   memset(t, 0, sizeof *t);
-  for (int i = 0; i < ZV_IDEM_STRIPES; i++) {
-    stripe_t *s = &t->stripes[i];
-    s->s.buckets = zv_alloc(INITIAL_BUCKETS * sizeof *s->s.buckets);
-    if (!s->s.buckets) {
-      zv_idem_free(t);
-      return ZV_ENOMEM;
-    }
-    memset(s->s.buckets, 0, INITIAL_BUCKETS * sizeof *s->s.buckets);
-    s->s.mask = INITIAL_BUCKETS - 1;
+  if (zv_stripes_init(&t->stripes)) {
+    zv_idem_free(t);
+    return ZV_ENOMEM;
   }
   t->max_keys = max_keys;
   t->max_bytes = max_bytes;
@@ -110,48 +96,26 @@ int zv_idem_new(size_t max_keys, size_t max_bytes, zv_idem_t **out) {
   return 0;
 }
 
+static void free_entry(zv_stripe_node_t *n) {
+  zv_free(((entry_t *)n)->result);
+  zv_free(n);
+}
+
 void zv_idem_free(zv_idem_t *t) {
   if (!t) return;
-  for (int i = 0; i < ZV_IDEM_STRIPES; i++) {
-    stripe_t *s = &t->stripes[i];
-    for (entry_t *e = s->s.newest, *next; e; e = next) {
-      next = e->older;
-      zv_free(e->result);
-      zv_free(e);
-    }
-    zv_free(s->s.buckets);
-  }
+  zv_stripes_free(&t->stripes, free_entry);
   zv_free(t);
 }
 
 /* --- one stripe (its lock held) ------------------------------------------------------------- */
 
-static inline entry_t *find(stripe_t *s, uint32_t h, const char *key, size_t klen) {
-  for (entry_t *e = s->s.buckets[(h >> 6) & s->s.mask]; e; e = e->next)
-    if (e->hash == h && e->klen == klen && memcmp(e->data, key, klen) == 0) return e;
-  return NULL;
+static inline entry_t *find(zv_stripe_t *s, uint32_t h, const char *key, size_t klen) {
+  return (entry_t *)zv_stripe_find(s, h, key, klen, offsetof(entry_t, data));
 }
 
-static inline void lru_unlink(stripe_t *s, entry_t *e) {
-  if (e->newer) e->newer->older = e->older;
-  else s->s.newest = e->older;
-  if (e->older) e->older->newer = e->newer;
-  else s->s.oldest = e->newer;
-}
-
-static inline void lru_push(stripe_t *s, entry_t *e) {
-  e->newer = NULL;
-  e->older = s->s.newest;
-  if (s->s.newest) s->s.newest->newer = e;
-  else s->s.oldest = e;
-  s->s.newest = e;
-}
-
-static inline void touch(stripe_t *s, entry_t *e, uint64_t now) {
-  if (now > e->used_ns) e->used_ns = now;
-  if (s->s.newest == e) return;
-  lru_unlink(s, e);
-  lru_push(s, e);
+static inline void touch(zv_stripe_t *s, entry_t *e, uint64_t now) {
+  if (now > e->n.used_ns) e->n.used_ns = now;
+  zv_stripe_touch(s, &e->n);
 }
 
 static inline int expired(const entry_t *e, uint64_t now) {
@@ -159,43 +123,9 @@ static inline int expired(const entry_t *e, uint64_t now) {
 }
 
 /* Unlinks e from its chain and the LRU list; the caller calls drop() after unlocking. */
-static void unlink_entry(stripe_t *s, entry_t *e) {
-  entry_t **pp = &s->s.buckets[(e->hash >> 6) & s->s.mask];
-  while (*pp != e) pp = &(*pp)->next;
-  *pp = e->next;
-  lru_unlink(s, e);
-  s->s.count--;
-  if (e->state == PENDING) s->s.pending--;
-}
-
-static void insert(stripe_t *s, entry_t *e) {
-  entry_t **slot = &s->s.buckets[(e->hash >> 6) & s->s.mask];
-  e->next = *slot;
-  *slot = e;
-  lru_push(s, e);
-  s->s.count++;
-  if (e->state == PENDING) s->s.pending++;
-}
-
-/* Doubles the bucket array when the load passes 1; a failed allocation only keeps chains long. */
-static void maybe_grow(stripe_t *s) {
-  size_t n = s->s.mask + 1;
-  if (s->s.count <= n) return;
-  entry_t **nb = zv_alloc(2 * n * sizeof *nb);
-  if (!nb) return;
-  memset(nb, 0, 2 * n * sizeof *nb);
-  size_t mask = 2 * n - 1;
-  for (size_t i = 0; i < n; i++) {
-    for (entry_t *e = s->s.buckets[i], *next; e; e = next) {
-      next = e->next;
-      entry_t **slot = &nb[(e->hash >> 6) & mask];
-      e->next = *slot;
-      *slot = e;
-    }
-  }
-  zv_free(s->s.buckets);
-  s->s.buckets = nb;
-  s->s.mask = mask;
+static void unlink_entry(zv_stripe_t *s, entry_t *e) {
+  zv_stripe_unlink(s, &e->n);
+  unlinked(s, &e->n);
 }
 
 /* Frees an unlinked entry and gives back its slot and bytes. */
@@ -204,6 +134,10 @@ static void drop(zv_idem_t *t, entry_t *e) {
   __atomic_sub_fetch(&t->used, 1, __ATOMIC_RELAXED);
   zv_free(e->result);
   zv_free(e);
+}
+
+static void drop_node(void *ctx, zv_stripe_node_t *n) {
+  drop(ctx, (entry_t *)n);
 }
 
 static void drop_expired(zv_idem_t *t, entry_t *e) {
@@ -215,27 +149,9 @@ static void drop_expired(zv_idem_t *t, entry_t *e) {
 
 /* Evicts one entry: an expired LRU tail if any, else the oldest tail. 0 when the table is empty. */
 static int evict_one(zv_idem_t *t, uint64_t now) {
-  int victim = -1, victim_expired = 0;
-  uint64_t oldest = UINT64_MAX;
-  for (int i = 0; i < ZV_IDEM_STRIPES && !victim_expired; i++) {
-    stripe_t *s = &t->stripes[i];
-    zv_spin_lock(&s->s.lock);
-    entry_t *e = s->s.oldest;
-    if (e && expired(e, now)) {
-      victim = i;
-      victim_expired = 1;
-    } else if (e && e->used_ns <= oldest) {
-      oldest = e->used_ns;
-      victim = i;
-    }
-    zv_spin_unlock(&s->s.lock);
-  }
+  int victim = zv_stripes_oldest(&t->stripes, &kind, now, 1);
   if (victim < 0) return 0;
-  stripe_t *s = &t->stripes[victim];
-  zv_spin_lock(&s->s.lock);
-  entry_t *e = s->s.oldest;
-  if (e) unlink_entry(s, e);
-  zv_spin_unlock(&s->s.lock);
+  entry_t *e = (entry_t *)zv_stripes_pop_oldest(&t->stripes, &kind, victim);
   if (e) {
     int was_expired = expired(e, now);
     drop(t, e);
@@ -271,14 +187,12 @@ static void admit(zv_idem_t *t, size_t size, int slot, uint64_t now) {
 
 /* --- operations ----------------------------------------------------------------------------- */
 
-#define STRIPE(t, h) (&(t)->stripes[(h) & (ZV_IDEM_STRIPES - 1)])
-
 /* What a begin that finds the live entry e answers; copies a replay's result into buf. */
-static int answer(stripe_t *s, entry_t *e, const char *fp, size_t flen, uint64_t now, char *buf,
+static int answer(zv_stripe_t *s, entry_t *e, const char *fp, size_t flen, uint64_t now, char *buf,
                   size_t cap, zv_idem_begin_t *r) {
   touch(s, e, now);
   r->token = 0;
-  if (e->flen != flen || memcmp(e->data + e->klen, fp, flen) != 0) {
+  if (FLEN(e) != flen || memcmp(e->data + e->n.klen, fp, flen) != 0) {
     r->status = ZV_IDEM_MISMATCH;
     return 0;
   }
@@ -295,7 +209,7 @@ static int answer(stripe_t *s, entry_t *e, const char *fp, size_t flen, uint64_t
 }
 
 /* Finds key's live entry; an expired one is unlinked into *gone (the caller drops it). */
-static entry_t *find_live(stripe_t *s, uint32_t h, const char *key, size_t klen, uint64_t now,
+static entry_t *find_live(zv_stripe_t *s, uint32_t h, const char *key, size_t klen, uint64_t now,
                           entry_t **gone) {
   entry_t *e = find(s, h, key, klen);
   if (e && expired(e, now)) {
@@ -314,14 +228,14 @@ int zv_idem_begin(zv_idem_t *t, const char *key, size_t klen, const char *fp, si
   if (flen > UINT32_MAX || size > t->max_bytes) return ZV_ETOOLONG;
   if (!now_ns) now_ns = zv_idem_clock();
   uint32_t h = zv_hash(key, klen);
-  stripe_t *s = STRIPE(t, h);
+  zv_stripe_t *s = zv_stripes_at(&t->stripes, h);
   entry_t *gone = NULL;
   int rc;
 
-  zv_spin_lock(&s->s.lock);
+  zv_spin_lock(&s->lock);
   entry_t *e = find_live(s, h, key, klen, now_ns, &gone);
   if (e) rc = answer(s, e, fp, flen, now_ns, buf, cap, r);
-  zv_spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->lock);
   if (gone) drop_expired(t, gone);
   if (e) return rc;
 
@@ -329,33 +243,34 @@ int zv_idem_begin(zv_idem_t *t, const char *key, size_t klen, const char *fp, si
   entry_t *fresh = zv_alloc(size);
   if (!fresh) return ZV_ENOMEM;
   memset(fresh, 0, sizeof *fresh);
-  fresh->hash = h;
-  fresh->klen = (uint32_t)klen;
-  fresh->flen = (uint32_t)flen;
+  fresh->n.hash = h;
+  fresh->n.klen = (uint32_t)klen;
+  FLEN(fresh) = (uint32_t)flen;
   fresh->state = PENDING;
   fresh->ttl_ns = ttl_ns;
-  fresh->used_ns = now_ns;
+  fresh->n.used_ns = now_ns;
   fresh->expires_ns = pending_ns ? now_ns + pending_ns : 0;
   memcpy(fresh->data, key, klen);
   if (flen) memcpy(fresh->data + klen, fp, flen);
   admit(t, size, 1, now_ns);
 
   gone = NULL;
-  zv_spin_lock(&s->s.lock);
+  zv_spin_lock(&s->lock);
   e = find_live(s, h, key, klen, now_ns, &gone);
   if (e) {
     rc = answer(s, e, fp, flen, now_ns, buf, cap, r);
   } else {
     fresh->token = __atomic_add_fetch(&t->tokens, 1, __ATOMIC_RELAXED);
-    insert(s, fresh);
-    maybe_grow(s);
+    zv_stripe_insert(s, &fresh->n);
+    s->flagged++; /* PENDING */
+    zv_stripe_grow(s);
     r->status = ZV_IDEM_RESERVED;
     r->token = fresh->token;
     r->len = 0;
     r->type = 0;
     rc = 0;
   }
-  zv_spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->lock);
   if (gone) drop_expired(t, gone);
   if (e) {
     drop(t, fresh); /* another thread reserved it meanwhile: give the slot back */
@@ -381,10 +296,10 @@ int zv_idem_complete(zv_idem_t *t, const char *key, size_t klen, uint64_t token,
   admit(t, rlen, 0, now_ns);
 
   uint32_t h = zv_hash(key, klen);
-  stripe_t *s = STRIPE(t, h);
+  zv_stripe_t *s = zv_stripes_at(&t->stripes, h);
   entry_t *gone = NULL;
   int rc;
-  zv_spin_lock(&s->s.lock);
+  zv_spin_lock(&s->lock);
   entry_t *e = find_live(s, h, key, klen, now_ns, &gone);
   if (!e || (token && e->token != token)) {
     rc = ZV_ENOTFOUND;
@@ -398,12 +313,12 @@ int zv_idem_complete(zv_idem_t *t, const char *key, size_t klen, uint64_t token,
     e->rtype = type;
     e->state = COMPLETE;
     e->expires_ns = e->ttl_ns ? now_ns + e->ttl_ns : 0;
-    s->s.pending--;
+    s->flagged--;
     touch(s, e, now_ns);
     copy = NULL;
     rc = 0;
   }
-  zv_spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->lock);
   if (gone) drop_expired(t, gone);
   if (rc) {
     __atomic_sub_fetch(&t->bytes, rlen, __ATOMIC_RELAXED);
@@ -418,96 +333,33 @@ int zv_idem_forget(zv_idem_t *t, const char *key, size_t klen, uint64_t token, u
   if (klen > ZV_IDEM_MAX_KEY) return 0;
   if (!now_ns) now_ns = zv_idem_clock();
   uint32_t h = zv_hash(key, klen);
-  stripe_t *s = STRIPE(t, h);
-  zv_spin_lock(&s->s.lock);
+  zv_stripe_t *s = zv_stripes_at(&t->stripes, h);
+  zv_spin_lock(&s->lock);
   entry_t *e = find(s, h, key, klen);
   if (e && token && e->token != token) e = NULL;
   if (e) {
     *existed = !expired(e, now_ns);
     unlink_entry(s, e);
   }
-  zv_spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->lock);
   if (e) drop(t, e);
   return 0;
 }
 
 size_t zv_idem_sweep(zv_idem_t *t, uint64_t now_ns, size_t max_steps, int *more) {
-  size_t removed = 0, steps = 0;
-  entry_t *dead[16];
   if (!now_ns) now_ns = zv_idem_clock();
-  *more = 1;
-  zv_spin_lock(&t->sweep);
-  while (steps < max_steps) {
-    stripe_t *s = &t->stripes[t->sweep_stripe];
-    size_t ndead = 0;
-    int next_stripe = 0;
-    zv_spin_lock(&s->s.lock);
-    if (t->sweep_bucket > s->s.mask) {
-      next_stripe = 1;
-    } else {
-      entry_t **pp = &s->s.buckets[t->sweep_bucket];
-      while (*pp) {
-        entry_t *e = *pp;
-        if (expired(e, now_ns) && ndead < ZV_ARRAY_SIZE(dead)) {
-          *pp = e->next;
-          lru_unlink(s, e);
-          s->s.count--;
-          if (e->state == PENDING) s->s.pending--;
-          dead[ndead++] = e;
-        } else {
-          pp = &e->next;
-        }
-      }
-      /* A chain with more than 16 expired entries is finished by the next visit. */
-      if (ndead < ZV_ARRAY_SIZE(dead)) t->sweep_bucket++;
-      steps++;
-    }
-    zv_spin_unlock(&s->s.lock);
-    for (size_t i = 0; i < ndead; i++) drop(t, dead[i]);
-    removed += ndead;
-    if (next_stripe) {
-      t->sweep_bucket = 0;
-      if (++t->sweep_stripe == ZV_IDEM_STRIPES) {
-        t->sweep_stripe = 0;
-        *more = 0;
-        break;
-      }
-    }
-  }
-  zv_spin_unlock(&t->sweep);
+  size_t removed =
+      zv_stripes_sweep(&t->stripes, &t->sweep, &kind, now_ns, max_steps, more, drop_node, t);
   if (removed) __atomic_add_fetch(&t->expired, removed, __ATOMIC_RELAXED);
   return removed;
 }
 
 void zv_idem_clear(zv_idem_t *t) {
-  for (int i = 0; i < ZV_IDEM_STRIPES; i++) {
-    stripe_t *s = &t->stripes[i];
-    entry_t *list;
-    zv_spin_lock(&s->s.lock);
-    list = s->s.newest;
-    memset(s->s.buckets, 0, (s->s.mask + 1) * sizeof *s->s.buckets);
-    s->s.newest = s->s.oldest = NULL;
-    s->s.count = 0;
-    s->s.pending = 0;
-    zv_spin_unlock(&s->s.lock);
-    for (entry_t *e = list, *next; e; e = next) {
-      next = e->older;
-      drop(t, e);
-    }
-  }
+  zv_stripes_clear(&t->stripes, drop_node, t);
 }
 
 void zv_idem_stats(zv_idem_t *t, zv_idem_stats_t *out) {
-  size_t n = 0, p = 0;
-  for (int i = 0; i < ZV_IDEM_STRIPES; i++) {
-    stripe_t *s = &t->stripes[i];
-    zv_spin_lock(&s->s.lock);
-    n += s->s.count;
-    p += s->s.pending;
-    zv_spin_unlock(&s->s.lock);
-  }
-  out->entries = n;
-  out->pending = p;
+  out->entries = zv_stripes_count(&t->stripes, &out->pending);
   out->bytes = __atomic_load_n(&t->bytes, __ATOMIC_RELAXED);
   out->max_keys = t->max_keys;
   out->max_bytes = t->max_bytes;

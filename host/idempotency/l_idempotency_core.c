@@ -32,27 +32,19 @@
 #define STACK_RESULT 512
 #define MAX_PARTS 16
 
-typedef struct {
-  zv_idem_t *t;
-} handle_t;
-
 static zv_idem_t *check(lua_State *L) {
-  handle_t *h = luaL_checkudata(L, 1, MT);
-  if (!h->t) luaL_error(L, "idempotency: the handle was released");
-  return h->t;
+  return zv_l_checkhandle(L, MT, "idempotency");
 }
 
 static int l_open(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   lua_Number keys = luaL_checknumber(L, 2);
   lua_Number bytes = luaL_checknumber(L, 3);
-  handle_t *h = lua_newuserdata(L, sizeof *h);
-  h->t = NULL;
-  luaL_getmetatable(L, MT);
-  lua_setmetatable(L, -2);
-  int rc = zv_idem_open(name, keys >= 1 ? (size_t)keys : 0, bytes >= 1 ? (size_t)bytes : 0,
-                        &h->t);
+  void **slot = zv_l_newhandle(L, MT);
+  zv_idem_t *t;
+  int rc = zv_idem_open(name, keys >= 1 ? (size_t)keys : 0, bytes >= 1 ? (size_t)bytes : 0, &t);
   if (rc) return zv_l_fail(L, rc);
+  *slot = t;
   return 1;
 }
 
@@ -133,22 +125,17 @@ static int l_clear(lua_State *L) {
   return 0;
 }
 
-static void set_number(lua_State *L, const char *k, double v) {
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, k);
-}
-
 static int l_stats(lua_State *L) {
   zv_idem_stats_t st;
   zv_idem_stats(check(L), &st);
   lua_createtable(L, 0, 7);
-  set_number(L, "entries", (double)st.entries);
-  set_number(L, "pending", (double)st.pending);
-  set_number(L, "bytes", (double)st.bytes);
-  set_number(L, "max_keys", (double)st.max_keys);
-  set_number(L, "max_bytes", (double)st.max_bytes);
-  set_number(L, "evictions", (double)st.evictions);
-  set_number(L, "expired", (double)st.expired);
+  zv_l_setnumber(L, "entries", (double)st.entries);
+  zv_l_setnumber(L, "pending", (double)st.pending);
+  zv_l_setnumber(L, "bytes", (double)st.bytes);
+  zv_l_setnumber(L, "max_keys", (double)st.max_keys);
+  zv_l_setnumber(L, "max_bytes", (double)st.max_bytes);
+  zv_l_setnumber(L, "evictions", (double)st.evictions);
+  zv_l_setnumber(L, "expired", (double)st.expired);
   return 1;
 }
 
@@ -158,9 +145,9 @@ static int l_ptr(lua_State *L) {
 }
 
 static int l_release(lua_State *L) {
-  handle_t *h = luaL_checkudata(L, 1, MT);
-  if (h->t) zv_idem_release(h->t);
-  h->t = NULL;
+  void **slot = luaL_checkudata(L, 1, MT);
+  if (*slot) zv_idem_release(*slot);
+  *slot = NULL;
   return 0;
 }
 
@@ -196,15 +183,7 @@ static const luaL_Reg funcs[] = {
 
 int luaopen_zever_idempotency_core(lua_State *L);
 int luaopen_zever_idempotency_core(lua_State *L) {
-  luaL_newmetatable(L, MT);
-  lua_newtable(L);
-  luaL_register(L, NULL, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, l_release);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
-  lua_newtable(L);
-  luaL_register(L, NULL, funcs);
+  zv_l_newclass(L, MT, methods, l_release, funcs);
   lua_pushinteger(L, (lua_Integer)zv_idem_overhead());
   lua_setfield(L, -2, "OVERHEAD");
   lua_pushinteger(L, ZV_IDEM_MAX_KEY);

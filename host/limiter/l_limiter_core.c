@@ -24,14 +24,8 @@
 
 #define MT "zever.limiter_core"
 
-typedef struct {
-  zv_limiter_t *l;
-} handle_t;
-
 static zv_limiter_t *check(lua_State *L) {
-  handle_t *h = luaL_checkudata(L, 1, MT);
-  if (!h->l) luaL_error(L, "limiter: the handle was released");
-  return h->l;
+  return zv_l_checkhandle(L, MT, "limiter");
 }
 
 static int l_open(lua_State *L) {
@@ -42,12 +36,11 @@ static int l_open(lua_State *L) {
   lua_Number max = luaL_checknumber(L, 4);
   o.max_entries = max >= 1 ? (size_t)max : 0;
   o.idle = luaL_optnumber(L, 5, 0);
-  handle_t *h = lua_newuserdata(L, sizeof *h);
-  h->l = NULL;
-  luaL_getmetatable(L, MT);
-  lua_setmetatable(L, -2);
-  int rc = zv_limiter_open(name, &o, &h->l);
+  void **slot = zv_l_newhandle(L, MT);
+  zv_limiter_t *l;
+  int rc = zv_limiter_open(name, &o, &l);
   if (rc) return zv_l_fail(L, rc);
+  *slot = l;
   return 1;
 }
 
@@ -91,14 +84,10 @@ static int l_stats(lua_State *L) {
   zv_limiter_stats_t st;
   zv_limiter_stats(l, &st);
   lua_createtable(L, 0, 4);
-  lua_pushnumber(L, (lua_Number)st.entries);
-  lua_setfield(L, -2, "entries");
-  lua_pushnumber(L, (lua_Number)st.max_entries);
-  lua_setfield(L, -2, "max_entries");
-  lua_pushnumber(L, (lua_Number)st.evictions);
-  lua_setfield(L, -2, "evictions");
-  lua_pushnumber(L, (lua_Number)st.expired);
-  lua_setfield(L, -2, "expired");
+  zv_l_setnumber(L, "entries", (double)st.entries);
+  zv_l_setnumber(L, "max_entries", (double)st.max_entries);
+  zv_l_setnumber(L, "evictions", (double)st.evictions);
+  zv_l_setnumber(L, "expired", (double)st.expired);
   return 1;
 }
 
@@ -108,9 +97,9 @@ static int l_ptr(lua_State *L) {
 }
 
 static int l_release(lua_State *L) {
-  handle_t *h = luaL_checkudata(L, 1, MT);
-  if (h->l) zv_limiter_release(h->l);
-  h->l = NULL;
+  void **slot = luaL_checkudata(L, 1, MT);
+  if (*slot) zv_limiter_release(*slot);
+  *slot = NULL;
   return 0;
 }
 
@@ -137,15 +126,7 @@ static const luaL_Reg funcs[] = {
 
 int luaopen_zever_limiter_core(lua_State *L);
 int luaopen_zever_limiter_core(lua_State *L) {
-  luaL_newmetatable(L, MT);
-  lua_newtable(L);
-  luaL_register(L, NULL, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, l_release);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
-  lua_newtable(L);
-  luaL_register(L, NULL, funcs);
+  zv_l_newclass(L, MT, methods, l_release, funcs);
   lua_pushinteger(L, ZV_LIMITER_MAX_KEY);
   lua_setfield(L, -2, "MAX_KEY");
   return 1;

@@ -1,5 +1,6 @@
 /*
- * limiter.c: the striped token-bucket table of limiter.h and its process-wide registry.
+ * limiter.c: the token buckets of limiter.h over the shared striped table of core/stripes.h,
+ * and their process-wide registry.
  *
  * It must not include Lua or libuv headers, must not allocate on a call for a key that is in
  * the table, and must never hold two stripe locks at once (see the lock order in limiter.h).
@@ -8,51 +9,37 @@
 #include "limiter.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <sched.h>
 #include <string.h>
-#include <time.h>
 
 #include "../core/registry.h"
 #include "../core/spin.h"
+#include "../core/stripes.h"
 #include "../core/zv.h"
 
-#define INITIAL_BUCKETS 8
 #define ADMIT_SWEEP_STEPS 8
 
-/* A spin lock that yields the CPU after a short spin: critical sections are a few dozen ns. */
-
 typedef struct entry {
-  struct entry *next;     /* hash chain */
-  struct entry *newer;    /* LRU list of the stripe */
-  struct entry *older;
-  uint64_t hash;
-  uint64_t last_ns;       /* last call: refill time and LRU age */
+  zv_stripe_node_t n;     /* chain, LRU links, hash, klen; used_ns: the last call (refill time) */
   double tokens;
-  uint32_t len;
   char key[];
 } entry_t;
 
-/* Padded to two cache lines so that stripes used by different threads never share one. */
-typedef union {
-  struct {
-    zv_spin_t lock;
-    size_t mask;          /* buckets - 1 */
-    size_t count;
-    entry_t **buckets;
-    entry_t *newest;
-    entry_t *oldest;
-  } s;
-  char pad[128];
-} stripe_t;
-
+/*
+ * The stripes come first, padded; the settings every call reads sit on their own cache line,
+ * apart from the counters that admissions and sweeps write, so a new key admitted on one core
+ * does not take the settings' line away from calls on existing keys on another.
+ */
 struct zv_limiter_s {
-  stripe_t stripes[ZV_LIMITER_STRIPES];
-  double rate_ns;         /* tokens per nanosecond */
-  double burst;
-  uint64_t idle_ns;       /* effective idle threshold (0: never) */
-  zv_limiter_opts_t opts;
-  size_t max_entries;
+  zv_stripes_t stripes;
+  struct {
+    double rate_ns;       /* tokens per nanosecond */
+    double burst;
+    uint64_t idle_ns;     /* effective idle threshold (0: never) */
+    size_t max_entries;
+    zv_limiter_opts_t opts;
+  } cfg;                  /* set at creation; read by every call */
+  char gap[64];           /* keeps the counters below off cfg's cache lines */
   size_t used;            /* atomic: reserved slots */
   uint64_t evictions;     /* atomic */
   uint64_t expired;       /* atomic */
@@ -60,10 +47,13 @@ struct zv_limiter_s {
   zv_spin_t admit;
 };
 
+/* limiter.h promises 64 stripes: the shared table has that many. */
+typedef char stripes_match[ZV_LIMITER_STRIPES == ZV_STRIPES ? 1 : -1];
+
+static const zv_stripe_kind_t kind = {0, NULL};
+
 uint64_t zv_limiter_clock(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 1;
+  return zv_stripe_clock();
 }
 
 /* --- options -------------------------------------------------------------------------------- */
@@ -81,111 +71,50 @@ int zv_limiter_new(const zv_limiter_opts_t *opts, zv_limiter_t **out) {
   zv_limiter_t *l = zv_alloc(sizeof *l);
   if (!l) return ZV_ENOMEM;
   memset(l, 0, sizeof *l);
-  for (int i = 0; i < ZV_LIMITER_STRIPES; i++) {
-    stripe_t *s = &l->stripes[i];
-    s->s.buckets = zv_alloc(INITIAL_BUCKETS * sizeof *s->s.buckets);
-    if (!s->s.buckets) {
-      zv_limiter_free(l);
-      return ZV_ENOMEM;
-    }
-    memset(s->s.buckets, 0, INITIAL_BUCKETS * sizeof *s->s.buckets);
-    s->s.mask = INITIAL_BUCKETS - 1;
+  if (zv_stripes_init(&l->stripes)) {
+    zv_limiter_free(l);
+    return ZV_ENOMEM;
   }
-  l->opts = *opts;
-  l->rate_ns = opts->rate / 1e9;
-  l->burst = opts->burst;
-  l->max_entries = opts->max_entries;
+  l->cfg.opts = *opts;
+  l->cfg.rate_ns = opts->rate / 1e9;
+  l->cfg.burst = opts->burst;
+  l->cfg.max_entries = opts->max_entries;
   if (opts->idle > 0) {
     /* A key idle for less than a refill may still owe tokens: keep it that long at least. */
     double idle = opts->idle;
     double refill = opts->rate > 0 ? opts->burst / opts->rate : 0;
     if (refill > idle) idle = refill;
-    l->idle_ns = idle * 1e9 >= 1.8e19 ? UINT64_MAX : (uint64_t)(idle * 1e9);
+    l->cfg.idle_ns = idle * 1e9 >= 1.8e19 ? UINT64_MAX : (uint64_t)(idle * 1e9);
   }
   *out = l;
   return 0;
 }
 
+static void free_entry(zv_stripe_node_t *n) {
+  zv_free(n);
+}
+
 void zv_limiter_free(zv_limiter_t *l) {
   if (!l) return;
-  for (int i = 0; i < ZV_LIMITER_STRIPES; i++) {
-    stripe_t *s = &l->stripes[i];
-    for (entry_t *e = s->s.newest, *next; e; e = next) {
-      next = e->older;
-      zv_free(e);
-    }
-    zv_free(s->s.buckets);
-  }
+  zv_stripes_free(&l->stripes, free_entry);
   zv_free(l);
 }
 
 /* --- one stripe (its lock held) ------------------------------------------------------------- */
 
-static inline entry_t *find(stripe_t *s, uint64_t h, const char *key, size_t len) {
-  for (entry_t *e = s->s.buckets[(h >> 6) & s->s.mask]; e; e = e->next)
-    if (e->hash == h && e->len == len && memcmp(e->key, key, len) == 0) return e;
-  return NULL;
-}
-
-static inline void lru_unlink(stripe_t *s, entry_t *e) {
-  if (e->newer) e->newer->older = e->older;
-  else s->s.newest = e->older;
-  if (e->older) e->older->newer = e->newer;
-  else s->s.oldest = e->newer;
-}
-
-static inline void lru_push(stripe_t *s, entry_t *e) {
-  e->newer = NULL;
-  e->older = s->s.newest;
-  if (s->s.newest) s->s.newest->newer = e;
-  else s->s.oldest = e;
-  s->s.newest = e;
-}
-
-static inline void touch(stripe_t *s, entry_t *e) {
-  if (s->s.newest == e) return;
-  lru_unlink(s, e);
-  lru_push(s, e);
-}
-
-/* Unlinks e from its chain and the LRU list; the caller frees it after unlocking. */
-static void unlink_entry(stripe_t *s, entry_t *e) {
-  entry_t **pp = &s->s.buckets[(e->hash >> 6) & s->s.mask];
-  while (*pp != e) pp = &(*pp)->next;
-  *pp = e->next;
-  lru_unlink(s, e);
-  s->s.count--;
-}
-
-/* Doubles the bucket array when the load passes 1; a failed allocation only keeps chains long. */
-static void maybe_grow(stripe_t *s) {
-  size_t n = s->s.mask + 1;
-  if (s->s.count <= n) return;
-  entry_t **nb = zv_alloc(2 * n * sizeof *nb);
-  if (!nb) return;
-  memset(nb, 0, 2 * n * sizeof *nb);
-  size_t mask = 2 * n - 1;
-  for (size_t i = 0; i < n; i++) {
-    for (entry_t *e = s->s.buckets[i], *next; e; e = next) {
-      next = e->next;
-      entry_t **slot = &nb[(e->hash >> 6) & mask];
-      e->next = *slot;
-      *slot = e;
-    }
-  }
-  zv_free(s->s.buckets);
-  s->s.buckets = nb;
-  s->s.mask = mask;
+static inline entry_t *find(zv_stripe_t *s, uint64_t h, const char *key, size_t len) {
+  return (entry_t *)zv_stripe_find(s, h, key, len, offsetof(entry_t, key));
 }
 
 static inline void charge(const zv_limiter_t *l, entry_t *e, double cost, uint64_t now,
                           zv_limiter_result_t *r) {
-  if (now > e->last_ns) {
-    double t = e->tokens + (double)(now - e->last_ns) * l->rate_ns;
-    e->tokens = t < l->burst ? t : l->burst;
-    e->last_ns = now;
+  double rate_ns = l->cfg.rate_ns, burst = l->cfg.burst;
+  if (now > e->n.used_ns) {
+    double t = e->tokens + (double)(now - e->n.used_ns) * rate_ns;
+    e->tokens = t < burst ? t : burst;
+    e->n.used_ns = now;
   }
-  if (cost > l->burst) cost = l->burst;
+  if (cost > burst) cost = burst;
   /* A tolerance of 1e-9 tokens absorbs the rounding of rate * elapsed. */
   if (e->tokens + 1e-9 >= cost) {
     e->tokens -= cost;
@@ -194,7 +123,7 @@ static inline void charge(const zv_limiter_t *l, entry_t *e, double cost, uint64
     r->retry_after = 0;
   } else {
     r->allowed = 0;
-    r->retry_after = l->rate_ns > 0 ? (cost - e->tokens) / (l->rate_ns * 1e9) : INFINITY;
+    r->retry_after = rate_ns > 0 ? (cost - e->tokens) / (rate_ns * 1e9) : INFINITY;
   }
   r->remaining = e->tokens;
 }
@@ -207,18 +136,8 @@ static inline void charge(const zv_limiter_t *l, entry_t *e, double cost, uint64
  */
 static void admit(zv_limiter_t *l) {
   zv_spin_lock(&l->admit);
-  while (__atomic_load_n(&l->used, __ATOMIC_RELAXED) >= l->max_entries) {
-    int victim = -1;
-    uint64_t oldest = UINT64_MAX;
-    for (int i = 0; i < ZV_LIMITER_STRIPES; i++) {
-      stripe_t *s = &l->stripes[i];
-      zv_spin_lock(&s->s.lock);
-      if (s->s.oldest && s->s.oldest->last_ns <= oldest) {
-        oldest = s->s.oldest->last_ns;
-        victim = i;
-      }
-      zv_spin_unlock(&s->s.lock);
-    }
+  while (__atomic_load_n(&l->used, __ATOMIC_RELAXED) >= l->cfg.max_entries) {
+    int victim = zv_stripes_oldest(&l->stripes, &kind, 0, 0);
     if (victim < 0) {
       /* Every slot is a reservation whose insert is in flight: let it land, then look again. */
       zv_spin_unlock(&l->admit);
@@ -226,12 +145,7 @@ static void admit(zv_limiter_t *l) {
       zv_spin_lock(&l->admit);
       continue;
     }
-    stripe_t *s = &l->stripes[victim];
-    entry_t *e;
-    zv_spin_lock(&s->s.lock);
-    e = s->s.oldest;
-    if (e) unlink_entry(s, e);
-    zv_spin_unlock(&s->s.lock);
+    zv_stripe_node_t *e = zv_stripes_pop_oldest(&l->stripes, &kind, victim);
     if (e) {
       zv_free(e);
       __atomic_sub_fetch(&l->used, 1, __ATOMIC_RELAXED);
@@ -248,46 +162,43 @@ int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost, 
   if (!(cost >= 0)) return ZV_EINVAL;
   if (!now_ns) now_ns = zv_limiter_clock();
   uint64_t h = zv_fnv1a(key, len);
-  stripe_t *s = &l->stripes[h & (ZV_LIMITER_STRIPES - 1)];
-  zv_spin_lock(&s->s.lock);
+  zv_stripe_t *s = zv_stripes_at(&l->stripes, h);
+  zv_spin_lock(&s->lock);
   entry_t *e = find(s, h, key, len);
   if (e) {
     charge(l, e, cost, now_ns, r);
-    touch(s, e);
-    zv_spin_unlock(&s->s.lock);
+    zv_stripe_touch(s, &e->n);
+    zv_spin_unlock(&s->lock);
     return 0;
   }
-  zv_spin_unlock(&s->s.lock);
+  zv_spin_unlock(&s->lock);
 
   /* A new key: allocate and reserve a slot with no stripe lock held, then look again. */
   entry_t *fresh = zv_alloc(sizeof *fresh + len);
   if (!fresh) return ZV_ENOMEM;
   admit(l);
-  zv_spin_lock(&s->s.lock);
+  zv_spin_lock(&s->lock);
   e = find(s, h, key, len);
   if (e) {
     /* Another thread admitted it meanwhile: give the slot back. */
     charge(l, e, cost, now_ns, r);
-    touch(s, e);
-    zv_spin_unlock(&s->s.lock);
+    zv_stripe_touch(s, &e->n);
+    zv_spin_unlock(&s->lock);
     __atomic_sub_fetch(&l->used, 1, __ATOMIC_RELAXED);
     zv_free(fresh);
   } else {
-    fresh->hash = h;
-    fresh->len = (uint32_t)len;
+    fresh->n.hash = h;
+    fresh->n.klen = (uint32_t)len;
+    fresh->n.aux = 0;
     memcpy(fresh->key, key, len);
-    fresh->tokens = l->burst;
-    fresh->last_ns = now_ns;
-    entry_t **slot = &s->s.buckets[(h >> 6) & s->s.mask];
-    fresh->next = *slot;
-    *slot = fresh;
-    lru_push(s, fresh);
-    s->s.count++;
+    fresh->tokens = l->cfg.burst;
+    fresh->n.used_ns = now_ns;
+    zv_stripe_insert(s, &fresh->n);
     charge(l, fresh, cost, now_ns, r);
-    maybe_grow(s);
-    zv_spin_unlock(&s->s.lock);
+    zv_stripe_grow(s);
+    zv_spin_unlock(&s->lock);
   }
-  if (l->idle_ns) {
+  if (l->cfg.idle_ns) {
     int more;
     zv_limiter_sweep(l, now_ns, ADMIT_SWEEP_STEPS, &more);
   }
@@ -297,11 +208,11 @@ int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost, 
 int zv_limiter_reset(zv_limiter_t *l, const char *key, size_t len, int *existed) {
   if (len > ZV_LIMITER_MAX_KEY) return ZV_ETOOLONG;
   uint64_t h = zv_fnv1a(key, len);
-  stripe_t *s = &l->stripes[h & (ZV_LIMITER_STRIPES - 1)];
-  zv_spin_lock(&s->s.lock);
+  zv_stripe_t *s = zv_stripes_at(&l->stripes, h);
+  zv_spin_lock(&s->lock);
   entry_t *e = find(s, h, key, len);
-  if (e) unlink_entry(s, e);
-  zv_spin_unlock(&s->s.lock);
+  if (e) zv_stripe_unlink(s, &e->n);
+  zv_spin_unlock(&s->lock);
   if (e) {
     zv_free(e);
     __atomic_sub_fetch(&l->used, 1, __ATOMIC_RELAXED);
@@ -310,31 +221,35 @@ int zv_limiter_reset(zv_limiter_t *l, const char *key, size_t len, int *existed)
   return 0;
 }
 
+/* Whether the entry n has been idle long enough for the sweep to drop it. */
+static inline int is_idle(const zv_limiter_t *l, const zv_stripe_node_t *n, uint64_t now) {
+  return now > n->used_ns && now - n->used_ns >= l->cfg.idle_ns;
+}
+
 size_t zv_limiter_sweep(zv_limiter_t *l, uint64_t now_ns, size_t max_steps, int *more) {
   size_t removed = 0, steps = 0;
   if (!now_ns) now_ns = zv_limiter_clock();
   *more = 0;
-  if (!l->idle_ns) return 0;
-  for (int visited = 0; visited < ZV_LIMITER_STRIPES; visited++) {
+  if (!l->cfg.idle_ns) return 0;
+  for (int visited = 0; visited < ZV_STRIPES; visited++) {
     if (steps >= max_steps) {
       *more = 1;
       break;
     }
-    unsigned i = __atomic_fetch_add(&l->cursor, 1, __ATOMIC_RELAXED) & (ZV_LIMITER_STRIPES - 1);
-    stripe_t *s = &l->stripes[i];
+    unsigned i = __atomic_fetch_add(&l->cursor, 1, __ATOMIC_RELAXED) & (ZV_STRIPES - 1);
+    zv_stripe_t *s = &l->stripes.at[i].s;
     steps++;
     for (;;) {
-      entry_t *e;
-      zv_spin_lock(&s->s.lock);
-      e = s->s.oldest;
-      if (e && now_ns > e->last_ns && now_ns - e->last_ns >= l->idle_ns && steps < max_steps) {
-        unlink_entry(s, e);
+      zv_stripe_node_t *e;
+      zv_spin_lock(&s->lock);
+      e = s->oldest;
+      if (e && is_idle(l, e, now_ns) && steps < max_steps) {
+        zv_stripe_unlink(s, e);
       } else {
-        if (e && steps >= max_steps && now_ns > e->last_ns && now_ns - e->last_ns >= l->idle_ns)
-          *more = 1;
+        if (e && steps >= max_steps && is_idle(l, e, now_ns)) *more = 1;
         e = NULL;
       }
-      zv_spin_unlock(&s->s.lock);
+      zv_spin_unlock(&s->lock);
       if (!e) break;
       steps++;
       zv_free(e);
@@ -347,15 +262,8 @@ size_t zv_limiter_sweep(zv_limiter_t *l, uint64_t now_ns, size_t max_steps, int 
 }
 
 void zv_limiter_stats(zv_limiter_t *l, zv_limiter_stats_t *out) {
-  size_t n = 0;
-  for (int i = 0; i < ZV_LIMITER_STRIPES; i++) {
-    stripe_t *s = &l->stripes[i];
-    zv_spin_lock(&s->s.lock);
-    n += s->s.count;
-    zv_spin_unlock(&s->s.lock);
-  }
-  out->entries = n;
-  out->max_entries = l->max_entries;
+  out->entries = zv_stripes_count(&l->stripes, NULL);
+  out->max_entries = l->cfg.max_entries;
   out->evictions = __atomic_load_n(&l->evictions, __ATOMIC_RELAXED);
   out->expired = __atomic_load_n(&l->expired, __ATOMIC_RELAXED);
 }
@@ -365,7 +273,7 @@ void zv_limiter_stats(zv_limiter_t *l, zv_limiter_stats_t *out) {
 static zv_registry_t limiters = ZV_REGISTRY_INIT;
 
 static int limiter_same(void *obj, const void *arg) {
-  const zv_limiter_opts_t *a = &((zv_limiter_t *)obj)->opts, *b = arg;
+  const zv_limiter_opts_t *a = &((zv_limiter_t *)obj)->cfg.opts, *b = arg;
   return a->rate == b->rate && a->burst == b->burst && a->max_entries == b->max_entries &&
                  a->idle == b->idle
              ? 0

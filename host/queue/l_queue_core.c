@@ -29,14 +29,8 @@
 #define MT "zever.queue_core"
 #define STACK_MSG 1024
 
-typedef struct {
-  zv_queue_t *q;
-} handle_t;
-
 static zv_queue_t *check(lua_State *L) {
-  handle_t *h = luaL_checkudata(L, 1, MT);
-  if (!h->q) luaL_error(L, "queue: the handle was released");
-  return h->q;
+  return zv_l_checkhandle(L, MT, "queue");
 }
 
 static uint64_t check_u64(lua_State *L, int i) {
@@ -46,17 +40,11 @@ static uint64_t check_u64(lua_State *L, int i) {
 
 static int l_open(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
-  handle_t *h = lua_newuserdata(L, sizeof *h);
-  h->q = NULL;
-  luaL_getmetatable(L, MT);
-  lua_setmetatable(L, -2);
-  int rc = zv_queue_open(name, &h->q);
-  if (rc) {
-    lua_pushnil(L);
-    lua_pushstring(L, zv_errname(rc));
-    lua_pushstring(L, zv_strerror(rc));
-    return 3;
-  }
+  void **slot = zv_l_newhandle(L, MT);
+  zv_queue_t *q;
+  int rc = zv_queue_open(name, &q);
+  if (rc) return zv_l_fail(L, rc);
+  *slot = q;
   return 1;
 }
 
@@ -70,12 +58,7 @@ static int l_push(lua_State *L) {
   uint64_t id;
   int rc = zv_queue_push(q, topic, tlen, type, payload, plen, headers, hlen, zv_l_opt_u64(L, 6),
                          zv_l_opt_u64(L, 7), zv_l_opt_u64(L, 8), &id);
-  if (rc) {
-    lua_pushnil(L);
-    lua_pushstring(L, zv_errname(rc));
-    lua_pushstring(L, zv_strerror(rc));
-    return 3;
-  }
+  if (rc) return zv_l_fail(L, rc);
   lua_pushnumber(L, (lua_Number)id);
   return 1;
 }
@@ -122,8 +105,8 @@ static int l_ack(lua_State *L) {
 
 static int l_nack(lua_State *L) {
   zv_queue_t *q = check(L);
-  int rc = zv_queue_nack(q, check_u64(L, 2), check_u64(L, 3), lua_toboolean(L, 4), zv_l_opt_u64(L, 5),
-                         zv_l_opt_u64(L, 6));
+  int rc = zv_queue_nack(q, check_u64(L, 2), check_u64(L, 3), lua_toboolean(L, 4),
+                         zv_l_opt_u64(L, 5), zv_l_opt_u64(L, 6));
   lua_pushboolean(L, rc == 0);
   return 1;
 }
@@ -138,9 +121,9 @@ static int l_len(lua_State *L) {
 }
 
 static int l_release(lua_State *L) {
-  handle_t *h = luaL_checkudata(L, 1, MT);
-  if (h->q) zv_queue_release(h->q);
-  h->q = NULL;
+  void **slot = luaL_checkudata(L, 1, MT);
+  if (*slot) zv_queue_release(*slot);
+  *slot = NULL;
   return 0;
 }
 
@@ -162,15 +145,7 @@ static const luaL_Reg funcs[] = {
 
 int luaopen_zever_queue_core(lua_State *L);
 int luaopen_zever_queue_core(lua_State *L) {
-  luaL_newmetatable(L, MT);
-  lua_newtable(L);
-  luaL_register(L, NULL, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, l_release);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
-  lua_newtable(L);
-  luaL_register(L, NULL, funcs);
+  zv_l_newclass(L, MT, methods, l_release, funcs);
   lua_pushinteger(L, ZV_QUEUE_MAX_TOPIC);
   lua_setfield(L, -2, "MAX_TOPIC");
   return 1;
