@@ -60,16 +60,7 @@ describe("zever.redis url", function()
 end)
 
 describe("zever.redis #redis", function()
-  local redis_server = require "spec.support.redis_server"
-  local srv
-
-  setup(function()
-    srv = assert(redis_server.start())
-  end)
-
-  teardown(function()
-    if srv then srv:stop() end
-  end)
+  local srv = require("spec.support.redis_server").fixture()
 
   describe("sync client", function()
     it("sets and gets a value", function()
@@ -320,15 +311,7 @@ describe("zever.redis #redis", function()
   end)
 
   describe("password", function()
-    local secure
-
-    setup(function()
-      secure = assert(redis_server.start({ password = "hunter2" }))
-    end)
-
-    teardown(function()
-      if secure then secure:stop() end
-    end)
+    local secure = require("spec.support.redis_server").fixture({ password = "hunter2" })
 
     it("sends AUTH from the url", function()
       local a = assert(redis.connect(secure.url))

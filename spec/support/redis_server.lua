@@ -6,6 +6,12 @@
 --   srv.port, srv.url ("redis://:s3cret@127.0.0.1:PORT/0"), srv.pid, srv.dir
 --   srv:stop()       -- SIGTERM by PID, SIGKILL after 2 s; removes the directory; idempotent
 --   srv:restart()    -- stop, then start again on the same port (connection-loss specs)
+--   srv:prefix(name) -- "spec:<name>:<n>:", a key prefix no earlier call on this server gave
+--
+--   describe("... #redis", function()
+--     local srv = redis_server.fixture()   -- started by a setup, stopped by a teardown
+--     it("...", function() local c = assert(redis.connect(srv.url)) ... end)
+--   end)
 --
 -- The server daemonizes with a pidfile so it is stopped by PID, never by name. A server whose
 -- spec forgot to stop it is stopped when the Lua state closes (a __gc sentinel), and start()
@@ -116,11 +122,15 @@ function Server:restart()
   return self:launch()
 end
 
--- opts: password (adds --requirepass). Returns the server or nil, message.
-function M.start(opts)
-  opts = opts or {}
-  local dir = sh("mktemp -d /tmp/zever-redis-XXXXXX"):gsub("%s+$", "")
-  local self = setmetatable({ dir = dir, password = opts.password }, Server)
+function Server:prefix(name)
+  self.prefixes = self.prefixes + 1
+  return ("spec:%s:%d:"):format(name, self.prefixes)
+end
+
+-- Starts a server made by new (a stopped one too, on a fresh port and directory): self, or
+-- nil, message.
+function Server:start()
+  self.dir = sh("mktemp -d /tmp/zever-redis-XXXXXX"):gsub("%s+$", "")
   -- Stops a forgotten server when the state closes.
   local sentinel = newproxy(true)
   getmetatable(sentinel).__gc = function() self:stop() end
@@ -135,9 +145,32 @@ function M.start(opts)
     self:stop()
     return nil, err
   end
-  local auth = opts.password and (":" .. opts.password .. "@") or ""
+  local auth = self.password and (":" .. self.password .. "@") or ""
   self.url = "redis://" .. auth .. "127.0.0.1:" .. self.port .. "/0"
   return self
+end
+
+-- A server not started yet. opts: password (adds --requirepass).
+function M.new(opts)
+  opts = opts or {}
+  return setmetatable({ password = opts.password, prefixes = 0 }, Server)
+end
+
+-- opts as for new. Returns the started server or nil, message.
+function M.start(opts)
+  return M.new(opts):start()
+end
+
+-- For the describe block that calls it: registers a setup that starts a server (failing the
+-- block when it cannot) and a teardown that stops it, in the caller's busted environment
+-- (a spec file's describe, setup and teardown are not globals of this module). Returns the
+-- server, whose url and port are set once the setup ran. opts as for new.
+function M.fixture(opts)
+  local env = getfenv(2)
+  local srv = M.new(opts)
+  env.setup(function() assert(srv:start()) end)
+  env.teardown(function() srv:stop() end)
+  return srv
 end
 
 return M

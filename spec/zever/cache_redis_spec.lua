@@ -9,32 +9,24 @@ local redis = require "zever.redis"
 local sched = require "zever.sched"
 local redis_server = require "spec.support.redis_server"
 
-local serial = 0
-local function unique(prefix)
-  serial = serial + 1
-  return ("spec:%s:%d:"):format(prefix, serial)
-end
-
 describe("adapters.cache.redis #redis", function()
-  local srv, raw
+  local srv, raw = redis_server.fixture(), nil
 
   setup(function()
-    srv = assert(redis_server.start())
     raw = assert(redis.connect(srv.url, { sync = true }))
   end)
 
   -- Every conformance cache gets its own prefix: fresh and empty.
   require("spec.conformance.cache")("redis", function()
-    return cache.wrap(assert(rc.new{ url = srv.url, prefix = unique("conf") }))
+    return cache.wrap(assert(rc.new{ url = srv.url, prefix = srv:prefix("conf") }))
   end, { real_clock = true })
 
   teardown(function()
     raw:close()
-    srv:stop()
   end)
 
   it("stores each value under the prefix with a one-byte type tag", function()
-    local prefix = unique("tags")
+    local prefix = srv:prefix("tags")
     local c = cache.wrap(assert(rc.new{ url = srv.url, prefix = prefix }))
     local rows = {
       { "s", "hello", "shello" },
@@ -52,7 +44,7 @@ describe("adapters.cache.redis #redis", function()
   end)
 
   it("sets the ttl as a PX expiry and none for ttl 0", function()
-    local prefix = unique("ttl")
+    local prefix = srv:prefix("ttl")
     local c = cache.wrap(assert(rc.new{ url = srv.url, prefix = prefix }))
     c:set("a", "v", 30)
     c:set("b", "v", 0)
@@ -63,7 +55,7 @@ describe("adapters.cache.redis #redis", function()
   end)
 
   it("keeps the ttl of an existing key on incr and sets it when incr creates the key", function()
-    local prefix = unique("incr")
+    local prefix = srv:prefix("incr")
     local c = cache.wrap(assert(rc.new{ url = srv.url, prefix = prefix }))
     assert.are.equal(1, c:incr("n", 1, 30))
     local first = raw:call("PTTL", prefix .. "n")
@@ -78,7 +70,7 @@ describe("adapters.cache.redis #redis", function()
   it("counts exactly when two processes increment the same key", function()
     local process = require "spec.support.process"
     local sys = require "zever.sys"
-    local prefix, n = unique("procs"), 1000
+    local prefix, n = srv:prefix("procs"), 1000
     local script = os.tmpname()
     local f = assert(io.open(script, "w"))
     f:write([[
@@ -101,7 +93,7 @@ c:close()
   end)
 
   it("treats a value another program wrote without a tag as absent and refuses incr on it", function()
-    local prefix = unique("foreign")
+    local prefix = srv:prefix("foreign")
     local c = cache.wrap(assert(rc.new{ url = srv.url, prefix = prefix }))
     raw:call("SET", prefix .. "x", "12")
     assert.is_nil(c:get("x"))
@@ -117,7 +109,7 @@ c:close()
 
   it("returns code unavailable while the server is down and works again after a restart", function()
     local client = assert(redis.connect(srv.url, { backoff_min = 0.02, backoff_max = 0.2 }))
-    local c = cache.wrap(assert(rc.new{ client = client, prefix = unique("loss") }))
+    local c = cache.wrap(assert(rc.new{ client = client, prefix = srv:prefix("loss") }))
     assert.is_true(c:set("k", "v"))
     srv:kill()
     local calls = {
@@ -149,7 +141,7 @@ c:close()
   end)
 
   it("runs its calls from a coroutine, yielding until the reply", function()
-    local c = cache.wrap(assert(rc.new{ url = srv.url, prefix = unique("co") }))
+    local c = cache.wrap(assert(rc.new{ url = srv.url, prefix = srv:prefix("co") }))
     local got, done = nil, false
     sched.spawn(function()
       c:set("k", { n = 1 })
@@ -168,7 +160,7 @@ c:close()
       CACHE_ADAPTER = "redis", REDIS_URL = srv.url } })
     local ctr = container.new(cfg)
     local c = assert(ctr:get("cache"))
-    local key = unique("container")
+    local key = srv:prefix("container")
     assert.is_true(c:set(key, { a = 1 }))
     assert.are.same({ a = 1 }, c:get(key))
     assert.are.equal('j{"a":1}', raw:call("GET", rc.PREFIX .. key))

@@ -10,12 +10,6 @@ local redis = require "zever.redis"
 local sched = require "zever.sched"
 local sys = require "zever.sys"
 
-local serial = 0
-local function unique(prefix)
-  serial = serial + 1
-  return ("spec:%s:%d:%d:"):format(prefix, serial, os.time())
-end
-
 local function slurp(path)
   local f = io.open(path, "rb")
   if not f then return "" end
@@ -25,25 +19,16 @@ local function slurp(path)
 end
 
 describe("adapters.idempotency.redis #redis", function()
-  local redis_server = require "spec.support.redis_server"
-  local srv
-
-  setup(function()
-    srv = assert(redis_server.start())
-  end)
-
-  teardown(function()
-    if srv then srv:stop() end
-  end)
+  local srv = require("spec.support.redis_server").fixture()
 
   require("spec.conformance.idempotency")("redis", function(opts)
-    return idempotency.wrap(assert(ridem.new{ url = srv.url, prefix = unique("conf") }),
+    return idempotency.wrap(assert(ridem.new{ url = srv.url, prefix = srv:prefix("conf") }),
       { ttl = opts.ttl, pending_ttl = opts.pending_ttl })
   end, { real_clock = true })
 
   local function open(opts)
     opts = opts or {}
-    return idempotency.wrap(assert(ridem.new{ url = srv.url, prefix = unique("idem"),
+    return idempotency.wrap(assert(ridem.new{ url = srv.url, prefix = srv:prefix("idem"),
       timeout = opts.timeout }), opts)
   end
 
@@ -103,7 +88,7 @@ describe("adapters.idempotency.redis #redis", function()
   end)
 
   it("hands out tokens that are unique across clients of the server", function()
-    local prefix = unique("tok")
+    local prefix = srv:prefix("tok")
     local other = assert(redis.connect(srv.url))
     local a = idempotency.wrap(assert(ridem.new{ url = srv.url, prefix = prefix }))
     local b = idempotency.wrap(assert(ridem.new{ client = other, prefix = prefix }))
@@ -304,7 +289,7 @@ describe("adapters.idempotency.redis #redis", function()
     local c = container.new(cfg)
     local store = assert(c:get("idempotency"))
     assert.are.equal(90, store.ttl)
-    local key = unique("container")
+    local key = srv:prefix("container")
     local r, err = store:begin(key)
     assert.is_table(r, tostring(err))
     assert.is_true(store:complete(key, "ok", r.token))

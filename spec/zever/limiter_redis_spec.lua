@@ -9,36 +9,21 @@ local redis = require "zever.redis"
 local sys = require "zever.sys"
 local sched = require "zever.sched"
 
-local serial = 0
-local function unique(prefix)
-  serial = serial + 1
-  return ("spec:%s:%d:%d:"):format(prefix, serial, os.time())
-end
-
 describe("adapters.limiter.redis #redis", function()
-  local redis_server = require "spec.support.redis_server"
-  local srv
-
-  setup(function()
-    srv = assert(redis_server.start())
-  end)
-
-  teardown(function()
-    if srv then srv:stop() end
-  end)
+  local srv = require("spec.support.redis_server").fixture()
 
   require("spec.conformance.limiter")("redis", function(opts)
     return limiter.wrap(assert(rlim.new{ url = srv.url, rate = opts.rate, burst = opts.burst,
-      prefix = unique("conf") }))
+      prefix = srv:prefix("conf") }))
   end, { real_clock = true })
 
   local function open(rate, burst, prefix)
     return limiter.wrap(assert(rlim.new{ url = srv.url, rate = rate, burst = burst,
-      prefix = prefix or unique("lim") }))
+      prefix = prefix or srv:prefix("lim") }))
   end
 
   it("shares one bucket between two connections with the same prefix", function()
-    local prefix = unique("share")
+    local prefix = srv:prefix("share")
     local a = open(0, 2, prefix)
     local other = assert(redis.connect(srv.url))   -- a second connection
     local b = limiter.wrap(assert(rlim.new{ client = other, rate = 0, burst = 2,
@@ -53,7 +38,7 @@ describe("adapters.limiter.redis #redis", function()
   end)
 
   it("stores the bucket in a hash that expires when the bucket would be full again", function()
-    local prefix = unique("ttl")
+    local prefix = srv:prefix("ttl")
     local lim = open(10, 5, prefix)
     local c = assert(redis.connect(srv.url, { sync = true }))
     lim:allow("k", 2)
@@ -75,7 +60,7 @@ describe("adapters.limiter.redis #redis", function()
   end)
 
   it("keeps a bucket of rate 0 without expiry and answers retry_after math.huge", function()
-    local prefix = unique("zero")
+    local prefix = srv:prefix("zero")
     local lim = open(0, 1, prefix)
     local c = assert(redis.connect(srv.url, { sync = true }))
     assert.is_true((lim:allow("k")))
@@ -131,7 +116,7 @@ describe("adapters.limiter.redis #redis", function()
 
   it("answers unavailable while the server is down and recovers after a restart", function()
     local lim = limiter.wrap(assert(rlim.new{ url = srv.url, rate = 1, burst = 3,
-      prefix = unique("down"), timeout = 1 }))
+      prefix = srv:prefix("down"), timeout = 1 }))
     assert.is_true((lim:allow("k")))
     srv:kill()
     local ok, err = lim:allow("k")
@@ -162,7 +147,7 @@ describe("adapters.limiter.redis #redis", function()
     local c = container.new(cfg)
     local lim = assert(c:get("limiter"))
     assert.are.equal(2, lim.burst)
-    local key = unique("container")
+    local key = srv:prefix("container")
     local first, err0 = lim:allow(key)
     assert.is_true(first, tostring(err0))
     assert.is_true((lim:allow(key)))

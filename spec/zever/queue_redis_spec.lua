@@ -11,13 +11,6 @@ local sys = require "zever.sys"
 local redis_server = require "spec.support.redis_server"
 
 local srv
-local serial = 0
-
--- A prefix no other spec (or earlier run of this one) uses.
-local function prefix()
-  serial = serial + 1
-  return ("spec:%d:%d:"):format(sys.getpid(), serial)
-end
 
 local function client()
   return assert(redis.connect(srv.url, { backoff_min = 0.02, backoff_max = 0.2 }))
@@ -37,19 +30,16 @@ end
 describe("adapters.queue.redis #redis", function()
   local conf_clients = {}
 
-  setup(function()
-    srv = assert(redis_server.start())
-  end)
+  srv = redis_server.fixture()
 
   teardown(function()
     for _, c in ipairs(conf_clients) do c:close() end
-    if srv then srv:stop() end
   end)
 
   require("spec.conformance.queue")("redis", function(opts)
     local c = client()
     conf_clients[#conf_clients + 1] = c
-    local impl = rq.new{ client = c, prefix = prefix(), clock = opts.clock }
+    local impl = rq.new{ client = c, prefix = srv:prefix("queue"), clock = opts.clock }
     return queue.wrap(impl, { visibility_timeout = opts.visibility_timeout })
   end)
 
@@ -59,7 +49,7 @@ describe("adapters.queue.redis #redis", function()
 
   it("shows a delayed message when the server's clock reaches its time", function()
     local c = client()
-    local q = open(c, prefix())
+    local q = open(c, srv:prefix("queue"))
     local t0 = sys.now()
     q:push("later", "soon", { delay = 0.3 })
     assert.is_nil(q:pop("later"))
@@ -73,7 +63,7 @@ describe("adapters.queue.redis #redis", function()
   it("gives an expired lease to another client with attempt + 1, and the old one settles nothing",
     function()
       local c1, c2 = client(), client()
-      local p = prefix()
+      local p = srv:prefix("queue")
       local q1, q2 = open(c1, p, 0.2), open(c2, p, 0.2)
       q1:push("work", { n = 1 })
       local first = assert(q1:pop("work"))
@@ -94,7 +84,7 @@ describe("adapters.queue.redis #redis", function()
 
   it("reclaims at most reclaim_batch leases per call and says more remain", function()
     local c = client()
-    local p = prefix()
+    local p = srv:prefix("queue")
     local impl = rq.new{ client = c, prefix = p, reclaim_batch = 3 }
     local q = queue.wrap(impl, { visibility_timeout = 0.05 })
     for i = 1, 7 do q:push("t", i) end
@@ -120,7 +110,7 @@ describe("adapters.queue.redis #redis", function()
 
   it("leaves no keys but the id counter once every message is settled", function()
     local c = client()
-    local p = prefix()
+    local p = srv:prefix("queue")
     local q = open(c, p)
     q:push("k", "a", { headers = { h = "v" } })
     q:push("k", "b", { delay = 60 })
@@ -136,7 +126,7 @@ describe("adapters.queue.redis #redis", function()
 
   it("runs each operation as one script: 1 EVALSHA per call once loaded", function()
     local c = client()
-    local q = open(c, prefix())
+    local q = open(c, srv:prefix("queue"))
     q:push("s", "warm")
     q:ack(q:pop("s"))
     q:len("s")
@@ -153,7 +143,7 @@ describe("adapters.queue.redis #redis", function()
 
   it("loads its scripts again after SCRIPT FLUSH", function()
     local c = client()
-    local q = open(c, prefix())
+    local q = open(c, srv:prefix("queue"))
     q:push("f", "one")
     assert.are.equal("OK", c:call("SCRIPT", "FLUSH"))
     q:push("f", "two")
@@ -164,7 +154,7 @@ describe("adapters.queue.redis #redis", function()
 
   it("returns unavailable while the server is down and works again after a restart", function()
     local c = client()
-    local q = open(c, prefix())
+    local q = open(c, srv:prefix("queue"))
     assert.is_number(q:push("down", "before"))
     local m = assert(q:pop("down"))
     srv:kill()
@@ -196,7 +186,7 @@ describe("adapters.queue.redis #redis", function()
     local zdb = require "zever.db"
     local c = client()
     local db = assert(zdb.open("sqlite::memory:"))
-    local j = jobs.wrap(jq.new(open(c, prefix(), 5), { db = db }),
+    local j = jobs.wrap(jq.new(open(c, srv:prefix("queue"), 5), { db = db }),
       { attempts = 2, base = 0.01, cap = 0.02, jitter = false, timeout = 5 })
     local got, tries = {}, 0
     j:register("add", function(args) got[#got + 1] = args.n end)

@@ -11,12 +11,6 @@ local redis_server = require "spec.support.redis_server"
 
 local T0 = 1798761600            -- 2027-01-01T00:00:00Z
 
-local serial = 0
-local function unique(prefix)
-  serial = serial + 1
-  return ("spec:%s:%d:%d:"):format(prefix, serial, os.time())
-end
-
 local function fake_jobs()
   local sent = {}
   return { sent = sent, dispatch = function(_, name, args)
@@ -41,20 +35,12 @@ io.write(table.concat(won, "\n"), "\n")
 ]]
 
 describe("adapters.scheduler.redis #redis", function()
-  local srv
-
-  setup(function()
-    srv = assert(redis_server.start())
-  end)
-
-  teardown(function()
-    srv:stop()
-  end)
+  local srv = redis_server.fixture()
 
   it("lets the first of two clients take a slot and gives the second false", function()
     local c1 = assert(redis.connect(srv.url))
     local c2 = assert(redis.connect(srv.url))
-    local prefix = unique("two")
+    local prefix = srv:prefix("two")
     local l1 = assert(rlock.new{ client = c1, prefix = prefix })
     local l2 = assert(rlock.new{ client = c2, prefix = prefix })
     assert.is_true(l1:acquire("ping@" .. T0, T0, 3600))
@@ -69,7 +55,7 @@ describe("adapters.scheduler.redis #redis", function()
 
   it("keeps a slot's key for the horizon", function()
     local raw = assert(redis.connect(srv.url, { sync = true }))
-    local prefix = unique("ttl")
+    local prefix = srv:prefix("ttl")
     local l = assert(rlock.new{ url = srv.url, prefix = prefix })
     assert.is_true(l:acquire("ping@1", 1, 600))
     local pttl = raw:call("PTTL", prefix .. "ping@1")
@@ -81,7 +67,7 @@ describe("adapters.scheduler.redis #redis", function()
   it("fires each slot once when two schedulers tick over two clients", function()
     local now = T0 + 0.5
     local clock = function() return now end
-    local prefix = unique("sched")
+    local prefix = srv:prefix("sched")
     local c1 = assert(redis.connect(srv.url))
     local c2 = assert(redis.connect(srv.url))
     local ja, jb = fake_jobs(), fake_jobs()
@@ -111,7 +97,7 @@ describe("adapters.scheduler.redis #redis", function()
     f:write(CHILD)
     f:close()
     local out1, out2 = os.tmpname(), os.tmpname()
-    local prefix, n = unique("procs"), 2000
+    local prefix, n = srv:prefix("procs"), 2000
     local cmd = function(out)
       return table.concat({ process.quote(sys.exe()), "run", process.quote(script),
         process.quote(srv.url), process.quote(prefix), tostring(n), ">", process.quote(out) }, " ")
@@ -137,7 +123,7 @@ describe("adapters.scheduler.redis #redis", function()
 
   it("returns code unavailable while the server is down and wins again after a restart", function()
     local c = assert(redis.connect(srv.url, { backoff_min = 0.02, backoff_max = 0.2 }))
-    local l = assert(rlock.new{ client = c, prefix = unique("down") })
+    local l = assert(rlock.new{ client = c, prefix = srv:prefix("down") })
     assert.is_true(l:acquire("ping@1", 1, 60))
     srv:kill()
     local ok, err = l:acquire("ping@2", 2, 60)
@@ -170,7 +156,7 @@ describe("adapters.scheduler.redis #redis", function()
       SCHEDULER_ADAPTER = "redis", SCHEDULER_URL = srv.url } })
     local ctr = container.new(cfg)
     local s = assert(ctr:get("scheduler"))
-    local key = unique("container") .. "@1"
+    local key = srv:prefix("container") .. "@1"
     assert.is_true(s.lock:acquire(key, 1, 60))
     assert.is_false(s.lock:acquire(key, 1, 60))
     local raw = assert(redis.connect(srv.url, { sync = true }))

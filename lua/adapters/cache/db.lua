@@ -24,9 +24,10 @@
 
 local cache = require "zever.cache"
 local json = require "zever.json"
+local db_table = require "adapters.db_table"
 
-local type, error, format, setmetatable, tostring, tonumber, floor = type, error, string.format,
-  setmetatable, tostring, tonumber, math.floor
+local type, error, format, setmetatable, tonumber, floor = type, error, string.format,
+  setmetatable, tonumber, math.floor
 
 local M = {}
 
@@ -75,23 +76,11 @@ end
 local D = {}
 D.__index = D
 
-local function fail(err)
-  return nil, cache.error("unavailable", "db: " .. tostring(err and err.message or err))
-end
-
-local function now_of(self)
-  local clock = self.clock
-  if clock then return clock() end
-  return self.wall()
-end
+local fail = db_table.failer(cache.error)
+local now_of = db_table.now
 
 function D:ensure()
-  if self.ready then return true end
-  local t = self.table
-  local ok, err = self.db:exec(format(SCHEMA, t, t, t))
-  if not ok then return fail(err) end
-  self.ready = true
-  return true
+  return db_table.ensure(self, fail)
 end
 
 -- The absolute expiry of a ttl: 0 stays 0 (never).
@@ -132,10 +121,7 @@ end
 
 -- A bounded sweep once per sweep_interval, from a write.
 local function maybe_sweep(self, now)
-  if now >= self.next_sweep then
-    self.next_sweep = now + self.sweep_interval
-    self:sweep()
-  end
+  if db_table.due(self, now) then self:sweep() end
 end
 
 function D:set(key, value, ttl, add)
@@ -216,43 +202,14 @@ function D:close()
   return true
 end
 
-local function number_opt(opts, name, default, min)
-  local v = opts[name]
-  if v == nil then return default end
-  if type(v) ~= "number" or v ~= v or v < min then
-    error(format("cache.db: %s must be a number >= %s", name, tostring(min)), 3)
-  end
-  return v
-end
-
 function M.new(db, opts)
-  if type(db) ~= "table" or type(db.exec) ~= "function" then
-    error("cache.db.new: expects a zever.db database", 2)
-  end
-  opts = opts or {}
-  if type(opts) ~= "table" then error("cache.db.new: opts must be a table", 2) end
-  local t = opts.table or "cache_entries"
-  if type(t) ~= "string" or not t:match("^[%a_][%w_]*$") then
-    error("cache.db: table must be a plain identifier ([A-Za-z_][A-Za-z0-9_]*)", 2)
-  end
-  local prefix = opts.prefix or ""
+  local self = db_table.new("cache.db", db, opts,
+    { table = "cache_entries", sweep_interval = 60, sweep_batch = 100 })
+  local prefix = opts and opts.prefix or ""
   if type(prefix) ~= "string" then error("cache.db: prefix must be a string", 2) end
-  if opts.clock ~= nil and type(opts.clock) ~= "function" then
-    error("cache.db: clock must be a function", 2)
-  end
-  return setmetatable({
-    db = db,
-    table = t,
-    prefix = prefix,
-    sql = statements(t),
-    clock = opts.clock,
-    wall = require("zever.queue").wall,
-    sweep_interval = number_opt(opts, "sweep_interval", 60, 0),
-    sweep_batch = floor(number_opt(opts, "sweep_batch", 100, 1)),
-    next_sweep = -math.huge,
-    ready = false,
-    binds = {},   -- reused by set/add: the list form of db:exec's values
-  }, D)
+  local t = self.table
+  self.prefix, self.sql, self.schema = prefix, statements(t), format(SCHEMA, t, t, t)
+  return setmetatable(self, D)
 end
 
 -- The container's factory: section is the config's cache section; the database is the app's.

@@ -24,11 +24,11 @@
 
 local cache = require "zever.cache"
 local json = require "zever.json"
-local redis = require "zever.redis"
+local redis_client = require "adapters.redis_client"
 
-local type, error, format, setmetatable, tostring, tonumber, ceil = type, error, string.format,
-  setmetatable, tostring, tonumber, math.ceil
-local byte, sub, find = string.byte, string.sub, string.find
+local type, format, setmetatable, tonumber, ceil = type, string.format, setmetatable, tonumber,
+  math.ceil
+local byte, sub = string.byte, string.sub
 
 local M = {}
 
@@ -59,12 +59,7 @@ local B_S, B_N, B_B, B_J = byte("s"), byte("n"), byte("b"), byte("j")
 local R = {}
 R.__index = R
 
-local function fail(err)
-  local code = err and err.code
-  local message = tostring(err and err.message or err)
-  if code == "redis" and find(message, "^WRONGTYPE") then return nil, cache.error("invalid", message) end
-  return nil, cache.error("unavailable", "redis: " .. message)
-end
+local fail = redis_client.failer(cache.error, "invalid")
 
 local function encode(value)
   local t = type(value)
@@ -141,45 +136,23 @@ function R:incr(key, n, ttl)
 end
 
 -- Releases the shared client (the last user's close really closes it); a borrowed one stays.
-function R:close()
-  if self.owned and self.client then self.client:close() end
-  self.client = nil
-  return true
-end
+R.close = redis_client.close
 
 function M.new(opts)
-  if type(opts) ~= "table" then error("cache.redis.new: expects an options table", 2) end
-  local prefix = opts.prefix or M.PREFIX
-  if type(prefix) ~= "string" then error("cache.redis: prefix must be a string", 2) end
-  local client, owned = opts.client, false
-  if client == nil then
-    if type(opts.url) ~= "string" then
-      error("cache.redis.new: expects { url = 'redis://...' } or { client = c }", 2)
-    end
-    local err
-    client, err = redis.shared(opts.url, opts.redis)
-    if not client then return nil, cache.error(err.code, "redis: " .. tostring(err.message)) end
-    owned = true
-  end
-  return setmetatable({
-    client = client,
-    owned = owned,
-    prefix = prefix,
-    incr_script = client:script(INCR),
-    keys = {},   -- reused by incr: EVALSHA's keys and args
-    args = {},
-  }, R)
+  local self, err = redis_client.new("cache.redis", opts, cache.error, M.PREFIX)
+  if not self then return nil, err end
+  self.incr_script = self.client:script(INCR)
+  self.keys, self.args = {}, {}   -- reused by incr: EVALSHA's keys and args
+  return setmetatable(self, R)
 end
 
 -- The container's factory: section is the config's cache section; cache.url overrides
 -- redis.url; an empty cache.prefix means M.PREFIX.
 function M.open(section, ctx)
-  local rcfg = ctx.config.redis or {}
-  local url = section.url
-  if url == nil or url == "" then url = rcfg.url end
+  local url, timeout = redis_client.config(section, ctx)
   local prefix = section.prefix
   if prefix == nil or prefix == "" then prefix = M.PREFIX end
-  local impl, err = M.new{ url = url, prefix = prefix, redis = { timeout = rcfg.timeout } }
+  local impl, err = M.new{ url = url, prefix = prefix, timeout = timeout }
   if not impl then return nil, err end
   return cache.wrap(impl, { ttl_default = section.ttl_default })
 end

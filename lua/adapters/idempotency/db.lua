@@ -25,12 +25,11 @@
 -- batches by a sweep that a reservation runs at most once per sweep_interval. A database
 -- failure is nil, err with code "unavailable" (the middleware then answers 503).
 
-local sys = require "zever.sys"
 local idempotency = require "zever.idempotency"
-local json = require "zever.json"
+local db_table = require "adapters.db_table"
+local result_codec = require "adapters.idempotency_result"
 
-local type, error, tostring, tonumber, format, setmetatable = type, error, tostring, tonumber,
-  string.format, setmetatable
+local type, format, setmetatable = type, string.format, setmetatable
 
 local M = {}
 
@@ -69,49 +68,20 @@ local function statements(t)
   }
 end
 
-local STRING, NUMBER, BOOLEAN, JSON = 1, 2, 3, 4
-
 local IN_PROGRESS, KEY_MISMATCH = idempotency.IN_PROGRESS, idempotency.KEY_MISMATCH
 local COMPLETED = idempotency.error("invalid", "the key is already complete")
 local NO_RESERVATION = idempotency.error("not_found", "no live reservation for the key")
 local BUSY = idempotency.error("in_progress", "the key changed hands while it was reserved")
 
-local function encode(result)
-  local t = type(result)
-  if t == "string" then return result, STRING end
-  if t == "number" then return format("%.17g", result), NUMBER end
-  if t == "boolean" then return result and "1" or "0", BOOLEAN end
-  return json.encode(result), JSON
-end
-
-local function decode(raw, kind)
-  raw = raw or ""
-  if kind == STRING then return raw end
-  if kind == NUMBER then return tonumber(raw) end
-  if kind == BOOLEAN then return raw == "1" end
-  return json.decode(raw)
-end
-
-local function fail(err)
-  return nil, idempotency.error("unavailable", "db: " .. tostring(err and err.message or err))
-end
+local encode, decode = result_codec.encode, result_codec.decode
+local fail = db_table.failer(idempotency.error)
+local now_of = db_table.now
 
 local D = {}
 D.__index = D
 
 function D:ensure()
-  if self.ready then return true end
-  local t = self.table
-  local ok, err = self.db:exec(format(SCHEMA, t, t, t))
-  if not ok then return fail(err) end
-  self.ready = true
-  return true
-end
-
-local function now_of(self)
-  local clock = self.clock
-  if clock then return clock() end
-  return self.wall()
+  return db_table.ensure(self, fail)
 end
 
 -- Deletes at most sweep_batch rows that expired before now; returns how many.
@@ -147,10 +117,7 @@ function D:begin(key, fp, ttl, pending)
     local r, ierr = db:exec(sql.reserve, b)
     if not r then return fail(ierr) end
     if r.changes == 1 then
-      if now >= self.next_sweep then
-        self.next_sweep = now + self.sweep_interval
-        self:sweep(now)
-      end
+      if db_table.due(self, now) then self:sweep(now) end
       return { replay = false, token = token }
     end
   end
@@ -201,45 +168,17 @@ function D:close()
   return true
 end
 
-local function number_opt(opts, name, default, min)
-  local v = opts[name]
-  if v == nil then return default end
-  if type(v) ~= "number" or v ~= v or v < min or v == math.huge then
-    error(format("idempotency.db: %s must be a number >= %s", name, tostring(min)), 3)
-  end
-  return v
-end
-
 -- db: a zever.db handle (the caller keeps owning it). opts: table ("idempotency_keys"), clock
 -- (a function returning seconds; specs), sweep_interval (60 s), sweep_batch (500).
 function M.new(db, opts)
-  if type(db) ~= "table" then error("idempotency.db.new: expects a zever.db handle", 2) end
-  opts = opts or {}
-  if type(opts) ~= "table" then error("idempotency.db.new: opts must be a table", 2) end
-  local t = opts.table or "idempotency_keys"
-  if type(t) ~= "string" or not t:match("^[%a_][%w_]*$") then
-    error("idempotency.db.new: table must be an identifier", 2)
-  end
-  if opts.clock ~= nil and type(opts.clock) ~= "function" then
-    error("idempotency.db.new: clock must be a function", 2)
-  end
-  return setmetatable({
-    db = db,
-    table = t,
-    sql = statements(t),
-    clock = opts.clock,
-    wall = require("zever.queue").wall,
-    sweep_interval = number_opt(opts, "sweep_interval", 60, 0),
-    sweep_batch = math.floor(number_opt(opts, "sweep_batch", 500, 1)),
-    next_sweep = -math.huge,
-    claims = 0,
-    worker = format("%d:%s:%.0f:", sys.getpid(), tostring({}):match("0x%x+") or "",
-      require("zever.queue").wall() * 1e6),
-    blob = require("zever.sqlite").blob,
-    binds = {},
-    ready = false,
-    closed = false,
-  }, D)
+  local self = db_table.new("idempotency.db", db, opts,
+    { table = "idempotency_keys", sweep_interval = 60, sweep_batch = 500 })
+  local t = self.table
+  self.sql, self.schema = statements(t), format(SCHEMA, t, t, t)
+  self.claims, self.worker = 0, db_table.token_prefix()
+  self.blob = require("zever.sqlite").blob
+  self.closed = false
+  return setmetatable(self, D)
 end
 
 -- The container's factory: section is the config's idempotency section; the database is the

@@ -21,7 +21,7 @@
 local ffi = require "ffi"
 local core = require "zever.idempotency_core"
 local idempotency = require "zever.idempotency"
-local json = require "zever.json"
+local result_codec = require "adapters.idempotency_result"
 
 local type, error, tostring, tonumber, format, setmetatable = type, error, tostring, tonumber,
   string.format, setmetatable
@@ -45,7 +45,7 @@ local C = ffi.C
 local has_ffi = pcall(function() return C.zv_idem_begin and C.zv_idem_complete end)
 local idem_ptr = ffi.typeof("zv_idem_t *")
 
-local STRING, NUMBER, BOOLEAN, JSON = 1, 2, 3, 4
+local encode, decode = result_codec.encode, result_codec.decode
 local RESERVED, REPLAY, PENDING = 0, 1, 2
 local ERANGE, TOOLONG, CONFLICT, NOTFOUND = -3, -4, -5, -6
 
@@ -62,21 +62,6 @@ local function now_of(self)
   local clock = self.clock
   if not clock then return 0 end
   return clock() * 1e9 + 1
-end
-
-local function encode(result)
-  local t = type(result)
-  if t == "string" then return result, STRING end
-  if t == "number" then return format("%.17g", result), NUMBER end
-  if t == "boolean" then return result and "1" or "0", BOOLEAN end
-  return json.encode(result), JSON
-end
-
-local function decode(raw, kind)
-  if kind == STRING then return raw end
-  if kind == NUMBER then return tonumber(raw) end
-  if kind == BOOLEAN then return raw == "1" end
-  return json.decode(raw)
 end
 
 local function failure(code)

@@ -20,12 +20,12 @@
 -- tables as JSON). Time is the server's. A connection failure is nil, err with code
 -- "unavailable" (the middleware then answers 503: it fails closed).
 
-local redis = require "zever.redis"
 local idempotency = require "zever.idempotency"
-local json = require "zever.json"
+local redis_client = require "adapters.redis_client"
+local result_codec = require "adapters.idempotency_result"
 
-local type, error, tostring, tonumber, format, setmetatable, floor = type, error, tostring,
-  tonumber, string.format, setmetatable, math.floor
+local type, tonumber, format, setmetatable, floor = type, tonumber, string.format, setmetatable,
+  math.floor
 
 local M = {}
 
@@ -61,33 +61,12 @@ if redis.call('HGET', KEYS[1], 't') == ARGV[1] then redis.call('DEL', KEYS[1]) e
 return 1
 ]]
 
-local STRING, NUMBER, BOOLEAN, JSON = 1, 2, 3, 4
-
 local IN_PROGRESS, KEY_MISMATCH = idempotency.IN_PROGRESS, idempotency.KEY_MISMATCH
 local COMPLETED = idempotency.error("invalid", "the key is already complete")
 local NO_RESERVATION = idempotency.error("not_found", "no live reservation for the key")
 
-local function encode(result)
-  local t = type(result)
-  if t == "string" then return result, STRING end
-  if t == "number" then return format("%.17g", result), NUMBER end
-  if t == "boolean" then return result and "1" or "0", BOOLEAN end
-  return json.encode(result), JSON
-end
-
-local function decode(raw, kind)
-  if kind == STRING then return raw end
-  if kind == NUMBER then return tonumber(raw) end
-  if kind == BOOLEAN then return raw == "1" end
-  return json.decode(raw)
-end
-
-local function unavailable(err)
-  local code = type(err) == "table" and err.code
-  local message = type(err) == "table" and tostring(err.message) or tostring(err)
-  if code == "redis" then message = "redis: " .. message end
-  return nil, idempotency.error("unavailable", message)
-end
+local encode, decode = result_codec.encode, result_codec.decode
+local unavailable = redis_client.failer(idempotency.error)
 
 -- A token as the server stores it ("" for none): tokens are the INCR numbers begin hands out.
 local function token_arg(token)
@@ -144,53 +123,28 @@ function R:forget(key, token)
   return true
 end
 
-function R:close()
-  local c = self.client
-  if c then
-    self.client = nil
-    if self.owned then c:close() end
-  end
-  return true
-end
+R.close = redis_client.close
 
 -- opts: url (the worker's shared client for it) or client (a zever.redis client the caller
 -- owns and closes); prefix ("zever:idem:"); timeout (seconds, for the shared client). Raises
 -- on bad options; nil, err when the url is invalid.
 function M.new(opts)
-  if type(opts) ~= "table" then error("idempotency.redis.new: expects an options table", 2) end
-  local prefix = opts.prefix or "zever:idem:"
-  if type(prefix) ~= "string" then error("idempotency: prefix must be a string", 2) end
-  local client, owned = opts.client, false
-  if client == nil then
-    if type(opts.url) ~= "string" then
-      error("idempotency.redis.new: url must be a redis:// url", 2)
-    end
-    local err
-    client, err = redis.shared(opts.url, opts.timeout and { timeout = opts.timeout } or nil)
-    if not client then return nil, idempotency.error(err.code, err.message) end
-    owned = true
-  end
-  return setmetatable({
-    client = client,
-    owned = owned,
-    begin_script = client:script(M.BEGIN),
-    complete_script = client:script(M.COMPLETE),
-    forget_script = client:script(M.FORGET),
-    keys1 = { "" },
-    keys2 = { "", prefix .. "seq" },
-    args = { "", "", "" },
-    fargs = { "" },
-    prefix = prefix,
-  }, R)
+  local self, err = redis_client.new("idempotency.redis", opts, idempotency.error, "zever:idem:")
+  if not self then return nil, err end
+  local client = self.client
+  self.begin_script = client:script(M.BEGIN)
+  self.complete_script = client:script(M.COMPLETE)
+  self.forget_script = client:script(M.FORGET)
+  self.keys1, self.keys2 = { "" }, { "", self.prefix .. "seq" }
+  self.args, self.fargs = { "", "", "" }, { "" }
+  return setmetatable(self, R)
 end
 
 -- The container's factory: section is the config's idempotency section; section.url overrides
 -- the config's redis.url.
 function M.open(section, ctx)
-  local cfg = ctx and ctx.config and ctx.config.redis or {}
-  local url = section.url
-  if url == nil or url == "" then url = cfg.url end
-  local impl, err = M.new{ url = url, timeout = cfg.timeout }
+  local url, timeout = redis_client.config(section, ctx)
+  local impl, err = M.new{ url = url, timeout = timeout }
   if not impl then return nil, err end
   return idempotency.wrap(impl, { ttl = section.ttl, pending_ttl = section.pending_ttl })
 end

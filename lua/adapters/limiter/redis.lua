@@ -20,11 +20,11 @@
 -- 0. A connection failure is nil, err with code "unavailable" (the middleware fails open).
 -- Argument checks belong to the front-end (zever.limiter), not here.
 
-local redis = require "zever.redis"
 local limiter = require "zever.limiter"
+local redis_client = require "adapters.redis_client"
 
-local type, error, tostring, tonumber, format, setmetatable = type, error, tostring, tonumber,
-  string.format, setmetatable
+local type, error, tonumber, format, setmetatable = type, error, tonumber, string.format,
+  setmetatable
 local huge = math.huge
 
 local M = {}
@@ -71,12 +71,7 @@ return { allowed, string.format('%.17g', tokens), string.format('%.17g', retry) 
 local R = {}
 R.__index = R
 
-local function unavailable(err)
-  local code = type(err) == "table" and err.code
-  local message = type(err) == "table" and tostring(err.message) or tostring(err)
-  if code == "redis" then message = "redis: " .. message end
-  return nil, limiter.error("unavailable", message)
-end
+local unavailable = redis_client.failer(limiter.error)
 
 function R:allow(key, cost)
   local args = self.args
@@ -96,14 +91,7 @@ function R:reset(key)
   return true
 end
 
-function R:close()
-  local c = self.client
-  if c then
-    self.client = nil
-    if self.owned then c:close() end
-  end
-  return true
-end
+R.close = redis_client.close
 
 local function number(opts, name, default)
   local v = opts[name]
@@ -122,37 +110,22 @@ function M.new(opts)
   local rate = number(opts, "rate", 10)
   local burst = number(opts, "burst", 20)
   if burst < 1 then error("limiter: burst must be >= 1", 2) end
-  local prefix = opts.prefix or "zever:limiter:"
-  if type(prefix) ~= "string" then error("limiter: prefix must be a string", 2) end
-  local client, owned = opts.client, false
-  if client == nil then
-    if type(opts.url) ~= "string" then error("limiter.redis.new: url must be a redis:// url", 2) end
-    local err
-    client, err = redis.shared(opts.url, opts.timeout and { timeout = opts.timeout } or nil)
-    if not client then return nil, limiter.error(err.code, err.message) end
-    owned = true
-  end
-  return setmetatable({
-    client = client,
-    owned = owned,
-    script = client:script(M.ALLOW),
-    keys = { "" },
-    -- %.17g keeps the parameters exact on the wire.
-    args = { format("%.17g", rate), format("%.17g", burst), 0 },
-    prefix = prefix,
-    rate = rate,
-    burst = burst,
-  }, R)
+  local self, err = redis_client.new("limiter.redis", opts, limiter.error, "zever:limiter:")
+  if not self then return nil, err end
+  self.script = self.client:script(M.ALLOW)
+  self.keys = { "" }
+  -- %.17g keeps the parameters exact on the wire.
+  self.args = { format("%.17g", rate), format("%.17g", burst), 0 }
+  self.rate, self.burst = rate, burst
+  return setmetatable(self, R)
 end
 
 -- The container's factory: section is the config's limiter section; section.url overrides
 -- the config's redis.url.
 function M.open(section, ctx)
-  local cfg = ctx and ctx.config and ctx.config.redis or {}
-  local url = section.url
-  if url == nil or url == "" then url = cfg.url end
+  local url, timeout = redis_client.config(section, ctx)
   local impl, err = M.new{ url = url, rate = section.rate, burst = section.burst,
-    timeout = cfg.timeout }
+    timeout = timeout }
   if not impl then return nil, err end
   return limiter.wrap(impl)
 end

@@ -24,10 +24,9 @@
 
 local zdb = require "zever.db"
 local queue = require "zever.queue"
-local sys = require "zever.sys"
+local db_table = require "adapters.db_table"
 
-local type, error, format, setmetatable, tostring = type, error, string.format, setmetatable,
-  tostring
+local type, format, setmetatable = type, string.format, setmetatable
 
 local M = {}
 
@@ -36,9 +35,8 @@ local NULL = zdb.null
 local Q = {}
 Q.__index = Q
 
-local function fail(err)
-  return nil, queue.error("unavailable", "db: " .. tostring(err and err.message or err))
-end
+local fail = db_table.failer(queue.error)
+local now_of = db_table.now
 
 local SCHEMA = [[
 CREATE TABLE IF NOT EXISTS "%s" (
@@ -58,18 +56,7 @@ CREATE INDEX IF NOT EXISTS "%s_leased" ON "%s" (claimed_until, id) WHERE claimed
 ]]
 
 function Q:ensure()
-  if self.ready then return true end
-  local t = self.table
-  local ok, err = self.db:exec(format(SCHEMA, t, t, t, t, t))
-  if not ok then return fail(err) end
-  self.ready = true
-  return true
-end
-
-local function now_of(self)
-  local clock = self.clock
-  if clock then return clock() end
-  return queue.wall()
+  return db_table.ensure(self, fail)
 end
 
 function Q:push(topic, data, kind, headers, delay)
@@ -125,8 +112,7 @@ function Q:pop(topic, visibility)
     if not ok then return nil, err end
   end
   local now = now_of(self)
-  if now >= self.next_sweep then
-    self.next_sweep = now + self.sweep_interval
+  if db_table.due(self, now) then
     local _, err = self:sweep()
     if err then return nil, err end
   end
@@ -191,44 +177,14 @@ local function statements(t)
   }
 end
 
-local function number_opt(opts, name, default, min)
-  local v = opts[name]
-  if v == nil then return default end
-  if type(v) ~= "number" or v ~= v or v < min then
-    error(format("queue.db: %s must be a number >= %s", name, min), 3)
-  end
-  return v
-end
-
 function M.new(db, opts)
-  if type(db) ~= "table" or type(db.exec) ~= "function" then
-    error("queue.db.new: expects a zever.db database", 2)
-  end
-  opts = opts or {}
-  if type(opts) ~= "table" then error("queue.db.new: opts must be a table", 2) end
-  local t = opts.table or "queue_messages"
-  if type(t) ~= "string" or not t:match("^[%a_][%w_]*$") then
-    error("queue.db: table must be a plain identifier ([A-Za-z_][A-Za-z0-9_]*)", 2)
-  end
-  if opts.clock ~= nil and type(opts.clock) ~= "function" then
-    error("queue.db: clock must be a function", 2)
-  end
-  local batch = number_opt(opts, "sweep_batch", 100, 1)
-  return setmetatable({
-    db = db,
-    table = t,
-    sql = statements(t),
-    clock = opts.clock,
-    sweep_interval = number_opt(opts, "sweep_interval", 30, 0),
-    sweep_batch = math.floor(batch),
-    next_sweep = -math.huge,
-    claims = 0,
-    worker = format("%d:%s:%.0f:", sys.getpid(), tostring({}):match("0x%x+") or "",
-      queue.wall() * 1e6),
-    blob = require("zever.sqlite").blob,
-    ready = false,
-    binds = {},   -- reused for every statement: the list form of db:exec/query's values
-  }, Q)
+  local self = db_table.new("queue.db", db, opts,
+    { table = "queue_messages", sweep_interval = 30, sweep_batch = 100 })
+  local t = self.table
+  self.sql, self.schema = statements(t), format(SCHEMA, t, t, t, t, t)
+  self.claims, self.worker = 0, db_table.token_prefix()
+  self.blob = require("zever.sqlite").blob
+  return setmetatable(self, Q)
 end
 
 -- The container's factory: section is the config's queue section; the database is the app's.

@@ -27,6 +27,7 @@
 
 local queue = require "zever.queue"
 local zredis = require "zever.redis"
+local redis_client = require "adapters.redis_client"
 
 local type, error, format, setmetatable, tostring, tonumber = type, error, string.format,
   setmetatable, tostring, tonumber
@@ -72,18 +73,24 @@ local function reclaim(ready, delayed, leased, msg, batch)
 end
 ]]
 
+-- Makes id visible: after `delay` ms in the delayed set, or now at the tail of ready.
+local ENQUEUE = [[
+local function enqueue(ready, delayed, id, delay)
+  if delay > 0 then
+    redis.call('ZADD', delayed, ms(now + delay), id)
+  else
+    redis.call('RPUSH', ready, id)
+  end
+end
+]]
+
 -- KEYS: ready, delayed, msg, seq. ARGV: now|"", data, kind, headers|"", delay (ms).
-local PUSH = NOW .. [[
+local PUSH = NOW .. ENQUEUE .. [[
 local id = redis.call('INCR', KEYS[4])
 redis.call('HSET', KEYS[3], id, ARGV[2], id .. ':k', ARGV[3], id .. ':a', 1, id .. ':e', ms(now),
   id .. ':t', 0)
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[3], id .. ':h', ARGV[4]) end
-local delay = tonumber(ARGV[5])
-if delay > 0 then
-  redis.call('ZADD', KEYS[2], ms(now + delay), id)
-else
-  redis.call('RPUSH', KEYS[1], id)
-end
+enqueue(KEYS[1], KEYS[2], id, tonumber(ARGV[5]))
 return id
 ]]
 
@@ -107,7 +114,7 @@ return { n, more and 1 or 0 }
 
 -- Settles id when it is leased under token. KEYS: ready, delayed, leased, msg.
 -- ARGV: now|"", id, token, mode ("ack" | "requeue"), delay (ms). Returns 1 or 0.
-local SETTLE = NOW .. [[
+local SETTLE = NOW .. ENQUEUE .. [[
 local id = ARGV[2]
 if redis.call('HGET', KEYS[4], id .. ':t') ~= ARGV[3] then return 0 end
 if redis.call('ZREM', KEYS[3], id) == 0 then return 0 end
@@ -116,12 +123,7 @@ if ARGV[4] == 'ack' then
   return 1
 end
 redis.call('HINCRBY', KEYS[4], id .. ':a', 1)
-local delay = tonumber(ARGV[5])
-if delay > 0 then
-  redis.call('ZADD', KEYS[2], ms(now + delay), id)
-else
-  redis.call('RPUSH', KEYS[1], id)
-end
+enqueue(KEYS[1], KEYS[2], id, tonumber(ARGV[5]))
 return 1
 ]]
 
@@ -133,10 +135,7 @@ return redis.call('LLEN', KEYS[1]) + redis.call('ZCARD', KEYS[2]) + redis.call('
 local R = {}
 R.__index = R
 
-local function fail(err)
-  local why = err and (err.message or tostring(err)) or "no reply"
-  return nil, queue.error("unavailable", "redis: " .. why)
-end
+local fail = redis_client.failer(queue.error)
 
 -- The key lists of topic's scripts, built once per topic (never changed: safe to share):
 -- k.push { ready, delayed, msg, seq }, k.four { ready, delayed, leased, msg },
@@ -209,31 +208,12 @@ function R:len(topic)
 end
 
 -- The client is given back (a shared client is really closed by its last user).
-function R:close()
-  local c = self.client
-  self.client = nil
-  if c and self.owned then c:close() end
-  return true
-end
+R.close = redis_client.close
 
 -- opts: client (a zever.redis client; the caller keeps it) or url (redis.shared(url), closed by
 -- close), prefix ("zever:queue:"), reclaim_batch (100), clock (specs).
 function M.new(opts)
   if type(opts) ~= "table" then error("queue.redis.new: expects an options table", 2) end
-  local client, owned = opts.client, false
-  if client == nil then
-    if type(opts.url) ~= "string" then
-      error("queue.redis.new: wants a client or a url", 2)
-    end
-    local err
-    client, err = zredis.shared(opts.url, opts.timeout and { timeout = opts.timeout } or nil)
-    if not client then return nil, queue.error("unavailable", "redis: " .. tostring(err)) end
-    owned = true
-  elseif type(client) ~= "table" or type(client.script) ~= "function" then
-    error("queue.redis.new: client must be a zever.redis client", 2)
-  end
-  local prefix = opts.prefix or "zever:queue:"
-  if type(prefix) ~= "string" then error("queue.redis: prefix must be a string", 2) end
   local batch = opts.reclaim_batch or 100
   if type(batch) ~= "number" or batch < 1 or batch % 1 ~= 0 then
     error("queue.redis: reclaim_batch must be an integer >= 1", 2)
@@ -241,21 +221,20 @@ function M.new(opts)
   if opts.clock ~= nil and type(opts.clock) ~= "function" then
     error("queue.redis: clock must be a function", 2)
   end
-  return setmetatable({
-    client = client, owned = owned, prefix = prefix, batch = batch, clock = opts.clock,
-    keys = {},
-    s_push = client:script(PUSH), s_pop = client:script(POP),
-    s_reclaim = client:script(RECLAIM_ONLY), s_settle = client:script(SETTLE),
-    s_len = client:script(LEN),
-  }, R)
+  local self, err = redis_client.new("queue.redis", opts, queue.error, "zever:queue:")
+  if not self then return nil, err end
+  local client = self.client
+  self.batch, self.clock, self.keys = batch, opts.clock, {}
+  self.s_push, self.s_pop = client:script(PUSH), client:script(POP)
+  self.s_reclaim, self.s_settle = client:script(RECLAIM_ONLY), client:script(SETTLE)
+  self.s_len = client:script(LEN)
+  return setmetatable(self, R)
 end
 
 -- The container's factory: section is the config's queue section.
 function M.open(section, ctx)
-  local url = section.url
-  local redis_cfg = ctx and ctx.config and ctx.config.redis or {}
-  if type(url) ~= "string" or url == "" then url = redis_cfg.url end
-  local impl, err = M.new{ url = url, timeout = redis_cfg.timeout }
+  local url, timeout = redis_client.config(section, ctx)
+  local impl, err = M.new{ url = url, timeout = timeout }
   if not impl then return nil, err end
   return queue.wrap(impl, { visibility_timeout = section.visibility_timeout })
 end

@@ -14,9 +14,9 @@
 -- returns nil, err with code "unavailable" and the tick logs it (the slot is not fired by this
 -- process). This file must not compute slots or dispatch jobs.
 
-local redis = require "zever.redis"
+local redis_client = require "adapters.redis_client"
 
-local type, error, tostring, setmetatable, ceil = type, error, tostring, setmetatable, math.ceil
+local setmetatable, ceil = setmetatable, math.ceil
 
 local M = {}
 
@@ -26,6 +26,8 @@ local function scheduler_error(code, message)
   return require("zever.scheduler").error(code, message)
 end
 
+local fail = redis_client.failer(scheduler_error)
+
 local L = {}
 L.__index = L
 
@@ -34,9 +36,7 @@ function L:acquire(key, _, horizon)
   local ms = ceil((horizon or 86400) * 1000)
   if ms < 1 then ms = 1 end
   local ok, err = self.client:call("SET", self.prefix .. key, "1", "NX", "PX", ms)
-  if err then
-    return nil, scheduler_error("unavailable", "redis: " .. tostring(err.message or err))
-  end
+  if err then return fail(err) end
   return ok == "OK"
 end
 
@@ -44,33 +44,21 @@ end
 function L:close()
   if self.closed then return end
   self.closed = true
-  if self.owned then self.client:close() end
+  redis_client.close(self)
 end
 
 function M.new(opts)
-  if type(opts) ~= "table" then error("scheduler.redis.new: expects an options table", 2) end
-  local prefix = opts.prefix or M.PREFIX
-  if type(prefix) ~= "string" then error("scheduler.redis: prefix must be a string", 2) end
-  local client, owned = opts.client, false
-  if client == nil then
-    if type(opts.url) ~= "string" then
-      error("scheduler.redis.new: expects { url = 'redis://...' } or { client = c }", 2)
-    end
-    local err
-    client, err = redis.shared(opts.url, opts.redis)
-    if not client then return nil, scheduler_error(err.code, "redis: " .. tostring(err.message)) end
-    owned = true
-  end
-  return setmetatable({ client = client, owned = owned, prefix = prefix, closed = false }, L)
+  local self, err = redis_client.new("scheduler.redis", opts, scheduler_error, M.PREFIX)
+  if not self then return nil, err end
+  self.closed = false
+  return setmetatable(self, L)
 end
 
 -- The container's factory: section is the config's scheduler section; scheduler.url overrides
 -- redis.url.
 function M.open(section, ctx)
-  local rcfg = ctx.config.redis or {}
-  local url = section.url
-  if url == nil or url == "" then url = rcfg.url end
-  local lock, err = M.new{ url = url, redis = { timeout = rcfg.timeout } }
+  local url, timeout = redis_client.config(section, ctx)
+  local lock, err = M.new{ url = url, timeout = timeout }
   if not lock then return nil, err end
   return require("zever.scheduler").open(section, ctx, lock)
 end

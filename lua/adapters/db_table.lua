@@ -1,0 +1,108 @@
+-- adapters.db_table: what the db adapters of cache, queue and idempotency share about the one
+-- table each keeps in the app's database: the options they take, the table created on first
+-- use, their clock, the once-per-interval trigger of their bounded sweeps, the claim tokens of
+-- this process and the mapping of a database failure to code "unavailable". It holds no state
+-- of its own: every field lives in the adapter's object. It must not know any adapter's
+-- columns or statements (each adapter renders its own SQL).
+--
+--   local fail = db_table.failer(cache.error)        fail(err) -> nil, cache.error("unavailable", "db: ...")
+--   local self = db_table.new("cache.db", db, opts, { table = "cache_entries", sweep_interval = 60,
+--                                                     sweep_batch = 100 })
+--   self.schema = ...                                the CREATE ... IF NOT EXISTS text, rendered
+--   db_table.ensure(self, fail)  -> true | nil, err  runs self.schema once (self.ready)
+--   db_table.now(self)           -> seconds          self.clock() (specs) or the wall clock
+--   db_table.due(self, now)      -> boolean          true once per sweep_interval
+--   db_table.token_prefix()      -> "pid:addr:usec:" a prefix unique to this process for tokens
+--
+-- The object new returns has db, table, clock, wall, sweep_interval, sweep_batch (an integer),
+-- next_sweep, ready (false) and binds (a reused list of values for db:exec); the adapter adds
+-- its own fields and its metatable. Time is wall-clock seconds (processes share it).
+
+local sys = require "zever.sys"
+
+local type, error, format, tostring, floor, huge = type, error, string.format, tostring,
+  math.floor, math.huge
+
+local M = {}
+
+-- Returns fail(err): nil plus make_error("unavailable", "db: " .. the message of err), for the
+-- errors zever.db returns ({ code, message }) and for plain strings alike.
+function M.failer(make_error)
+  return function(err)
+    return nil, make_error("unavailable", "db: " .. tostring(err and err.message or err))
+  end
+end
+
+-- A number option >= min and finite, or default when absent; raises blaming new's caller.
+local function number(who, opts, name, default, min)
+  local v = opts[name]
+  if v == nil then return default end
+  if type(v) ~= "number" or v ~= v or v < min or v == huge then
+    error(format("%s: %s must be a number >= %s", who, name, tostring(min)), 4)
+  end
+  return v
+end
+
+-- who names the adapter in messages ("cache.db"); db is a zever.db database (the caller keeps
+-- owning it); opts the adapter's options (table, clock, sweep_interval, sweep_batch; nil for
+-- none); defaults gives table, sweep_interval and sweep_batch. Misuse raises with the caller of
+-- the adapter's new blamed. Returns a fresh table of the fields above.
+function M.new(who, db, opts, defaults)
+  if type(db) ~= "table" or type(db.exec) ~= "function" then
+    error(who .. ".new: expects a zever.db database", 3)
+  end
+  opts = opts or {}
+  if type(opts) ~= "table" then error(who .. ".new: opts must be a table", 3) end
+  local t = opts.table or defaults.table
+  if type(t) ~= "string" or not t:match("^[%a_][%w_]*$") then
+    error(who .. ": table must be a plain identifier ([A-Za-z_][A-Za-z0-9_]*)", 3)
+  end
+  if opts.clock ~= nil and type(opts.clock) ~= "function" then
+    error(who .. ": clock must be a function", 3)
+  end
+  return {
+    db = db,
+    table = t,
+    clock = opts.clock,
+    wall = require("zever.queue").wall,
+    sweep_interval = number(who, opts, "sweep_interval", defaults.sweep_interval, 0),
+    sweep_batch = floor(number(who, opts, "sweep_batch", defaults.sweep_batch, 1)),
+    next_sweep = -huge,
+    ready = false,
+    binds = {},   -- reused for statements: the list form of db:exec/query's values
+  }
+end
+
+-- Creates the table (self.schema, IF NOT EXISTS) on the first call; true or fail(err).
+function M.ensure(self, fail)
+  if self.ready then return true end
+  local ok, err = self.db:exec(self.schema)
+  if not ok then return fail(err) end
+  self.ready = true
+  return true
+end
+
+function M.now(self)
+  local clock = self.clock
+  if clock then return clock() end
+  return self.wall()
+end
+
+-- True when a sweep is due at now, and then not again before now + sweep_interval: the caller
+-- runs one bounded batch (there is no timer).
+function M.due(self, now)
+  if now >= self.next_sweep then
+    self.next_sweep = now + self.sweep_interval
+    return true
+  end
+  return false
+end
+
+-- pid, the address of a fresh table and the start time in microseconds: two processes (or two
+-- adapters in one) never share it; a counter appended to it makes a claim token.
+function M.token_prefix()
+  return format("%d:%s:%.0f:", sys.getpid(), tostring({}):match("0x%x+") or "",
+    require("zever.queue").wall() * 1e6)
+end
+
+return M
