@@ -5,8 +5,10 @@
  *     opts: host ("127.0.0.1"), port (0 = any free one), reuseport (true), backlog (511),
  *           max_header_bytes (8192), max_body_bytes (1 MiB), header_timeout (10 s),
  *           body_timeout (30 s), keepalive_timeout (75 s), max_connections (10000)
- *     on_request(req, method, path, query) runs with lua_pcall for each complete request;
- *     query is nil when the URL has no '?'. If it raises, the client gets 500 {"error":"internal"}.
+ *     on_request(req, method, path, query) runs for each complete request in a coroutine of
+ *     its own (pooled), so it may wait by yielding; query is nil when the URL has no '?'. If it
+ *     raises, the error and its traceback are logged and the client gets 500
+ *     {"error":"internal"} unless it was answered already.
  *   server:port() -> integer       server:close()        server:stats() -> {connections, requests}
  *   server:drain(seconds[, on_done])   stop accepting, finish in-flight requests, force-close at
  *                                       the deadline, then call on_done()
@@ -19,6 +21,9 @@
  *   req:write_head(status, headers) / req:write(chunk) / req:finish() -> true | nil, "closed"
  *     headers: nil or a flat array {"Content-Type", "text/plain", "X-A", "b", ...}
  *   req:answered() -> boolean
+ *
+ *   zv_http_respond_ffi(req, status, body, len, hdrs, nhdrs)   req:respond's common case for
+ *     LuaJIT's FFI (zever.server; see its comment below)
  *
  * Reading the request (header, headers, body, version) works until the response is complete;
  * after that they raise "request already answered" (the bytes were reused for the next request).
@@ -49,6 +54,7 @@
 #define SRV_MT "zever.http.server"
 #define STACK_HDRS 32
 #define METHOD_REFS 64
+#define THREAD_POOL 64
 
 typedef struct sproxy_s sproxy_t;
 
@@ -58,6 +64,10 @@ typedef struct {
   zv_loop_t *loop;
   int fn_ref, done_ref, req_mt_ref, guard_mt_ref;
   int method_refs[METHOD_REFS]; /* the method name strings, by http_parser method, made once */
+  /* Idle coroutines for on_request, each pinned by a registry reference (see on_request). */
+  lua_State *threads[THREAD_POOL];
+  int thread_refs[THREAD_POOL];
+  int nthreads;
   int closed;     /* on_closed came: only the memory is left */
   sproxy_t *proxy;
 } lserver_t;
@@ -260,6 +270,35 @@ static int r_respond(lua_State *L) {
   return 1;
 }
 
+/*
+ * req:respond for LuaJIT's FFI (zever.server calls it per request; the host is linked with
+ * -Wl,-E), so that the request's trace runs through the answer instead of stopping at a classic
+ * C API call. req is a request object's payload (the FFI passes a full userdata to a void *
+ * parameter as its payload address); hdrs holds 2 * nhdrs strings, name and value in turn,
+ * which the caller keeps alive during the call. Returns 0 when the response went out, 1 when
+ * the client is gone (respond's nil, "closed"), and -1, having sent nothing, for every case
+ * in which respond raises (answered, streaming, a status outside 100..999, an invalid header):
+ * the caller then calls req:respond, which raises with the usual message. An FFI call must not
+ * re-enter Lua: zv_http_respond calls nothing of the binding but on_conn_close (plain C); the
+ * next request and the drain callback run from the loop, never from inside a respond.
+ */
+int zv_http_respond_ffi(void *req, int status, const char *body, size_t len,
+                        const zv_http_str_t *hdrs, size_t nhdrs);
+int zv_http_respond_ffi(void *req, int status, const char *body, size_t len,
+                        const zv_http_str_t *hdrs, size_t nhdrs) {
+  lreq_t *r = req;
+  int rc;
+  if (!r || r->answered || r->streaming || status < 100 || status > 999) return -1;
+  if (!r->c) {
+    r->answered = 1;
+    return 1;
+  }
+  rc = zv_http_respond(r->c, status, hdrs, nhdrs, body ? body : "", body ? len : 0);
+  if (rc == ZV_EINVAL) return -1;
+  detach(r);
+  return rc ? 1 : 0;
+}
+
 static int r_write_head(lua_State *L) {
   zv_http_str_t stack[STACK_HDRS * 2], *hdrs;
   lreq_t *r = unanswered(L);
@@ -342,7 +381,32 @@ static void push_method(lua_State *L, lserver_t *ls, const zv_http_conn_t *core)
   lua_rawgeti(L, LUA_REGISTRYINDEX, ls->method_refs[m]);
 }
 
+/* Logs an error that escaped on_request in coroutine co (message on its top), with co's
+ * traceback when the debug library is there. */
+static void report_failure(lua_State *L, lua_State *co) {
+  int top = lua_gettop(L);
+  const char *msg = lua_tostring(co, -1);
+  lua_getfield(L, LUA_GLOBALSINDEX, "debug");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "traceback");
+    lua_pushthread(co);
+    lua_xmove(co, L, 1);
+    lua_pushstring(L, msg ? msg : "(error object is not a string)");
+    if (!lua_pcall(L, 2, 1, 0) && lua_isstring(L, -1)) msg = lua_tostring(L, -1);
+  }
+  fprintf(stderr, "zever: http request handler: %s\n", msg ? msg : "?");
+  fflush(stderr);
+  lua_settop(L, top);
+}
+
 /*
+ * Runs on_request(req, method, path, query) in a coroutine, resumed straight from here: a
+ * handler may wait (zever.sleep, I/O) by yielding, and then whatever it waits on resumes it.
+ * Coroutines are pooled: one whose handler returned without waiting goes back to the pool and
+ * serves the next request, so a request costs no coroutine allocation and no trip through Lua
+ * to start one. A coroutine that waits leaves the pool (its reference is dropped: the waker
+ * holds it from then on) and is garbage once it finishes; one that fails is dropped too.
+ *
  * The request userdata gets no finalizer while on_request runs: a request answered before the
  * handler returns (the usual case) is plain garbage afterwards, which costs the collector
  * nothing. Only a request still unanswered and attached when the handler returns (it waits in
@@ -352,13 +416,21 @@ static void push_method(lua_State *L, lserver_t *ls, const zv_http_conn_t *core)
  */
 static void on_request(zv_http_server_t *srv, zv_http_sconn_t *c) {
   lserver_t *ls = ZV_CONTAINER_OF(srv, lserver_t, srv);
-  lua_State *L = ls->loop->L;
+  lua_State *L = ls->loop->L, *co;
   const zv_http_conn_t *core = &c->core;
   lreq_t *r;
-  int failed;
+  int rc, ref;
   if (!L) {
     answer_internal(c);
     return;
+  }
+  if (ls->nthreads > 0) {
+    ls->nthreads--;
+    co = ls->threads[ls->nthreads];
+    ref = ls->thread_refs[ls->nthreads];
+  } else {
+    co = lua_newthread(L);
+    ref = luaL_ref(L, LUA_REGISTRYINDEX);
   }
   r = lua_newuserdata(L, sizeof *r);
   r->c = c;
@@ -366,16 +438,30 @@ static void on_request(zv_http_server_t *srv, zv_http_sconn_t *c) {
   c->data = r;
   lua_rawgeti(L, LUA_REGISTRYINDEX, ls->req_mt_ref);
   lua_setmetatable(L, -2);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, ls->fn_ref);
-  lua_pushvalue(L, -2);
-  push_method(L, ls, core);
-  lua_pushlstring(L, core->buf + core->url_off, core->path_len);
-  if (core->query_off >= 0) lua_pushlstring(L, core->buf + core->query_off, core->query_len);
-  else lua_pushnil(L);
-  failed = zv_loop_pcall(L, 4, 0, "http request handler");
-  /* r is still on the stack, so alive; c->data == r means unanswered and the client is there. */
+  /* r stays on L's stack until the handler is back, so it is alive below. */
+  lua_rawgeti(co, LUA_REGISTRYINDEX, ls->fn_ref);
+  lua_pushvalue(L, -1);
+  lua_xmove(L, co, 1);
+  push_method(co, ls, core);
+  lua_pushlstring(co, core->buf + core->url_off, core->path_len);
+  if (core->query_off >= 0) lua_pushlstring(co, core->buf + core->query_off, core->query_len);
+  else lua_pushnil(co);
+  rc = lua_resume(co, 4);
+  if (rc == 0) {
+    lua_settop(co, 0);
+    if (ls->nthreads < THREAD_POOL) {
+      ls->threads[ls->nthreads] = co;
+      ls->thread_refs[ls->nthreads++] = ref;
+    } else {
+      luaL_unref(L, LUA_REGISTRYINDEX, ref);
+    }
+  } else {
+    if (rc != LUA_YIELD) report_failure(L, co);
+    luaL_unref(L, LUA_REGISTRYINDEX, ref);
+  }
+  /* c->data == r means unanswered and the client is there. */
   if (c->data == r && !c->closing) {
-    if (failed) {
+    if (rc != 0 && rc != LUA_YIELD) {
       detach(r);
       answer_internal(c);
     } else {
@@ -413,7 +499,9 @@ static void on_closed(zv_http_server_t *srv) {
     luaL_unref(L, LUA_REGISTRYINDEX, ls->req_mt_ref);
     luaL_unref(L, LUA_REGISTRYINDEX, ls->guard_mt_ref);
     for (int i = 0; i < METHOD_REFS; i++) luaL_unref(L, LUA_REGISTRYINDEX, ls->method_refs[i]);
+    for (int i = 0; i < ls->nthreads; i++) luaL_unref(L, LUA_REGISTRYINDEX, ls->thread_refs[i]);
   }
+  ls->nthreads = 0;
   for (int i = 0; i < METHOD_REFS; i++) ls->method_refs[i] = LUA_NOREF;
   ls->fn_ref = ls->done_ref = ls->req_mt_ref = ls->guard_mt_ref = LUA_NOREF;
   ls->closed = 1;
@@ -552,6 +640,7 @@ static int l_listen(lua_State *L) {
   ls->loop = loop;
   ls->fn_ref = ls->done_ref = ls->req_mt_ref = ls->guard_mt_ref = LUA_NOREF;
   for (int i = 0; i < METHOD_REFS; i++) ls->method_refs[i] = LUA_NOREF;
+  ls->nthreads = 0;
   ls->closed = 0;
   ls->proxy = NULL;
   ls->item.prev = ls->item.next = NULL;

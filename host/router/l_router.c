@@ -12,6 +12,9 @@
  *   r:routes()             -> { {method=, pattern=, id=}, ... } in registration order
  *   router.MAX_PARAMS, router.empty_params
  *
+ *   zv_router_match_ffi(box, method, mlen, path, plen, out)  the hit-only match for LuaJIT's FFI
+ *                          (zever.app's dispatch; see its comment below)
+ *
  * params maps names to percent-decoded values, in a fresh table per hit; a route without
  * parameters gets router.empty_params, one shared table that refuses writes. The path is the raw
  * path without the query string; location is the corrected path and the caller adds the query.
@@ -143,9 +146,20 @@ static int l_add(lua_State *L) {
   return 0;
 }
 
+/* check_router for match, which runs per request: the metatable is upvalue 2, so the check is
+ * one pointer comparison rather than a registry lookup by name. */
+static zv_router_t *check_router_fast(lua_State *L) {
+  box_t *b = lua_touserdata(L, 1);
+  if (!b || !lua_getmetatable(L, 1) || !lua_rawequal(L, -1, lua_upvalueindex(2)))
+    luaL_typerror(L, 1, MT);
+  lua_pop(L, 1);
+  if (!b->r) luaL_error(L, "zever.router: the router is freed");
+  return b->r;
+}
+
 static int l_match(lua_State *L) {
   zv_router_match_t m;
-  zv_router_t *r = check_router(L);
+  zv_router_t *r = check_router_fast(L);
   size_t mlen, plen;
   const char *method = check_str(L, 2, &mlen);
   const char *path = check_str(L, 3, &plen);
@@ -188,6 +202,39 @@ static int l_match(lua_State *L) {
     lua_pushinteger(L, m.status);
     return 2;
   }
+}
+
+/*
+ * The per-request match for LuaJIT's FFI (zever.app calls it through ffi.C; the host is linked
+ * with -Wl,-E). The classic r:match costs a C API round trip and stops LuaJIT's compiler at the
+ * call; this one is an ordinary C call inside a trace. box is a router object's payload (the
+ * FFI passes a full userdata to a void * parameter as its payload address). It answers only the
+ * common case: a hit whose parameters need no percent-decoding. It then fills out (the route
+ * id, and each parameter as an offset and a length into path, in pattern order) and returns 0.
+ * Anything else returns -1, and the caller asks r:match, which builds the 404, 405, OPTIONS and
+ * redirect answers and decodes parameters. Allocates nothing.
+ */
+typedef struct {
+  int32_t id, nparams;
+  int32_t spans[2 * ZV_ROUTER_MAX_PARAMS];
+} zv_router_ffi_match_t;
+
+int zv_router_match_ffi(const void *box, const char *method, size_t mlen, const char *path,
+                        size_t plen, zv_router_ffi_match_t *out);
+int zv_router_match_ffi(const void *box, const char *method, size_t mlen, const char *path,
+                        size_t plen, zv_router_ffi_match_t *out) {
+  const box_t *b = box;
+  zv_router_match_t m;
+  if (!b || !b->r || plen > INT32_MAX) return -1;
+  if (zv_router_match(b->r, method, mlen, path, plen, &m) != ZV_ROUTER_FOUND) return -1;
+  for (int i = 0; i < m.nparams; i++) {
+    if (memchr(path + m.params[i].off, '%', m.params[i].len)) return -1;
+    out->spans[2 * i] = (int32_t)m.params[i].off;
+    out->spans[2 * i + 1] = (int32_t)m.params[i].len;
+  }
+  out->id = m.id;
+  out->nparams = m.nparams;
+  return 0;
 }
 
 static int l_allow(lua_State *L) {
@@ -257,7 +304,8 @@ int luaopen_zever_router(lua_State *L) {
   lua_newtable(L);
   luaL_register(L, NULL, methods);
   lua_pushvalue(L, empty);
-  lua_pushcclosure(L, l_match, 1);
+  lua_pushvalue(L, -3); /* the metatable */
+  lua_pushcclosure(L, l_match, 2);
   lua_setfield(L, -2, "match");
   lua_setfield(L, -2, "__index");
   lua_pushboolean(L, 0);

@@ -151,7 +151,7 @@ static inline size_t segment_end(const char *path, size_t len, size_t pos) {
 }
 
 static inline uint32_t hash_of(uint64_t head, size_t len, unsigned bits) {
-  uint64_t h = (head ^ (head >> 29) ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
+  uint64_t h = (head + (uint64_t)len) * 0x9e3779b97f4a7c15ull; /* the high bits mix them all */
   return (uint32_t)(h >> (64 - bits));
 }
 
@@ -189,10 +189,25 @@ static void node_free(node_t *n) {
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
-/* The static child of n for segment s[0..len), readable from s - back to s + left; or NULL. */
-static ALWAYS_INLINE const node_t *find_edge(const node_t *n, const char *s, size_t len,
-                                             size_t left, size_t back) {
-  uint64_t head = head_of(s, len, left, back);
+/* Whether a[8..len) equals b[8..len), for len > 8: a word at a time, then bytes. Inline and
+ * call-free on purpose: a memcmp call inside the edge search makes the compiler spill the
+ * search's registers around every probe. */
+static ALWAYS_INLINE int same_tail(const char *a, const char *b, size_t len) {
+  size_t i = 8;
+  for (; i + 8 <= len; i += 8) {
+    uint64_t x, y;
+    memcpy(&x, a + i, 8);
+    memcpy(&y, b + i, 8);
+    if (x != y) return 0;
+  }
+  for (; i < len; i++)
+    if (a[i] != b[i]) return 0;
+  return 1;
+}
+
+/* The static child of n for segment s[0..len) whose word is head (see next_segment); or NULL. */
+static ALWAYS_INLINE const node_t *find_edge(const node_t *n, uint64_t head, const char *s,
+                                             size_t len) {
   const edge_t *e = n->edges;
   if (n->slots) {
     uint32_t mask = (1u << n->bits) - 1;
@@ -200,16 +215,48 @@ static ALWAYS_INLINE const node_t *find_edge(const node_t *n, const char *s, siz
       uint32_t k = n->slots[h];
       if (!k) return NULL;
       const edge_t *x = &e[k - 1];
-      if (x->head == head && x->len == len && (len <= 8 || !memcmp(s + 8, x->child->bytes + 8,
-                                                                   len - 8)))
+      if (x->head == head && x->len == len && (len <= 8 || same_tail(s, x->child->bytes, len)))
         return x->child;
     }
   }
   for (uint32_t i = 0; i < n->nedges; i++)
     if (e[i].head == head && e[i].len == len &&
-        (len <= 8 || !memcmp(s + 8, e[i].child->bytes + 8, len - 8)))
+        (len <= 8 || same_tail(s, e[i].child->bytes, len)))
       return e[i].child;
   return NULL;
+}
+
+/*
+ * The segment that starts at pos: returns its length and sets *head to its word (as head_of
+ * computes it). One 8-byte load finds both the '/' and the word for segments of up to 8 bytes,
+ * which is nearly all of them; near the end of the path the load ends at the path's end.
+ */
+static ALWAYS_INLINE size_t next_segment(const char *path, size_t len, size_t pos,
+                                         uint64_t *head) {
+  const uint64_t ones = 0x0101010101010101ull, slashes = ones * '/';
+  size_t left = len - pos;
+  if (LITTLE && len >= 8 && left > 0) {
+    uint64_t w, x;
+    if (left >= 8) {
+      memcpy(&w, path + pos, 8);
+    } else {
+      memcpy(&w, path + len - 8, 8);
+      w >>= 8 * (8 - left); /* byte 0 is path[pos]; the zeros shifted in are not '/' */
+    }
+    x = w ^ slashes;
+    x = (x - ones) & ~x & (ones << 7); /* the lowest set byte marks the first '/' */
+    if (x) {
+      size_t k = (unsigned)__builtin_ctzll(x) >> 3;
+      *head = k ? w & (~0ull >> (64 - 8 * k)) : 0;
+      return k;
+    }
+    *head = w;
+    if (left <= 8) return left;
+    return segment_end(path, len, pos + 8) - pos;
+  }
+  size_t end = segment_end(path, len, pos);
+  *head = head_of(path + pos, end - pos, left, pos);
+  return end - pos;
 }
 
 /* Builds a hash index of the first count edges of n, with at least twice as many slots. */
@@ -262,7 +309,7 @@ static int is_tchar(unsigned char c) {
 }
 
 /* The standard methods by length and bytes first: this runs once per request. */
-static inline int method_index(const zv_router_t *r, const char *m, size_t n) {
+static ALWAYS_INLINE int method_index(const zv_router_t *r, const char *m, size_t n) {
   switch (n) {
   case 3:
     if (m[0] == 'G' && m[1] == 'E' && m[2] == 'T') return ZV_ROUTER_GET;
@@ -430,7 +477,7 @@ static int validate(const char *p, size_t plen, char *err, size_t cap) {
 
 /* Finds or creates the static child of n for segment s[0..len). */
 static int insert_static(node_t *n, const char *s, size_t len, node_t **out) {
-  node_t *c = (node_t *)find_edge(n, s, len, len, 0);
+  node_t *c = (node_t *)find_edge(n, head_of(s, len, len, 0), s, len);
   if (!c) {
     if (!(c = node_new(KIND_STATIC, s, len))) return ZV_ENOMEM;
     if (add_edge(n, c)) {
@@ -580,9 +627,10 @@ static int visit(search_t *s, const node_t *n, size_t pos) {
   const char *const path = s->path;
   const size_t len = s->len;
   for (;;) {
-    size_t end = segment_end(path, len, pos);
+    uint64_t head;
+    size_t end = pos + next_segment(path, len, pos, &head);
     int last = end == len;
-    const node_t *c = n->nedges ? find_edge(n, path + pos, end - pos, len - pos, pos) : NULL;
+    const node_t *c = n->nedges ? find_edge(n, head, path + pos, end - pos) : NULL;
     if (!n->param && !n->splat) {
       if (!c) return 0;
       if (last) return terminal(s, c);

@@ -21,8 +21,29 @@ local type, error, tostring, select, ipairs, pairs = type, error, tostring, sele
 local format, concat, sort, xpcall, traceback = string.format, table.concat, table.sort, xpcall,
   debug.traceback
 local apply, finish = response.apply, response.finish
+local sub = string.sub
+local ffi = require "ffi"
 
 local M = {}
+
+-- The router's FFI entry point (see zv_router_match_ffi in host/router/l_router.c): the common
+-- case of dispatch (a hit, no percent-encoded parameter) without the classic C API, so that
+-- LuaJIT compiles the call into the request's trace. Without the symbol (a host built without
+-- -Wl,-E) every match goes through trie:match.
+ffi.cdef(string.format([[
+typedef struct { int32_t id, nparams; int32_t spans[%d]; } zv_router_ffi_match_t;
+int zv_router_match_ffi(const void *box, const char *method, size_t mlen, const char *path,
+                        size_t plen, zv_router_ffi_match_t *out);
+]], 2 * router.MAX_PARAMS))
+local match_ffi
+do
+  local ok, fn = pcall(function() return ffi.C.zv_router_match_ffi end)
+  if ok then match_ffi = fn end
+end
+local found = ffi.new("zv_router_ffi_match_t")
+local empty_params = router.empty_params
+-- The routers the apps made: only these reach the FFI call, which trusts its pointer.
+local tries = setmetatable({}, { __mode = "k" })
 
 local METHODS = { GET = true, HEAD = true, POST = true, PUT = true, PATCH = true, DELETE = true,
   OPTIONS = true }
@@ -52,8 +73,10 @@ local Group = {}
 Group.__index = Group
 
 function M.new()
+  local trie = router.new()
+  tries[trie] = true
   local app = setmetatable({
-    trie = router.new(),
+    trie = trie,
     routes = {},          -- { method, pattern, name, handler, chain, source }, by route id
     names = {},           -- name -> route
     middleware = {},      -- app-level, in order
@@ -87,8 +110,12 @@ local function add(group, methods, name, pattern, handler, level)
     for _, mw in ipairs(group.middleware) do chain[#chain + 1] = mw end
   end
   chain[#chain + 1] = handler
+  -- The parameter names in pattern order (':' and '*' start a parameter only at the start of a
+  -- segment), which is the order the router reports their values in.
+  local param_names = {}
+  for pname in full:gmatch("/[:*]([%w_]+)") do param_names[#param_names + 1] = pname end
   local route = { method = nil, pattern = full, name = name, handler = handler, chain = chain,
-    source = source_of(handler) }
+    source = source_of(handler), param_names = param_names }
   for _, m in ipairs(methods) do
     if type(m) ~= "string" or not METHODS[m:upper()] then
       error("unsupported HTTP method " .. tostring(m), level)
@@ -286,14 +313,39 @@ end
 -- Dispatches one request: method, raw path, raw query string (or nil), and a source answering
 -- header(name), headers() and body(). Returns the response object (code, headers, body).
 -- Must run inside a coroutine when handlers may wait.
+local function collect(names, spans, n, path)
+  local params = {}
+  for i = 0, n - 1 do
+    local off = spans[2 * i]
+    params[names[i + 1]] = sub(path, off + 1, off + spans[2 * i + 1])
+  end
+  return params
+end
+
+-- The route id and params of a hit; otherwise what trie:match says (nil, status, extra).
+-- No loop for routes of up to one parameter: a loop inside the request's trace makes LuaJIT
+-- abort it (and run the whole request in the interpreter, where FFI calls are slow).
+local function match(app, method, path)
+  local trie = app.trie
+  if match_ffi and tries[trie] and type(method) == "string" and type(path) == "string"
+    and match_ffi(trie, method, #method, path, #path, found) == 0 then
+    local id, n = found.id, found.nparams
+    if n == 0 then return id, empty_params end
+    local names, spans = app.routes[id].param_names, found.spans
+    if n == 1 then return id, { [names[1]] = sub(path, spans[0] + 1, spans[0] + spans[1]) } end
+    return id, collect(names, spans, n, path)
+  end
+  return trie:match(method, path)
+end
+
 function App:dispatch(method, path, query_string, source)
-  local id, params, extra = self.trie:match(method, path)
+  local id, params, extra = match(self, method, path)
   local chain
   if id then
     chain = self.routes[id].chain
   else
     chain = params == 404 and NOT_FOUND or { answer(params, extra) }
-    params = router.empty_params
+    params = empty_params
   end
   chain = with_app_middleware(self, chain)
   local req = request.new(method, path, query_string, params, source)

@@ -12,12 +12,11 @@
 
 local http = require "zever.http"
 local loop = require "zever.loop"
-local sched = require "zever.sched"
 local sys = require "zever.sys"
 local json = require "zever.json"
 
-local format, now, floor = string.format, sys.now, math.floor
-local spawn = sched.spawn
+local format, now, floor, type = string.format, sys.now, math.floor, type
+local ffi = require "ffi"
 
 local M = {}
 
@@ -33,30 +32,66 @@ local function access_json(req, res, bytes, started)
     ms = floor((now() - started) * 1e6) / 1000, id = req.id }) .. "\n"
 end
 
--- Serves one request from zever.http: runs inside a pooled coroutine.
-local function handle(app, creq, method, path, query)
-  local started = app.access_log and now()
-  local res, req = app:dispatch(method, path, query, creq)
-  -- The C request's headers are gone once it is answered: take the id first if it is logged.
-  if started and app.access_log == access_json then local _ = req.id end
-  creq:respond(res.code, res.body, res.headers)
-  if started then
-    io.stderr:write(app.access_log(req, res, #res.body, started))
+-- The answer goes out through zv_http_respond_ffi (host/http/l_http.c) when it can: the
+-- request's trace then runs through it instead of stopping at a classic C API call. Responses
+-- with up to two headers (the content type and one more) take that way; others, and every case
+-- in which creq:respond raises, go through creq:respond. No loop here: a loop inside the
+-- request's trace makes LuaJIT abort it.
+ffi.cdef[[
+typedef struct { const char *p; size_t n; } zv_http_ffi_str_t;
+int zv_http_respond_ffi(void *req, int status, const char *body, size_t len,
+                        const zv_http_ffi_str_t *hdrs, size_t nhdrs);
+]]
+local respond_ffi
+do
+  local ok, fn = pcall(function() return ffi.C.zv_http_respond_ffi end)
+  if ok then respond_ffi = fn end
+end
+local hbuf = ffi.new("zv_http_ffi_str_t[4]")
+
+local function respond(creq, code, body, h)
+  local n = #h
+  if respond_ffi and type(code) == "number" and type(body) == "string" and n <= 4 then
+    local rc
+    if n == 0 then
+      rc = respond_ffi(creq, code, body, #body, hbuf, 0)
+    elseif n == 2 then
+      local a, b = h[1], h[2]
+      if type(a) == "string" and type(b) == "string" then
+        hbuf[0].p, hbuf[0].n, hbuf[1].p, hbuf[1].n = a, #a, b, #b
+        rc = respond_ffi(creq, code, body, #body, hbuf, 1)
+      end
+    elseif n == 4 then
+      local a, b, c, d = h[1], h[2], h[3], h[4]
+      if type(a) == "string" and type(b) == "string" and type(c) == "string"
+        and type(d) == "string" then
+        hbuf[0].p, hbuf[0].n, hbuf[1].p, hbuf[1].n = a, #a, b, #b
+        hbuf[2].p, hbuf[2].n, hbuf[3].p, hbuf[3].n = c, #c, d, #d
+        rc = respond_ffi(creq, code, body, #body, hbuf, 2)
+      end
+    end
+    if rc == 0 then return true end
+    if rc == 1 then return nil, "closed" end
   end
+  return creq:respond(code, body, h)
 end
 
 -- opts: host, port, access_log (false | "text" | "json"), limits (a table of zever.http limits).
+-- zever.http runs the request function in a pooled coroutine of its own, so a handler may wait.
 function M.listen(app, opts)
   local conf = { host = opts.host or "127.0.0.1", port = opts.port or 8080, reuseport = true }
   for k, v in pairs(opts.limits or {}) do conf[k] = v end
-  app.access_log = opts.access_log == "json" and access_json or opts.access_log and access_text
-    or nil
-  -- spawn passes four arguments: the app is bound here, so that the query string is the fourth.
-  local function serve(creq, method, path, query)
-    return handle(app, creq, method, path, query)
-  end
+  local log = opts.access_log == "json" and access_json or opts.access_log and access_text or nil
+  app.access_log = log
   return http.listen(conf, function(creq, method, path, query)
-    spawn(serve, creq, method, path, query)
+    local started = log and now()
+    local res, req = app:dispatch(method, path, query, creq)
+    -- The C request's headers are gone once it is answered: take the id first if it is logged.
+    if log == access_json then local _ = req.id end
+    respond(creq, res.code, res.body, res.headers)
+    if started then
+      io.stderr:write(log(req, res, #res.body, started))
+    end
   end)
 end
 
