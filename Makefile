@@ -12,6 +12,10 @@
 # A C module is a folder host/<name>/ with a pure core and one binding l_<name>.c exporting
 # luaopen_zever_<name>; adding the folder is all it takes to build it and preload it as
 # zever.<name>. (A binding that a Lua module wraps is named l_<name>_core.c: zever.<name>_core.)
+# A binding too long for one file is split by phase: l_<name>.c keeps the entry points, and
+# host/<name>/lx_*.c files are its other parts. Parts are compiled into the host with the
+# binding's flags, never preloaded as modules, and left out of the cores that benchmarks and
+# fuzz targets link (they use Lua).
 
 CC       ?= cc
 PREFIX   ?= /usr/local
@@ -32,8 +36,9 @@ ALL_LDFLAGS = -Wl,-E $(LDFLAGS)
 
 MODULES   := $(sort $(patsubst l_%.c,%,$(notdir $(wildcard host/*/l_*.c))))
 BIND_SRC  := $(sort $(wildcard host/*/l_*.c))
-CORE_SRC  := $(sort $(filter-out $(BIND_SRC),$(wildcard host/*/*.c)))
-HOST_SRC  := host/main.c $(CORE_SRC) $(BIND_SRC)
+PART_SRC  := $(sort $(wildcard host/*/lx_*.c))
+CORE_SRC  := $(sort $(filter-out $(BIND_SRC) $(PART_SRC),$(wildcard host/*/*.c)))
+HOST_SRC  := host/main.c $(CORE_SRC) $(BIND_SRC) $(PART_SRC)
 HEADERS   := $(wildcard host/*.h host/*/*.h)
 
 OBJ       := $(HOST_SRC:host/%.c=build/obj/%.o)

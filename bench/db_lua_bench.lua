@@ -58,6 +58,34 @@ measure("PrimaryKeySelectRaw", N, function(n)
   end
 end)
 
+-- db:exec with values given one by one (the vararg path), with the Lua heap it allocates a call
+-- (collectgarbage("count") across the timed loop, collector stopped).
+local function exec_case(name, fn)
+  assert(fn(1).changes == 1, name .. ": the statement changes one row")
+  measure(name, N, function(n)
+    for i = 1, n do sink = fn(i).changes end
+  end)
+  collectgarbage()
+  collectgarbage("stop")
+  local before = collectgarbage("count")
+  for i = 1, 10000 do sink = fn(i).changes end
+  local bytes = (collectgarbage("count") - before) * 1024 / 10000
+  collectgarbage("restart")
+  print(string.format("%-34s %10d %10.1f B/op (Lua heap)", name, 10000, bytes))
+end
+
+exec_case("ExecOneValue", function(i)
+  return db:exec("UPDATE users SET age = age WHERE id = ?", i % ROWS + 1)
+end)
+exec_case("ExecFourValues", function(i)
+  return db:exec("UPDATE users SET age = ?, status = ? WHERE id = ? AND email <> ?",
+    18 + i % 50, "active", i % ROWS + 1, "")
+end)
+exec_case("ExecEightValues", function(i)
+  return db:exec([[UPDATE users SET age = ?, status = ?, name = ? WHERE id = ? AND email <> ?
+    AND age >= ? AND age < ? AND status <> ?]], 18, "active", "User", i % ROWS + 1, "", 0, 1000, "x")
+end)
+
 local ok, luasql = pcall(require, "luasql.sqlite3")
 if ok then
   local env = luasql.sqlite3()

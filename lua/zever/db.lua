@@ -22,6 +22,7 @@ local query = require "zever.db.query"
 local type, select, error, pcall, setmetatable, getmetatable, tostring =
   type, select, error, pcall, setmetatable, getmetatable, tostring
 local unpack = unpack
+local tnew = require "table.new"
 
 local M = {}
 
@@ -95,6 +96,36 @@ function M.open(dsn, opts)
 end
 
 -- The raw API's arguments: either values (db:exec(sql, a, b)) or one list (db:exec(sql, {a, b})).
+--
+-- Up to SCRATCH values given one by one go to the adapter in one reused list instead of a new
+-- `{ ... }`: a call then allocates no Lua heap of its own, and LuaJIT compiles it (`{ ... }` is
+-- TSETM, which LuaJIT 2.1 compiles with guards on the table's shape that fail for 4 values and
+-- more: every call left the trace, and the side traces grown on those exits ran out, ~13 KB a
+-- call). The values are read as a fixed number of locals, never as a vararg list, so the trace
+-- does not depend on how many there are.
+--
+-- The list is taken for the adapter call only and emptied right after (it must not keep values
+-- alive). A call that finds it taken (the adapter re-entered: a __gc running db calls) builds
+-- its own list, as does an adapter raising midway (out of memory), which leaves it taken: later
+-- calls are then as slow as before, never wrong.
+local SCRATCH = 8
+local scratch = tnew(SCRATCH, 0)
+local scratch_taken = false
+
+local function take(a1, a2, a3, a4, a5, a6, a7, a8)
+  local s = scratch
+  scratch_taken = true
+  s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8] = a1, a2, a3, a4, a5, a6, a7, a8
+  return s
+end
+
+local function give_back()
+  local s = scratch
+  s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8] = nil, nil, nil, nil, nil, nil, nil, nil
+  scratch_taken = false
+end
+
+-- The list of values to bind, for more than SCRATCH values or when the scratch list is taken.
 local function args(...)
   local n = select("#", ...)
   if n == 0 then return nil, 0 end
@@ -109,44 +140,97 @@ local function check_sql(s, fname)
   if type(s) ~= "string" then error(fname .. ": expects an SQL string", 3) end
 end
 
+-- True when the values a call was given one by one can go through the scratch list: at most
+-- SCRATCH of them (at least one: the caller checks), and not one plain table (the list form).
+local function by_scratch(n, a1)
+  if n > SCRATCH or scratch_taken then return false end
+  return n > 1 or type(a1) ~= "table" or getmetatable(a1) ~= nil
+end
+
+-- The results of the adapter's calls; *_values run them with the scratch list. They are not
+-- vararg functions: LuaJIT cannot compile the return of a vararg function to the frame below
+-- a trace's start (the trace stitched after the adapter's C call starts there), so DB:exec and
+-- friends only tail-call them.
+local function exec_result(self, changes, id, message)
+  if not changes then return fail(self, id, message) end
+  return { changes = changes, last_insert_id = id }
+end
+
+local function query_result(self, rows, code, message)
+  if not rows then return fail(self, code, message) end
+  return rows
+end
+
+local function first_result(self, row, code, message)
+  if row == nil and code then return fail(self, code, message) end
+  return row
+end
+
+local function exec_values(self, text, n, a1, a2, a3, a4, a5, a6, a7, a8)
+  if self.finished then check_live(self) end
+  local changes, id, message = self.conn:exec(text, take(a1, a2, a3, a4, a5, a6, a7, a8), n)
+  give_back()
+  return exec_result(self, changes, id, message)
+end
+
 function DB:exec(text, ...)
   check_sql(text, "exec")
-  local binds, n = args(...)
-  return self:_exec(text, binds, n)
+  local n = select("#", ...)
+  local a1, a2, a3, a4, a5, a6, a7, a8 = ...
+  if n == 0 then return self:_exec(text, nil, 0) end
+  if not by_scratch(n, a1) then return self:_exec(text, args(...)) end
+  return exec_values(self, text, n, a1, a2, a3, a4, a5, a6, a7, a8)
+end
+
+local function query_values(self, text, n, a1, a2, a3, a4, a5, a6, a7, a8)
+  if self.finished then check_live(self) end
+  local rows, code, message = self.conn:query(text, take(a1, a2, a3, a4, a5, a6, a7, a8), n)
+  give_back()
+  return query_result(self, rows, code, message)
 end
 
 function DB:query(text, ...)
   check_sql(text, "query")
-  local binds, n = args(...)
-  return self:_query(text, binds, n)
+  local n = select("#", ...)
+  local a1, a2, a3, a4, a5, a6, a7, a8 = ...
+  if n == 0 then return self:_query(text, nil, 0) end
+  if not by_scratch(n, a1) then return self:_query(text, args(...)) end
+  return query_values(self, text, n, a1, a2, a3, a4, a5, a6, a7, a8)
+end
+
+local function first_values(self, text, n, a1, a2, a3, a4, a5, a6, a7, a8)
+  if self.finished then check_live(self) end
+  local row, code, message = self.conn:first(text, take(a1, a2, a3, a4, a5, a6, a7, a8), n)
+  give_back()
+  return first_result(self, row, code, message)
 end
 
 function DB:first(text, ...)
   check_sql(text, "first")
-  local binds, n = args(...)
-  return self:_first(text, binds, n)
+  local n = select("#", ...)
+  local a1, a2, a3, a4, a5, a6, a7, a8 = ...
+  if n == 0 then return self:_first(text, nil, 0) end
+  if not by_scratch(n, a1) then return self:_first(text, args(...)) end
+  return first_values(self, text, n, a1, a2, a3, a4, a5, a6, a7, a8)
 end
 
 -- The calls every path ends in (the builder uses them with rendered SQL).
 function DB:_exec(text, binds, n)
   if self.finished then check_live(self) end
   local changes, id, message = self.conn:exec(text, binds, n)
-  if not changes then return fail(self, id, message) end
-  return { changes = changes, last_insert_id = id }
+  return exec_result(self, changes, id, message)
 end
 
 function DB:_query(text, binds, n)
   if self.finished then check_live(self) end
   local rows, code, message = self.conn:query(text, binds, n)
-  if not rows then return fail(self, code, message) end
-  return rows
+  return query_result(self, rows, code, message)
 end
 
 function DB:_first(text, binds, n)
   if self.finished then check_live(self) end
   local row, code, message = self.conn:first(text, binds, n)
-  if row == nil and code then return fail(self, code, message) end
-  return row
+  return first_result(self, row, code, message)
 end
 
 function DB:_each(text, binds, fn)
