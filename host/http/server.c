@@ -2,7 +2,8 @@
  * server.c: the HTTP/1.1 server on libuv (see server.h for the structures).
  *
  * It must not call into Lua, and must not allocate per request in steady state: connections and
- * their buffers are reused, responses go out with one uv_try_write of head + body, and only the
+ * their buffers are reused, responses go out with one send(2) of head + body (a small body is
+ * copied behind the head; a larger one goes as a second iovec of sendmsg(2)), and only the
  * part the kernel did not take is copied into a uv_write request.
  *
  * Timeouts: each connection has one timer, armed for what it waits for (timer_mode):
@@ -16,9 +17,13 @@
  */
 #include "server.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../core/zv.h"
 
@@ -28,6 +33,9 @@ enum { T_NONE, T_HEADER, T_BODY, T_KEEPALIVE, T_LINGER };
 #define MAX_PENDING (64u << 20) /* unsent bytes per connection before it is dropped */
 #define POOL_MAX 64             /* closed connections kept for reuse */
 #define STACK_HDRS 16
+#define SMALL_BODY 1024          /* a body up to this size is copied behind the head: one send */
+#define EVENTS_MAX 256          /* epoll events taken from epfd per epoll_wait */
+#define READS_MAX 32            /* reads in a row on one connection before the others' turn */
 
 typedef struct {
   uv_write_t req;
@@ -180,6 +188,8 @@ static zv_http_sconn_t *conn_get(zv_http_server_t *s) {
   c->fresh = 1;
   c->reading = c->closing = c->lingering = c->shutting = c->in_dispatch = c->ready = 0;
   c->must_close = c->is_head = c->stream_raw = c->no_body = 0;
+  c->fd = -1;
+  c->rd_ready = c->rd_eof = c->in_read = c->want_process = c->want_read = 0;
   return c;
 }
 
@@ -210,6 +220,7 @@ static void unlink_ready(zv_http_sconn_t *c) {
   while (*pp && *pp != c) pp = &(*pp)->ready_next;
   if (*pp) *pp = c->ready_next;
   c->ready = 0;
+  c->want_process = c->want_read = 0;
 }
 
 /* Closes c's handles now; its memory goes back to the pool in the close callbacks. */
@@ -224,6 +235,12 @@ static void conn_close_now(zv_http_sconn_t *c) {
   c->prev = c->next = NULL;
   if (s->cb.on_conn_close) s->cb.on_conn_close(s, c);
   c->data = NULL;
+  if (c->fd >= 0) {
+    /* Closing the descriptor would drop it from epfd too, but only once libuv closes it. */
+    epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    c->fd = -1;
+  }
+  c->reading = c->rd_ready = 0;
   c->nclose = 2;
   uv_close((uv_handle_t *)&c->tcp, conn_closed);
   uv_close((uv_handle_t *)&c->timer, conn_closed);
@@ -237,6 +254,31 @@ void zv_http_abort(zv_http_sconn_t *c) {
 
 static void write_cb(uv_write_t *req, int status);
 
+/* What uv_try_write does, without the VFS write path: send(2) for one buffer, sendmsg(2) for
+ * more. Only while no uv_write is queued (the caller checks). Bytes sent, or a libuv error. */
+static int try_send(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n) {
+  ssize_t r;
+  do {
+    if (n == 1) {
+      r = send(c->fd, bufs[0].base, bufs[0].len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } else {
+      struct iovec iov[4];
+      struct msghdr m;
+      if (n > 4) return uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
+      for (unsigned i = 0; i < n; i++) {
+        iov[i].iov_base = bufs[i].base;
+        iov[i].iov_len = bufs[i].len;
+      }
+      memset(&m, 0, sizeof m);
+      m.msg_iov = iov;
+      m.msg_iovlen = n;
+      r = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+  } while (r < 0 && errno == EINTR);
+  if (r >= 0) return (int)r;
+  return errno == EWOULDBLOCK ? UV_EAGAIN : uv_translate_sys_error(errno);
+}
+
 static int conn_write(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n) {
   size_t total = 0, skip, len;
   wreq_t *w;
@@ -245,7 +287,7 @@ static int conn_write(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n) {
   for (unsigned i = 0; i < n; i++) total += bufs[i].len;
   if (total == 0) return 0;
   if (c->writes == 0) {
-    r = uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
+    r = c->fd >= 0 ? try_send(c, bufs, n) : UV_EBADF;
     if (r >= 0 && (size_t)r == total) return 0;
     if (r < 0 && r != UV_EAGAIN) {
       conn_close_now(c);
@@ -307,49 +349,99 @@ static void write_cb(uv_write_t *req, int status) {
 
 /* --- connections: reading and dispatch ----------------------------------------------------- */
 
-static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
-  zv_http_sconn_t *c = h->data;
-  char *p;
-  size_t n;
-  (void)hint;
-  if (c->lingering) {
-    buf->base = c->core.buf;
-    buf->len = c->core.cap;
-    return;
-  }
-  if (zv_http_conn_space(&c->core, &p, &n) || n == 0) {
-    buf->base = NULL;
-    buf->len = 0;
-    return;
-  }
-  buf->base = p;
-  buf->len = n;
+static void idle_cb(uv_idle_t *h);
+
+/* Puts c on the server's list for the idle callback (see want_process and want_read). */
+static void enqueue(zv_http_sconn_t *c) {
+  zv_http_server_t *s = c->srv;
+  if (c->ready || c->closing) return;
+  c->ready = 1;
+  c->ready_next = s->ready;
+  s->ready = c;
+  uv_idle_start(&s->idle, idle_cb);
 }
 
-static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
-  zv_http_sconn_t *c = st->data;
-  (void)buf;
-  if (c->closing) return;
-  if (nread == UV_ENOBUFS) {
-    uv_read_stop(st);
-    c->reading = 0;
-    return;
+/*
+ * Reads while the socket may hold bytes and the connection wants them. Edge-triggered: epfd
+ * reports a socket again only when new bytes (or EOF) arrive, so a read that filled the space
+ * given leaves rd_ready set, and a shorter one means the socket is empty (unless the peer shut
+ * down: then it reads on to the end, which recv reports as 0). After READS_MAX reads in a row
+ * it goes on from the idle callback, so that one busy client does not hold up the others.
+ */
+static void conn_readable(zv_http_sconn_t *c) {
+  int reads = 0;
+  if (c->in_read) return;
+  c->in_read = 1;
+  while (c->reading && c->rd_ready && !c->closing) {
+    char *p;
+    size_t n;
+    ssize_t r;
+    if (reads++ == READS_MAX) {
+      c->want_read = 1;
+      enqueue(c);
+      break;
+    }
+    if (c->lingering) {
+      p = c->core.buf;
+      n = c->core.cap;
+    } else if (zv_http_conn_space(&c->core, &p, &n) || n == 0) {
+      /* No room now (a request waits for its answer, or the input reached its limit): the
+       * bytes stay in the socket until start_reading asks again. */
+      c->reading = 0;
+      break;
+    }
+    r = recv(c->fd, p, n, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        c->rd_ready = 0;
+        break;
+      }
+      conn_close_now(c);
+      break;
+    }
+    if (r == 0) {
+      /* EOF: the client is gone, even if a request still waits for its answer. */
+      conn_close_now(c);
+      break;
+    }
+    if ((size_t)r < n && !c->rd_eof) c->rd_ready = 0;
+    if (c->lingering || c->shutting) continue;
+    zv_http_conn_commit(&c->core, (size_t)r);
+    if (c->core.state == ZV_HTTP_DONE) continue;
+    conn_process(c);
   }
-  if (nread == 0) return;
-  if (nread < 0) {
-    /* EOF or an error: the client is gone, even if a request still waits for its answer. */
-    conn_close_now(c);
-    return;
-  }
-  if (c->lingering || c->shutting) return;
-  zv_http_conn_commit(&c->core, (size_t)nread);
-  if (c->core.state == ZV_HTTP_DONE) return;
-  conn_process(c);
+  c->in_read = 0;
 }
 
+/* epfd has events: take them and read the sockets they name. */
+static void events_cb(uv_poll_t *h, int status, int events) {
+  zv_http_server_t *s = h->data;
+  struct epoll_event ev[EVENTS_MAX];
+  int n;
+  (void)status;
+  (void)events;
+  do {
+    n = epoll_wait(s->epfd, ev, EVENTS_MAX, 0);
+    for (int i = 0; i < n; i++) {
+      zv_http_sconn_t *c = ev[i].data.ptr;
+      if (c->closing) continue;
+      c->rd_ready = 1;
+      if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c->rd_eof = 1;
+      conn_readable(c);
+    }
+  } while (n == EVENTS_MAX);
+}
+
+/* The connection wants bytes again; reads what the socket already holds from the idle
+ * callback, never from the caller's stack (it may be inside zv_http_respond). */
 static void start_reading(zv_http_sconn_t *c) {
   if (c->reading || c->closing) return;
-  if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0) c->reading = 1;
+  c->reading = 1;
+  if (c->rd_ready) {
+    c->want_read = 1;
+    enqueue(c);
+  }
 }
 
 static void send_error(zv_http_sconn_t *c, int status) {
@@ -361,15 +453,11 @@ static void send_error(zv_http_sconn_t *c, int status) {
   zv_http_respond(c, status, hdrs, 1, body, strlen(body));
 }
 
-static void idle_cb(uv_idle_t *h);
-
+/* The connection's next pipelined request is buffered: parse it from the idle callback. */
 static void schedule(zv_http_sconn_t *c) {
-  zv_http_server_t *s = c->srv;
-  if (c->ready || c->closing) return;
-  c->ready = 1;
-  c->ready_next = s->ready;
-  s->ready = c;
-  uv_idle_start(&s->idle, idle_cb);
+  if (c->closing) return;
+  c->want_process = 1;
+  enqueue(c);
 }
 
 /* The response is complete and flushed: go on with the next request on this connection. */
@@ -433,13 +521,19 @@ static void conn_process(zv_http_sconn_t *c) {
 
 static void idle_cb(uv_idle_t *h) {
   zv_http_server_t *s = h->data;
-  while (s->ready) {
-    zv_http_sconn_t *c = s->ready;
-    s->ready = c->ready_next;
+  /* Connections enqueued from here wait for the next turn, as a list of their own. */
+  zv_http_sconn_t *list = s->ready;
+  s->ready = NULL;
+  while (list) {
+    zv_http_sconn_t *c = list;
+    int process = c->want_process, read = c->want_read;
+    list = c->ready_next;
     c->ready = 0;
-    if (!c->closing) conn_process(c);
+    c->want_process = c->want_read = 0;
+    if (!c->closing && process) conn_process(c);
+    if (!c->closing && read) conn_readable(c);
   }
-  uv_idle_stop(h);
+  if (!s->ready) uv_idle_stop(h);
 }
 
 /* --- graceful close ------------------------------------------------------------------------ */
@@ -520,8 +614,15 @@ int zv_http_respond(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, s
     conn_close_now(c);
     return ZV_EIO;
   }
+  if (!no_body && !c->is_head && len) {
+    /* The head buffer grows once to hold a small body too; if it cannot, two iovecs. */
+    if (len <= SMALL_BODY) zv_http_buf_add(&c->head, body, len);
+    if (len > SMALL_BODY || c->head.err) {
+      c->head.err = 0;
+      bufs[n++] = uv_buf_init((char *)body, (unsigned)len);
+    }
+  }
   bufs[0] = uv_buf_init(c->head.p, (unsigned)c->head.len);
-  if (!no_body && !c->is_head && len) bufs[n++] = uv_buf_init((char *)body, (unsigned)len);
   if (conn_write(c, bufs, n)) return ZV_EIO;
   response_done(c);
   return 0;
@@ -637,8 +738,21 @@ static void on_connection(uv_stream_t *l, int status) {
     conn_close_now(c);
     return;
   }
+  {
+    uv_os_fd_t fd;
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
+    ev.data.ptr = c;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) || epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+      conn_close_now(c);
+      return;
+    }
+    c->fd = fd;
+  }
   uv_tcp_nodelay(&c->tcp, 1);
   arm(c, T_HEADER);
+  /* Bytes that came with the connection are reported by epfd at once (the add polls). */
   start_reading(c);
 }
 
@@ -647,6 +761,10 @@ static void on_connection(uv_stream_t *l, int status) {
 static void server_handle_closed(uv_handle_t *h) {
   zv_http_server_t *s = h->data;
   if (--s->nhandles > 0) return;
+  if (s->epfd >= 0) {
+    close(s->epfd);
+    s->epfd = -1;
+  }
   while (s->free) {
     zv_http_sconn_t *c = s->free;
     s->free = c->next;
@@ -667,6 +785,7 @@ static void server_maybe_finish(zv_http_server_t *s) {
   }
   if (s->listening || s->nconns || s->finishing) return;
   s->finishing = 1;
+  uv_close((uv_handle_t *)&s->events, server_handle_closed);
   uv_close((uv_handle_t *)&s->idle, server_handle_closed);
   uv_close((uv_handle_t *)&s->timer, server_handle_closed);
 }
@@ -699,18 +818,29 @@ int zv_http_server_start(zv_http_server_t *s, uv_loop_t *loop, const zv_http_ser
   signal(SIGPIPE, SIG_IGN);
   uv_idle_init(loop, &s->idle);
   uv_timer_init(loop, &s->timer);
-  s->idle.data = s->timer.data = s->listener.data = s;
-  s->nhandles = 3;
-  rc = uv_tcp_init_ex(loop, &s->listener, ss.ss_family);
+  s->idle.data = s->timer.data = s->listener.data = s->events.data = s;
+  s->epfd = epoll_create1(EPOLL_CLOEXEC);
+  rc = s->epfd < 0 ? uv_translate_sys_error(errno) : uv_poll_init(loop, &s->events, s->epfd);
+  if (!rc) rc = uv_poll_start(&s->events, UV_READABLE, events_cb);
+  if (!rc) rc = uv_tcp_init_ex(loop, &s->listener, ss.ss_family);
   if (rc) {
-    /* The listener never became a handle: close the other two only. */
+    /* The listener never became a handle (nor, maybe, events): close the others only. */
     s->nhandles = 2;
     s->uverr = rc;
     s->finishing = 1;
+    if (s->events.loop == loop) {
+      s->nhandles = 3;
+      uv_close((uv_handle_t *)&s->events, server_handle_closed);
+    }
     uv_close((uv_handle_t *)&s->idle, server_handle_closed);
     uv_close((uv_handle_t *)&s->timer, server_handle_closed);
+    if (s->nhandles == 2 && s->epfd >= 0) {
+      close(s->epfd);
+      s->epfd = -1;
+    }
     return ZV_EIO;
   }
+  s->nhandles = 4;
   s->listening = 1;
   if (o->reuseport) {
     uv_os_fd_t fd;
@@ -751,7 +881,7 @@ void zv_http_server_drain(zv_http_server_t *s, uint64_t deadline_ms) {
   for (c = s->conns; c; c = next) {
     next = c->next;
     if (c->core.state == ZV_HTTP_IDLE && !zv_http_conn_pending(&c->core) && !c->writes &&
-        c->resp == ZV_HTTP_RESP_NONE && !c->ready)
+        c->resp == ZV_HTTP_RESP_NONE && !c->want_process)
       conn_close_now(c);
   }
   if (s->nconns == 0) {

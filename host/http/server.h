@@ -7,9 +7,18 @@
  *
  *   zv_http_server_t --conns--> [sconn] <-> [sconn] <-> ...    each: uv_tcp_t + uv_timer_t
  *        |  listener (uv_tcp_t)                                       + zv_http_conn_t core
- *        |  idle (uv_idle_t): runs connections whose next pipelined request is buffered
+ *        |  events (uv_poll_t on epfd): the connections' sockets, edge-triggered, read here
+ *        |  idle (uv_idle_t): runs connections whose next pipelined request is buffered,
+ *        |                    or whose socket still holds bytes to read
  *        |  timer (uv_timer_t): the drain deadline
  *        +--free--> closed sconns kept for reuse (with their buffers)
+ *
+ * Reading does not go through libuv's stream reads: those watch each socket level-triggered
+ * (the kernel polls every socket twice per event) and read with read(2) (the VFS path on top of
+ * the socket's). The sockets sit in a private epoll set (epfd), edge-triggered, and are read
+ * with recv(2) once per event unless the read filled the buffer; the loop watches epfd itself.
+ * Responses go out with send(2) (sendmsg(2) for several buffers) while nothing is queued; what
+ * the kernel did not take goes to uv_write. Accept, shutdown and close stay libuv's.
  *
  * A connection hands one request at a time to on_request and parses the next one only after
  * the response is complete, so responses go out in order. on_request is never called from
@@ -71,12 +80,18 @@ struct zv_http_sconn_s {
   size_t pending;               /* bytes queued in uv_write requests */
   unsigned writes;              /* uv_write requests in flight */
   int nclose;                   /* handles whose close callback is still due */
+  int fd;                       /* the socket, in the server's epfd */
   uint8_t timer_mode, resp, fresh, reading, closing, lingering, shutting, in_dispatch, ready;
   uint8_t must_close, is_head, stream_raw, no_body;
+  uint8_t rd_ready;             /* the socket may hold unread bytes (or EOF, or an error) */
+  uint8_t rd_eof;               /* the peer shut down or the socket failed: read to the end */
+  uint8_t in_read;              /* inside conn_readable */
+  uint8_t want_process, want_read; /* what the idle callback does for a ready connection */
 };
 
 struct zv_http_server_s {
   uv_tcp_t listener;
+  uv_poll_t events;             /* watches epfd */
   uv_idle_t idle;
   uv_timer_t timer;
   uv_loop_t *loop;
@@ -88,7 +103,8 @@ struct zv_http_server_s {
   uint64_t requests;
   int port;
   int uverr;                    /* the libuv error of a failed start */
-  int nhandles;                 /* of listener, idle, timer: not closed yet */
+  int nhandles;                 /* of listener, events, idle, timer: not closed yet */
+  int epfd;                     /* the connections' sockets, edge-triggered; -1 when closed */
   uint8_t listening, draining, drained, finishing, torn_down;
   uint64_t date_next;           /* loop time (ms) of the next wall-clock second */
   char date[32];
