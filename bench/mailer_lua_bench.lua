@@ -1,5 +1,6 @@
 -- bench/mailer_lua_bench.lua: app.mailer:send with the log mailer, from Lua, through the
--- front-end (zever.mailer), the adapter and the C sink (build + JSON line + one write).
+-- front-end (zever.mailer), the adapter and the C sink (build + JSON line + one write); the
+-- adapter reaches the sink through the FFI for these messages (lua/adapters/mailer/log.lua).
 -- Run: bin/zever run bench/mailer_lua_bench.lua [N]
 --
 -- The log goes to /dev/null so that the number is the mailer's, not the disk's. Time is CPU

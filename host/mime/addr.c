@@ -8,57 +8,46 @@
  */
 #include "mime.h"
 
-/* RFC 5322 atext: ALPHA DIGIT and ! # $ % & ' * + - / = ? ^ _ ` { | } ~ */
-static int is_atext(unsigned char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return 1;
-  switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-':
-    case '/': case '=': case '?': case '^': case '_': case '`': case '{': case '|': case '}':
-    case '~':
-      return 1;
-    default:
-      return 0;
-  }
-}
+/* Byte classes, a constant table: ATEXT for RFC 5322 atext (ALPHA DIGIT and
+ * ! # $ % & ' * + - / = ? ^ _ ` { | } ~), LDH for letters, digits and hyphen. */
+enum { ATEXT = 1, LDH = 2 };
+#define ALNUM(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || ((c) >= '0' && (c) <= '9'))
+#define ASPECIAL(c) ((c) == '!' || (c) == '#' || (c) == '$' || (c) == '%' || (c) == '&' || \
+                     (c) == '\'' || (c) == '*' || (c) == '+' || (c) == '-' || (c) == '/' || \
+                     (c) == '=' || (c) == '?' || (c) == '^' || (c) == '_' || (c) == '`' || \
+                     (c) == '{' || (c) == '|' || (c) == '}' || (c) == '~')
+#define AC(c) ((ALNUM(c) || ASPECIAL(c) ? ATEXT : 0) | (ALNUM(c) || (c) == '-' ? LDH : 0))
+#define AC4(c) AC(c), AC((c) + 1), AC((c) + 2), AC((c) + 3)
+#define AC16(c) AC4(c), AC4((c) + 4), AC4((c) + 8), AC4((c) + 12)
+#define AC64(c) AC16(c), AC16((c) + 16), AC16((c) + 32), AC16((c) + 48)
+static const unsigned char ACLASS[256] = {AC64(0), AC64(64), AC64(128), AC64(192)};
 
-static int is_ldh(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
-}
-
-int zv_mime_addr_check(const char *s, size_t len) {
-  size_t i = 0, at, label = 0;
-  unsigned char prev = '.';
+int zv_mime_addr_check(const char *str, size_t len) {
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0, start;
   if (len == 0 || len > 254) return ZV_EINVAL;
-  /* local part: dot-atom, 1..64 bytes */
-  for (; i < len && s[i] != '@'; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c == '.') {
-      if (prev == '.') return ZV_EINVAL; /* leading or doubled dot */
-    } else if (!is_atext(c)) {
-      return ZV_EINVAL;
-    }
-    prev = c;
+  /* local part: dot-atom (runs of atext joined by single dots), 1..64 bytes, then '@' */
+  for (;;) {
+    start = i;
+    while (i < len && (ACLASS[s[i]] & ATEXT)) i++;
+    /* an empty run: a leading, doubled or trailing dot, an empty local part, a bad byte */
+    if (i == start || i == len) return ZV_EINVAL;
+    if (s[i] == '@') break;
+    if (s[i] != '.') return ZV_EINVAL;
+    i++;
   }
-  if (i == len || i == 0 || i > 64 || prev == '.') return ZV_EINVAL;
-  at = i++;
+  if (i > 64) return ZV_EINVAL;
+  i++;
   if (len - i == 0 || len - i > 253) return ZV_EINVAL;
-  /* domain: labels of letters, digits and hyphens */
-  prev = '.';
-  for (; i < len; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c == '.') {
-      if (label == 0 || prev == '-') return ZV_EINVAL;
-      label = 0;
-    } else {
-      if (!is_ldh(c)) return ZV_EINVAL;
-      if (label == 0 && c == '-') return ZV_EINVAL;
-      if (++label > 63) return ZV_EINVAL;
-    }
-    prev = c;
+  /* domain: labels of letters, digits and hyphens (1-63 bytes, no hyphen at either end) */
+  for (;;) {
+    start = i;
+    while (i < len && (ACLASS[s[i]] & LDH)) i++;
+    if (i == start || i - start > 63 || s[start] == '-' || s[i - 1] == '-') return ZV_EINVAL;
+    if (i == len) return 0;
+    if (s[i] != '.') return ZV_EINVAL;
+    i++;
   }
-  (void)at;
-  if (label == 0 || prev == '-') return ZV_EINVAL; /* trailing dot or hyphen */
-  return 0;
 }
 
 static int is_wsp(char c) {
@@ -71,6 +60,13 @@ int zv_mime_addr_parse(const char *s, size_t len, zv_mime_addr_t *out, int *code
   out->name.len = 0;
   out->email.s = NULL;
   out->email.len = 0;
+  /* The common case, a bare addr-spec: the check alone decides (it accepts no whitespace,
+   * control or '>'); anything else takes the full path, which finds the precise cause. */
+  if (len && s[len - 1] != '>' && zv_mime_addr_check(s, len) == 0) {
+    out->email.s = s;
+    out->email.len = len;
+    return 0;
+  }
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)s[i];
     if (c == '\r' || c == '\n') {

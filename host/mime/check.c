@@ -62,9 +62,23 @@ int zv__mime_refuse(zv_mime_cause_t *c, int code, int field, size_t index, const
 
 /* 0, or the cause code of a header value that may not be written: CR/LF, controls, bad UTF-8. */
 static int check_value(const char *s, size_t n, int ascii_only) {
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
   int bad = 0, high = 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
+  uint64_t seen = 0;
+  size_t i = 0;
+  for (; i < n; i++) {
+    unsigned char c;
+    /* eight bytes at a time while none is a control (below 0x20, or 0x7F); bytes from 0x80
+     * up are noted for the UTF-8 check */
+    while (i + 8 <= n) {
+      uint64_t v;
+      memcpy(&v, s + i, 8);
+      if ((((v - ones * 0x20) & ~v) | ((v + ones) & ~v)) & highs) break;
+      seen |= v;
+      i += 8;
+    }
+    if (i == n) break;
+    c = (unsigned char)s[i];
     if (c >= 32 && c < 127) continue;
     if (c == '\r' || c == '\n') return ZV_MIME_CNEWLINE;
     if (c >= 128) {
@@ -73,6 +87,10 @@ static int check_value(const char *s, size_t n, int ascii_only) {
     } else if (c != '\t') {
       bad = 1;
     }
+  }
+  if (seen & highs) {
+    high = 1;
+    if (ascii_only) bad = 1;
   }
   if (bad) return ZV_MIME_CCONTROL;
   if (high && !zv_mime_utf8_valid(s, n)) return ZV_MIME_CUTF8;
@@ -120,14 +138,19 @@ int zv__mime_validate(const zv_mime_msg_t *m, zv_mime_cause_t *c, size_t max) {
     int field = ZV_MIME_FFROM + l;
     for (size_t i = 0; i < m->naddrs[l]; i++) {
       const zv_mime_addr_t *a = &m->addrs[l][i];
+      int parsed = i < 32 && (m->checked[l] >> i & 1u);
       if (!a->email.s) return zv__mime_refuse(c, ZV_MIME_CADDRESS, field, i, NULL);
-      code = check_value(a->email.s, a->email.len, 1);
-      if (code) return zv__mime_refuse(c, code, field, i, NULL);
-      if (zv_mime_addr_check(a->email.s, a->email.len))
-        return zv__mime_refuse(c, ZV_MIME_CADDRESS, field, i, NULL);
+      if (!parsed) {
+        code = check_value(a->email.s, a->email.len, 1);
+        if (code) return zv__mime_refuse(c, code, field, i, NULL);
+        if (zv_mime_addr_check(a->email.s, a->email.len))
+          return zv__mime_refuse(c, ZV_MIME_CADDRESS, field, i, NULL);
+      }
       if (a->name.s) {
-        code = check_value(a->name.s, a->name.len, 0);
-        if (code) return zv__mime_refuse(c, code, field, i, "name");
+        if (!parsed) {
+          code = check_value(a->name.s, a->name.len, 0);
+          if (code) return zv__mime_refuse(c, code, field, i, "name");
+        }
         if (a->name.len > 998) return zv__mime_refuse(c, ZV_MIME_CTOO_LONG, field, i, "name");
       }
       raw += a->email.len + (a->name.s ? a->name.len : 0);

@@ -11,6 +11,12 @@
 
 #include "mime.h"
 
+/* SSE2 (every x86-64) sizes QP sixteen bytes at a time; elsewhere eight, with word tricks. */
+#if defined(__SSE2__) && defined(__GNUC__)
+#include <emmintrin.h>
+#define QP_SSE2 1
+#endif
+
 /* --- the buffer ------------------------------------------------------------------------- */
 
 void zv_mime_buf_init(zv_mime_buf_t *b) {
@@ -252,63 +258,96 @@ void zv_mime_qp(zv_mime_buf_t *b, const void *src, size_t n) {
 #define QW64(c) QW16(c), QW16((c) + 16), QW16((c) + 32), QW16((c) + 48)
 static const unsigned char QWIDTH[256] = {QW64(0), QW64(64), QW64(128), QW64(192)};
 
-/* The size zv_mime_qp would write, without writing: the same line and soft-break rules, eight
- * bytes at a time through runs of printable ASCII (no "=", not ending in a space). A spec
- * holds it equal to the encoder's output on random bodies. */
-size_t zv__mime_qp_size(const char *str, size_t n, int *ends_lf) {
+/* The byte index of the lowest flagged byte of a word's mask (flags in the high bits); 0 where
+ * the word tricks are not known to apply, which only makes the caller go byte by byte. */
+static size_t first_flag(uint64_t mask) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return mask ? (size_t)__builtin_ctzll(mask) >> 3 : 8;
+#else
+  return mask ? 0 : 8;
+#endif
+}
+
+/* The size zv_mime_qp would write, without writing, and (escapes) the bytes it escapes that
+ * decide base64 (see zv__mime_qp_escapes): the same line and soft-break rules in one pass.
+ * Runs of printable ASCII (no "=") go eight bytes at a time up to the first byte that needs a
+ * look; a space that ends a run is left for the byte-wise step (it is escaped before a line
+ * break). A spec holds the size equal to the encoder's output on random bodies. */
+size_t zv__mime_qp_size(const char *str, size_t n, int *ends_lf, size_t *escapes) {
   const unsigned char *s = (const unsigned char *)str;
   const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-  size_t col = 0, out = 0, i = 0;
+  size_t col = 0, out = 0, i = 0, esc = 0;
   int lf = 1;
   while (i < n) {
-    size_t stop = n;
+    unsigned char c;
+    size_t w;
     if (i + 8 <= n) {
-      uint64_t v, eq;
-      memcpy(&v, s + i, 8);
-      eq = v ^ (ones * '=');
-      /* no byte >= 0x80, below 0x20, equal to 0x7F or '='; the last byte not a space */
-      if (col + 8 <= ZV_MIME_LINE - 1 && s[i + 7] != ' ' &&
-          !((v & highs) | ((v - ones * 0x20) & ~v & highs) | ((v + ones) & highs) |
-            ((eq - ones) & ~eq & highs))) {
-        i += 8;
-        out += 8;
-        col += 8;
+      size_t p;
+#ifdef QP_SSE2
+      if (i + 16 <= n) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        /* flags: a byte >= 0x7F, below 0x20, or '=' */
+        __m128i hit = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x7F)), v),
+                         _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v)),
+            _mm_cmpeq_epi8(v, _mm_set1_epi8('=')));
+        unsigned mask = (unsigned)_mm_movemask_epi8(hit);
+        p = mask ? (size_t)__builtin_ctz(mask) : 16;
+      } else
+#endif
+      {
+        uint64_t v, eq, mask;
+        memcpy(&v, s + i, 8);
+        eq = v ^ (ones * '=');
+        /* flags: a byte >= 0x7F, below 0x20, or '=' */
+        mask = ((v | (v + ones) | ((v - ones * 0x20) & ~v) | ((eq - ones) & ~eq)) & highs);
+        p = first_flag(mask);
+      }
+      if (p && s[i + p - 1] == ' ') p--;
+      if (p) {
+        if (col + p <= ZV_MIME_LINE - 1) {
+          out += p;
+          col += p;
+        } else {
+          out += p + 3;
+          col = col + p - (ZV_MIME_LINE - 1);
+        }
+        i += p;
         lf = 0;
         continue;
       }
-      stop = i + 8; /* take these eight one by one (a CRLF may end one past them) */
     }
-    while (i < stop) {
-      unsigned char c = s[i];
-      size_t w = QWIDTH[c];
-      if (w == 0) {
-        if (c == '\n' || (c == '\r' && i + 1 < n && s[i + 1] == '\n')) {
-          i += c == '\r' ? 2 : 1;
-          out += 2;
-          col = 0;
-          lf = 1;
-          continue;
-        }
-        if (c == '\r') {
-          w = 3;
-        } else {
-          /* Whitespace before a line break or the end is escaped (it would be stripped). */
-          w = i + 1 == n || s[i + 1] == '\n' ||
-                      (s[i + 1] == '\r' && i + 2 < n && s[i + 2] == '\n')
-                  ? 3 : 1;
-        }
-      }
-      if (col + w > ZV_MIME_LINE - 1) {
-        out += 3;
+    c = s[i];
+    w = QWIDTH[c];
+    if (w == 0) {
+      if (c == '\n' || (c == '\r' && i + 1 < n && s[i + 1] == '\n')) {
+        i += c == '\r' ? 2 : 1;
+        out += 2;
         col = 0;
+        lf = 1;
+        continue;
       }
-      out += w;
-      col += w;
-      lf = 0;
-      i++;
+      if (c == '\r') {
+        w = 3;
+      } else {
+        /* Whitespace before a line break or the end is escaped (it would be stripped). */
+        w = i + 1 == n || s[i + 1] == '\n' || (s[i + 1] == '\r' && i + 2 < n && s[i + 2] == '\n')
+                ? 3 : 1;
+      }
+    } else if (w == 3) {
+      esc++;
     }
+    if (col + w > ZV_MIME_LINE - 1) {
+      out += 3;
+      col = 0;
+    }
+    out += w;
+    col += w;
+    lf = 0;
+    i++;
   }
   *ends_lf = lf;
+  if (escapes) *escapes = esc;
   return out;
 }
 
@@ -325,7 +364,8 @@ size_t zv__mime_qp_escapes(const char *str, size_t n) {
       eq = w ^ (ones * '=');
       eq = (eq - ones) & ~eq & highs;       /* a byte equal to '=' */
       lo = (w - ones * 0x20) & ~w & highs;  /* a byte below 0x20 */
-      if (!((w & highs) | eq | lo)) {
+      /* DEL: with no byte >= 0x80 in w, adding one carries into a high bit only from 0x7F */
+      if (!((w & highs) | ((w + ones) & highs) | eq | lo)) {
         i += 8;
         continue;
       }
@@ -350,6 +390,13 @@ int zv_mime_utf8_valid(const char *str, size_t n) {
     unsigned char c = s[i];
     if (c < 0x80) {
       /* ASCII runs: eight bytes at a time. */
+      while (i + 16 <= n) {
+        uint64_t w, w2;
+        memcpy(&w, s + i, 8);
+        memcpy(&w2, s + i + 8, 8);
+        if ((w | w2) & 0x8080808080808080ull) break;
+        i += 16;
+      }
       while (i + 8 <= n) {
         uint64_t w;
         memcpy(&w, s + i, 8);

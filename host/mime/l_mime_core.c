@@ -8,6 +8,8 @@
  *   sink:send_fields(from, to, cc, bcc, reply_to, subject, text, html, date, message_id,
  *                    headers, attachments[, default_from[, max_bytes]])  -> the same
  *   sink:close()
+ *   sink:ptr()                          -> lightuserdata, for zv_mime_sink_send_flat (the FFI
+ *                                          entry of lua/adapters/mailer/log.lua, below)
  *   core.parse_address(s)               -> email, name | nil, message
  *   core.check_address(s)               -> boolean
  *   core.base64(s), core.qp(s)          -> encoded string (the body encoders, for specs)
@@ -52,6 +54,7 @@ typedef struct {
   int fd;
   int own;
   zv_mime_buf_t msg, line;
+  state_t *st; /* the module's state (the nonce counter); pinned by the sink metatable */
 } sink_t;
 
 enum { READ_OK, READ_MISUSE, READ_INVALID };
@@ -125,6 +128,7 @@ static int read_addr(reader_t *r, int idx, int list, size_t i, zv_mime_addr_t *a
       r->cause.index = i;
       return READ_INVALID;
     }
+    if (i < 32) r->m.checked[list] |= 1u << i; /* validation need not scan it again */
     return READ_OK;
   }
   if (lua_type(L, idx) != LUA_TTABLE) {
@@ -498,6 +502,7 @@ static int l_sink(lua_State *L) {
   sink_t *s = lua_newuserdata(L, sizeof *s);
   memset(s, 0, sizeof *s);
   s->fd = -1;
+  s->st = state_of(L);
   luaL_getmetatable(L, SINK_MT);
   lua_setmetatable(L, -2);
   if (*path == '\0') {
@@ -597,6 +602,85 @@ static int l_sink_send_fields(lua_State *L) {
   rc = read_fields(&r, 2, lua_isnil(L, 2 + NFIELDS) ? 0 : 2 + NFIELDS);
   if (rc) return push_failure(L, &r, rc);
   return sink_deliver(L, s, &r, 2 + NFIELDS + 1);
+}
+
+/* sink:ptr() -> lightuserdata: the sink for zv_mime_sink_send_flat (the caller keeps the sink
+ * referenced while it uses the pointer). */
+static int l_sink_ptr(lua_State *L) {
+  lua_pushlightuserdata(L, check_sink(L));
+  return 1;
+}
+
+/*
+ * The FFI entry of the log adapter (lua/adapters/mailer/log.lua): a send whose fields Lua has
+ * laid out flat, without the classic C API. addrs holds counts[0] + ... + counts[4] addresses
+ * (From, To, Cc, Bcc, Reply-To in ZV_MIME_FROM order); one with parse set is a whole address
+ * string for zv_mime_addr_parse, else name (s NULL: none) and email as given. fields are
+ * subject, text, html, date, message_id (s NULL: absent). The spans point into Lua strings the
+ * caller keeps alive for the call.
+ *
+ * Returns 0 with *id set to the Message-ID (a span into the sink's buffer, valid until the next
+ * send or close); an errno value (> 0) when the write failed; -1 for anything else (closed
+ * sink, a refused message, too many addresses, out of memory): the caller then takes the
+ * classic path (send_fields), which reports it with the usual kind and message. Allocates
+ * nothing once the sink's buffers have grown.
+ */
+typedef struct {
+  zv_mime_str_t name, email;
+  int parse;
+} zv_mime_flat_addr_t;
+
+int zv_mime_sink_send_flat(void *sink, const zv_mime_flat_addr_t *in, const int *counts,
+                           const zv_mime_str_t *fields, double max_bytes, zv_mime_str_t *id);
+int zv_mime_sink_send_flat(void *sink, const zv_mime_flat_addr_t *in, const int *counts,
+                           const zv_mime_str_t *fields, double max_bytes, zv_mime_str_t *id) {
+  sink_t *s = sink;
+  zv_mime_addr_t addrs[POOL_ADDRS];
+  zv_mime_msg_t m;
+  zv_mime_info_t info;
+  zv_mime_cause_t cause;
+  size_t k = 0;
+  if (s->fd < 0) return -1;
+  /* A rare huge message's buffers are let go here, at the next send: the last Message-ID
+   * points into them until then. */
+  if (s->msg.cap > 1024 * 1024) zv_mime_buf_free(&s->msg);
+  if (s->line.cap > 1024 * 1024) zv_mime_buf_free(&s->line);
+  memset(&m, 0, sizeof m);
+  for (int l = 0; l < ZV_MIME_NLISTS; l++) {
+    int n = counts[l];
+    if (n < 0 || (size_t)n > POOL_ADDRS - k) return -1;
+    m.addrs[l] = addrs + k;
+    m.naddrs[l] = (size_t)n;
+    for (int i = 0; i < n; i++, k++) {
+      if (in[k].parse) {
+        int code;
+        if (!in[k].email.s || zv_mime_addr_parse(in[k].email.s, in[k].email.len, &addrs[k], &code))
+          return -1;
+        if (i < 32) m.checked[l] |= 1u << i;
+      } else {
+        addrs[k].name = in[k].name;
+        addrs[k].email = in[k].email;
+      }
+    }
+  }
+  m.subject = fields[0];
+  m.text = fields[1];
+  m.html = fields[2];
+  m.date = fields[3];
+  m.message_id = fields[4];
+  m.max_bytes = max_bytes > 0 ? (max_bytes < 1e18 ? (size_t)max_bytes : (size_t)1e18) : 0;
+  stamp(s->st, &m);
+  s->msg.len = 0;
+  s->msg.err = 0;
+  s->line.len = 0;
+  s->line.err = 0;
+  if (zv_mime_build_headers(&m, &s->msg, &info, &cause)) return -1;
+  zv_mime_log_line(&s->line, &m, &s->msg, &info);
+  if (s->line.err) return -1;
+  if (write_all(s->fd, s->line.p, s->line.len)) return errno > 0 ? errno : EIO;
+  id->s = s->msg.p + info.msgid_at;
+  id->len = info.msgid_len;
+  return 0;
 }
 
 static int l_sink_close(lua_State *L) {
@@ -706,6 +790,7 @@ int luaopen_zever_mime_core(lua_State *L) {
   set_closure(L, state, "send", l_sink_send);
   set_closure(L, state, "send_fields", l_sink_send_fields);
   set_closure(L, state, "close", l_sink_close);
+  set_closure(L, state, "ptr", l_sink_ptr);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, l_sink_close);
   lua_setfield(L, -2, "__gc");
@@ -715,8 +800,7 @@ int luaopen_zever_mime_core(lua_State *L) {
   set_closure(L, state, "build", l_build);
   set_closure(L, state, "base64", l_base64);
   set_closure(L, state, "qp", l_qp);
-  lua_pushcfunction(L, l_sink);
-  lua_setfield(L, -2, "sink");
+  set_closure(L, state, "sink", l_sink);
   lua_pushcfunction(L, l_parse_address);
   lua_setfield(L, -2, "parse_address");
   lua_pushcfunction(L, l_check_address);

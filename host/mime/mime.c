@@ -76,18 +76,27 @@ static size_t q_cost(unsigned char c) {
 
 static void b64_small(zv_mime_buf_t *b, const unsigned char *s, size_t n) {
   static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  char out[4];
-  for (size_t i = 0; i < n; i += 3) {
-    uint32_t v = (uint32_t)s[i] << 16;
-    size_t k = n - i;
-    if (k > 1) v |= (uint32_t)s[i + 1] << 8;
-    if (k > 2) v |= s[i + 2];
-    out[0] = B64[v >> 18];
-    out[1] = B64[(v >> 12) & 63];
-    out[2] = k > 1 ? B64[(v >> 6) & 63] : '=';
-    out[3] = k > 2 ? B64[v & 63] : '=';
-    zv_mime_buf_put(b, out, 4);
+  char *d;
+  zv_mime_buf_reserve(b, (n + 2) / 3 * 4);
+  if (b->err) return;
+  d = b->p + b->len;
+  for (; n >= 3; s += 3, n -= 3) {
+    uint32_t v = (uint32_t)s[0] << 16 | (uint32_t)s[1] << 8 | s[2];
+    d[0] = B64[v >> 18];
+    d[1] = B64[(v >> 12) & 63];
+    d[2] = B64[(v >> 6) & 63];
+    d[3] = B64[v & 63];
+    d += 4;
   }
+  if (n) {
+    uint32_t v = (uint32_t)s[0] << 16 | (n > 1 ? (uint32_t)s[1] << 8 : 0);
+    d[0] = B64[v >> 18];
+    d[1] = B64[(v >> 12) & 63];
+    d[2] = n > 1 ? B64[(v >> 6) & 63] : '=';
+    d[3] = '=';
+    d += 4;
+  }
+  b->len = (size_t)(d - b->p);
 }
 
 /*
@@ -102,35 +111,35 @@ static void put_encoded(hw_t *w, const char *str, size_t n) {
   for (size_t k = 0; k < n; k++) qlen += q_cost(s[k]);
   use_q = qlen <= (n + 2) / 3 * 4;
   if (ZV_MIME_LINE < w->col + 12 + 12) hw_fold(w);
-  while (i < n) {
-    size_t cap, used = 0, j = i;
-    if (i > 0) hw_fold(w);
-    cap = ZV_MIME_LINE - w->col - 12;
-    /* How many whole characters fit in this word. */
-    while (j < n) {
-      size_t cl = utf8_len(s[j]), cost = 0;
-      if (j + cl > n) cl = n - j;
-      if (use_q) {
-        for (size_t k = 0; k < cl; k++) cost += q_cost(s[j + k]);
-        if (used + cost > cap) break;
-        used += cost;
-      } else {
-        if ((j + cl - i + 2) / 3 * 4 > cap) break;
+  if (use_q) {
+    /* One pass: characters go into the open word while they fit; a word is closed and a new
+     * one opened on the next folded line when the next whole character does not fit. */
+    size_t cap = ZV_MIME_LINE - w->col - 12, used = 0, lcol = w->col;
+    char *d, *lstart;
+    if (n == 0) return;
+    /* Each byte 3 at most; per word "=?UTF-8?Q?", "?=" and a fold (15). A word closes only
+     * when it is more than full less a character (12): past the first, at least 17 bytes. */
+    zv_mime_buf_reserve(w->b, 3 * n + (n / 17 + 2) * 15);
+    if (w->b->err) return;
+    d = w->b->p + w->b->len;
+    lstart = d;
+    memcpy(d, "=?UTF-8?Q?", 10);
+    d += 10;
+    while (i < n) {
+      size_t cl = utf8_len(s[i]), cost = 0;
+      if (i + cl > n) cl = n - i;
+      for (size_t k = 0; k < cl; k++) cost += q_cost(s[i + k]);
+      if (used + cost > cap && used) {
+        memcpy(d, "?=\r\n =?UTF-8?Q?", 15);
+        d += 15;
+        lstart = d - 10; /* the new line: the fold's space, then this word */
+        lcol = 1;
+        cap = ZV_MIME_LINE - 1 - 12;
+        used = 0;
       }
-      j += cl;
-    }
-    if (j == i) j = i + utf8_len(s[i]); /* cannot happen with cap >= 12; stay finite */
-    if (j > n) j = n;
-    if (use_q) {
-      size_t start = w->b->len;
-      char *d;
-      zv_mime_buf_reserve(w->b, 12 + 3 * (j - i));
-      if (w->b->err) return;
-      d = w->b->p + w->b->len;
-      memcpy(d, "=?UTF-8?Q?", 10);
-      d += 10;
-      for (size_t k = i; k < j; k++) {
-        unsigned char c = s[k];
+      used += cost;
+      for (size_t k = 0; k < cl; k++) {
+        unsigned char c = s[i + k];
         if (q_plain(c)) {
           *d++ = (char)c;
         } else if (c == ' ') {
@@ -142,11 +151,30 @@ static void put_encoded(hw_t *w, const char *str, size_t n) {
           d += 3;
         }
       }
-      d[0] = '?';
-      d[1] = '=';
-      w->b->len = (size_t)(d + 2 - w->b->p);
-      w->col += w->b->len - start;
+      i += cl;
+    }
+    d[0] = '?';
+    d[1] = '=';
+    d += 2;
+    w->col = lcol + (size_t)(d - lstart);
+    w->b->len = (size_t)(d - w->b->p);
+    return;
+  }
+  while (i < n) {
+    size_t cap, j;
+    if (i > 0) hw_fold(w);
+    cap = ZV_MIME_LINE - w->col - 12;
+    /* The most whole characters that fit: cap / 4 * 3 bytes, cut back to the start of a
+     * character (the value is valid UTF-8: validation ran first). */
+    j = i + cap / 4 * 3;
+    if (j >= n) {
+      j = n;
     } else {
+      while (j > i && (s[j] & 0xC0) == 0x80) j--;
+      if (j == i) j = i + utf8_len(s[i]); /* cannot happen with cap >= 12; stay finite */
+      if (j > n) j = n;
+    }
+    {
       size_t start = w->b->len;
       PUT_LIT(w->b, "=?UTF-8?B?");
       b64_small(w->b, s + i, j - i);
@@ -204,9 +232,19 @@ static void put_unstructured(hw_t *w, const char *s, size_t n) {
 
 /* --- addresses -------------------------------------------------------------------------- */
 
+/* RFC 5322 atext (ALPHA DIGIT and ! # $ % & ' * + - / = ? ^ _ ` { | } ~): a constant table. */
+#define AT(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || ((c) >= '0' && (c) <= '9') || \
+               (c) == '!' || (c) == '#' || (c) == '$' || (c) == '%' || (c) == '&' || (c) == '\'' || \
+               (c) == '*' || (c) == '+' || (c) == '-' || (c) == '/' || (c) == '=' || (c) == '?' || \
+               (c) == '^' || (c) == '_' || (c) == '`' || (c) == '{' || (c) == '|' || (c) == '}' || \
+               (c) == '~')
+#define AT4(c) AT(c), AT((c) + 1), AT((c) + 2), AT((c) + 3)
+#define AT16(c) AT4(c), AT4((c) + 4), AT4((c) + 8), AT4((c) + 12)
+#define AT64(c) AT16(c), AT16((c) + 16), AT16((c) + 32), AT16((c) + 48)
+static const unsigned char ATEXT[256] = {AT64(0), AT64(64), AT64(128), AT64(192)};
+
 static int is_atext(unsigned char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return 1;
-  return c && strchr("!#$%&'*+-/=?^_`{|}~", c) != NULL;
+  return ATEXT[c];
 }
 
 enum { NAME_ATOMS, NAME_QUOTED, NAME_ENCODED };
@@ -497,8 +535,16 @@ static int wants_base64(const char *s, size_t n) {
 static size_t put_text_part(zv_mime_buf_t *b, const char *subtype, zv_mime_str_t body, int *b64,
                             int *ends_lf, int measure) {
   const char *s = body.s ? body.s : "";
-  size_t n = body.s ? body.len : 0, skipped = 0;
-  *b64 = wants_base64(s, n);
+  size_t n = body.s ? body.len : 0, skipped = 0, qp = 0;
+  int qp_lf = 1;
+  if (measure) {
+    /* one pass sizes the QP output and counts the escapes that decide the encoding */
+    size_t esc;
+    qp = zv__mime_qp_size(s, n, &qp_lf, &esc);
+    *b64 = esc * 6 > n;
+  } else {
+    *b64 = wants_base64(s, n);
+  }
   PUT_LIT(b, "Content-Type: text/");
   zv_mime_buf_put(b, subtype, strlen(subtype));
   PUT_LIT(b, "; charset=utf-8\r\n");
@@ -513,7 +559,8 @@ static size_t put_text_part(zv_mime_buf_t *b, const char *subtype, zv_mime_str_t
   } else {
     PUT_LIT(b, "Content-Transfer-Encoding: quoted-printable\r\n\r\n");
     if (measure) {
-      skipped = zv__mime_qp_size(s, n, ends_lf);
+      skipped = qp;
+      *ends_lf = qp_lf;
     } else {
       size_t at = b->len;
       zv_mime_qp(b, s, n);
@@ -714,12 +761,14 @@ static int render(const zv_mime_msg_t *m, zv_mime_buf_t *out, zv_mime_info_t *in
     skipped = put_body(out, m, bnd_a, &single, &ends_lf, measure);
     if (out->err) goto fail;
     {
-      const char *blank = NULL;
-      for (size_t i = body_at; i + 3 < out->len; i++) {
-        if (out->p[i] == '\r' && out->p[i + 1] == '\n' && out->p[i + 2] == '\r' && out->p[i + 3] == '\n') {
-          blank = out->p + i;
+      const char *blank = NULL, *p = out->p + body_at, *end = out->p + out->len;
+      /* from CR to CR (memchr) rather than byte by byte */
+      while (end - p >= 4 && (p = memchr(p, '\r', (size_t)(end - p - 3))) != NULL) {
+        if (p[1] == '\n' && p[2] == '\r' && p[3] == '\n') {
+          blank = p;
           break;
         }
+        p++;
       }
       info->header_len = blank ? (size_t)(blank - out->p) + 2 - start : out->len - start;
     }

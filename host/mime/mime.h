@@ -99,6 +99,10 @@ typedef struct {
   size_t max_bytes; /* 0: ZV_MIME_MAX_BYTES */
   int64_t now;      /* Unix seconds */
   uint64_t nonce;
+  /* Bit i of checked[l]: addrs[l][i] came out of zv_mime_addr_parse (its email passed
+   * zv_mime_addr_check, its name has no control, CR/LF or bad UTF-8), so validation does not
+   * scan it again. 0 (memset) checks everything. */
+  uint32_t checked[ZV_MIME_NLISTS];
 } zv_mime_msg_t;
 
 /* Why a message or an address was refused: code, the field, and the index within it. */
@@ -224,7 +228,9 @@ void zv_mime_log_line(zv_mime_buf_t *line, const zv_mime_msg_t *m, const zv_mime
 void zv__mime_base64_text(zv_mime_buf_t *b, const char *src, size_t n);
 size_t zv__mime_base64_text_size(const char *src, size_t n);
 size_t zv__mime_base64_size(size_t n);
-size_t zv__mime_qp_size(const char *s, size_t n, int *ends_lf);
+/* The size of zv_mime_qp's output, whether it ends with LF, and (escapes, may be NULL) the
+ * count zv__mime_qp_escapes would return: one pass for the log mailer's measuring. */
+size_t zv__mime_qp_size(const char *s, size_t n, int *ends_lf, size_t *escapes);
 size_t zv__mime_qp_escapes(const char *s, size_t n);
 void zv__mime_civil(int64_t t, int *y, int *mo, int *d, int *hh, int *mm, int *ss, int *wday);
 void zv__mime_json_str(zv_mime_buf_t *b, const char *s, size_t n);

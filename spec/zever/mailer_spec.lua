@@ -68,7 +68,7 @@ describe("zever.mailer", function()
       rng = (rng * 1103515245 + 12345) % 2147483648
       return rng % n
     end
-    local pieces = { "a", "word ", "=", " ", "\t", "\n", "\r\n", "é", "€", "\0", string.rep("x", 90) }
+    local pieces = { "a", "word ", "=", " ", "\t", "\n", "\r\n", "é", "€", "\0", "\127", "abcdefg\127", string.rep("x", 90) }
     local function body()
       local t = {}
       for i = 1, rand(40) do t[i] = pieces[rand(#pieces) + 1] end
@@ -99,6 +99,66 @@ describe("zever.mailer", function()
       assert.are.equal(bytes:sub(1, #e.headers), e.headers, "message " .. i)
       assert.are.equal("\r\n", bytes:sub(#e.headers + 1, #e.headers + 2), "message " .. i)
     end
+  end)
+
+  it("writes the same line through the FFI path as through the classic binding", function()
+    -- headers = {} renders nothing but sends the message down the classic path (send_fields).
+    local many = {}
+    for i = 1, 40 do many[i] = "r" .. i .. "@x.io" end
+    local msgs = {
+      { from = { name = "Zoë Example", email = "zoe@example.com" },
+        to = { "alice@example.com", { name = "Bob Smith", email = "bob@example.org" } },
+        bcc = "audit@example.com", subject = "Your order #12345 has shipped — Grüße",
+        text = "Hello Alice,\n\nIt shipped.\n", html = "<p>Hello</p>\n" },
+      { from = "App <app@x.io>", to = "\"Smith, Jo\" <jo@x.io>", cc = { { email = "c@x.io" } },
+        reply_to = "r@x.io", subject = "plain", text = "" },
+      { to = many, subject = string.rep("ü", 80), html = string.rep("=", 50) },
+      { from = "a@b.c", to = {}, cc = "c@d.e", subject = "", text = "\127 DEL" },
+    }
+    local m, path = open_log{ from = "Default <d@x.io>" }
+    for i, msg in ipairs(msgs) do
+      msg.message_id, msg.date = "<" .. i .. "@x.io>", "Mon, 30 Nov 2026 01:00:00 +0000"
+      local classic = { headers = {} }
+      for k, v in pairs(msg) do classic[k] = v end
+      assert.are.equal(msg.message_id, m:send(msg))
+      assert.are.equal(msg.message_id, m:send(classic))
+    end
+    m:close()
+    local lines = read_lines(path)
+    os.remove(path)
+    assert.are.equal(2 * #msgs, #lines)
+    for i = 1, #msgs do
+      local fast, classic = json.decode(lines[2 * i - 1]), json.decode(lines[2 * i])
+      fast.time, classic.time = nil, nil
+      assert.are.same(classic, fast, "message " .. i)
+    end
+    assert.are.equal(40, #json.decode(lines[5]).to)
+  end)
+
+  it("refuses and raises on the FFI path's shapes exactly as the classic binding does", function()
+    local m = open_log()
+    local cases = {
+      { to = "bad" }, { to = { "a@b.c", "x@-y.z" } }, { from = "Zoë <z@x.io", to = "a@b.c" },
+      { to = "a@b.c\r\nBcc: evil@x.io" }, { to = "a@b.c", subject = "x\ny" },
+      { to = { "a@b.c", 42 } }, { from = { email = "z@x.io", name = 7 }, to = "a@b.c" },
+      { to = "a@b.c", subject = 5 }, { to = "a@b.c", text = false }, { to = { { name = "n" } } },
+      { from = { "a@b.c", "c@d.e" }, to = "a@b.c" }, { to = "a@b.c", text = "\255" },
+    }
+    local function outcome(msg)
+      local ok, id, err = pcall(m.send, m, msg)
+      if not ok then return "raised: " .. tostring(id) end
+      if id then return "sent" end
+      return err.code .. ": " .. tostring(err)
+    end
+    for i, msg in ipairs(cases) do
+      if msg.from == nil then msg.from = "z@x.io" end
+      local classic = { headers = {} }
+      for k, v in pairs(msg) do classic[k] = v end
+      local got = outcome(msg)
+      assert.are_not.equal("sent", got, "case " .. i)
+      assert.are.equal(outcome(classic), got, "case " .. i)
+    end
+    m:close()
   end)
 
   it("uses mailer.from when a message has no From", function()
