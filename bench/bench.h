@@ -18,7 +18,8 @@
  *
  * Allocations are counted by the core's allocator (bench builds use -DZV_ALLOC_STATS), from the
  * last zv_bench_reset to the end of the function, and divided by n. A filter (first argument, or
- * the BENCH environment variable) selects benchmarks whose name contains it.
+ * the BENCH environment variable) selects benchmarks whose name contains it, or every benchmark
+ * of a program whose file name contains it, without case (BENCH=Idempotency).
  */
 #ifndef ZV_BENCH_H
 #define ZV_BENCH_H
@@ -126,8 +127,26 @@ static void zv_bench_run_case(const zv_bench_case_t *c) {
   fflush(stdout);
 }
 
+/* 1 when needle occurs in hay, ASCII letters compared without case. */
+static int zv_bench_icontains(const char *hay, const char *needle) {
+  size_t n = strlen(needle);
+  for (; *hay; hay++) {
+    size_t k = 0;
+    while (k < n && hay[k] && (hay[k] | 0x20) == (needle[k] | 0x20) &&
+           ((hay[k] | 0x20) >= 'a' && (hay[k] | 0x20) <= 'z' ? 1 : hay[k] == needle[k]))
+      k++;
+    if (k == n) return 1;
+  }
+  return n == 0;
+}
+
 static int zv_bench_main(int argc, char **argv, const zv_bench_case_t *cases, size_t ncases) {
   const char *filter = argc > 1 ? argv[1] : getenv("BENCH");
+  /* A filter naming the program (BENCH=Idempotency for idempotency_bench) selects all of it,
+   * as `make bench` does for the Lua benchmarks' file names. */
+  const char *prog = argv[0] ? strrchr(argv[0], '/') : NULL;
+  prog = prog ? prog + 1 : (argv[0] ? argv[0] : "");
+  if (filter && *filter && zv_bench_icontains(prog, filter)) filter = NULL;
   for (size_t i = 0; i < ncases; i++) {
     if (filter && *filter && !strstr(cases[i].name, filter)) continue;
     zv_bench_run_case(&cases[i]);
