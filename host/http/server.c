@@ -1,19 +1,9 @@
 /*
- * server.c: the HTTP/1.1 server on libuv (see server.h for the structures).
+ * server.c: the HTTP/1.1 server on libuv (see server.h for the structures): defaults, the Date
+ * header, listening and accepting, draining, closing and teardown. The connections themselves
+ * (timers, reading, dispatch, responses) are stream.c's.
  *
- * It must not call into Lua, and must not allocate per request in steady state: connections and
- * their buffers are reused, responses go out with one send(2) of head + body (a small body is
- * copied behind the head; a larger one goes as a second iovec of sendmsg(2)), and only the
- * part the kernel did not take is copied into a uv_write request.
- *
- * Timeouts: each connection has one timer, armed for what it waits for (timer_mode):
- *   HEADER     a fresh connection or a partial request line/headers: 408 (or a quiet close when
- *              nothing arrived) after header_timeout
- *   BODY       the rest of a body: 408 after body_timeout
- *   KEEPALIVE  an idle keep-alive connection: a quiet close after keepalive_timeout
- *   LINGER     after a final response and shutdown(SHUT_WR), unread input is drained for a
- *              moment so that closing does not reset the connection before the client read it
- *   NONE       a request waits for its response: the application decides how long
+ * It must not call into Lua, and must not allocate per connection beyond the pool stream.c keeps.
  */
 #include "server.h"
 
@@ -26,27 +16,6 @@
 #include <unistd.h>
 
 #include "../core/zv.h"
-
-enum { T_NONE, T_HEADER, T_BODY, T_KEEPALIVE, T_LINGER };
-
-#define LINGER_MS 2000
-#define MAX_PENDING (64u << 20) /* unsent bytes per connection before it is dropped */
-#define POOL_MAX 64             /* closed connections kept for reuse */
-#define STACK_HDRS 16
-#define SMALL_BODY 1024          /* a body up to this size is copied behind the head: one send */
-#define EVENTS_MAX 256          /* epoll events taken from epfd per epoll_wait */
-#define READS_MAX 32            /* reads in a row on one connection before the others' turn */
-
-typedef struct {
-  uv_write_t req;
-  size_t len;
-  char data[];
-} wreq_t;
-
-static void conn_process(zv_http_sconn_t *c);
-static void conn_close_now(zv_http_sconn_t *c);
-static void conn_close_graceful(zv_http_sconn_t *c);
-static void server_maybe_finish(zv_http_server_t *s);
 
 void zv_http_server_defaults(zv_http_server_opts_t *o) {
   memset(o, 0, sizeof *o);
@@ -81,7 +50,7 @@ const char *zv_http_error_body(int status) {
 
 /* Formats the Date header when the wall-clock second changed; checked against the loop's cached
  * time, so a response costs no clock read. */
-static const char *server_date(zv_http_server_t *s) {
+const char *zv__http_server_date(zv_http_server_t *s) {
   uint64_t now = uv_now(s->loop);
   if (now >= s->date_next) {
     struct timespec ts;
@@ -90,617 +59,6 @@ static const char *server_date(zv_http_server_t *s) {
     s->date_next = now + 1000 - (uint64_t)(ts.tv_nsec / 1000000);
   }
   return s->date;
-}
-
-/* --- timers --------------------------------------------------------------------------------- */
-
-/*
- * Timers are lazy: arm() records a deadline and starts the uv timer only when it is not running
- * or would fire after the new deadline. A timer that fires early re-arms itself for the rest;
- * one that fires with nothing to wait for (T_NONE) just stops. A keep-alive connection thus
- * costs no timer operation per request.
- */
-static void timer_start(zv_http_sconn_t *c, uint64_t now, uint64_t ms);
-
-static void timer_cb(uv_timer_t *t) {
-  zv_http_sconn_t *c = t->data;
-  zv_http_str_t hdrs[2] = {{"Content-Type", 12}, {"application/json", 16}};
-  uint64_t now = uv_now(c->srv->loop);
-  const char *body;
-  if (c->closing || c->timer_mode == T_NONE) return;
-  if (now < c->deadline) {
-    timer_start(c, now, c->deadline - now);
-    return;
-  }
-  c->timer_mode = T_NONE;
-  if (c->lingering || c->shutting || c->core.state == ZV_HTTP_IDLE) {
-    conn_close_now(c);
-    return;
-  }
-  if (c->core.state == ZV_HTTP_HEAD || c->core.state == ZV_HTTP_BODY) {
-    body = zv_http_error_body(408);
-    c->core.state = ZV_HTTP_ERROR;
-    c->resp = ZV_HTTP_RESP_NONE;
-    c->must_close = 1;
-    c->is_head = 0;
-    zv_http_respond(c, 408, hdrs, 1, body, strlen(body));
-  }
-}
-
-static void timer_start(zv_http_sconn_t *c, uint64_t now, uint64_t ms) {
-  c->timer_due = now + ms;
-  uv_timer_start(&c->timer, timer_cb, ms, 0);
-}
-
-static void arm(zv_http_sconn_t *c, int mode) {
-  uint64_t ms = 0, now;
-  if (mode == c->timer_mode) return;
-  c->timer_mode = (uint8_t)mode;
-  switch (mode) {
-  case T_NONE: return;
-  case T_HEADER: ms = c->srv->opts.header_timeout_ms; break;
-  case T_BODY: ms = c->srv->opts.body_timeout_ms; break;
-  case T_KEEPALIVE: ms = c->srv->opts.keepalive_timeout_ms; break;
-  case T_LINGER: ms = LINGER_MS; break;
-  }
-  now = uv_now(c->srv->loop);
-  c->deadline = now + ms;
-  if (!uv_is_active((uv_handle_t *)&c->timer) || c->timer_due > c->deadline)
-    timer_start(c, now, ms);
-}
-
-/* Arms the timer for what the parser waits for now. */
-static void arm_for_state(zv_http_sconn_t *c) {
-  switch (c->core.state) {
-  case ZV_HTTP_IDLE: arm(c, c->fresh ? T_HEADER : T_KEEPALIVE); break;
-  case ZV_HTTP_HEAD: arm(c, T_HEADER); break;
-  case ZV_HTTP_BODY: arm(c, T_BODY); break;
-  default: arm(c, T_NONE); break;
-  }
-}
-
-/* --- connections: memory ------------------------------------------------------------------- */
-
-static zv_http_sconn_t *conn_get(zv_http_server_t *s) {
-  zv_http_sconn_t *c = s->free;
-  if (c) {
-    s->free = c->next;
-    s->nfree--;
-    zv_http_conn_reset(&c->core);
-  } else {
-    c = zv_alloc(sizeof *c);
-    if (!c) return NULL;
-    memset(&c->head, 0, sizeof c->head);
-    if (zv_http_conn_init(&c->core, &s->opts.limits)) {
-      zv_free(c);
-      return NULL;
-    }
-  }
-  c->srv = s;
-  c->prev = c->next = c->ready_next = NULL;
-  c->data = NULL;
-  c->pending = 0;
-  c->writes = 0;
-  c->nclose = 0;
-  c->timer_mode = T_NONE;
-  c->deadline = c->timer_due = 0;
-  c->resp = ZV_HTTP_RESP_NONE;
-  c->fresh = 1;
-  c->reading = c->closing = c->lingering = c->shutting = c->in_dispatch = c->ready = 0;
-  c->must_close = c->is_head = c->stream_raw = c->no_body = 0;
-  c->fd = -1;
-  c->rd_ready = c->rd_eof = c->in_read = c->want_process = c->want_read = 0;
-  return c;
-}
-
-static void conn_release(zv_http_server_t *s, zv_http_sconn_t *c) {
-  if (s->nfree < POOL_MAX && !s->torn_down) {
-    c->next = s->free;
-    s->free = c;
-    s->nfree++;
-    return;
-  }
-  zv_http_conn_free(&c->core);
-  zv_http_buf_free(&c->head);
-  zv_free(c);
-}
-
-static void conn_closed(uv_handle_t *h) {
-  zv_http_sconn_t *c = h->data;
-  zv_http_server_t *s = c->srv;
-  if (--c->nclose > 0) return;
-  s->nconns--;
-  conn_release(s, c);
-  server_maybe_finish(s);
-}
-
-static void unlink_ready(zv_http_sconn_t *c) {
-  zv_http_sconn_t **pp = &c->srv->ready;
-  if (!c->ready) return;
-  while (*pp && *pp != c) pp = &(*pp)->ready_next;
-  if (*pp) *pp = c->ready_next;
-  c->ready = 0;
-  c->want_process = c->want_read = 0;
-}
-
-/* Closes c's handles now; its memory goes back to the pool in the close callbacks. */
-static void conn_close_now(zv_http_sconn_t *c) {
-  zv_http_server_t *s = c->srv;
-  if (c->closing) return;
-  c->closing = 1;
-  unlink_ready(c);
-  if (c->prev) c->prev->next = c->next;
-  else s->conns = c->next;
-  if (c->next) c->next->prev = c->prev;
-  c->prev = c->next = NULL;
-  if (s->cb.on_conn_close) s->cb.on_conn_close(s, c);
-  c->data = NULL;
-  if (c->fd >= 0) {
-    /* Closing the descriptor would drop it from epfd too, but only once libuv closes it. */
-    epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-    c->fd = -1;
-  }
-  c->reading = c->rd_ready = 0;
-  c->nclose = 2;
-  uv_close((uv_handle_t *)&c->tcp, conn_closed);
-  uv_close((uv_handle_t *)&c->timer, conn_closed);
-}
-
-void zv_http_abort(zv_http_sconn_t *c) {
-  conn_close_now(c);
-}
-
-/* --- connections: writing ------------------------------------------------------------------ */
-
-static void write_cb(uv_write_t *req, int status);
-
-/* What uv_try_write does, without the VFS write path: send(2) for one buffer, sendmsg(2) for
- * more. Only while no uv_write is queued (the caller checks). Bytes sent, or a libuv error. */
-static int try_send(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n) {
-  ssize_t r;
-  do {
-    if (n == 1) {
-      r = send(c->fd, bufs[0].base, bufs[0].len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    } else {
-      struct iovec iov[4];
-      struct msghdr m;
-      if (n > 4) return uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
-      for (unsigned i = 0; i < n; i++) {
-        iov[i].iov_base = bufs[i].base;
-        iov[i].iov_len = bufs[i].len;
-      }
-      memset(&m, 0, sizeof m);
-      m.msg_iov = iov;
-      m.msg_iovlen = n;
-      r = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-    }
-  } while (r < 0 && errno == EINTR);
-  if (r >= 0) return (int)r;
-  return errno == EWOULDBLOCK ? UV_EAGAIN : uv_translate_sys_error(errno);
-}
-
-static int conn_write(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n) {
-  size_t total = 0, skip, len;
-  wreq_t *w;
-  uv_buf_t b;
-  int r;
-  for (unsigned i = 0; i < n; i++) total += bufs[i].len;
-  if (total == 0) return 0;
-  if (c->writes == 0) {
-    r = c->fd >= 0 ? try_send(c, bufs, n) : UV_EBADF;
-    if (r >= 0 && (size_t)r == total) return 0;
-    if (r < 0 && r != UV_EAGAIN) {
-      conn_close_now(c);
-      return ZV_EIO;
-    }
-    skip = r < 0 ? 0 : (size_t)r;
-  } else {
-    skip = 0;
-  }
-  len = total - skip;
-  if (c->pending + len > MAX_PENDING) {
-    conn_close_now(c);
-    return ZV_EIO;
-  }
-  w = zv_alloc(sizeof *w + len);
-  if (!w) {
-    conn_close_now(c);
-    return ZV_EIO;
-  }
-  w->len = len;
-  len = 0;
-  for (unsigned i = 0; i < n; i++) {
-    size_t bl = bufs[i].len;
-    if (skip >= bl) {
-      skip -= bl;
-      continue;
-    }
-    memcpy(w->data + len, bufs[i].base + skip, bl - skip);
-    len += bl - skip;
-    skip = 0;
-  }
-  b = uv_buf_init(w->data, (unsigned)w->len);
-  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, write_cb)) {
-    zv_free(w);
-    conn_close_now(c);
-    return ZV_EIO;
-  }
-  c->writes++;
-  c->pending += w->len;
-  return 0;
-}
-
-static void next_request(zv_http_sconn_t *c);
-
-static void write_cb(uv_write_t *req, int status) {
-  wreq_t *w = ZV_CONTAINER_OF(req, wreq_t, req);
-  zv_http_sconn_t *c = req->handle->data;
-  c->writes--;
-  c->pending -= w->len;
-  zv_free(w);
-  if (c->closing) return;
-  if (status < 0) {
-    conn_close_now(c);
-    return;
-  }
-  if (c->writes == 0 && c->resp == ZV_HTTP_RESP_DONE && !c->must_close && !c->in_dispatch)
-    next_request(c);
-}
-
-/* --- connections: reading and dispatch ----------------------------------------------------- */
-
-static void idle_cb(uv_idle_t *h);
-
-/* Puts c on the server's list for the idle callback (see want_process and want_read). */
-static void enqueue(zv_http_sconn_t *c) {
-  zv_http_server_t *s = c->srv;
-  if (c->ready || c->closing) return;
-  c->ready = 1;
-  c->ready_next = s->ready;
-  s->ready = c;
-  uv_idle_start(&s->idle, idle_cb);
-}
-
-/*
- * Reads while the socket may hold bytes and the connection wants them. Edge-triggered: epfd
- * reports a socket again only when new bytes (or EOF) arrive, so a read that filled the space
- * given leaves rd_ready set, and a shorter one means the socket is empty (unless the peer shut
- * down: then it reads on to the end, which recv reports as 0). After READS_MAX reads in a row
- * it goes on from the idle callback, so that one busy client does not hold up the others.
- */
-static void conn_readable(zv_http_sconn_t *c) {
-  int reads = 0;
-  if (c->in_read) return;
-  c->in_read = 1;
-  while (c->reading && c->rd_ready && !c->closing) {
-    char *p;
-    size_t n;
-    ssize_t r;
-    if (reads++ == READS_MAX) {
-      c->want_read = 1;
-      enqueue(c);
-      break;
-    }
-    if (c->lingering) {
-      p = c->core.buf;
-      n = c->core.cap;
-    } else if (zv_http_conn_space(&c->core, &p, &n) || n == 0) {
-      /* No room now (a request waits for its answer, or the input reached its limit): the
-       * bytes stay in the socket until start_reading asks again. */
-      c->reading = 0;
-      break;
-    }
-    r = recv(c->fd, p, n, 0);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        c->rd_ready = 0;
-        break;
-      }
-      conn_close_now(c);
-      break;
-    }
-    if (r == 0) {
-      /* EOF: the client is gone, even if a request still waits for its answer. */
-      conn_close_now(c);
-      break;
-    }
-    if ((size_t)r < n && !c->rd_eof) c->rd_ready = 0;
-    if (c->lingering || c->shutting) continue;
-    zv_http_conn_commit(&c->core, (size_t)r);
-    if (c->core.state == ZV_HTTP_DONE) continue;
-    conn_process(c);
-  }
-  c->in_read = 0;
-}
-
-/* epfd has events: take them and read the sockets they name. */
-static void events_cb(uv_poll_t *h, int status, int events) {
-  zv_http_server_t *s = h->data;
-  struct epoll_event ev[EVENTS_MAX];
-  int n;
-  (void)status;
-  (void)events;
-  do {
-    n = epoll_wait(s->epfd, ev, EVENTS_MAX, 0);
-    for (int i = 0; i < n; i++) {
-      zv_http_sconn_t *c = ev[i].data.ptr;
-      if (c->closing) continue;
-      c->rd_ready = 1;
-      if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c->rd_eof = 1;
-      conn_readable(c);
-    }
-  } while (n == EVENTS_MAX);
-}
-
-/* The connection wants bytes again; reads what the socket already holds from the idle
- * callback, never from the caller's stack (it may be inside zv_http_respond). */
-static void start_reading(zv_http_sconn_t *c) {
-  if (c->reading || c->closing) return;
-  c->reading = 1;
-  if (c->rd_ready) {
-    c->want_read = 1;
-    enqueue(c);
-  }
-}
-
-static void send_error(zv_http_sconn_t *c, int status) {
-  zv_http_str_t hdrs[2] = {{"Content-Type", 12}, {"application/json", 16}};
-  const char *body = zv_http_error_body(status);
-  c->resp = ZV_HTTP_RESP_NONE;
-  c->must_close = 1;
-  c->is_head = 0;
-  zv_http_respond(c, status, hdrs, 1, body, strlen(body));
-}
-
-/* The connection's next pipelined request is buffered: parse it from the idle callback. */
-static void schedule(zv_http_sconn_t *c) {
-  if (c->closing) return;
-  c->want_process = 1;
-  enqueue(c);
-}
-
-/* The response is complete and flushed: go on with the next request on this connection. */
-static void next_request(zv_http_sconn_t *c) {
-  zv_http_conn_next(&c->core);
-  c->resp = ZV_HTTP_RESP_NONE;
-  c->fresh = 0;
-  if (zv_http_conn_pending(&c->core)) {
-    schedule(c);
-  } else {
-    if (c->srv->draining) {
-      conn_close_now(c);
-      return;
-    }
-    arm(c, T_KEEPALIVE);
-  }
-  start_reading(c);
-}
-
-static void conn_process(zv_http_sconn_t *c) {
-  static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-  zv_http_server_t *s = c->srv;
-  c->in_dispatch = 1;
-  while (!c->closing) {
-    int ev = zv_http_conn_parse(&c->core);
-    if (ev == ZV_HTTP_NEED_MORE) {
-      if (c->core.state != ZV_HTTP_IDLE) c->fresh = 0;
-      arm_for_state(c);
-      break;
-    }
-    if (ev == ZV_HTTP_CONTINUE) {
-      uv_buf_t b = uv_buf_init((char *)cont, sizeof cont - 1);
-      conn_write(c, &b, 1);
-      continue;
-    }
-    if (ev == ZV_HTTP_FAIL) {
-      arm(c, T_NONE);
-      send_error(c, c->core.status);
-      break;
-    }
-    /* A complete request. */
-    arm(c, T_NONE);
-    s->requests++;
-    c->resp = ZV_HTTP_RESP_NONE;
-    c->is_head = (uint8_t)zv_http_conn_is_head(&c->core);
-    c->must_close = (uint8_t)!c->core.keep_alive;
-    c->stream_raw = 0;
-    s->cb.on_request(s, c);
-    if (c->closing || c->resp != ZV_HTTP_RESP_DONE || c->writes || c->shutting) break;
-    zv_http_conn_next(&c->core);
-    c->resp = ZV_HTTP_RESP_NONE;
-    c->fresh = 0;
-    if (s->draining && !zv_http_conn_pending(&c->core)) {
-      conn_close_now(c);
-      break;
-    }
-  }
-  c->in_dispatch = 0;
-  if (!c->closing && !c->shutting && c->core.state != ZV_HTTP_ERROR) start_reading(c);
-}
-
-static void idle_cb(uv_idle_t *h) {
-  zv_http_server_t *s = h->data;
-  /* Connections enqueued from here wait for the next turn, as a list of their own. */
-  zv_http_sconn_t *list = s->ready;
-  s->ready = NULL;
-  while (list) {
-    zv_http_sconn_t *c = list;
-    int process = c->want_process, read = c->want_read;
-    list = c->ready_next;
-    c->ready = 0;
-    c->want_process = c->want_read = 0;
-    if (!c->closing && process) conn_process(c);
-    if (!c->closing && read) conn_readable(c);
-  }
-  if (!s->ready) uv_idle_stop(h);
-}
-
-/* --- graceful close ------------------------------------------------------------------------ */
-
-static void shutdown_cb(uv_shutdown_t *req, int status) {
-  zv_http_sconn_t *c = req->data;
-  if (c->closing) return;
-  if (status < 0) {
-    conn_close_now(c);
-    return;
-  }
-  /* Read and drop what the client still sends until it closes, for a moment at most. */
-  c->lingering = 1;
-  c->core.len = c->core.pos = 0;
-  arm(c, T_LINGER);
-  start_reading(c);
-}
-
-/* Sends FIN after the queued writes, then lingers; used after a final response. */
-static void conn_close_graceful(zv_http_sconn_t *c) {
-  if (c->closing || c->shutting) return;
-  c->shutting = 1;
-  c->shutdown.data = c;
-  arm(c, T_NONE);
-  if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, shutdown_cb)) conn_close_now(c);
-}
-
-/* --- responses ----------------------------------------------------------------------------- */
-
-/* Builds the head into c->head; returns 0 or ZV_EINVAL (a malformed header). */
-static int build_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, size_t nhdrs,
-                      int64_t content_length, int chunked) {
-  zv_http_server_t *s = c->srv;
-  zv_http_head_t h;
-  int has_date = 0, has_server = 0;
-  zv_http_head_begin(&c->head, status);
-  for (size_t i = 0; i < nhdrs; i++) {
-    const zv_http_str_t *name = &hdrs[2 * i], *value = &hdrs[2 * i + 1];
-    zv_http_hdrinfo_t info;
-    if (zv_http_check_header(name->p, name->n, value->p, value->n, &info)) return ZV_EINVAL;
-    if (info.is_close) c->must_close = 1;
-    has_date |= info.is_date;
-    has_server |= info.is_server;
-    if (!info.skip) zv_http_head_add(&c->head, name->p, name->n, value->p, value->n);
-  }
-  if (s->draining || s->torn_down) c->must_close = 1;
-  h.status = status;
-  h.content_length = content_length;
-  h.chunked = chunked;
-  h.close = c->must_close;
-  h.date = has_date ? NULL : server_date(s);
-  zv_http_head_end(&c->head, &h, !has_server);
-  return c->head.err ? ZV_ENOMEM : 0;
-}
-
-/* After the last byte of a response was handed to libuv. */
-static void response_done(zv_http_sconn_t *c) {
-  c->resp = ZV_HTTP_RESP_DONE;
-  if (c->closing) return;
-  if (c->must_close) {
-    conn_close_graceful(c);
-    return;
-  }
-  if (c->in_dispatch || c->writes) return;
-  next_request(c);
-}
-
-int zv_http_respond(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, size_t nhdrs,
-                    const char *body, size_t len) {
-  uv_buf_t bufs[2];
-  unsigned n = 1;
-  int no_body = status < 200 || status == 204 || status == 304;
-  int rc;
-  if (c->closing || c->shutting) return ZV_EIO;
-  rc = build_head(c, status, hdrs, nhdrs, no_body ? -1 : (int64_t)len, 0);
-  if (rc == ZV_EINVAL) return rc;
-  if (rc) {
-    conn_close_now(c);
-    return ZV_EIO;
-  }
-  if (!no_body && !c->is_head && len) {
-    /* The head buffer grows once to hold a small body too; if it cannot, two iovecs. */
-    if (len <= SMALL_BODY) zv_http_buf_add(&c->head, body, len);
-    if (len > SMALL_BODY || c->head.err) {
-      c->head.err = 0;
-      bufs[n++] = uv_buf_init((char *)body, (unsigned)len);
-    }
-  }
-  bufs[0] = uv_buf_init(c->head.p, (unsigned)c->head.len);
-  if (conn_write(c, bufs, n)) return ZV_EIO;
-  response_done(c);
-  return 0;
-}
-
-int zv_http_write_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs,
-                       size_t nhdrs) {
-  uv_buf_t b;
-  int rc, raw;
-  if (c->closing || c->shutting) return ZV_EIO;
-  c->no_body = (uint8_t)(status < 200 || status == 204 || status == 304 || c->is_head);
-  /* HTTP/1.0 has no chunked coding: the body ends when the connection does. */
-  raw = c->core.parser.http_minor == 0;
-  if (raw) c->must_close = 1;
-  rc = build_head(c, status, hdrs, nhdrs, -1, !raw && !(status < 200 || status == 204 ||
-                                                        status == 304));
-  if (rc == ZV_EINVAL) return rc;
-  if (rc) {
-    conn_close_now(c);
-    return ZV_EIO;
-  }
-  c->stream_raw = (uint8_t)raw;
-  b = uv_buf_init(c->head.p, (unsigned)c->head.len);
-  if (conn_write(c, &b, 1)) return ZV_EIO;
-  c->resp = ZV_HTTP_RESP_STREAM;
-  return 0;
-}
-
-int zv_http_write(zv_http_sconn_t *c, const char *chunk, size_t len) {
-  char hex[24];
-  uv_buf_t bufs[3];
-  int n = 0;
-  if (c->closing || c->shutting) return ZV_EIO;
-  if (len == 0 || c->no_body) return 0;
-  if (c->stream_raw) {
-    bufs[0] = uv_buf_init((char *)chunk, (unsigned)len);
-    return conn_write(c, bufs, 1) ? ZV_EIO : 0;
-  }
-  {
-    size_t v = len;
-    char *e = hex + sizeof hex - 2, *p = e;
-    do {
-      *--p = "0123456789abcdef"[v & 15];
-      v >>= 4;
-    } while (v);
-    e[0] = '\r';
-    e[1] = '\n';
-    n = (int)(e + 2 - p);
-    bufs[0] = uv_buf_init(p, (unsigned)n);
-  }
-  bufs[1] = uv_buf_init((char *)chunk, (unsigned)len);
-  bufs[2] = uv_buf_init((char *)"\r\n", 2);
-  return conn_write(c, bufs, 3) ? ZV_EIO : 0;
-}
-
-int zv_http_finish(zv_http_sconn_t *c) {
-  uv_buf_t b = uv_buf_init((char *)"0\r\n\r\n", 5);
-  if (c->closing || c->shutting) return ZV_EIO;
-  if (!c->no_body && !c->stream_raw && conn_write(c, &b, 1)) return ZV_EIO;
-  response_done(c);
-  return 0;
-}
-
-int zv_http_peer(zv_http_sconn_t *c, char *buf, size_t cap, int *port) {
-  struct sockaddr_storage ss;
-  int len = sizeof ss;
-  if (c->closing) return ZV_EIO;
-  if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len)) return ZV_EIO;
-  if (ss.ss_family == AF_INET6) {
-    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-    if (uv_ip6_name(a, buf, cap)) return ZV_EIO;
-    *port = ntohs(a->sin6_port);
-  } else {
-    struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-    if (uv_ip4_name(a, buf, cap)) return ZV_EIO;
-    *port = ntohs(a->sin_port);
-  }
-  return 0;
 }
 
 /* --- accepting ----------------------------------------------------------------------------- */
@@ -720,40 +78,8 @@ static void reject(zv_http_server_t *s) {
 
 static void on_connection(uv_stream_t *l, int status) {
   zv_http_server_t *s = l->data;
-  zv_http_sconn_t *c;
   if (status < 0 || !s->listening) return;
-  if (s->nconns >= s->opts.max_connections || !(c = conn_get(s))) {
-    reject(s);
-    return;
-  }
-  uv_tcp_init(s->loop, &c->tcp);
-  uv_timer_init(s->loop, &c->timer);
-  c->tcp.data = c;
-  c->timer.data = c;
-  s->nconns++;
-  c->next = s->conns;
-  if (s->conns) s->conns->prev = c;
-  s->conns = c;
-  if (uv_accept(l, (uv_stream_t *)&c->tcp)) {
-    conn_close_now(c);
-    return;
-  }
-  {
-    uv_os_fd_t fd;
-    struct epoll_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
-    ev.data.ptr = c;
-    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) || epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
-      conn_close_now(c);
-      return;
-    }
-    c->fd = fd;
-  }
-  uv_tcp_nodelay(&c->tcp, 1);
-  arm(c, T_HEADER);
-  /* Bytes that came with the connection are reported by epfd at once (the add polls). */
-  start_reading(c);
+  if (s->nconns >= s->opts.max_connections || zv__http_conn_accept(s, l)) reject(s);
 }
 
 /* --- the server ---------------------------------------------------------------------------- */
@@ -777,7 +103,7 @@ static void server_handle_closed(uv_handle_t *h) {
 }
 
 /* Once nothing listens and no connection is open, the server's own handles close. */
-static void server_maybe_finish(zv_http_server_t *s) {
+void zv__http_server_maybe_finish(zv_http_server_t *s) {
   if (s->draining && !s->drained && s->nconns == 0) {
     s->drained = 1;
     uv_timer_stop(&s->timer);
@@ -793,8 +119,8 @@ static void server_maybe_finish(zv_http_server_t *s) {
 static void drain_cb(uv_timer_t *t) {
   zv_http_server_t *s = t->data;
   /* The deadline: whatever is still open goes now. */
-  while (s->conns) conn_close_now(s->conns);
-  server_maybe_finish(s);
+  while (s->conns) zv__http_conn_close_now(s->conns);
+  zv__http_server_maybe_finish(s);
 }
 
 static int resolve(const char *host, int port, struct sockaddr_storage *ss) {
@@ -821,7 +147,7 @@ int zv_http_server_start(zv_http_server_t *s, uv_loop_t *loop, const zv_http_ser
   s->idle.data = s->timer.data = s->listener.data = s->events.data = s;
   s->epfd = epoll_create1(EPOLL_CLOEXEC);
   rc = s->epfd < 0 ? uv_translate_sys_error(errno) : uv_poll_init(loop, &s->events, s->epfd);
-  if (!rc) rc = uv_poll_start(&s->events, UV_READABLE, events_cb);
+  if (!rc) rc = uv_poll_start(&s->events, UV_READABLE, zv__http_events_cb);
   if (!rc) rc = uv_tcp_init_ex(loop, &s->listener, ss.ss_family);
   if (rc) {
     /* The listener never became a handle (nor, maybe, events): close the others only. */
@@ -867,7 +193,7 @@ void zv_http_server_close(zv_http_server_t *s) {
     s->listening = 0;
     uv_close((uv_handle_t *)&s->listener, server_handle_closed);
   }
-  server_maybe_finish(s);
+  zv__http_server_maybe_finish(s);
 }
 
 void zv_http_server_drain(zv_http_server_t *s, uint64_t deadline_ms) {
@@ -882,7 +208,7 @@ void zv_http_server_drain(zv_http_server_t *s, uint64_t deadline_ms) {
     next = c->next;
     if (c->core.state == ZV_HTTP_IDLE && !zv_http_conn_pending(&c->core) && !c->writes &&
         c->resp == ZV_HTTP_RESP_NONE && !c->want_process)
-      conn_close_now(c);
+      zv__http_conn_close_now(c);
   }
   if (s->nconns == 0) {
     /* Nothing to wait for: report on the next loop iteration, not from inside this call. */
@@ -898,6 +224,6 @@ void zv_http_server_teardown(zv_http_server_t *s) {
     s->listening = 0;
     uv_close((uv_handle_t *)&s->listener, server_handle_closed);
   }
-  while (s->conns) conn_close_now(s->conns);
-  server_maybe_finish(s);
+  while (s->conns) zv__http_conn_close_now(s->conns);
+  zv__http_server_maybe_finish(s);
 }

@@ -157,4 +157,12 @@ int zv_http_peer(zv_http_sconn_t *c, char *buf, size_t cap, int *port);
 /* The JSON body zever sends with a status it answers itself ({"error":"bad_request"}). */
 const char *zv_http_error_body(int status);
 
+/* Cross-file internals of the module (not for callers): server.c listens and runs the server,
+ * stream.c runs the connections. */
+int zv__http_conn_accept(zv_http_server_t *s, uv_stream_t *listener);
+void zv__http_conn_close_now(zv_http_sconn_t *c);
+void zv__http_events_cb(uv_poll_t *h, int status, int events);
+const char *zv__http_server_date(zv_http_server_t *s);
+void zv__http_server_maybe_finish(zv_http_server_t *s);
+
 #endif
