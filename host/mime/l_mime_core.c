@@ -4,9 +4,9 @@
  *
  *   core.build(msg[, default_from[, max_bytes]])  -> bytes, envelope | nil, kind, message
  *   core.sink([path])                   -> sink | nil, "unavailable", message
- *   sink:send(msg[, default_from[, max_bytes]])  -> message_id | nil, kind, message
  *   sink:send_fields(from, to, cc, bcc, reply_to, subject, text, html, date, message_id,
- *                    headers, attachments[, default_from[, max_bytes]])  -> the same
+ *                    headers, attachments[, default_from[, max_bytes]])
+ *                                       -> message_id | nil, kind, message
  *   sink:close()
  *   sink:ptr()                          -> lightuserdata, for zv_mime_sink_send_flat (the FFI
  *                                          entry of lua/adapters/mailer/log.lua, below)
@@ -575,19 +575,6 @@ static int push_closed(lua_State *L) {
   return 3;
 }
 
-/* sink:send(msg[, default_from[, max_bytes]]) */
-static int l_sink_send(lua_State *L) {
-  sink_t *s = check_sink(L);
-  reader_t r;
-  int rc;
-  lua_settop(L, 4);
-  if (s->fd < 0) return push_closed(L);
-  r.L = L;
-  rc = read_msg(&r, 2, lua_isnil(L, 3) ? 0 : 3);
-  if (rc) return push_failure(L, &r, rc);
-  return sink_deliver(L, s, &r, 4);
-}
-
 /* sink:send_fields(from, to, cc, bcc, reply_to, subject, text, html, date, message_id,
  * headers, attachments, default_from, max_bytes): send with the message's fields as
  * arguments. The log adapter reads them in Lua (JIT-compiled field loads), which saves the
@@ -787,7 +774,6 @@ int luaopen_zever_mime_core(lua_State *L) {
 
   luaL_newmetatable(L, SINK_MT);
   lua_newtable(L);
-  set_closure(L, state, "send", l_sink_send);
   set_closure(L, state, "send_fields", l_sink_send_fields);
   set_closure(L, state, "close", l_sink_close);
   set_closure(L, state, "ptr", l_sink_ptr);
