@@ -1,9 +1,12 @@
--- zever config show [--json] [--dir DIR]: prints the merged configuration (defaults, zever.yaml
+-- zever config show [--json] [--app DIR]: prints the merged configuration (defaults, zever.yaml
 -- or zever.json, the ZEVER_ENV overlay, environment variables) with every secret replaced by
 -- "[REDACTED]" (lua/zever/config/redact.lua says which). The text form is YAML that loads back
 -- as zever.yaml; --json prints one JSON object. A config error exits 1 with the messages.
+-- The app folder: -C DIR or --app DIR (zever.cli.app); --dir DIR is a deprecated alias.
 
-local USAGE = "zever config show [--json] [--dir DIR]"
+local cliapp = require "zever.cli.app"
+
+local USAGE = "zever config show [--json] [--app DIR]"
 
 return {
   name = "config",
@@ -11,7 +14,8 @@ return {
   usage = USAGE,
   flags = {
     { name = "json", summary = "print a JSON object" },
-    { name = "dir", arg = "DIR", summary = "the folder of zever.yaml (default: .)" },
+    cliapp.FLAG,
+    { name = "dir", arg = "DIR", summary = "deprecated: use -C DIR or --app DIR" },
   },
   run = function(args, flags)
     if args[1] ~= "show" or #args > 1 then
@@ -21,7 +25,9 @@ return {
       return 2
     end
     local config = require "zever.config"
-    local cfg, err = config.load{ dir = flags.dir or "." }
+    local target, terr = cliapp.resolve(flags, nil, "config")
+    if not target then return 2, terr end
+    local cfg, err = cliapp.config(target)
     if not cfg then return 1, "invalid configuration:\n" .. tostring(err) end
     local shown = config.redact(cfg)
     if flags.json then

@@ -1,33 +1,70 @@
--- zever doctor [--dir DIR] [--json]: loads the configuration and resolves every configured
--- battery that has a registered adapter implementation in this build, for real (the db opens
--- its database and runs SELECT 1). One row per check: OK or FAIL, the battery, its adapter and
--- the reason. Exits 1 if any row fails. Batteries whose adapter is not implemented yet get no
--- row; the last line says which were skipped. Messages never contain secrets (the container
--- scrubs them).
+-- zever doctor [--app DIR] [--json]: loads the configuration and resolves every configured
+-- battery that has a registered adapter implementation in this build, for real, and pings what
+-- it resolved: the db opens its database and runs SELECT 1; a battery on Redis connects to its
+-- server (its own url, else redis.url) and sends PING. One row per check: OK or FAIL, the
+-- battery, its adapter and the reason. Exits 1 if any row fails. A configured adapter this
+-- build lacks is a FAIL row saying so; batteries with no adapter at all get no row, the last
+-- line says which were skipped. Messages never contain secrets (the container scrubs them, and
+-- the dispatcher hides URL passwords in anything else).
 
 local sys = require "zever.sys"
+local cliapp = require "zever.cli.app"
+
+local format = string.format
 
 local function row(rows, ok, battery, adapter, reason)
   rows[#rows + 1] = { status = ok and "OK" or "FAIL", battery = battery, adapter = adapter or "-",
     reason = reason }
 end
 
+-- PING on a private blocking connection to the server the battery uses: true | nil, message.
+local function ping_redis(cfg, section)
+  local url = (section.url ~= nil and section.url ~= "") and section.url or cfg.redis.url
+  local timeout = math.min(cfg.redis.timeout, 2)
+  local redis = require "zever.redis"
+  local c, err = redis.connect(url, { sync = true, timeout = timeout })
+  if not c then return nil, "redis: " .. tostring(err and err.message or err) end
+  local pong, perr = c:call("PING")
+  c:close()
+  if pong ~= "PONG" then return nil, "redis: PING: " .. tostring(perr and perr.message or pong) end
+  return true
+end
+
+-- What the battery's check is: the adapter's own (db: SELECT 1), or PING for Redis.
+local function check(cfg, name, entry, battery)
+  if entry and entry.check then
+    local pok, r, e = pcall(entry.check, battery)
+    if not pok then return nil, r end
+    if not r then return nil, e end
+    return true, "checked"
+  end
+  if cfg[name].adapter == "redis" then
+    local ok, err = ping_redis(cfg, cfg[name])
+    if not ok then return nil, err end
+    return true, "pinged"
+  end
+  return true, nil
+end
+
 return {
   name = "doctor",
-  summary = "Check the configuration and every configured battery",
-  usage = "zever doctor [--dir DIR] [--json]",
+  summary = "Check the configuration and ping every configured battery",
+  usage = "zever doctor [--app DIR] [--json]",
   flags = {
-    { name = "dir", arg = "DIR", summary = "the folder of zever.yaml (default: .)" },
+    cliapp.FLAG,
+    { name = "dir", arg = "DIR", summary = "deprecated: use -C DIR or --app DIR" },
     { name = "json", summary = "print a JSON array of rows" },
   },
   run = function(_, flags)
     local config = require "zever.config"
     local adapters = require "zever.adapters"
+    local target, terr = cliapp.resolve(flags, nil, "doctor")
+    if not target then return 2, terr end
     local rows, skipped = {}, {}
-    local cfg, err = config.load{ dir = flags.dir or "." }
+    local cfg, err = cliapp.config(target)
     local failed = false
     if not cfg then
-      row(rows, false, "config", nil, tostring(err):gsub("\n", "; "))
+      row(rows, false, "config", nil, (tostring(err):gsub("\n", "; ")))
       failed = true
     else
       local src = config.sources(cfg)
@@ -39,6 +76,9 @@ return {
         local adapter = cfg[name].adapter
         if #adapters.names(name) == 0 then
           skipped[#skipped + 1] = name
+        elseif not adapters.get(name, adapter) then
+          row(rows, false, name, adapter, cliapp.missing_adapter(name, adapter))
+          failed = true
         else
           local t0 = sys.now()
           local b, rerr = c:get(name)
@@ -46,17 +86,12 @@ return {
             row(rows, false, name, adapter, tostring(rerr))
             failed = true
           else
-            local entry = adapters.get(name, adapter)
-            local ok, cerr = true, nil
-            if entry and entry.check then
-              local pok, r, e = pcall(entry.check, b)
-              if not pok then ok, cerr = false, r elseif not r then ok, cerr = false, e end
-            end
+            local ok, how = check(cfg, name, adapters.get(name, adapter), b)
             if ok then
-              row(rows, true, name, adapter, string.format("resolved%s in %.1f ms",
-                entry and entry.check and " and checked" or "", (sys.now() - t0) * 1000))
+              row(rows, true, name, adapter, format("resolved%s in %.1f ms", how and (" and " .. how) or "",
+                (sys.now() - t0) * 1000))
             else
-              local text = type(cerr) == "table" and cerr.message or tostring(cerr)
+              local text = type(how) == "table" and how.message or tostring(how)
               row(rows, false, name, adapter, c:scrub(text))
               failed = true
             end
@@ -65,10 +100,12 @@ return {
       end
       local ok, cerrs = c:close()
       if not ok then
-        row(rows, false, "close", nil, tostring(cerrs):gsub("\n", "; "))
+        row(rows, false, "close", nil, (tostring(cerrs):gsub("\n", "; ")))
         failed = true
       end
     end
+    local redact = require("cmd.zever").redact
+    for _, r in ipairs(rows) do r.reason = redact(r.reason) end
     if flags.json then
       print(require("zever.json").encode({ rows = rows, skipped = skipped }))
     else
@@ -78,7 +115,7 @@ return {
         if #r.adapter > wa then wa = #r.adapter end
       end
       for _, r in ipairs(rows) do
-        print(string.format("%-4s  %-" .. wb .. "s  %-" .. wa .. "s  %s", r.status, r.battery, r.adapter,
+        print(format("%-4s  %-" .. wb .. "s  %-" .. wa .. "s  %s", r.status, r.battery, r.adapter,
           r.reason))
       end
       if #skipped > 0 then

@@ -16,27 +16,38 @@ local function stderr(msg)
   io.stderr:write(msg, "\n")
 end
 
--- Names of every command: the files of cmd/zever/ but this one, sorted.
+-- Files of cmd/zever/ that are not commands: this dispatcher (init.lua, which Lua's require
+-- finds as "cmd.zever"). A name in here is never loaded as a command.
+local INTERNAL = { init = true }
+
+-- Words users type for a command that has another name: a did-you-mean by meaning, where the
+-- edit distance finds nothing. Only commands that exist are suggested.
+local SYNONYMS = { init = "new", create = "new", start = "serve", server = "serve",
+  migration = "migrate", migrations = "migrate", job = "jobs", cron = "schedule",
+  env = "config", settings = "config", ["routes:list"] = "routes" }
+
+-- Names of every command: the files of cmd/zever/ but the internal ones, sorted.
 function M.names()
   local names = {}
   for _, file in ipairs(sys.listdir(sys.home() .. "/cmd/zever") or {}) do
     local name = file:match("^([%w_-]+)%.lua$")
-    if name and name ~= "init" then names[#names + 1] = name end
+    if name and not INTERNAL[name] then names[#names + 1] = name end
   end
   sort(names)
   return names
 end
 
--- The command table for name, or nil when no such file exists.
+-- The command table for name, or nil when name is not a command (no such file, or an
+-- internal one). A command file that does not return a command table raises: a bug.
 function M.load(name)
-  if not name:match("^[%w_-]+$") then return nil end
+  if type(name) ~= "string" or not name:match("^[%w_-]+$") or INTERNAL[name] then return nil end
   local path = sys.home() .. "/cmd/zever/" .. name .. ".lua"
   local f = io.open(path, "r")
   if not f then return nil end
   f:close()
   local cmd = require("cmd.zever." .. name)
-  if type(cmd) ~= "table" or type(cmd.run) ~= "function" then
-    error(format("cmd/zever/%s.lua must return a table with a run function", name), 2)
+  if type(cmd) ~= "table" or type(cmd.run) ~= "function" or cmd.name ~= name then
+    error(format("cmd/zever/%s.lua must return a command table {name = %q, run = ...}", name, name), 2)
   end
   return cmd
 end
@@ -44,9 +55,22 @@ end
 -- "Did you mean ...?" for word among candidates, or "" when nothing is close.
 function M.suggest(word, candidates)
   local best = text.closest(word, candidates)
+  if not best then
+    local syn = SYNONYMS[word]
+    for _, c in ipairs(candidates) do
+      if c == syn then best = syn end
+    end
+  end
   if not best then return "" end
   return format(' Did you mean "%s"?', best)
 end
+
+-- A message with every URL password and key=value password hidden: what any command prints
+-- on failure goes through it (a DSN in an error must not leak its password).
+local function redact(msg)
+  return require("zever.config.redact").redact_string(tostring(msg))
+end
+M.redact = redact
 
 local function flag_names(cmd)
   local names = {}
@@ -93,6 +117,14 @@ function M.parse(cmd, argv, first)
       if not name then name = a:match("^%-%-?(.+)$") end
       if name == "help" or a == "-h" then
         flags.help = true
+      elseif name == "C" and a:sub(2, 2) ~= "-" then
+        -- -C DIR works on every command: the dispatcher changes directory (see main).
+        if not value then
+          i = i + 1
+          value = argv[i]
+          if value == nil then return nil, format('flag "-C" of "%s" needs a value (DIR)', cmd.name) end
+        end
+        flags.C = value
       else
         local f = find_flag(cmd, name)
         local dashes = a:sub(2, 2) == "-" and 2 or 1
@@ -141,11 +173,29 @@ function M.command_help(cmd)
       lines[#lines + 1] = format("  %-" .. width .. "s  %s", left[i], f.summary or "")
     end
   end
+  lines[#lines + 1] = "\n-C DIR runs the command as if zever was started in DIR (every command)."
   return concat(lines, "\n")
 end
 
 -- Runs the command line argv (argv[1] is the command); returns the process exit code.
 function M.main(argv)
+  -- zever -C DIR <command> ...: the same as the command's own -C DIR.
+  while argv[1] == "-C" or (argv[1] or ""):match("^%-C.") do
+    local dir = argv[1] == "-C" and argv[2] or argv[1]:sub(3)
+    if dir == nil then
+      stderr('zever: flag "-C" needs a value (DIR)')
+      return 2
+    end
+    local rest = { argv[argv[1] == "-C" and 3 or 2] }
+    for i = (argv[1] == "-C" and 4 or 3), #argv do rest[#rest + 1] = argv[i] end
+    rest[#rest + 1] = "-C"
+    rest[#rest + 1] = dir
+    if rest[1] == nil then
+      stderr("zever: -C DIR wants a command after it")
+      return 2
+    end
+    argv = rest
+  end
   local name = argv[1]
   if name == nil or name == "--help" or name == "-h" then
     name = "help"
@@ -170,8 +220,25 @@ function M.main(argv)
     print(M.command_help(cmd))
     return 0
   end
-  local code, msg = cmd.run(args, flags)
-  if msg then stderr(format("zever %s: %s", cmd.name, msg)) end
+  if flags.C then
+    local ok, err = require("zever.cli.app").chdir(flags.C)
+    if not ok then
+      stderr(format("zever %s: %s", cmd.name, err))
+      return 2
+    end
+    flags.C = nil
+  end
+  local ok, code, msg = xpcall(cmd.run, function(e)
+    if type(e) ~= "string" then return e end
+    return debug.traceback(e, 2)
+  end, args, flags)
+  if not ok then
+    -- A bug or an unexpected failure: its message and trace, with passwords hidden.
+    stderr(format("zever %s: %s", cmd.name, redact(type(code) == "table" and (code.message or
+      tostring(code)) or code)))
+    return 1
+  end
+  if msg then stderr(format("zever %s: %s", cmd.name, redact(msg))) end
   return code or 0
 end
 

@@ -1,9 +1,11 @@
 -- zever jobs failed|retry|forget: the dead letters of the app's jobs (the failed_jobs table of
 -- its database). `failed` prints a table (or --json), `retry <id>|--all` dispatches failed jobs
 -- again (attempts start over) and removes their records, `forget <id>|--all` removes records.
--- The app (--app, default .) is loaded for its configuration, as `zever worker` loads it.
+-- The app (--app PATH or -C DIR, default .; zever.cli.app) is loaded for its configuration,
+-- as `zever worker` loads it.
 
 local json = require "zever.json"
+local cliapp = require "zever.cli.app"
 
 local format = string.format
 
@@ -28,7 +30,7 @@ local function print_table(rows)
   end
 end
 
-local function target(args, flags, verb)
+local function job_target(args, flags, verb)
   if flags.all then
     if args[2] then return nil, verb .. ": give an id or --all, not both" end
     return "all"
@@ -43,7 +45,7 @@ return {
   summary = "List, retry or forget failed jobs",
   usage = USAGE,
   flags = {
-    { name = "app", arg = "PATH", summary = "the app file or folder (default .)" },
+    cliapp.FLAG,
     { name = "json", summary = "failed: print JSON" },
     { name = "all", summary = "retry/forget: every failed job" },
     { name = "limit", arg = "N", type = "number", summary = "failed: at most N rows" },
@@ -60,10 +62,12 @@ return {
     end
     local id, uerr
     if verb ~= "failed" then
-      id, uerr = target(args, flags, verb)
+      id, uerr = job_target(args, flags, verb)
       if not id then return 2, uerr end
     end
-    local ok, app = pcall(require("zever.app").load, flags.app or ".")
+    local target, terr = cliapp.resolve(flags, nil, "jobs")
+    if not target then return 2, terr end
+    local ok, app = pcall(cliapp.load, target)
     if not ok then return 1, tostring(app) end
     local got, jobs = pcall(function() return app.jobs end)
     if not got then return 1, tostring(jobs) end

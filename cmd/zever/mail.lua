@@ -1,9 +1,12 @@
--- zever mail test --to ADDR [--from ADDR] [--dir DIR]: sends a test message through the
+-- zever mail test --to ADDR [--from ADDR] [--app DIR]: sends a test message through the
 -- configured mailer (zever.yaml's mailer section, env MAILER_*), prints its Message-ID and
 -- exits 0; a refused or failed send prints the error and exits 1. With the log mailer the
--- message becomes one JSON line on stderr or in mailer.log_file.
+-- message becomes one JSON line on stderr or in mailer.log_file (relative to the app folder).
+-- The app folder: -C DIR or --app DIR (zever.cli.app); --dir DIR is a deprecated alias.
 
-local USAGE = "zever mail test --to ADDR [--from ADDR] [--dir DIR]"
+local cliapp = require "zever.cli.app"
+
+local USAGE = "zever mail test --to ADDR [--from ADDR] [--app DIR]"
 
 local function usage(msg)
   io.stderr:write("zever mail: ", msg, "\nUsage: ", USAGE, "\n")
@@ -17,7 +20,8 @@ return {
   flags = {
     { name = "to", arg = "ADDR", summary = "recipient (required)" },
     { name = "from", arg = "ADDR", summary = "sender (default: mailer.from)" },
-    { name = "dir", arg = "DIR", summary = "the folder of zever.yaml (default: .)" },
+    cliapp.FLAG,
+    { name = "dir", arg = "DIR", summary = "deprecated: use -C DIR or --app DIR" },
   },
   run = function(args, flags)
     if args[1] ~= "test" or #args > 1 then
@@ -25,8 +29,9 @@ return {
       return usage(args[1] and ('unknown subcommand "' .. args[1] .. '".' .. hint) or "missing subcommand.")
     end
     if not flags.to or flags.to == "" then return usage("--to is required.") end
-    local config = require "zever.config"
-    local cfg, err = config.load{ dir = flags.dir or "." }
+    local target, terr = cliapp.resolve(flags, nil, "mail")
+    if not target then return 2, terr end
+    local cfg, err = cliapp.config(target)
     if not cfg then return 1, "invalid configuration:\n" .. tostring(err) end
     local c = require("zever.container").new(cfg)
     local mailer, merr = c:get("mailer")

@@ -1,16 +1,20 @@
 -- zever migrate up|down|status|new: applies, rolls back, lists and creates database migrations
 -- (lua/zever/migrations.lua does the work; this file parses, prints and picks exit codes).
 -- Progress lines go to stdout on a terminal; piped, up and down print nothing on success.
+--
+-- The database and the folder come from the app's configuration (db.dsn, db.migrations,
+-- relative to the app folder), which --dsn and --migrations override (relative to the current
+-- directory, as any path typed on a command line). The app folder: -C DIR or --app DIR.
+-- --dir is a deprecated alias of --migrations.
 
 local sys = require "zever.sys"
+local cliapp = require "zever.cli.app"
+local paths = require "zever.config.paths"
 
-local USAGE = "zever migrate up|down|status|new <name> [--dsn DSN] [--dir DIR] [-n N]"
+local USAGE = "zever migrate up|down|status|new <name> [--app DIR] [--dsn DSN] [--migrations DIR] [-n N]"
 
-local function open(flags)
-  local dsn = flags.dsn or "sqlite:app.db"
-  local db, err = require("zever.db").open(dsn)
-  if not db then return nil, "cannot open " .. dsn .. ": " .. tostring(err) end
-  return db
+local function open(dsn, cfg, create)
+  return cliapp.open_db(dsn, { busy_timeout = math.floor(cfg.db.busy_timeout * 1000) }, create)
 end
 
 local function label(m)
@@ -72,31 +76,49 @@ return {
   summary = "Apply, roll back or list database migrations",
   usage = USAGE,
   flags = {
-    { name = "dsn", arg = "DSN", summary = "database to migrate (default sqlite:app.db)" },
-    { name = "dir", arg = "DIR", summary = "folder of migration files (default migrations)" },
+    cliapp.FLAG,
+    { name = "dsn", arg = "DSN", summary = "database to migrate (default: db.dsn)" },
+    { name = "migrations", arg = "DIR", summary = "folder of migration files (default: db.migrations)" },
+    { name = "dir", arg = "DIR", summary = "deprecated: use --migrations DIR" },
     { name = "n", arg = "N", type = "number", summary = "how many migrations to roll back (default 1)" },
     { name = "json", summary = "print status as JSON" },
   },
   run = function(args, flags)
     local sub = args[1]
-    flags.dir = flags.dir or "migrations"
-    if sub == "new" then
-      if not args[2] then return 2, "new: missing the migration name; usage: " .. USAGE end
-      if args[3] then return 2, "new: one name only; usage: " .. USAGE end
-      local path, err = require("zever.migrations").new(flags.dir, args[2])
-      if not path then return (err.code == "invalid") and 2 or 1, "new: " .. err.message end
-      print(path)
-      return 0
+    if flags.dir ~= nil then
+      cliapp.deprecated("migrate", "--dir", "--migrations DIR")
+      if flags.migrations ~= nil and flags.migrations ~= flags.dir then
+        return 2, "give the migrations folder once: --migrations or --dir"
+      end
+      flags.migrations, flags.dir = flags.migrations or flags.dir, nil
     end
-    if not handlers[sub] then
+    if sub ~= "new" and not handlers[sub] then
       return 2, (sub and ("unknown subcommand '" .. sub .. "'") or "missing subcommand")
         .. "; usage: " .. USAGE
     end
-    if args[2] then return 2, sub .. ": unexpected argument '" .. args[2] .. "'" end
-    if flags.n ~= nil and (sub ~= "down" or flags.n < 1 or flags.n % 1 ~= 0) then
-      return 2, "-n takes a positive integer and only applies to down"
+    if sub == "new" then
+      if not args[2] then return 2, "new: missing the migration name; usage: " .. USAGE end
+      if args[3] then return 2, "new: one name only; usage: " .. USAGE end
+    else
+      if args[2] then return 2, sub .. ": unexpected argument '" .. args[2] .. "'" end
+      if flags.n ~= nil and (sub ~= "down" or flags.n < 1 or flags.n % 1 ~= 0) then
+        return 2, "-n takes a positive integer and only applies to down"
+      end
     end
-    local db, err = open(flags)
+    local target, terr = cliapp.resolve(flags, nil, "migrate")
+    if not target then return 2, terr end
+    local cfg, cerr = cliapp.config(target)
+    if not cfg then return 1, "invalid configuration:\n" .. tostring(cerr) end
+    -- flags > configuration > defaults
+    flags.dir = flags.migrations and paths.absolute(flags.migrations) or cfg.db.migrations
+    local dsn = flags.dsn and paths.resolve_dsn(flags.dsn, paths.cwd()) or cfg.db.dsn
+    if sub == "new" then
+      local path, err = require("zever.migrations").new(flags.dir, args[2])
+      if not path then return (err.code == "invalid") and 2 or 1, "new: " .. err.message end
+      print(paths.relative(path))
+      return 0
+    end
+    local db, err = open(dsn, cfg, sub == "up")
     if not db then return 1, sub .. ": " .. err end
     local code, msg = handlers[sub](db, flags, sys.isatty(1))
     if code == 0 then db:close() end

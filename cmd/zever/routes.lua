@@ -1,16 +1,22 @@
 -- zever routes [app]: the routes of an app: method, pattern, name and the handler's file:line.
+-- The app: the positional app.lua or folder, --app PATH, or -C DIR (zever.cli.app).
 
 local json = require "zever.json"
+local cliapp = require "zever.cli.app"
 
 return {
   name = "routes",
   summary = "List an app's routes with their handlers",
   usage = "zever routes [app.lua | dir] [--json]",
   flags = {
+    cliapp.FLAG,
     { name = "json", summary = "print a JSON array" },
   },
   run = function(args, flags)
-    local ok, app = pcall(require("zever.app").load, args[1])
+    if args[2] then return 2, "one app only; usage: zever routes [app.lua | dir] [--json]" end
+    local target, terr = cliapp.resolve(flags, args[1], "routes")
+    if not target then return 2, terr end
+    local ok, app = pcall(cliapp.load, target)
     if not ok then return 1, tostring(app) end
     local routes = app:list_routes()
     if flags.json then

@@ -1,8 +1,9 @@
 -- zever schedule list [app] [--json]: the app's schedules (what its app file registered on
 -- app.scheduler) with each entry's next run time, in UTC. It loads the app as `zever worker`
--- does and fires nothing.
+-- does and fires nothing. The app: the positional app.lua or folder, --app PATH, or -C DIR.
 
 local json = require "zever.json"
+local cliapp = require "zever.cli.app"
 
 local format = string.format
 
@@ -18,6 +19,7 @@ return {
   summary = "List the app's schedules and their next run times",
   usage = USAGE,
   flags = {
+    cliapp.FLAG,
     { name = "json", summary = "print a JSON array" },
   },
   run = function(args, flags)
@@ -25,7 +27,10 @@ return {
       return 2, args[1] and format('unknown subcommand "%s" (want: list)', args[1])
         or "want a subcommand: list"
     end
-    local ok, app = pcall(require("zever.app").load, args[2] or ".")
+    if args[3] then return 2, "one app only; usage: " .. USAGE end
+    local target, terr = cliapp.resolve(flags, args[2], "schedule")
+    if not target then return 2, terr end
+    local ok, app = pcall(cliapp.load, target)
     if not ok then return 1, tostring(app) end
     local sch = app:container():resolved("scheduler")
     local rows = sch and sch:list() or {}

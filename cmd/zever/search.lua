@@ -1,11 +1,13 @@
 -- zever search reindex|optimize: maintenance of the app's full-text index (app.search).
 -- `reindex` rebuilds the index from the stored documents (every index, or --index NAME only)
 -- and then merges its segments; `optimize` only merges. On a terminal (stderr) reindex draws a
--- progress bar; piped, it prints only the summary line. The app (--app, default .) is loaded
--- for its configuration, as `zever jobs` loads it. It must not know the adapter: it calls
+-- progress bar; piped, it prints only the summary line. The app (--app PATH or -C DIR,
+-- default .; zever.cli.app) is loaded for its configuration,
+-- as `zever jobs` loads it. It must not know the adapter: it calls
 -- app.search:reindex / optimize.
 
 local sys = require "zever.sys"
+local cliapp = require "zever.cli.app"
 
 local format, rep, floor = string.format, string.rep, math.floor
 
@@ -32,7 +34,7 @@ return {
   summary = "Rebuild or optimize the full-text search index",
   usage = USAGE,
   flags = {
-    { name = "app", arg = "PATH", summary = "the app file or folder (default .)" },
+    cliapp.FLAG,
     { name = "index", arg = "NAME", summary = "reindex: only the documents of this index" },
   },
   run = function(args, flags)
@@ -50,7 +52,9 @@ return {
     if flags.index ~= nil and (verb ~= "reindex" or flags.index == "") then
       return 2, "--index NAME goes with reindex; usage: " .. USAGE
     end
-    local ok, app = pcall(require("zever.app").load, flags.app or ".")
+    local target, terr = cliapp.resolve(flags, nil, "search")
+    if not target then return 2, terr end
+    local ok, app = pcall(cliapp.load, target)
     if not ok then return 1, tostring(app) end
     local got, search = pcall(function() return app.search end)
     if not got or not search then

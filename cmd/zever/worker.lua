@@ -3,8 +3,12 @@
 -- claims from the same queue (the db queue: one SQLite file shared by both processes). The
 -- first SIGTERM/SIGINT drains (no new claims, running jobs get --drain seconds, unfinished ones
 -- are requeued) and exits 0; a second one exits at once with 1. zever.worker does the work.
+-- The app: the positional app.lua or folder, --app PATH, or -C DIR (zever.cli.app). Flags
+-- override the configuration (jobs.queue, jobs.concurrency, jobs.drain), which overrides the
+-- defaults.
 
 local loop = require "zever.loop"
+local cliapp = require "zever.cli.app"
 
 local format = string.format
 
@@ -24,6 +28,7 @@ return {
   summary = "Run the app's background jobs",
   usage = "zever worker [app.lua | dir] [--queues a,b] [--concurrency N] [--drain SECONDS]",
   flags = {
+    cliapp.FLAG,
     { name = "queues", arg = "A,B", type = "list",
       summary = "queues to work, in priority order (default: jobs.queue)" },
     { name = "concurrency", arg = "N", type = "number",
@@ -36,7 +41,10 @@ return {
       return 2, "--concurrency wants a positive integer"
     end
     if flags.drain and flags.drain < 0 then return 2, "--drain wants seconds >= 0" end
-    local ok, app, path = pcall(require("zever.app").load, args[1] or ".")
+    if args[2] then return 2, "one app only; usage: zever worker [app.lua | dir] [flags]" end
+    local target, terr = cliapp.resolve(flags, args[1], "worker")
+    if not target then return 2, terr end
+    local ok, app, path = pcall(cliapp.load, target)
     if not ok then return 1, tostring(app) end
     local got, jobs = pcall(function() return app.jobs end)
     if not got then return 1, tostring(jobs) end

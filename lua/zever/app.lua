@@ -360,17 +360,13 @@ end
 function App:container()
   local c = rawget(self, "_container")
   if c then return c end
-  local cfg, err = require("zever.config").load({ dir = self.dir })
+  local config = require "zever.config"
+  local cfg, err = config.load({ dir = self.dir })
   if not cfg then error(tostring(err), 2) end
-  local dsn = cfg.db and cfg.db.dsn
-  if dsn and M.testing and dsn == require("zever.config").defaults().db.dsn then
+  -- Relative paths (the SQLite file, ...) come out of config.load resolved against self.dir.
+  -- Under `zever test`, a database no layer configured is a fresh :memory: one.
+  if M.testing and cfg.db and not config.sources(cfg).origin["db.dsn"] then
     cfg.db.dsn = "sqlite::memory:"
-  elseif dsn and self.dir ~= "." then
-    -- A relative SQLite path is relative to the app, not to wherever zever was started.
-    local path = dsn:match("^sqlite:(.*)$")
-    if path and path ~= ":memory:" and path:sub(1, 1) ~= "/" and not path:match("^//") then
-      cfg.db.dsn = "sqlite:" .. self.dir .. "/" .. path
-    end
   end
   c = require("zever.container").new(cfg)
   rawset(self, "_container", c)
@@ -390,15 +386,18 @@ function App:close()
 end
 
 -- The app an app file returns (a folder means its app.lua), and the file's path. The file's
--- folder goes in front of package.path so the app can require its own modules. Raises with a
--- message fit for the CLI when the file is missing or does not return an app.
-function M.load(path)
+-- folder goes in front of package.path so the app can require its own modules. root, when
+-- given, is the app folder (its zever.yaml), for an app file elsewhere (http.app: src/main.lua);
+-- by default it is the file's folder. Raises with a message fit for the CLI when the file is
+-- missing or does not return an app.
+function M.load(path, root)
   path = path or "."
   if require("zever.sys").isdir(path) then path = path:gsub("/$", "") .. "/app.lua" end
   local chunk, err = loadfile(path)
   if not chunk then error("cannot load the app: " .. err, 0) end
   local dir = path:match("^(.*)/[^/]*$")
   if dir then package.path = dir .. "/?.lua;" .. dir .. "/?/init.lua;" .. package.path end
+  dir = root or dir
   -- Apps made while the file runs belong to its folder already: an app file that registers jobs
   -- resolves app.jobs (and its config) before it returns.
   M.loading_dir = dir or "."

@@ -13,9 +13,15 @@
 --   config.scrub(cfg, msg)      -> msg with every secret value of cfg replaced
 --   config.render(cfg)          -> YAML text of cfg (redact it first), loadable as zever.yaml
 --   config.plain(cfg)           -> a copy with durations written as text ("10s"), for JSON
---   config.sources(cfg)         -> { files = {...}, environment = name|nil, vars = {...} }
+--   config.sources(cfg)         -> { files = {...}, environment = name|nil, vars = {...},
+--                                    dir = the absolute app folder, origin = { [path] = layer } }
+--                                    (origin: "zever.yaml" or "$VAR" for each field a layer set;
+--                                    a field absent from it has its default)
 --
 -- cfg is a plain table of sections (cfg.http.listen, cfg.db.dsn, ...); durations are seconds.
+-- Paths the schema marks (db.dsn's sqlite file, db.migrations, mailer.log_file, ...) come out
+-- absolute, resolved against dir (config/paths.lua), never against the current directory.
+-- cfg.app is the free-form section of the app's own settings (APP_<KEY> in the environment).
 -- err is { code = "invalid", message = "...", errors = { {file, line, path, var, message} } }
 -- with a __tostring; message has one line per problem, in reading order. No message contains
 -- a configured value. This file only sequences the layers; it must not know a section by name.
@@ -25,9 +31,10 @@ local read = require "zever.config.read"
 local validate = require "zever.config.validate"
 local env = require "zever.config.env"
 local redact = require "zever.config.redact"
+local paths = require "zever.config.paths"
 
-local type, pairs, ipairs, setmetatable, format, concat, tostring, error =
-  type, pairs, ipairs, setmetatable, string.format, table.concat, tostring, error
+local type, pairs, ipairs, next, setmetatable, format, concat, tostring, error =
+  type, pairs, ipairs, next, setmetatable, string.format, table.concat, tostring, error
 local open = io.open
 
 local M = {}
@@ -149,12 +156,15 @@ function M.load(opts)
   env.apply(cfg, source, state)
   if #state.errors == 0 then validate.check(cfg, state) end
   if #state.errors > 0 then return nil, make_error(state.errors) end
-  meta[cfg] = { files = files, environment = environment, vars = state.applied }
+  local root = paths.absolute(dir)
+  paths.resolve(cfg, root)
+  meta[cfg] = { files = files, environment = environment, vars = state.applied, dir = root,
+    origin = state.origin }
   return cfg
 end
 
 function M.sources(cfg)
-  return meta[cfg] or { files = {}, vars = {} }
+  return meta[cfg] or { files = {}, vars = {}, origin = {} }
 end
 
 function M.redact(cfg)
@@ -189,7 +199,7 @@ function M.plain(cfg)
 end
 
 -- A scalar as YAML that reads back as the same value.
-local function yaml_scalar(v)
+local function yaml_value(v)
   if type(v) == "string" then
     if v ~= "" and read.resolve(v) == v and v:find("^[%w%./_~%+%(%$]") and not v:find(": ", 1, true)
       and not v:find("%s#") and not v:find("[%[%]{}\t\"'\\]") and not v:find("%s$") and v:sub(-1) ~= ":" then
@@ -208,16 +218,56 @@ local function yaml_scalar(v)
   return tostring(v)
 end
 
+-- A free-form value as YAML lines at indent (mappings sorted by key, lists in order).
+local function yaml_tree(out, v, indent)
+  local function yaml_scalar(x)                     -- read.NULL is a table: it reads back as null
+    if x == read.NULL then return "null" end
+    return yaml_value(x)
+  end
+  local pad = string.rep("  ", indent)
+  if v[1] ~= nil then
+    for _, x in ipairs(v) do
+      if type(x) == "table" and x ~= read.NULL and next(x) ~= nil then
+        out[#out + 1] = pad .. "-"
+        yaml_tree(out, x, indent + 1)
+      else
+        out[#out + 1] = pad .. "- " .. ((type(x) == "table" and x ~= read.NULL) and "{}" or yaml_scalar(x))
+      end
+    end
+    return
+  end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = tostring(k) end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    local x = v[k]
+    local key = yaml_scalar(k)
+    if type(x) == "table" and next(x) ~= nil then
+      out[#out + 1] = pad .. key .. ":"
+      yaml_tree(out, x, indent + 1)
+    elseif type(x) == "table" then
+      out[#out + 1] = pad .. key .. ": {}"
+    else
+      out[#out + 1] = pad .. key .. ": " .. yaml_scalar(x)
+    end
+  end
+end
+
 -- YAML text: sections and fields in schema order, unknown ones (none after load) at the end.
 function M.render(cfg)
   local out = {}
   local p = M.plain(cfg)
   for _, s in ipairs(schema.sections) do
     local t = p[s.name]
-    if t then
+    if s.free then
+      if t and next(t) ~= nil then
+        out[#out + 1] = s.name .. ":"
+        yaml_tree(out, t, 1)
+      end
+    elseif t then
       out[#out + 1] = s.name .. ":"
       for _, fld in ipairs(s.fields) do
-        if t[fld.name] ~= nil then out[#out + 1] = "  " .. fld.name .. ": " .. yaml_scalar(t[fld.name]) end
+        if t[fld.name] ~= nil then out[#out + 1] = "  " .. fld.name .. ": " .. yaml_value(t[fld.name]) end
       end
     end
   end

@@ -22,13 +22,19 @@ local function write(dir, name, text)
   f:close()
 end
 
--- Loads from a fresh folder holding files { name = text }; env is a table.
+-- Loads from a fresh folder holding files { name = text }; env is a table. Returns cfg, err
+-- and the folder (removed by then).
 local function load_with(files, env, environment)
   local dir = tmpdir()
   for name, text in pairs(files) do write(dir, name, text) end
   local cfg, err = config.load{ dir = dir, env = env or {}, environment = environment }
   os.execute("rm -rf '" .. dir .. "'")
-  return cfg, err
+  return cfg, err, dir
+end
+
+-- The defaults as config.load gives them for an app in dir: relative paths made absolute.
+local function defaults_in(dir)
+  return require("zever.config.paths").resolve(config.defaults(), dir)
 end
 
 -- The error message with the temporary folder removed from file names.
@@ -56,8 +62,8 @@ describe("zever.config", function()
     end)
 
     it("loads the defaults when there is no file and no variable", function()
-      local cfg = assert(load_with({}))
-      assert.same(config.defaults(), cfg)
+      local cfg, _, dir = load_with({})
+      assert.same(defaults_in(dir), assert(cfg))
     end)
   end)
 
@@ -136,7 +142,7 @@ describe("zever.config", function()
       { "an unknown section far from any name, listing the known ones",
         "zzzzzzzz:\n  a: 1\n",
         "zever.yaml:1: zzzzzzzz: unknown section (known sections: http, redis, db, cache, queue, " ..
-        "jobs, scheduler, mailer, limiter, idempotency, search, vectors, log)" },
+        "jobs, scheduler, mailer, limiter, idempotency, search, vectors, log, app)" },
       { "a string where an integer belongs",
         "http:\n  workers: many\n",
         "zever.yaml:2: http.workers: expected an integer, got a string" },
@@ -224,8 +230,8 @@ describe("zever.config", function()
     end)
 
     it("ignores unknown and empty variables", function()
-      local cfg = assert(load_with({}, { PATH = "/bin", CACHE_NOPE = "1", HTTP_LISTEN = "" }))
-      assert.same(config.defaults(), cfg)
+      local cfg, _, dir = load_with({}, { PATH = "/bin", CACHE_NOPE = "1", HTTP_LISTEN = "" })
+      assert.same(defaults_in(dir), assert(cfg))
     end)
 
     it("parses booleans, integers and durations", function()

@@ -91,6 +91,47 @@ local function field_of(name)
 end
 M.field_of = field_of
 
+-- Free-form sections (app): APP_<KEY> sets app.<key> (the key lower-cased). A key the files
+-- gave a number or a boolean keeps that type (the value must parse as one); a key holding a
+-- mapping or a list cannot be set from the environment; anything else is a string.
+local FREE = {}
+for _, s in ipairs(schema.sections) do
+  if s.free then FREE[#FREE + 1] = { prefix = s.name:upper() .. "_", section = s.name } end
+end
+
+local function free_of(name)
+  for i = 1, #FREE do
+    local p = FREE[i].prefix
+    if #name > #p and sub(name, 1, #p) == p then return FREE[i].section, lower(sub(name, #p + 1)) end
+  end
+end
+
+local function set_free(cfg, state, name, value, section, key)
+  if value == "" then return end
+  local t = cfg[section]
+  local old = t[key]
+  local path = section .. "." .. key
+  local v, reason = value, nil
+  if type(old) == "number" then
+    v = tonumber(value)
+    if v == nil or v ~= v then reason = "expected a number (the file sets a number)" end
+  elseif type(old) == "boolean" then
+    v = validate.parse_env({ type = "boolean" }, value)
+    if v == nil then reason = "expected a boolean (true/false, 1/0, yes/no, on/off)" end
+  elseif type(old) == "table" then
+    reason = "the file sets a mapping or a list here; the environment sets only scalar keys"
+  end
+  if reason then
+    local errs = state.errors
+    errs[#errs + 1] = { var = name, path = path, message = reason }
+    return
+  end
+  t[key] = v
+  state.origin[path] = "$" .. name
+  local applied = state.applied
+  applied[#applied + 1] = name
+end
+
 -- Applies source to cfg. state: { errors, origin, line, applied = { names } }.
 function M.apply(cfg, source, state)
   local function set(name, value, field)
@@ -108,7 +149,9 @@ function M.apply(cfg, source, state)
   end
   local function consider(name, value)
     local field = field_of(name)
-    if field then set(name, value, field) end
+    if field then return set(name, value, field) end
+    local section, key = free_of(name)
+    if section then set_free(cfg, state, name, value, section, key) end
   end
   local t = type(source)
   if source == nil then
@@ -122,6 +165,19 @@ function M.apply(cfg, source, state)
       for _, field in ipairs(s.fields) do
         local value = source(field.env)
         if type(value) == "string" then set(field.env, value, field) end
+      end
+    end
+    -- A getenv cannot list its names: only the free keys the files declared are asked for.
+    for _, fr in ipairs(FREE) do
+      local keys = {}
+      for key in pairs(cfg[fr.section]) do
+        if type(key) == "string" then keys[#keys + 1] = key end
+      end
+      table.sort(keys)
+      for _, key in ipairs(keys) do
+        local name = fr.prefix .. key:upper()
+        local value = source(name)
+        if type(value) == "string" then set_free(cfg, state, name, value, fr.section, key) end
       end
     end
   else

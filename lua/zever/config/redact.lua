@@ -77,8 +77,10 @@ local function redact_userinfo(s)
       stop = stop + 1
       b = byte(s, stop)
     end
-    if b == 64 then
-      local info = sub(s, start, stop - 1)
+    local info = sub(s, start, stop - 1)
+    -- "[" and "]" cannot be in a URL's userinfo (RFC 3986): "redis://[:password@]host" is a
+    -- usage pattern in a message, not a secret.
+    if b == 64 and not find(info, "[", 1, true) and not find(info, "]", 1, true) then
       local colon = find(info, ":", 1, true)
       local keep = colon and sub(info, 1, colon) or ""
       out = (out or "") .. sub(s, from, start - 1) .. keep .. REDACTED

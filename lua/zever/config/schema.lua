@@ -3,7 +3,10 @@
 -- loader, the environment overlay, validation, `zever config show` and the container all read
 -- it, so a field added here is known everywhere. It must not read files or the environment.
 --
--- A field is { name, type, default, values = {...} (enum), min = n, doc = "..." }.
+-- A field is { name, type, default, values = {...} (enum), min = n, relative = kind, doc = "..." }.
+-- relative says the value names a file: "file" (a relative path is relative to the app folder,
+-- never to the current directory) or "dsn" (the same for the file of a sqlite: DSN).
+-- A section with free = true (app) has no fields: it takes any keys and values.
 -- Types:
 --   string    a string
 --   integer   a whole number (min, when given, is inclusive)
@@ -33,7 +36,7 @@ M.sections = {
   { name = "http", doc = "the HTTP server of `zever serve`", fields = {
     f("listen", "string", "127.0.0.1:8080", { doc = "host:port to bind (SO_REUSEPORT per worker)" }),
     f("workers", "integer", 0, { min = 0, doc = "worker threads; 0 = CPU count" }),
-    f("app", "string", "app.lua", { doc = "the file `zever serve` loads" }),
+    f("app", "string", "app.lua", { relative = "file", doc = "the file `zever serve` loads" }),
     f("access_log", "enum", "text", { values = { "off", "text", "json" }, doc = "access log format" }),
     f("drain", "duration", 10, { doc = "how long in-flight requests may finish on shutdown" }),
     f("max_header_bytes", "integer", 8192, { min = 1, doc = "request line + headers (431/414)" }),
@@ -50,9 +53,10 @@ M.sections = {
     } },
   { name = "db", doc = "the database", fields = {
     f("adapter", "adapter", "sqlite", { values = { "sqlite", "postgres" } }),
-    f("dsn", "string", "sqlite:app.db", { doc = "sqlite:app.db, sqlite::memory:, postgres://..." }),
+    f("dsn", "string", "sqlite:app.db", { relative = "dsn",
+      doc = "sqlite:app.db, sqlite::memory:, postgres://..." }),
     f("busy_timeout", "duration", 5, { doc = "SQLite: wait this long for a lock" }),
-    f("migrations", "string", "migrations", { doc = "the folder of `zever migrate`" }),
+    f("migrations", "string", "migrations", { relative = "file", doc = "the folder of `zever migrate`" }),
   } },
   { name = "cache", doc = "the cache battery", fields = {
     f("adapter", "adapter", "memory", { values = { "memory", "db", "redis" } }),
@@ -96,13 +100,15 @@ M.sections = {
     f("adapter", "adapter", "log", { values = { "log", "smtp" } }),
     f("from", "string", "", { doc = "default From address" }),
     f("max_bytes", "integer", 10 * MiB, { min = 1, doc = "size cap of a rendered message" }),
-    f("log_file", "string", "", { doc = "log adapter: append JSON lines here; empty = stderr" }),
+    f("log_file", "string", "", { relative = "file",
+      doc = "log adapter: append JSON lines here; empty = stderr" }),
     f("smtp_host", "string", "localhost"),
     f("smtp_port", "integer", 587, { min = 1 }),
     f("smtp_username", "string", ""),
     f("smtp_password", "string", ""),
     f("smtp_tls", "enum", "starttls", { values = { "starttls", "tls", "none" } }),
-    f("smtp_ca_file", "string", "", { doc = "PEM file of trusted CAs; empty = the system's" }),
+    f("smtp_ca_file", "string", "", { relative = "file",
+      doc = "PEM file of trusted CAs; empty = the system's" }),
     f("smtp_helo", "string", "localhost", { doc = "the name sent with EHLO" }),
     f("timeout", "duration", 10, { doc = "SMTP connect and command timeout" }),
   } },
@@ -138,6 +144,9 @@ M.sections = {
     f("adapter", "adapter", "text", { values = { "text", "json" } }),
     f("level", "enum", "info", { values = { "debug", "info", "warn", "error", "off" } }),
   } },
+  -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
+  -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.
+  { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },
 }
 
 M.by_name = {}

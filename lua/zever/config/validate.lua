@@ -14,14 +14,16 @@ local read = require "zever.config.read"
 local duration = require "zever.duration"
 local text = require "zever.text"
 
-local type, pairs, ipairs, tostring, format, concat, sort, floor, find, match, lower, tonumber =
-  type, pairs, ipairs, tostring, string.format, table.concat, table.sort, math.floor, string.find,
+local next, type, pairs, ipairs, tostring, format, concat, sort, floor, find, match, lower, tonumber =
+  next, type, pairs, ipairs, tostring, string.format, table.concat, table.sort, math.floor, string.find,
   string.match, string.lower, tonumber
 
 local NULL = read.NULL
 local parse_duration = duration.parse
 
 local M = {}
+
+local merge_free
 
 local DURATION_WANT = 'a duration like "30s", "1h30m", "PT30S", "P1D" or integer nanoseconds'
 
@@ -139,6 +141,34 @@ local function sort_from(errs, first)
   for i, e in ipairs(slice) do errs[first + i - 1] = e end
 end
 
+-- A free-form section (app): mappings merge key by key, down to any depth, so an overlay file
+-- changes one nested key without repeating its siblings; lists and scalars replace. Null
+-- values leave what was there.
+local function copy_tree(v)
+  if type(v) ~= "table" or v == NULL then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = copy_tree(x) end
+  return out
+end
+
+local function is_mapping(v)
+  return type(v) == "table" and v ~= NULL and v[1] == nil and next(v) ~= nil
+end
+
+merge_free = function(dst, src, path, file, state)
+  for k, v in pairs(src) do
+    if v ~= NULL then
+      local p = path .. "." .. tostring(k)
+      if is_mapping(v) and is_mapping(dst[k]) then
+        merge_free(dst[k], v, p, file, state)
+      else
+        dst[k] = copy_tree(v)
+      end
+      state.origin[p] = file
+    end
+  end
+end
+
 -- Merges tree (from file) into cfg. Null values leave the field as it was.
 function M.merge(cfg, tree, lines, file, state)
   local top_lines = lines[tree]
@@ -153,7 +183,10 @@ function M.merge(cfg, tree, lines, file, state)
       local _ = value                                          -- "db:" with nothing: defaults
     elseif type(value) ~= "table" or (value[1] ~= nil) then
       push(state, { file = file, line = line, path = name,
-        message = "expected a mapping of fields, got " .. read.kind(value) })
+        message = "expected a mapping of " .. (section.free and "keys" or "fields") .. ", got "
+          .. read.kind(value) })
+    elseif section.free then
+      merge_free(cfg[name], value, name, file, state)
     else
       local flines = lines[value]
       local dst = cfg[name]

@@ -1,0 +1,149 @@
+-- zever.cli.app: how every command names the app it works on, in one place.
+--
+-- The convention (docs/cli.md): the app is a folder holding zever.yaml and app.lua (or the
+-- file http.app names). A command finds it, in this order:
+--
+--   zever -C DIR <command> ...    run as if started in DIR, like git -C and make -C (the
+--   zever <command> -C DIR ...    dispatcher changes directory before the command runs)
+--   --app PATH                    the app folder or app file (every command that loads an app)
+--   a positional [app.lua | dir]  where the command had one (serve, worker, routes, schedule)
+--   otherwise                     the current directory
+--
+-- Old spellings keep working and print one deprecation line on stderr: --dir meaning the
+-- config folder (doctor, config, mail) is -C DIR; migrate's --dir is --migrations DIR.
+--
+--   cliapp.FLAG                   the --app flag spec, for a command's flags table
+--   cliapp.chdir(dir)             -> true | nil, message
+--   cliapp.deprecated(cmd, old, new)  writes "zever CMD: OLD is deprecated; use NEW" to stderr
+--   cliapp.resolve(flags, positional[, cmd]) -> target | nil, message
+--       target = { dir = absolute app folder, file = absolute app file or nil }
+--       flags.app and positional name the app (a folder or a file); flags.dir (a deprecated
+--       alias of -C, for the commands that had it) is honoured with a deprecation line
+--   cliapp.config(target)         -> cfg | nil, err      (zever.config.load{ dir = target.dir })
+--   cliapp.app_file(target, cfg)  -> the app file: target.file, else cfg.http.app
+--   cliapp.missing_adapter(battery, adapter) -> one line: that adapter is absent, what to do
+--   cliapp.open_db(dsn, opts[, mkdir_parent]) -> db | nil, one-line message without secrets
+--   cliapp.load(target)           -> app, path           (zever.app.load(file, target.dir);
+--                                                         raises as it does)
+--
+-- Flags override the configuration and the configuration overrides defaults: commands read
+-- flags first, then the cfg this module loads. It must not know any command's own flags.
+
+local ffi = require "ffi"
+local sys = require "zever.sys"
+local paths = require "zever.config.paths"
+
+local format = string.format
+
+local M = {}
+
+M.FLAG = { name = "app", arg = "PATH", summary = "the app folder or app file (default: .)" }
+
+pcall(ffi.cdef, "int chdir(const char *path);")
+
+function M.chdir(dir)
+  if type(dir) ~= "string" or dir == "" then return nil, "-C wants a folder" end
+  if not sys.isdir(dir) then return nil, format('-C %s: no such folder', dir) end
+  if ffi.C.chdir(dir) ~= 0 then return nil, format('-C %s: cannot change to it', dir) end
+  return true
+end
+
+function M.deprecated(cmd, old, new)
+  io.stderr:write(format("zever %s: %s is deprecated; use %s\n", cmd, old, new))
+end
+
+local function exists(path)
+  local f = io.open(path, "r")
+  if not f then return false end
+  f:close()
+  return true
+end
+
+function M.resolve(flags, positional, cmd)
+  flags = flags or {}
+  local named = flags.app
+  if flags.dir ~= nil then
+    M.deprecated(cmd or "", "--dir", "-C DIR (or --app DIR)")
+    if named ~= nil and named ~= flags.dir then return nil, "give the app once: --dir or --app" end
+    named = flags.dir
+  end
+  if named ~= nil and positional ~= nil and named ~= positional then
+    return nil, format('give the app once: "%s" or --app %s', positional, named)
+  end
+  local name = positional or named
+  if name == nil then
+    local dir = paths.absolute(".")
+    return { dir = dir }
+  end
+  if name == "" then return nil, "--app wants a folder or an app file" end
+  local abs = paths.absolute(name)
+  if sys.isdir(abs) then return { dir = abs } end
+  if not exists(abs) then
+    return nil, format('no app at "%s": want a folder (with zever.yaml, app.lua) or an app file', name)
+  end
+  return { dir = paths.dirname(abs), file = abs }
+end
+
+-- Adapters that are configurable (the schema names them) but not written yet, and what to do.
+local NOT_YET = {
+  postgres = "PostgreSQL support is not implemented yet; use sqlite (a sqlite:<file> DSN)",
+}
+
+-- One line for a configured adapter this build does not have: which one, and what to do.
+function M.missing_adapter(battery, adapter)
+  local known = require("zever.adapters").names(battery)
+  local hint = NOT_YET[adapter] or format("this build has no %s adapter by that name", battery)
+  return format('%s: adapter "%s" is not available: %s (available: %s)', battery, adapter, hint,
+    #known > 0 and table.concat(known, ", ") or "none")
+end
+
+-- Opens the database of dsn for a command (migrate): db | nil, one-line message. A scheme
+-- without an adapter module is one line naming it (no module search path dump); every other
+-- failure keeps the adapter's message with the DSN's password hidden. mkdir_parent: create
+-- the folder of a SQLite file first (`migrate up` makes the database the app will use).
+function M.open_db(dsn, opts, mkdir_parent)
+  local db = require "zever.db"
+  local scheme = db.parse_dsn(dsn)
+  if not scheme then return nil, 'not a DSN (want "sqlite:<file>", "sqlite::memory:")' end
+  if scheme == "postgresql" then scheme = "postgres" end
+  if not package.searchpath("adapters.db." .. scheme, package.path) then
+    return nil, M.missing_adapter("db", scheme)
+  end
+  local file = scheme == "sqlite" and dsn:match("^sqlite:(/.*)$")
+  if file and mkdir_parent then
+    local dir = paths.dirname(file)
+    if not sys.isdir(dir) then os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'") end
+  end
+  local conn, err = db.open(dsn, opts)
+  if not conn then
+    local redact = require("zever.config.redact")
+    return nil, redact.redact_string("cannot open " .. dsn .. ": " .. tostring(err))
+  end
+  return conn
+end
+
+-- The folder is passed relative to the current directory when it is below it, so that messages
+-- name "zever.yaml:3", not a long absolute path; paths in cfg come out absolute either way.
+function M.config(target)
+  return require("zever.config").load{ dir = paths.relative(target.dir) }
+end
+
+function M.app_file(target, cfg)
+  if target.file then return target.file end
+  if cfg then return cfg.http.app end
+  return target.dir .. "/app.lua"
+end
+
+-- Loads the app. The file is target.file, or http.app of the app folder's configuration
+-- (app.lua unless zever.yaml or HTTP_APP says otherwise). Raises with a message fit for the CLI.
+function M.load(target)
+  local file = target.file
+  if not file then
+    local cfg, err = M.config(target)
+    if not cfg then error("invalid configuration:\n" .. tostring(err), 0) end
+    file = cfg.http.app
+  end
+  return require("zever.app").load(file, target.dir)
+end
+
+return M

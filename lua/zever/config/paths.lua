@@ -1,0 +1,99 @@
+-- zever.config.paths: relative paths in a configuration are relative to the app folder (the
+-- folder of zever.yaml), never to the directory zever was started from: a worker started from
+-- /tmp must write mailer.log_file and open db.dsn where `zever serve` in the app folder does.
+-- The schema marks such fields with relative = "file" or relative = "dsn" (the file of a sqlite: DSN);
+-- after every layer is in, resolve() makes their relative values absolute. It must not read
+-- the environment or open files.
+--
+--   paths.cwd()               -> the current directory (getcwd), or nil when it cannot be read
+--   paths.absolute(p[, base]) -> p when absolute, else base (default: cwd) .. "/" .. p, with
+--                                "./" segments and a trailing "/" removed
+--   paths.relative(p)         -> absolute p relative to cwd when below it ("." for cwd), else p
+--   paths.dirname(p)          -> the folder of p ("." for a bare name)
+--   paths.resolve(cfg, dir)   -> cfg, its marked fields absolute against dir (made absolute)
+
+local ffi = require "ffi"
+local schema = require "zever.config.schema"
+
+local type, ipairs, sub, find, gsub, match = type, ipairs, string.sub, string.find, string.gsub,
+  string.match
+
+local M = {}
+
+-- Another module may have declared getcwd already; a second identical declaration raises.
+pcall(ffi.cdef, "char *getcwd(char *buf, size_t size);")
+
+function M.cwd()
+  local buf = ffi.new("char[?]", 4096)
+  local p = ffi.C.getcwd(buf, 4096)
+  if p == nil then return nil end
+  return ffi.string(p)
+end
+
+local function tidy(p)
+  p = gsub(p, "/%./", "/")
+  p = gsub(p, "/%./", "/")
+  p = gsub(p, "//+", "/")
+  p = gsub(p, "/%.$", "")
+  if #p > 1 then p = gsub(p, "/$", "") end
+  return p
+end
+
+function M.absolute(p, base)
+  if type(p) ~= "string" then error("paths.absolute: expects a string path", 2) end
+  if sub(p, 1, 1) == "/" then return tidy(p) end
+  base = base or M.cwd() or "."
+  if p == "." or p == "" then return tidy(base) end
+  if sub(p, 1, 2) == "./" then p = sub(p, 3) end
+  return tidy(base .. "/" .. p)
+end
+
+-- p (absolute) relative to the current directory when it is the current directory or below
+-- it ("." or "sub/file"), else p: what messages show.
+function M.relative(p)
+  local cwd = M.cwd()
+  if not cwd then return p end
+  if p == cwd then return "." end
+  if cwd == "/" then return sub(p, 2) end
+  if sub(p, 1, #cwd + 1) == cwd .. "/" then return sub(p, #cwd + 2) end
+  return p
+end
+
+function M.dirname(p)
+  local d = match(p, "^(.*)/[^/]*$")
+  if d == nil then return "." end
+  if d == "" then return "/" end
+  return d
+end
+
+-- The sqlite: DSN with its file absolute: "sqlite:data/app.db" -> "sqlite:/app/data/app.db".
+-- ":memory:", "file:" URIs and absolute paths ("sqlite:/x", "sqlite:///x") are left alone.
+local function resolve_dsn(dsn, dir)
+  local target = match(dsn, "^sqlite:(.*)$")
+  if not target or target == "" or target == ":memory:" or sub(target, 1, 1) == "/"
+    or find(target, "^file:") then
+    return dsn
+  end
+  return "sqlite:" .. M.absolute(target, dir)
+end
+M.resolve_dsn = resolve_dsn
+
+function M.resolve(cfg, dir)
+  dir = M.absolute(dir or ".")
+  for _, s in ipairs(schema.sections) do
+    local section = cfg[s.name]
+    for _, f in ipairs(s.fields) do
+      local v = section and section[f.name]
+      if f.relative and type(v) == "string" and v ~= "" then
+        if f.relative == "dsn" then
+          section[f.name] = resolve_dsn(v, dir)
+        elseif sub(v, 1, 1) ~= "/" then
+          section[f.name] = M.absolute(v, dir)
+        end
+      end
+    end
+  end
+  return cfg
+end
+
+return M
