@@ -198,7 +198,21 @@ return {
     if not found then
       local names = {}
       for i, r in ipairs(list) do names[i] = r.name end
-      local best = require("zever.text").closest(name, names)
+      local text = require "zever.text"
+      local best = text.closest(name, names)
+      if not best and not name:find(".", 1, true) then
+        -- A bare name (GetBookmar) is compared with the bare rpc names; the suggestion is the
+        -- full Service.Rpc.
+        local bares = {}
+        for i, r in ipairs(list) do bares[i] = r.rpc.name end
+        local b = text.closest(name, bares)
+        for _, r in ipairs(list) do
+          if b and r.rpc.name == b then
+            best = r.name
+            break
+          end
+        end
+      end
       if #bare > 1 then
         local q = {}
         for i, r in ipairs(bare) do q[i] = r.name end

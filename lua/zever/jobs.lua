@@ -130,6 +130,17 @@ function Jobs:dispatch(name, args, opts)
     if opts.delay ~= nil then delay = seconds(opts.delay, "delay", 2) end
     if opts.queue ~= nil then q = check_queue(opts.queue, 2) end
   end
+  -- Once the app registered jobs in this process, a name it did not register is a typo: fail
+  -- here, naming the closest registered job, not in a worker that dead-letters it later.
+  if self.registry[name] == nil and next(self.registry) ~= nil then
+    local names = {}
+    for n in pairs(self.registry) do names[#names + 1] = n end
+    table.sort(names)
+    local best = require("zever.text").closest(name, names)
+    error(format('jobs:dispatch: no job named "%s" is registered%s', name,
+      best and format('; did you mean "%s"?', best) or format(" (registered: %s)",
+      table.concat(names, ", "))), 2)
+  end
   local ok, payload = pcall(encode, { name = name, args = args })
   if not ok then error("jobs:dispatch: args are not JSON-encodable: " .. tostring(payload), 2) end
   if self.closed then return nil, CLOSED end
