@@ -23,8 +23,9 @@ local M = {}
 -- Another module may have declared getcwd already; a second identical declaration raises.
 pcall(ffi.cdef, "char *getcwd(char *buf, size_t size);")
 
+local buf = ffi.new("char[?]", 4096)   -- PATH_MAX; reused: config.load calls cwd() each time
+
 function M.cwd()
-  local buf = ffi.new("char[?]", 4096)
   local p = ffi.C.getcwd(buf, 4096)
   if p == nil then return nil end
   return ffi.string(p)
