@@ -27,7 +27,7 @@ local COMMON = { "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC
   "LS_COLORS", "TMPDIR", "SHLVL", "GOPATH", "JAVA_HOME", "NODE_ENV", "CI", "DEBIAN_FRONTEND" }
 ffi.C.clearenv()
 for i = 1, 100 do
-  local name = COMMON[i] or string.format("APP_SETTING_%03d", i)
+  local name = COMMON[i] or string.format("ZZ_SETTING_%03d", i)
   ffi.C.setenv(name, "/usr/local/bin:/usr/bin:/bin", 1)
 end
 

@@ -43,6 +43,56 @@ local function message(err)
 end
 
 describe("zever.config", function()
+  describe("the app section", function()
+    it("takes any keys and values, merging an overlay's mappings key by key", function()
+      local cfg = assert(load_with({
+        ["zever.yaml"] = "app:\n  name: Shop\n  limits:\n    page: 20\n    max: 100\n  tags: [a, b]\n",
+        ["zever.production.yaml"] = "app:\n  limits:\n    page: 50\n  tags: [c]\n",
+      }, {}, "production"))
+      assert.same({ name = "Shop", limits = { page = 50, max = 100 }, tags = { "c" } }, cfg.app)
+    end)
+
+    it("lets APP_<KEY> set a key, keeping the type the file gave it", function()
+      local cfg = assert(load_with({ ["zever.yaml"] = "app:\n  per_page: 20\n  beta: false\n" },
+        { APP_PER_PAGE = "50", APP_BETA = "yes", APP_GREETING = "hi", APP_ = "ignored" }))
+      assert.same({ per_page = 50, beta = true, greeting = "hi" }, cfg.app)
+    end)
+
+    it("asks a getenv function only for the keys the files declare", function()
+      local asked = {}
+      local cfg = assert(load_with({ ["zever.yaml"] = "app:\n  per_page: 20\n" }, function(name)
+        asked[#asked + 1] = name
+        if name == "APP_PER_PAGE" then return "30" end
+      end))
+      assert.equal(30, cfg.app.per_page)
+      local apps = {}
+      for _, n in ipairs(asked) do
+        if n:sub(1, 4) == "APP_" then apps[#apps + 1] = n end
+      end
+      assert.same({ "APP_PER_PAGE" }, apps)
+    end)
+
+    it("reports an APP_ value of the wrong type and a mapping set from the environment", function()
+      local cfg, err = load_with({ ["zever.yaml"] = "app:\n  per_page: 20\n  mail:\n    from: a\n" },
+        { APP_PER_PAGE = "many", APP_MAIL = "x" })
+      assert.is_nil(cfg)
+      local msg = message(err)
+      assert.matches("environment variable APP_PER_PAGE (app.per_page): expected a number", msg, 1, true)
+      assert.matches("environment variable APP_MAIL (app.mail): the file sets a mapping or a list here", msg, 1, true)
+      assert.is_nil(msg:find("many", 1, true))
+    end)
+
+    it("is rendered as YAML that loads back, and redacted by key", function()
+      local cfg = assert(load_with({ ["zever.yaml"] =
+        "app:\n  name: Shop\n  api_key: k-123\n  nested:\n    list: [1, two]\n" }))
+      local text = config.render(config.redact(cfg))
+      assert.matches('\napp:\n  api_key: "[REDACTED]"\n  name: Shop\n  nested:\n    list:\n      - 1\n      - two\n',
+        text, 1, true)
+      local back = assert(load_with({ ["zever.yaml"] = config.render(cfg) }))
+      assert.same(cfg.app, back.app)
+    end)
+  end)
+
   describe("defaults", function()
     it("uses the zero-infrastructure adapter of every battery", function()
       local cfg = config.defaults()
