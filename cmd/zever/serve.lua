@@ -45,7 +45,7 @@ return {
     end
     local server = require "zever.server"
     local ok, code = pcall(server.run, {
-      app = app_path, host = host, port = tonumber(port), workers = workers,
+      app = app_path, root = target.dir, host = host, port = tonumber(port), workers = workers,
       access_log = log ~= "off" and log or false, drain = flags.drain or 10,
       limits = { max_body_bytes = flags["max-body"] },
       home = sys.home(),

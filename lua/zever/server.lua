@@ -98,7 +98,7 @@ end
 -- Each worker thread: load the app, listen, serve until told to drain.
 function M.worker(payload, index)
   local opts = json.decode(payload)
-  local app = M.load_app(opts.app)
+  local app = M.load_app(opts.app, opts.root)
   local srv, err = M.listen(app, opts)
   if not srv then error(err, 0) end
   require("zever.threads").on_message(function(msg)
@@ -126,9 +126,10 @@ local function probe(host, port)
   return got
 end
 
--- The `zever serve` process. opts: app, host, port, workers, access_log, drain, limits.
+-- The `zever serve` process. opts: app, root (the app folder, for its zever.yaml; default: the
+-- app file's folder), host, port, workers, access_log, drain, limits.
 function M.run(opts)
-  local _, path = M.load_app(opts.app)   -- fail early, in the main thread, with a clear message
+  local _, path = M.load_app(opts.app, opts.root)   -- fail early, in the main thread, with a clear message
   opts.app = path
   opts.port = probe(opts.host, opts.port)
   local threads = require "zever.threads"

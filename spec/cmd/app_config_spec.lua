@@ -130,6 +130,8 @@ describe("zever commands name the app one way", function()
       ["zever.yaml"] = "http:\n  app: main.lua\napp:\n  name: Bookmarks\n",
       ["main.lua"] = 'local app = require("zever").app()\napp:get("/main", function() return "main" end)\nreturn app\n',
       ["other.lua"] = 'local app = require("zever").app()\napp:get("/other", function() return "other" end)\nreturn app\n',
+      ["src/main.lua"] = 'local app = require("zever").app()\n'
+        .. 'app:get("/name", function() return app:config().app.name end)\nreturn app\n',
     })
     elsewhere = tmpdir()
   end)
@@ -190,6 +192,18 @@ describe("zever commands name the app one way", function()
     r = zever_in(elsewhere, "MAILER_LOG_FILE=mail.log", "mail", "test", "--to", "a@example.com", "--dir", dir)
     assert.equal(0, r.code, r.stderr)
     assert.equal("zever mail: --dir is deprecated; use -C DIR (or --app DIR)\n", r.stderr)
+  end)
+
+  it("serves an http.app in a subfolder with the app folder's configuration", function()
+    local srv = start_in(elsewhere, "HTTP_APP=src/main.lua", "on http://127%.0%.0%.1:%d+", "serve", dir,
+      "--listen", "127.0.0.1:0", "--workers", "1")
+    local port = (read(srv.log) or ""):match("on http://127%.0%.0%.1:(%d+)")
+    local r = process.run("curl -s -S --max-time 10 http://127.0.0.1:" .. port .. "/name")
+    local log = stop(srv)
+    assert.equal("Bookmarks", r.stdout, log)
+    r = zever_in(elsewhere, "HTTP_APP=src/main.lua", "routes", "-C", dir)
+    assert.equal(0, r.code, r.stderr)
+    assert.matches(dir .. "/src/main.lua:2", r.stdout, 1, true)
   end)
 
   it("serves the app http.app names from another directory", function()
