@@ -181,15 +181,15 @@ end
 function M.main(argv)
   -- zever -C DIR <command> ...: the same as the command's own -C DIR.
   while argv[1] == "-C" or (argv[1] or ""):match("^%-C.") do
-    local dir = argv[1] == "-C" and argv[2] or argv[1]:sub(3)
+    local dir
+    if argv[1] == "-C" then dir = argv[2] else dir = argv[1]:sub(3) end
     if dir == nil then
       stderr('zever: flag "-C" needs a value (DIR)')
       return 2
     end
-    local rest = { argv[argv[1] == "-C" and 3 or 2] }
+    -- Right after the command name, so that a passthrough command (run) parses it as a flag.
+    local rest = { argv[argv[1] == "-C" and 3 or 2], "-C", dir }
     for i = (argv[1] == "-C" and 4 or 3), #argv do rest[#rest + 1] = argv[i] end
-    rest[#rest + 1] = "-C"
-    rest[#rest + 1] = dir
     if rest[1] == nil then
       stderr("zever: -C DIR wants a command after it")
       return 2
