@@ -20,7 +20,6 @@
 --       flags.app and positional name the app (a folder or a file); flags.dir (a deprecated
 --       alias of -C, for the commands that had it) is honoured with a deprecation line
 --   cliapp.config(target)         -> cfg | nil, err      (zever.config.load{ dir = target.dir })
---   cliapp.app_file(target, cfg)  -> the app file: target.file, else cfg.http.app
 --   cliapp.missing_adapter(battery, adapter) -> one line: that adapter is absent, what to do
 --   cliapp.open_db(dsn, opts[, mkdir_parent]) -> db | nil, one-line message without secrets
 --   cliapp.load(target)           -> app, path           (zever.app.load(file, target.dir);
@@ -126,12 +125,6 @@ end
 -- name "zever.yaml:3", not a long absolute path; paths in cfg come out absolute either way.
 function M.config(target)
   return require("zever.config").load{ dir = paths.relative(target.dir) }
-end
-
-function M.app_file(target, cfg)
-  if target.file then return target.file end
-  if cfg then return cfg.http.app end
-  return target.dir .. "/app.lua"
 end
 
 -- Loads the app. The file is target.file, or http.app of the app folder's configuration
