@@ -353,6 +353,22 @@ describe("zever.config", function()
   end)
 
   describe("redact", function()
+    local strings = {
+      { "a URL password", "postgres://app:pw@db/app", "postgres://app:[REDACTED]@db/app" },
+      { "a token userinfo", "redis://tok@h:1/0", "redis://[REDACTED]@h:1/0" },
+      { "two URLs in a message", "a redis://:x@h b postgres://u:y@d/z",
+        "a redis://:[REDACTED]@h b postgres://u:[REDACTED]@d/z" },
+      { "a password with a bracket", "redis://:pa[ss@host:1/0", "redis://:[REDACTED]@host:1/0" },
+      { "the usage pattern of a message", "expected redis://[:password@]host:port/db",
+        "expected redis://[:password@]host:port/db" },
+      { "a key=value password", "host=db password=s3 user=u", "host=db password=[REDACTED] user=u" },
+    }
+    for _, row in ipairs(strings) do
+      it("hides " .. row[1] .. " in a string", function()
+        assert.equal(row[3], redact.redact_string(row[2]))
+      end)
+    end
+
     it("hides secret keys, nested too, and keeps empty values visible", function()
       local r = config.redact({ mailer = { smtp_password = "pw", smtp_username = "app", api_key = "" },
         db = { dsn = "sqlite:app.db" }, extra = { nested = { client_secret = "x", bearer_token = "t",

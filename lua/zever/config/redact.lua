@@ -78,9 +78,9 @@ local function redact_userinfo(s)
       b = byte(s, stop)
     end
     local info = sub(s, start, stop - 1)
-    -- "[" and "]" cannot be in a URL's userinfo (RFC 3986): "redis://[:password@]host" is a
-    -- usage pattern in a message, not a secret.
-    if b == 64 and not find(info, "[", 1, true) and not find(info, "]", 1, true) then
+    -- A userinfo opening with "[" is the usage pattern "redis://[:password@]host" of a message
+    -- ("[" cannot start a URL's userinfo, RFC 3986), not a secret. A "[" further in is hidden.
+    if b == 64 and byte(info, 1) ~= 91 then
       local colon = find(info, ":", 1, true)
       local keep = colon and sub(info, 1, colon) or ""
       out = (out or "") .. sub(s, from, start - 1) .. keep .. REDACTED
