@@ -7,7 +7,7 @@
 --   impl:sweep([max_steps]) -> removed, more    expired entries, bounded work
 --   impl:stats()            -> { entries, bytes, max_bytes, evictions, expired }
 --   impl:clear()
---   memory.open(section)    -> a zever.cache over it (the container's factory)
+--   memory.open(section)    -> impl (the adapter contract; the registry wraps it in zever.cache)
 --
 -- get and set go through LuaJIT's FFI into the core with a buffer this object owns (it grows to
 -- the largest value read); the classic binding (zever.cache_core) does the rest and is the
@@ -17,7 +17,7 @@
 
 local ffi = require "ffi"
 local core = require "zever.cache_core"
-local cache = require "zever.cache"
+local errors = require "zever.errors"
 local json = require "zever.json"
 
 local type, error, tostring, format, setmetatable = type, error, tostring, string.format,
@@ -42,11 +42,12 @@ local cache_ptr = ffi.typeof("zv_cache_t *")
 local double_ptr = ffi.typeof("double *")
 
 local STRING, NUMBER, BOOLEAN, JSON = core.STRING, core.NUMBER, core.BOOLEAN, core.JSON
-local ERANGE, ECONFLICT, ETOOLONG = -3, -5, -4
+local E = errors.E
+local ERANGE, ECONFLICT, ETOOLONG = E.RANGE, E.CONFLICT, E.TOOLONG
 
-local TOO_BIG = cache.error("invalid", "the value is larger than the cache's byte budget")
-local NOT_NUMBER = cache.error("invalid", "the value is not a number")
-local NO_MEMORY = cache.error("unavailable", "out of memory")
+local TOO_BIG = errors.new("cache", "invalid", "the value is larger than the cache's byte budget")
+local NOT_NUMBER = errors.new("cache", "invalid", "the value is not a number")
+local NO_MEMORY = errors.core("cache", E.NOMEM)
 
 local Memory = {}
 Memory.__index = Memory
@@ -197,9 +198,9 @@ function M.new(opts)
   }, Memory)
 end
 
--- The container's factory: section is the config's cache section.
+-- The adapter contract: section is the config's cache section.
 function M.open(section)
-  return cache.wrap(M.new{ max_bytes = section.max_bytes }, { ttl_default = section.ttl_default })
+  return M.new{ max_bytes = section.max_bytes }
 end
 
 M.ffi = has_ffi

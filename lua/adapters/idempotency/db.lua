@@ -25,7 +25,7 @@
 -- batches by a sweep that a reservation runs at most once per sweep_interval. A database
 -- failure is nil, err with code "unavailable" (the middleware then answers 503).
 
-local idempotency = require "zever.idempotency"
+local errors = require "zever.errors"
 local db_table = require "adapters.db_table"
 local result_codec = require "adapters.idempotency_result"
 
@@ -68,13 +68,14 @@ local function statements(t)
   }
 end
 
-local IN_PROGRESS, KEY_MISMATCH = idempotency.IN_PROGRESS, idempotency.KEY_MISMATCH
-local COMPLETED = idempotency.error("invalid", "the key is already complete")
-local NO_RESERVATION = idempotency.error("not_found", "no live reservation for the key")
-local BUSY = idempotency.error("in_progress", "the key changed hands while it was reserved")
+local IN_PROGRESS = errors.new("idempotency", "in_progress", "a request with this key is in progress")
+local KEY_MISMATCH = errors.new("idempotency", "key_mismatch", "the key was used with a different request")
+local COMPLETED = errors.new("idempotency", "invalid", "the key is already complete")
+local NO_RESERVATION = errors.new("idempotency", "not_found", "no live reservation for the key")
+local BUSY = errors.new("idempotency", "in_progress", "the key changed hands while it was reserved")
 
 local encode, decode = result_codec.encode, result_codec.decode
-local fail = db_table.failer(idempotency.error)
+local fail = db_table.failer("idempotency")
 local now_of = db_table.now
 
 local D = {}
@@ -181,12 +182,12 @@ function M.new(db, opts)
   return setmetatable(self, D)
 end
 
--- The container's factory: section is the config's idempotency section; the database is the
+-- The adapter contract: section is the config's idempotency section; the database is the
 -- app's.
-function M.open(section, ctx)
+function M.open(_, ctx)
   local db, err = ctx:get("db")
   if not db then return nil, err end
-  return idempotency.wrap(M.new(db), { ttl = section.ttl, pending_ttl = section.pending_ttl })
+  return M.new(db)
 end
 
 return M

@@ -9,7 +9,7 @@
 --   impl:sweep([max_steps]) -> removed, more    expired entries, bounded work
 --   impl:stats()            -> { entries, pending, bytes, max_keys, max_bytes, evictions, expired }
 --   impl:clear()
---   memory.open(section)    -> a zever.idempotency over it (the container's factory)
+--   memory.open(section)    -> impl over it (the adapter contract)
 --
 -- begin and complete go through LuaJIT's FFI into the core with a buffer this object owns (it
 -- grows to the largest result replayed); the classic binding (zever.idempotency_core) does the
@@ -20,7 +20,7 @@
 
 local ffi = require "ffi"
 local core = require "zever.idempotency_core"
-local idempotency = require "zever.idempotency"
+local errors = require "zever.errors"
 local result_codec = require "adapters.idempotency_result"
 
 local type, error, tostring, tonumber, format, setmetatable = type, error, tostring, tonumber,
@@ -47,13 +47,15 @@ local idem_ptr = ffi.typeof("zv_idem_t *")
 
 local encode, decode = result_codec.encode, result_codec.decode
 local RESERVED, REPLAY, PENDING = 0, 1, 2
-local ERANGE, TOOLONG, CONFLICT, NOTFOUND = -3, -4, -5, -6
+local E = errors.E
+local ERANGE, TOOLONG, CONFLICT, NOTFOUND = E.RANGE, E.TOOLONG, E.CONFLICT, E.NOTFOUND
 
-local IN_PROGRESS, KEY_MISMATCH = idempotency.IN_PROGRESS, idempotency.KEY_MISMATCH
-local TOO_BIG = idempotency.error("invalid", "the entry is larger than the store's byte budget")
-local COMPLETED = idempotency.error("invalid", "the key is already complete")
-local NO_RESERVATION = idempotency.error("not_found", "no live reservation for the key")
-local NO_MEMORY = idempotency.error("unavailable", "out of memory")
+local IN_PROGRESS = errors.new("idempotency", "in_progress", "a request with this key is in progress")
+local KEY_MISMATCH = errors.new("idempotency", "key_mismatch", "the key was used with a different request")
+local TOO_BIG = errors.new("idempotency", "invalid", "the entry is larger than the store's byte budget")
+local COMPLETED = errors.new("idempotency", "invalid", "the key is already complete")
+local NO_RESERVATION = errors.new("idempotency", "not_found", "no live reservation for the key")
+local NO_MEMORY = errors.core("idempotency", E.NOMEM)
 
 local Memory = {}
 Memory.__index = Memory
@@ -183,10 +185,9 @@ function M.new(opts)
   }, Memory)
 end
 
--- The container's factory: section is the config's idempotency section.
+-- The adapter contract: section is the config's idempotency section.
 function M.open(section)
-  return idempotency.wrap(M.new{ max_keys = section.max_keys, max_bytes = section.max_bytes },
-    { ttl = section.ttl, pending_ttl = section.pending_ttl })
+  return M.new{ max_keys = section.max_keys, max_bytes = section.max_bytes }
 end
 
 M.ffi = has_ffi

@@ -18,7 +18,7 @@
 
 local ffi = require "ffi"
 local core = require "zever.limiter_core"
-local limiter = require "zever.limiter"
+local errors = require "zever.errors"
 
 local type, error, tostring, format = type, error, tostring, string.format
 
@@ -41,10 +41,10 @@ local limiter_ptr = ffi.typeof("zv_limiter_t *")
 local Memory = {}
 Memory.__index = Memory
 
-local function fail(code_name, message)
-  local code = code_name == "TOOLONG" and "invalid" or code_name == "INVAL" and "invalid"
-    or "unavailable"
-  return nil, limiter.error(code, message)
+local E = errors.E
+
+local function fail(rc, message)
+  return nil, errors.core("limiter", rc, message)
 end
 
 local function now_of(self)
@@ -57,7 +57,7 @@ if has_ffi then
   function Memory:allow(key, cost)
     local r = self.result
     local rc = c_allow(self.ptr, key, #key, cost, now_of(self), r)
-    if rc ~= 0 then return fail(rc == -4 and "TOOLONG" or "NOMEM", "cannot admit the key") end
+    if rc ~= 0 then return fail(rc == E.TOOLONG and rc or E.NOMEM, "cannot admit the key") end
     return r.allowed ~= 0, r.remaining, r.retry_after
   end
 else
@@ -128,10 +128,10 @@ function M.new(opts)
   }, Memory)
 end
 
--- The container's factory: section is the config's limiter section.
+-- The adapter contract: section is the config's limiter section.
 function M.open(section)
-  return limiter.wrap(M.new{ rate = section.rate, burst = section.burst,
-    max_keys = section.max_keys, idle_ttl = section.idle_ttl })
+  return M.new{ rate = section.rate, burst = section.burst, max_keys = section.max_keys,
+    idle_ttl = section.idle_ttl }
 end
 
 M.ffi = has_ffi

@@ -7,7 +7,7 @@
 --   impl:sweep([ids]) -> reclaimed, more     the queue sweep (below); ids: a batch chosen earlier
 --   impl:stale_ids()  -> array of ids        the batch the next sweep would select
 --   impl:ensure()     -> true | nil, err     CREATE TABLE IF NOT EXISTS (run by the first call)
---   dbq.open(section, ctx) -> a zever.queue over ctx:get("db") (the container's factory)
+--   dbq.open(section, ctx) -> impl over ctx:get("db") (the adapter contract)
 --
 -- A message is a row; a claim is a compare-and-set lease: one UPDATE sets claimed_by (a token
 -- unique to this claim) and claimed_until on the oldest visible unclaimed row of the topic and
@@ -23,7 +23,6 @@
 -- Time is wall-clock seconds (a REAL column; processes share it); clock is for specs.
 
 local zdb = require "zever.db"
-local queue = require "zever.queue"
 local db_table = require "adapters.db_table"
 
 local type, format, setmetatable = type, string.format, setmetatable
@@ -35,7 +34,7 @@ local NULL = zdb.null
 local Q = {}
 Q.__index = Q
 
-local fail = db_table.failer(queue.error)
+local fail = db_table.failer("queue")
 local now_of = db_table.now
 
 local SCHEMA = [[
@@ -187,13 +186,12 @@ function M.new(db, opts)
   return setmetatable(self, Q)
 end
 
--- The container's factory: section is the config's queue section; the database is the app's.
+-- The adapter contract: section is the config's queue section; the database is the app's.
 function M.open(section, ctx)
   local db, err = ctx:get("db")
   if not db then return nil, err end
-  local impl = M.new(db, { table = section.table, sweep_interval = section.sweep_interval,
+  return M.new(db, { table = section.table, sweep_interval = section.sweep_interval,
     sweep_batch = section.sweep_batch })
-  return queue.wrap(impl, { visibility_timeout = section.visibility_timeout })
 end
 
 return M
