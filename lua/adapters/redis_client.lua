@@ -14,6 +14,7 @@
 --       fail(err) -> nil, a zever error ("unavailable", "redis: " .. message); with a second
 --       argument a WRONGTYPE error reply gets that code (and the bare message) instead
 --   local url, timeout = redis_client.config(section, ctx)   section.url, else redis.url
+--   M.open = redis_client.opener(M.new)     the adapter contract's open over that url
 --
 -- Misuse (no options table, no url nor client, a prefix that is not a string) raises with the
 -- caller of the adapter's new blamed. zever.redis reconnects a shared client by itself.
@@ -63,6 +64,15 @@ function M.failer(battery, wrongtype)
       return nil, errors.new(battery, wrongtype, message)
     end
     return nil, errors.new(battery, "unavailable", "redis: " .. message)
+  end
+end
+
+-- The adapter contract's open for an adapter whose new takes only the connection: open(section,
+-- ctx) -> new{ url = section.url or redis.url, timeout = redis.timeout }.
+function M.opener(new)
+  return function(section, ctx)
+    local url, timeout = M.config(section, ctx)
+    return new{ url = url, timeout = timeout }
   end
 end
 

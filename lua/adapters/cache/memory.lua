@@ -18,10 +18,10 @@
 local ffi = require "ffi"
 local core = require "zever.cache_core"
 local errors = require "zever.errors"
+local stripes = require "adapters.stripes"
 local json = require "zever.json"
 
-local type, error, tostring, format, setmetatable = type, error, tostring, string.format,
-  setmetatable
+local type, error, format, setmetatable = type, error, string.format, setmetatable
 local ffi_string = ffi.string
 
 local M = {}
@@ -52,11 +52,7 @@ local NO_MEMORY = errors.core("cache", E.NOMEM)
 local Memory = {}
 Memory.__index = Memory
 
-local function now_of(self)
-  local clock = self.clock
-  if not clock then return 0 end
-  return clock() * 1e9 + 1
-end
+local now_of = stripes.now
 
 local function decode(raw, kind)
   if kind == JSON then return json.decode(raw) end
@@ -141,23 +137,7 @@ function Memory:incr(key, n, ttl)
   return nil, NO_MEMORY
 end
 
-function Memory:sweep(max_steps)
-  return self.handle:sweep(max_steps or 256, now_of(self))
-end
-
-function Memory:stats()
-  return self.handle:stats()
-end
-
-function Memory:clear()
-  self.handle:clear()
-end
-
-function Memory:close()
-  self.handle:release()
-  self.ptr = nil
-  return true
-end
+stripes.methods(Memory, 256)
 
 local MiB = 1024 * 1024
 
@@ -167,18 +147,8 @@ function M.new(opts)
   if type(max_bytes) ~= "number" or (max_bytes ~= max_bytes or max_bytes < 1) then
     error("cache: max_bytes must be a number >= 1", 2)
   end
-  if opts.clock ~= nil and type(opts.clock) ~= "function" then
-    error("cache: clock must be a function", 2)
-  end
-  local name = opts.name or format("default:%d", max_bytes)
-  if type(name) ~= "string" then error("cache: name must be a string", 2) end
-  local handle, code, msg = core.open(name, max_bytes)
-  if not handle then
-    if code == "CONFLICT" then
-      error(format('cache: "%s" is already open with another max_bytes', name), 2)
-    end
-    error("cache: " .. tostring(msg), 2)
-  end
+  local handle, name = stripes.open("cache", opts, format("default:%d", max_bytes),
+    "another max_bytes", core.open, max_bytes)
   local cap = 256
   local num, bool = ffi.new("double[1]"), ffi.new("char[1]")
   return setmetatable({

@@ -21,10 +21,11 @@
 local ffi = require "ffi"
 local core = require "zever.idempotency_core"
 local errors = require "zever.errors"
+local stripes = require "adapters.stripes"
 local result_codec = require "adapters.idempotency_result"
 
-local type, error, tostring, tonumber, format, setmetatable = type, error, tostring, tonumber,
-  string.format, setmetatable
+local type, error, tonumber, format, setmetatable = type, error, tonumber, string.format,
+  setmetatable
 local ffi_string = ffi.string
 
 local M = {}
@@ -60,11 +61,7 @@ local NO_MEMORY = errors.core("idempotency", E.NOMEM)
 local Memory = {}
 Memory.__index = Memory
 
-local function now_of(self)
-  local clock = self.clock
-  if not clock then return 0 end
-  return clock() * 1e9 + 1
-end
+local now_of = stripes.now
 
 local function failure(code)
   if code == TOOLONG or code == "TOOLONG" then return nil, TOO_BIG end
@@ -126,23 +123,7 @@ function Memory:forget(key, token)
   return true
 end
 
-function Memory:sweep(max_steps)
-  return self.handle:sweep(max_steps or 256, now_of(self))
-end
-
-function Memory:stats()
-  return self.handle:stats()
-end
-
-function Memory:clear()
-  self.handle:clear()
-end
-
-function Memory:close()
-  self.handle:release()
-  self.ptr = nil
-  return true
-end
+stripes.methods(Memory, 256)
 
 local MiB = 1024 * 1024
 
@@ -159,18 +140,8 @@ function M.new(opts)
   if type(opts) ~= "table" then error("idempotency.memory.new: expects an options table", 2) end
   local max_keys = count(opts, "max_keys", 100000)
   local max_bytes = count(opts, "max_bytes", 64 * MiB)
-  if opts.clock ~= nil and type(opts.clock) ~= "function" then
-    error("idempotency: clock must be a function", 2)
-  end
-  local name = opts.name or format("default:%d:%d", max_keys, max_bytes)
-  if type(name) ~= "string" then error("idempotency: name must be a string", 2) end
-  local handle, code, msg = core.open(name, max_keys, max_bytes)
-  if not handle then
-    if code == "CONFLICT" then
-      error(format('idempotency: "%s" is already open with other bounds', name), 2)
-    end
-    error("idempotency: " .. tostring(msg), 2)
-  end
+  local handle, name = stripes.open("idempotency", opts,
+    format("default:%d:%d", max_keys, max_bytes), "other bounds", core.open, max_keys, max_bytes)
   local cap = 512
   return setmetatable({
     handle = handle,

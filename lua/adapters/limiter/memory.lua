@@ -19,6 +19,7 @@
 local ffi = require "ffi"
 local core = require "zever.limiter_core"
 local errors = require "zever.errors"
+local stripes = require "adapters.stripes"
 
 local type, error, tostring, format = type, error, tostring, string.format
 
@@ -47,11 +48,7 @@ local function fail(rc, message)
   return nil, errors.core("limiter", rc, message)
 end
 
-local function now_of(self)
-  local clock = self.clock
-  if not clock then return 0 end
-  return clock() * 1e9 + 1
-end
+local now_of = stripes.now
 
 if has_ffi then
   function Memory:allow(key, cost)
@@ -74,19 +71,7 @@ function Memory:reset(key)
   return true
 end
 
-function Memory:sweep(max_steps)
-  return self.handle:sweep(max_steps or 64, now_of(self))
-end
-
-function Memory:stats()
-  return self.handle:stats()
-end
-
-function Memory:close()
-  self.handle:release()
-  self.ptr = nil
-  return true
-end
+stripes.methods(Memory, 64)
 
 local function positive(name, v, default)
   if v == nil then return default end
@@ -104,19 +89,9 @@ function M.new(opts)
   local idle = positive("idle_ttl", opts.idle_ttl, 600)
   if burst < 1 then error("limiter: burst must be >= 1", 2) end
   if max_keys < 1 then error("limiter: max_keys must be >= 1", 2) end
-  if opts.clock ~= nil and type(opts.clock) ~= "function" then
-    error("limiter: clock must be a function", 2)
-  end
-  local name = opts.name or format("default:%s:%s:%s:%s", tostring(rate), tostring(burst),
-    tostring(max_keys), tostring(idle))
-  if type(name) ~= "string" then error("limiter: name must be a string", 2) end
-  local handle, code, msg = core.open(name, rate, burst, max_keys, idle)
-  if not handle then
-    if code == "CONFLICT" then
-      error(format('limiter: "%s" is already open with other options', name), 2)
-    end
-    error("limiter: " .. tostring(msg), 2)
-  end
+  local handle, name = stripes.open("limiter", opts, format("default:%s:%s:%s:%s",
+    tostring(rate), tostring(burst), tostring(max_keys), tostring(idle)), "other options",
+    core.open, rate, burst, max_keys, idle)
   return setmetatable({
     handle = handle,
     ptr = has_ffi and ffi.cast(limiter_ptr, handle:ptr()) or nil,

@@ -230,10 +230,7 @@ function M.new(opts)
   return setmetatable(self, R)
 end
 
--- The adapter contract: section is the config's queue section.
-function M.open(section, ctx)
-  local url, timeout = redis_client.config(section, ctx)
-  return M.new{ url = url, timeout = timeout }
-end
+-- The adapter contract: section.url (else the config's redis.url) names the server.
+M.open = redis_client.opener(M.new)
 
 return M

@@ -52,11 +52,7 @@ function M.new(opts)
   return setmetatable(self, L)
 end
 
--- The adapter contract: section is the config's scheduler section; scheduler.url overrides
--- redis.url.
-function M.open(section, ctx)
-  local url, timeout = redis_client.config(section, ctx)
-  return M.new{ url = url, timeout = timeout }
-end
+-- The adapter contract: section.url (else the config's redis.url) names the server.
+M.open = redis_client.opener(M.new)
 
 return M
