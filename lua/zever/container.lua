@@ -4,8 +4,9 @@
 --   local c = container.new(cfg[, { close_timeout = 5 }])
 --   c:get("db")      -> battery | nil, err   resolves on first use; a failure is not cached
 --   c:resolved(name) -> battery | nil        without resolving
---   c:close()        -> true | nil, errs     errs: array of { battery, code, message } with a
---                                            __tostring; a second close returns true
+--   c:close()        -> true | nil, errs     errs: one zever error (the first failure's battery
+--                                            and code, a line per failure) holding each
+--                                            failure at errs[1..n]; a second close returns true
 --
 -- Shared connections: adapters ask ctx:shared(kind, key, open, close) for a connection; one is
 -- opened per identical (kind, key) -- a DSN, a Redis URL -- per Lua state (= per worker) and
@@ -20,8 +21,8 @@
 -- (a synchronous call cannot be interrupted). If it waits (yields to the loop: Redis QUIT, an
 -- SMTP goodbye, a drain), the container waits for it on the event loop at most the timeout,
 -- then reports code "timeout" and moves on; the abandoned coroutine may finish later.
--- Inside a coroutine the container yields while it waits; outside one (the CLI) it runs the
--- loop. It must not know any adapter.
+-- The wait is zever.sched's (a token: inside a coroutine the container yields, outside one,
+-- the CLI, it runs the loop). Errors are zever errors. It must not know any adapter.
 --
 -- Errors never carry a secret: every message from an adapter is scrubbed against the config's
 -- secret values (zever.config.scrub) before it is returned.
