@@ -68,13 +68,11 @@ local function statements(t)
   }
 end
 
-local IN_PROGRESS = errors.new("idempotency", "in_progress", "a request with this key is in progress")
-local KEY_MISMATCH = errors.new("idempotency", "key_mismatch", "the key was used with a different request")
-local COMPLETED = errors.new("idempotency", "invalid", "the key is already complete")
-local NO_RESERVATION = errors.new("idempotency", "not_found", "no live reservation for the key")
 local BUSY = errors.new("idempotency", "in_progress", "the key changed hands while it was reserved")
 
 local encode, decode = result_codec.encode, result_codec.decode
+local IN_PROGRESS, KEY_MISMATCH = result_codec.IN_PROGRESS, result_codec.KEY_MISMATCH
+local COMPLETED, NO_RESERVATION = result_codec.COMPLETED, result_codec.NO_RESERVATION
 local fail = db_table.failer("idempotency")
 local now_of = db_table.now
 

@@ -47,15 +47,13 @@ local has_ffi = pcall(function() return C.zv_idem_begin and C.zv_idem_complete e
 local idem_ptr = ffi.typeof("zv_idem_t *")
 
 local encode, decode = result_codec.encode, result_codec.decode
+local IN_PROGRESS, KEY_MISMATCH = result_codec.IN_PROGRESS, result_codec.KEY_MISMATCH
+local COMPLETED, NO_RESERVATION = result_codec.COMPLETED, result_codec.NO_RESERVATION
 local RESERVED, REPLAY, PENDING = 0, 1, 2
 local E = errors.E
 local ERANGE, TOOLONG, CONFLICT, NOTFOUND = E.RANGE, E.TOOLONG, E.CONFLICT, E.NOTFOUND
 
-local IN_PROGRESS = errors.new("idempotency", "in_progress", "a request with this key is in progress")
-local KEY_MISMATCH = errors.new("idempotency", "key_mismatch", "the key was used with a different request")
 local TOO_BIG = errors.new("idempotency", "invalid", "the entry is larger than the store's byte budget")
-local COMPLETED = errors.new("idempotency", "invalid", "the key is already complete")
-local NO_RESERVATION = errors.new("idempotency", "not_found", "no live reservation for the key")
 local NO_MEMORY = errors.core("idempotency", E.NOMEM)
 
 local Memory = {}

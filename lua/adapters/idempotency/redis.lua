@@ -20,7 +20,6 @@
 -- tables as JSON). Time is the server's. A connection failure is nil, err with code
 -- "unavailable" (the middleware then answers 503: it fails closed).
 
-local errors = require "zever.errors"
 local redis_client = require "adapters.redis_client"
 local result_codec = require "adapters.idempotency_result"
 
@@ -61,12 +60,10 @@ if redis.call('HGET', KEYS[1], 't') == ARGV[1] then redis.call('DEL', KEYS[1]) e
 return 1
 ]]
 
-local IN_PROGRESS = errors.new("idempotency", "in_progress", "a request with this key is in progress")
-local KEY_MISMATCH = errors.new("idempotency", "key_mismatch", "the key was used with a different request")
-local COMPLETED = errors.new("idempotency", "invalid", "the key is already complete")
-local NO_RESERVATION = errors.new("idempotency", "not_found", "no live reservation for the key")
 
 local encode, decode = result_codec.encode, result_codec.decode
+local IN_PROGRESS, KEY_MISMATCH = result_codec.IN_PROGRESS, result_codec.KEY_MISMATCH
+local COMPLETED, NO_RESERVATION = result_codec.COMPLETED, result_codec.NO_RESERVATION
 local unavailable = redis_client.failer("idempotency")
 
 -- A token as the server stores it ("" for none): tokens are the INCR numbers begin hands out.
