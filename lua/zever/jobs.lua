@@ -85,7 +85,7 @@ function Jobs:register(name, fn, opts)
     error("jobs:register: name must be a non-empty string", 2)
   end
   if type(fn) ~= "function" then error("jobs:register: fn must be a function(args, job)", 2) end
-  if opts ~= nil and type(opts) ~= "table" then error("jobs:register: opts must be a table", 2) end
+  battery.opt_table(opts, "jobs:register", "opts")
   opts = opts or {}
   local d = self.defaults
   local attempts = opts.attempts or d.attempts
@@ -144,7 +144,7 @@ function Jobs:on_dead_letter(fn)
 end
 
 function Jobs:failed(opts)
-  if opts ~= nil and type(opts) ~= "table" then error("jobs:failed: opts must be a table", 2) end
+  battery.opt_table(opts, "jobs:failed", "opts")
   local limit = opts and opts.limit
   if limit ~= nil and (type(limit) ~= "number" or limit < 1) then
     error("jobs:failed: limit must be a number >= 1", 2)
