@@ -97,10 +97,8 @@ local function decode(kind, v)
 end
 
 function D:get(key)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local row, err = self.db:first(self.sql.get, self.prefix .. key, now_of(self))
   if row == nil then
     if err then return fail(err) end
@@ -110,10 +108,8 @@ function D:get(key)
 end
 
 function D:exists(key)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local row, err = self.db:first(self.sql.exists, self.prefix .. key, now_of(self))
   if err then return fail(err) end
   return row ~= nil
@@ -125,10 +121,8 @@ local function maybe_sweep(self, now)
 end
 
 function D:set(key, value, ttl, add)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local t, kind = type(value), STRING
   if t == "number" then
     if value ~= value then return nil, NAN end   -- SQLite would store NULL
@@ -154,10 +148,8 @@ function D:set(key, value, ttl, add)
 end
 
 function D:delete(key)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local row, err = self.db:first(self.sql.delete, self.prefix .. key)
   if not row then
     if err then return fail(err) end
@@ -168,10 +160,8 @@ function D:delete(key)
 end
 
 function D:incr(key, n, ttl)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local now = now_of(self)
   local b = self.binds
   b[1], b[2], b[3], b[4], b.n = self.prefix .. key, n, expiry(now, ttl), now, 4
@@ -188,8 +178,8 @@ end
 -- Deletes at most max_rows (default sweep_batch) expired rows, oldest expiry first, in one
 -- statement. Returns removed, more (true when the batch was full: call again).
 function D:sweep(max_rows)
-  local ok, err = self:ensure()
-  if not ok then return nil, err end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   max_rows = floor(max_rows or self.sweep_batch)
   local r, derr = self.db:exec(self.sql.sweep, now_of(self), max_rows)
   if not r then return fail(derr) end

@@ -85,18 +85,16 @@ end
 
 -- Deletes at most sweep_batch rows that expired before now; returns how many.
 function D:sweep(now)
-  local ok, err = self:ensure()
-  if not ok then return nil, err end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local r, derr = self.db:exec(self.sql.sweep, now or now_of(self), self.sweep_batch)
   if not r then return fail(derr) end
   return r.changes
 end
 
 function D:begin(key, fp, ttl, pending)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local db, sql, blob = self.db, self.sql, self.blob
   local bkey = blob(key)
   local now = now_of(self)
@@ -124,10 +122,8 @@ function D:begin(key, fp, ttl, pending)
 end
 
 function D:complete(key, result, token)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local raw, kind = encode(result)
   local db, sql = self.db, self.sql
   local bkey, now = self.blob(key), now_of(self)
@@ -146,10 +142,8 @@ function D:complete(key, result, token)
 end
 
 function D:forget(key, token)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local r, err
   if type(token) == "string" and token ~= "" then
     r, err = self.db:exec(self.sql.forget_token, self.blob(key), token)

@@ -59,10 +59,8 @@ function Q:ensure()
 end
 
 function Q:push(topic, data, kind, headers, delay)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local now = now_of(self)
   local b = self.binds
   b[1], b[2], b[3], b[4], b[5], b[6], b.n = topic, kind, self.blob(data), headers or NULL, now,
@@ -79,8 +77,8 @@ function Q:stale_query(now)
 end
 
 function Q:stale_ids()
-  local ok, err = self:ensure()
-  if not ok then return nil, err end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local rows, qerr = self:stale_query(now_of(self)):all()
   if not rows then return fail(qerr) end
   local ids = {}
@@ -91,8 +89,8 @@ end
 -- One UPDATE over one batch: the stale rows the subquery selects (or the ids given), each still
 -- under the same lease guard when the update reaches it. Returns reclaimed, more.
 function Q:sweep(ids)
-  local ok, err = self:ensure()
-  if not ok then return nil, err end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local now = now_of(self)
   local r, uerr = self.db:update(self.table)
     :set{ attempt = zdb.col("attempt") + 1, claimed_by = zdb.null, claimed_until = zdb.null,
@@ -106,10 +104,8 @@ function Q:sweep(ids)
 end
 
 function Q:pop(topic, visibility)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local now = now_of(self)
   if db_table.due(self, now) then
     local _, err = self:sweep()
@@ -146,10 +142,8 @@ function Q:nack(id, lease, requeue, delay)
 end
 
 function Q:len(topic)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local row, err = self.db:first(self.sql.len, topic)
   if not row then return fail(err) end
   return row.n
