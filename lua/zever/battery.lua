@@ -11,7 +11,7 @@
 --   function M.new(opts) return battery.default(M.wrap, "adapters.cache.memory", "cache.new", opts) end
 --
 -- define(name, closed_message) returns the method table of the battery's objects, with:
---   Class.name                  the battery's name ("cache")
+--   Class.battery               the battery's name ("cache"), also read through every object
 --   Class.CLOSED                the zever error every call returns after close (code "closed")
 --   Class.error(code, message)  a zever error of this battery (zever.errors)
 --   obj:close()                 idempotent: the first call closes the adapter (impl:close() when
@@ -67,7 +67,7 @@ function M.define(name, closed_message)
   if type(closed_message) ~= "string" then
     error("battery.define: closed_message must be a string", 2)
   end
-  local Class = { name = name, battery = name, close = close, stats = stats,
+  local Class = { battery = name, close = close, stats = stats,
     CLOSED = errors.new(name, "closed", closed_message) }
   Class.__index = Class
   function Class.error(code, message, fields) return errors.new(name, code, message, fields) end
@@ -75,7 +75,7 @@ function M.define(name, closed_message)
 end
 
 function M.object(Class, impl, fields)
-  if type(impl) ~= "table" then error(Class.name .. ".wrap: expects an adapter object", 3) end
+  if type(impl) ~= "table" then error(Class.battery .. ".wrap: expects an adapter object", 3) end
   fields = fields or {}
   fields.impl, fields.closed = impl, false
   return setmetatable(fields, Class)
