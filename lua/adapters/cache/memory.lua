@@ -11,7 +11,8 @@
 --
 -- get and set go through LuaJIT's FFI into the core with a buffer this object owns (it grows to
 -- the largest value read); the classic binding (zever.cache_core) does the rest and is the
--- fallback when the host does not export the core. Tables are stored as JSON (zever.json).
+-- fallback when the host does not export the core (new{ classic = true } takes it on purpose:
+-- the specs run both paths). Tables are stored as JSON (zever.json).
 -- clock is for specs: a function returning seconds; without it the core reads CLOCK_MONOTONIC.
 -- An open of a name with another max_bytes raises.
 
@@ -51,6 +52,11 @@ local NO_MEMORY = errors.core("cache", E.NOMEM)
 
 local Memory = {}
 Memory.__index = Memory
+
+-- The classic binding's path: a host without the core's FFI exports, and new{ classic = true }
+-- (specs run the conformance suite on both).
+local Classic = setmetatable({}, { __index = Memory })
+Classic.__index = Classic
 
 local now_of = stripes.now
 
@@ -97,29 +103,31 @@ if has_ffi then
     if rc == ETOOLONG then return nil, TOO_BIG end
     return nil, NO_MEMORY
   end
-else
-  function Memory:get(key)
-    local raw, kind = self.handle:get(key, now_of(self))
-    if raw == nil then return nil end
-    return decode(raw, kind)
-  end
-
-  function Memory:set(key, value, ttl, add)
-    local t, kind = type(value), STRING
-    if t == "number" then
-      kind = NUMBER
-    elseif t == "boolean" then
-      kind = BOOLEAN
-    elseif t == "table" then
-      kind, value = JSON, json.encode(value)
-    end
-    local ok, code = self.handle:set(key, value, kind, ttl * 1e9, add and 1 or 0, now_of(self))
-    if ok then return true end
-    if code == "CONFLICT" then return false end
-    if code == "TOOLONG" then return nil, TOO_BIG end
-    return nil, NO_MEMORY
-  end
 end
+
+function Classic:get(key)
+  local raw, kind = self.handle:get(key, now_of(self))
+  if raw == nil then return nil end
+  return decode(raw, kind)
+end
+
+function Classic:set(key, value, ttl, add)
+  local t, kind = type(value), STRING
+  if t == "number" then
+    kind = NUMBER
+  elseif t == "boolean" then
+    kind = BOOLEAN
+  elseif t == "table" then
+    kind, value = JSON, json.encode(value)
+  end
+  local ok, code = self.handle:set(key, value, kind, ttl * 1e9, add and 1 or 0, now_of(self))
+  if ok then return true end
+  if code == "CONFLICT" then return false end
+  if code == "TOOLONG" then return nil, TOO_BIG end
+  return nil, NO_MEMORY
+end
+
+if not has_ffi then Memory.get, Memory.set = Classic.get, Classic.set end
 
 function Memory:delete(key)
   return self.handle:delete(key, now_of(self))
@@ -165,7 +173,7 @@ function M.new(opts)
     clock = opts.clock,
     name = name,
     max_bytes = max_bytes,
-  }, Memory)
+  }, (has_ffi and not opts.classic) and Memory or Classic)
 end
 
 -- The adapter contract: section is the config's cache section.

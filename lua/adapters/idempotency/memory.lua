@@ -13,7 +13,8 @@
 --
 -- begin and complete go through LuaJIT's FFI into the core with a buffer this object owns (it
 -- grows to the largest result replayed); the classic binding (zever.idempotency_core) does the
--- rest and is the fallback when the host does not export the core. Results are tagged: strings
+-- rest and is the fallback when the host does not export the core (new{ classic = true } takes
+-- it on purpose: the specs run both paths). Results are tagged: strings
 -- as they are, numbers as %.17g text, booleans as one byte, tables as JSON (zever.json). clock
 -- is for specs: a function returning seconds; without it the core reads CLOCK_MONOTONIC. An
 -- open of a name with other bounds raises.
@@ -59,6 +60,11 @@ local NO_MEMORY = errors.core("idempotency", E.NOMEM)
 local Memory = {}
 Memory.__index = Memory
 
+-- The classic binding's begin/complete: the path of a host without the core's FFI exports, and
+-- of new{ classic = true } (specs run the conformance suite on both).
+local Classic = setmetatable({}, { __index = Memory })
+Classic.__index = Classic
+
 local now_of = stripes.now
 
 local function failure(code)
@@ -98,23 +104,25 @@ if has_ffi then
     if rc == 0 then return true end
     return failure(rc)
   end
-else
-  function Memory:begin(key, fp, ttl, pending)
-    local status, a, b = self.handle:begin(key, fp, ttl * 1e9, pending * 1e9, now_of(self))
-    if status == "reserved" then return { replay = false, token = a } end
-    if status == "replay" then return { replay = true, result = decode(a, b) } end
-    if status == "pending" then return nil, IN_PROGRESS end
-    if status == "mismatch" then return nil, KEY_MISMATCH end
-    return failure(a)
-  end
-
-  function Memory:complete(key, result, token)
-    local raw, kind = encode(result)
-    local ok, code = self.handle:complete(key, token or 0, raw, kind, now_of(self))
-    if ok then return true end
-    return failure(code)
-  end
 end
+
+function Classic:begin(key, fp, ttl, pending)
+  local status, a, b = self.handle:begin(key, fp, ttl * 1e9, pending * 1e9, now_of(self))
+  if status == "reserved" then return { replay = false, token = a } end
+  if status == "replay" then return { replay = true, result = decode(a, b) } end
+  if status == "pending" then return nil, IN_PROGRESS end
+  if status == "mismatch" then return nil, KEY_MISMATCH end
+  return failure(a)
+end
+
+function Classic:complete(key, result, token)
+  local raw, kind = encode(result)
+  local ok, code = self.handle:complete(key, token or 0, raw, kind, now_of(self))
+  if ok then return true end
+  return failure(code)
+end
+
+if not has_ffi then Memory.begin, Memory.complete = Classic.begin, Classic.complete end
 
 function Memory:forget(key, token)
   self.handle:forget(key, type(token) == "number" and token or 0, now_of(self))
@@ -151,7 +159,7 @@ function M.new(opts)
     name = name,
     max_keys = max_keys,
     max_bytes = max_bytes,
-  }, Memory)
+  }, (has_ffi and not opts.classic) and Memory or Classic)
 end
 
 -- The adapter contract: section is the config's idempotency section.

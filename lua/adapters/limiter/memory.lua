@@ -13,7 +13,8 @@
 -- Opening a name that is already open with other options raises (a programmer error). clock
 -- is for specs: a function returning seconds (a fake clock); without it the C core reads
 -- CLOCK_MONOTONIC itself. allow goes through LuaJIT's FFI (one C call, no allocation); the
--- classic binding (zever.limiter_core) is the fallback when the host does not export the core.
+-- classic binding (zever.limiter_core) is the fallback when the host does not export the core
+-- (new{ classic = true } takes it on purpose: the specs run both paths).
 -- Argument checks belong to the front-end (zever.limiter), not here.
 
 local ffi = require "ffi"
@@ -42,6 +43,11 @@ local limiter_ptr = ffi.typeof("zv_limiter_t *")
 local Memory = {}
 Memory.__index = Memory
 
+-- The classic binding's path: a host without the core's FFI exports, and new{ classic = true }
+-- (specs run the conformance suite on both).
+local Classic = setmetatable({}, { __index = Memory })
+Classic.__index = Classic
+
 local E = errors.E
 
 local function fail(rc, message)
@@ -57,13 +63,15 @@ if has_ffi then
     if rc ~= 0 then return fail(rc == E.TOOLONG and rc or E.NOMEM, "cannot admit the key") end
     return r.allowed ~= 0, r.remaining, r.retry_after
   end
-else
-  function Memory:allow(key, cost)
-    local allowed, remaining, retry_after = self.handle:allow(key, cost, now_of(self))
-    if allowed == nil then return fail(remaining, retry_after) end
-    return allowed, remaining, retry_after
-  end
 end
+
+function Classic:allow(key, cost)
+  local allowed, remaining, retry_after = self.handle:allow(key, cost, now_of(self))
+  if allowed == nil then return fail(remaining, retry_after) end
+  return allowed, remaining, retry_after
+end
+
+if not has_ffi then Memory.allow = Classic.allow end
 
 function Memory:reset(key)
   local ok, code, msg = self.handle:reset(key)
@@ -100,7 +108,7 @@ function M.new(opts)
     name = name,
     rate = rate,
     burst = burst,
-  }, Memory)
+  }, (has_ffi and not opts.classic) and Memory or Classic)
 end
 
 -- The adapter contract: section is the config's limiter section.
