@@ -8,11 +8,16 @@
 --       checks opts.clock and opts.name (default_name when absent), then open(name, a, b, c, d);
 --       raises at the caller of the adapter's new: '<what>: "<name>" is already open with
 --       <conflict>' when the name is open with other bounds, "<what>: <message>" else
+--   local Memory, Classic = stripes.classes()
+--       the method tables of an adapter's objects: Memory for the path through LuaJIT's FFI,
+--       Classic (whatever it lacks comes from Memory) for the classic binding's path: a host
+--       without the core's FFI exports, and new{ classic = true } (specs run both)
 --   stripes.now(self)              -> 0 (the core reads CLOCK_MONOTONIC) | self.clock() in ns + 1
 --   stripes.methods(Class, steps)  gives Class sweep([max_steps = steps]), stats(), clear() (when
 --                                  the handle has one) and close() over self.handle
 
-local type, error, format, tostring = type, error, string.format, tostring
+local type, error, format, tostring, setmetatable = type, error, string.format, tostring,
+  setmetatable
 
 local M = {}
 
@@ -30,6 +35,14 @@ function M.open(what, opts, default_name, conflict, open, a, b, c, d)
     error(what .. ": " .. tostring(msg), 3)
   end
   return handle, name
+end
+
+function M.classes()
+  local Memory = {}
+  Memory.__index = Memory
+  local Classic = setmetatable({}, { __index = Memory })
+  Classic.__index = Classic
+  return Memory, Classic
 end
 
 local function now(self)

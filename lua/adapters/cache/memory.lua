@@ -50,13 +50,8 @@ local TOO_BIG = errors.new("cache", "invalid", "the value is larger than the cac
 local NOT_NUMBER = errors.new("cache", "invalid", "the value is not a number")
 local NO_MEMORY = errors.core("cache", E.NOMEM)
 
-local Memory = {}
-Memory.__index = Memory
-
--- The classic binding's path: a host without the core's FFI exports, and new{ classic = true }
--- (specs run the conformance suite on both).
-local Classic = setmetatable({}, { __index = Memory })
-Classic.__index = Classic
+-- Memory: the FFI path; Classic: the classic binding's (see adapters.stripes).
+local Memory, Classic = stripes.classes()
 
 local now_of = stripes.now
 

@@ -57,13 +57,8 @@ local ERANGE, TOOLONG, CONFLICT, NOTFOUND = E.RANGE, E.TOOLONG, E.CONFLICT, E.NO
 local TOO_BIG = errors.new("idempotency", "invalid", "the entry is larger than the store's byte budget")
 local NO_MEMORY = errors.core("idempotency", E.NOMEM)
 
-local Memory = {}
-Memory.__index = Memory
-
--- The classic binding's begin/complete: the path of a host without the core's FFI exports, and
--- of new{ classic = true } (specs run the conformance suite on both).
-local Classic = setmetatable({}, { __index = Memory })
-Classic.__index = Classic
+-- Memory: the FFI path; Classic: the classic binding's (see adapters.stripes).
+local Memory, Classic = stripes.classes()
 
 local now_of = stripes.now
 

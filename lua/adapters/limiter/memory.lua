@@ -40,13 +40,8 @@ local has_ffi = pcall(function() return C.zv_limiter_allow end)
 local c_allow = has_ffi and C.zv_limiter_allow
 local limiter_ptr = ffi.typeof("zv_limiter_t *")
 
-local Memory = {}
-Memory.__index = Memory
-
--- The classic binding's path: a host without the core's FFI exports, and new{ classic = true }
--- (specs run the conformance suite on both).
-local Classic = setmetatable({}, { __index = Memory })
-Classic.__index = Classic
+-- Memory: the FFI path; Classic: the classic binding's (see adapters.stripes).
+local Memory, Classic = stripes.classes()
 
 local E = errors.E
 
