@@ -5,6 +5,10 @@
  *   sys.home()             -> the folder of the Lua tree (see zv_sys_home)
  *   sys.exe()              -> absolute path of the running binary
  *   sys.now()              -> monotonic seconds (a number with nanosecond resolution)
+ *   sys.wall()             -> wall-clock seconds since the Unix epoch (CLOCK_REALTIME)
+ *   sys.E                  -> { NOMEM = -1, INVAL = -2, ... }: the core's error codes by name,
+ *                             built from ZV_ERRNO_MAP (host/core/zv.h), so Lua never types one
+ *   sys.strerror(code)     -> the core's message of a code ("input too long")
  *   sys.listdir(path)      -> sorted array of entry names without "." and ".." | nil, message
  *   sys.isdir(path)        -> boolean
  *   sys.isatty(fd)         -> boolean
@@ -41,6 +45,16 @@ static int l_exe(lua_State *L) {
 
 static int l_now(lua_State *L) {
   lua_pushnumber(L, (lua_Number)zv_sys_now_ns() / 1e9);
+  return 1;
+}
+
+static int l_wall(lua_State *L) {
+  lua_pushnumber(L, (lua_Number)zv_sys_wall());
+  return 1;
+}
+
+static int l_strerror(lua_State *L) {
+  lua_pushstring(L, zv_strerror((int)luaL_checkinteger(L, 1)));
   return 1;
 }
 
@@ -94,7 +108,8 @@ static int l_getpid(lua_State *L) {
 
 static const luaL_Reg funcs[] = {
   {"home", l_home},     {"exe", l_exe},       {"now", l_now},       {"listdir", l_listdir},
-  {"isdir", l_isdir},   {"isatty", l_isatty}, {"getpid", l_getpid}, {NULL, NULL},
+  {"isdir", l_isdir},   {"isatty", l_isatty}, {"getpid", l_getpid}, {"wall", l_wall},
+  {"strerror", l_strerror}, {NULL, NULL},
 };
 
 int luaopen_zever_sys(lua_State *L);
@@ -103,5 +118,12 @@ int luaopen_zever_sys(lua_State *L) {
   luaL_register(L, NULL, funcs);
   lua_pushliteral(L, ZV_VERSION);
   lua_setfield(L, -2, "version");
+  lua_newtable(L);
+#define ZV__X(name, msg)             \
+  lua_pushinteger(L, ZV_E##name);    \
+  lua_setfield(L, -2, #name);
+  ZV_ERRNO_MAP(ZV__X)
+#undef ZV__X
+  lua_setfield(L, -2, "E");
   return 1;
 }

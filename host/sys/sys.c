@@ -1,5 +1,5 @@
 /*
- * sys.c: locating the zever home and the running binary, and the monotonic clock.
+ * sys.c: locating the zever home and the running binary, the monotonic and the wall clock.
  *
  * It reads /proc/self/exe (Linux) and the environment; it allocates nothing.
  */
@@ -68,4 +68,10 @@ uint64_t zv_sys_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+double zv_sys_wall(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

@@ -1,5 +1,5 @@
 /*
- * sys.h: what the host knows about its process: where its Lua tree lives, a monotonic clock,
+ * sys.h: what the host knows about its process: where its Lua tree lives, the clocks,
  * directory listing. No Lua here; the binding (l_sys.c) exposes it as zever.sys.
  */
 #ifndef ZV_SYS_H
@@ -22,5 +22,8 @@ int zv_sys_exe(char *buf, size_t cap);
 
 /* Nanoseconds of CLOCK_MONOTONIC. */
 uint64_t zv_sys_now_ns(void);
+
+/* Seconds of CLOCK_REALTIME (since the Unix epoch), with sub-microsecond resolution. */
+double zv_sys_wall(void);
 
 #endif

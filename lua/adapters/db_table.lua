@@ -5,11 +5,13 @@
 -- of its own: every field lives in the adapter's object. It must not know any adapter's
 -- columns or statements (each adapter renders its own SQL).
 --
---   local fail = db_table.failer(cache.error)        fail(err) -> nil, cache.error("unavailable", "db: ...")
+--   local fail = db_table.failer("cache")   fail(err) -> nil, a zever error ("unavailable", "db: ...")
 --   local self = db_table.new("cache.db", db, opts, { table = "cache_entries", sweep_interval = 60,
 --                                                     sweep_batch = 100 })
 --   self.schema = ...                                the CREATE ... IF NOT EXISTS text, rendered
 --   db_table.ensure(self, fail)  -> true | nil, err  runs self.schema once (self.ready)
+--   db_table.resolve(self, schema, fail) -> db | nil, err   self.db (or what the function self.db
+--                                                  returns), with schema run once (self.ready)
 --   db_table.now(self)           -> seconds          self.clock() (specs) or the wall clock
 --   db_table.due(self, now)      -> boolean          true once per sweep_interval
 --   db_table.token_prefix()      -> "pid:addr:usec:" a prefix unique to this process for tokens
@@ -19,17 +21,18 @@
 -- its own fields and its metatable. Time is wall-clock seconds (processes share it).
 
 local sys = require "zever.sys"
+local errors = require "zever.errors"
 
 local type, error, format, tostring, floor, huge = type, error, string.format, tostring,
   math.floor, math.huge
 
 local M = {}
 
--- Returns fail(err): nil plus make_error("unavailable", "db: " .. the message of err), for the
--- errors zever.db returns ({ code, message }) and for plain strings alike.
-function M.failer(make_error)
+-- Returns fail(err): nil plus the battery's zever error ("unavailable", "db: " .. the message of
+-- err), for the errors zever.db returns ({ code, message }) and for plain strings alike.
+function M.failer(battery)
   return function(err)
-    return nil, make_error("unavailable", "db: " .. tostring(err and err.message or err))
+    return nil, errors.new(battery, "unavailable", "db: " .. tostring(err and err.message or err))
   end
 end
 
@@ -64,13 +67,30 @@ function M.new(who, db, opts, defaults)
     db = db,
     table = t,
     clock = opts.clock,
-    wall = require("zever.queue").wall,
+    wall = sys.wall,
     sweep_interval = number(who, opts, "sweep_interval", defaults.sweep_interval, 0),
     sweep_batch = floor(number(who, opts, "sweep_batch", defaults.sweep_batch, 1)),
     next_sweep = -huge,
     ready = false,
     binds = {},   -- reused for statements: the list form of db:exec/query's values
   }
+end
+
+-- The database of an adapter that resolves it on first use (self.db: a database, or a function
+-- returning one | nil, err) and then runs schema once (CREATE ... IF NOT EXISTS); db or fail(err).
+function M.resolve(self, schema, fail)
+  local db = self.db
+  if self.ready then return db end
+  if type(db) == "function" then
+    local got, err = db()
+    if not got then return fail(err) end
+    db = got
+    self.db = db
+  end
+  local ok, err = db:exec(schema)
+  if not ok then return fail(err) end
+  self.ready = true
+  return db
 end
 
 -- Creates the table (self.schema, IF NOT EXISTS) on the first call; true or fail(err).
@@ -102,7 +122,7 @@ end
 -- adapters in one) never share it; a counter appended to it makes a claim token.
 function M.token_prefix()
   return format("%d:%s:%.0f:", sys.getpid(), tostring({}):match("0x%x+") or "",
-    require("zever.queue").wall() * 1e6)
+    sys.wall() * 1e6)
 end
 
 return M

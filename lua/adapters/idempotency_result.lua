@@ -1,16 +1,25 @@
 -- adapters.idempotency_result: how the idempotency adapters turn a stored result into bytes and
--- back (memory, db, redis): a kind number and a string. It must not store anything, nor change
--- the tags: rows and keys written earlier are read with them.
+-- back (memory, db, redis): a kind number and a string; and the errors they all return
+-- (result.IN_PROGRESS, KEY_MISMATCH, COMPLETED, NO_RESERVATION: zever errors of battery
+-- "idempotency"). It must not store anything, nor change the tags: rows and keys written
+-- earlier are read with them.
 --
 --   local raw, kind = result.encode(value)    -- kind 1 string (as is), 2 number (%.17g),
 --                                              -- 3 boolean ("1"/"0"), 4 anything else (JSON)
 --   local value = result.decode(raw, kind)     -- raw nil (a NULL column) reads as ""
 
 local json = require "zever.json"
+local errors = require "zever.errors"
 
 local type, tonumber, format = type, tonumber, string.format
 
 local M = {}
+
+M.IN_PROGRESS = errors.new("idempotency", "in_progress", "a request with this key is in progress")
+M.KEY_MISMATCH = errors.new("idempotency", "key_mismatch",
+  "the key was used with a different request")
+M.COMPLETED = errors.new("idempotency", "invalid", "the key is already complete")
+M.NO_RESERVATION = errors.new("idempotency", "not_found", "no live reservation for the key")
 
 local STRING, NUMBER, BOOLEAN, JSON = 1, 2, 3, 4
 M.STRING, M.NUMBER, M.BOOLEAN, M.JSON = STRING, NUMBER, BOOLEAN, JSON

@@ -4,27 +4,29 @@
 -- container's factory finds the url, and how a failed call becomes the battery's error. It must
 -- not send commands or know any adapter's keys or scripts.
 --
---   local self, err = redis_client.new("cache.redis", opts, cache.error, "zever:cache:")
+--   local self, err = redis_client.new("cache.redis", opts, "cache", "zever:cache:")
 --       opts: url (redis.shared(url, ...), given back by close) or client (borrowed, never
 --       closed here); prefix (the default when absent); timeout, or redis = { timeout = ... }
 --       (the shared client's options). -> { client, owned, prefix } | nil, err
 --   R.close = redis_client.close         closes self.client when owned; self.client = nil;
 --                                        true (an adapter's close)
---   local fail = redis_client.failer(cache.error, "invalid")
---       fail(err) -> nil, make_error("unavailable", "redis: " .. message); with a second
+--   local fail = redis_client.failer("cache", "invalid")
+--       fail(err) -> nil, a zever error ("unavailable", "redis: " .. message); with a second
 --       argument a WRONGTYPE error reply gets that code (and the bare message) instead
 --   local url, timeout = redis_client.config(section, ctx)   section.url, else redis.url
+--   M.open = redis_client.opener(M.new)     the adapter contract's open over that url
 --
 -- Misuse (no options table, no url nor client, a prefix that is not a string) raises with the
 -- caller of the adapter's new blamed. zever.redis reconnects a shared client by itself.
 
 local redis = require "zever.redis"
+local errors = require "zever.errors"
 
 local type, error, tostring, find = type, error, tostring, string.find
 
 local M = {}
 
-function M.new(who, opts, make_error, prefix)
+function M.new(who, opts, battery, prefix)
   if type(opts) ~= "table" then error(who .. ".new: expects an options table", 3) end
   prefix = opts.prefix or prefix
   if type(prefix) ~= "string" then error(who .. ": prefix must be a string", 3) end
@@ -36,7 +38,7 @@ function M.new(who, opts, make_error, prefix)
     local err
     client, err = redis.shared(opts.url,
       opts.redis or (opts.timeout and { timeout = opts.timeout }) or nil)
-    if not client then return nil, make_error(err.code, "redis: " .. tostring(err.message)) end
+    if not client then return nil, errors.new(battery, err.code, "redis: " .. tostring(err.message)) end
     owned = true
   elseif type(client) ~= "table" or type(client.script) ~= "function" then
     error(who .. ".new: client must be a zever.redis client", 3)
@@ -53,15 +55,24 @@ function M.close(self)
   return true
 end
 
-function M.failer(make_error, wrongtype)
+function M.failer(battery, wrongtype)
   return function(err)
     local message = err == nil and "no reply"
       or tostring(type(err) == "table" and err.message or err)
     if wrongtype and type(err) == "table" and err.code == "redis"
         and find(message, "^WRONGTYPE") then
-      return nil, make_error(wrongtype, message)
+      return nil, errors.new(battery, wrongtype, message)
     end
-    return nil, make_error("unavailable", "redis: " .. message)
+    return nil, errors.new(battery, "unavailable", "redis: " .. message)
+  end
+end
+
+-- The adapter contract's open for an adapter whose new takes only the connection: open(section,
+-- ctx) -> new{ url = section.url or redis.url, timeout = redis.timeout }.
+function M.opener(new)
+  return function(section, ctx)
+    local url, timeout = M.config(section, ctx)
+    return new{ url = url, timeout = timeout }
   end
 end
 

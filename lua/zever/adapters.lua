@@ -4,6 +4,7 @@
 --   adapters.get(battery, name)    -> entry | nil, err    entry = { battery, name, factory, check }
 --   adapters.names(battery)        -> sorted array of registered adapter names
 --   adapters.batteries()           -> sorted array of batteries with at least one adapter
+--   adapters.BUILTIN               the table below (read it, do not change it)
 --
 -- factory(section, ctx) -> battery | nil, err
 --   section: the battery's config section (a table; do not modify it)
@@ -15,18 +16,20 @@
 -- The battery may have close() (called by container:close) and the entry's check(battery)
 -- -> true | nil, err is what `zever doctor` runs (db: SELECT 1).
 --
--- Built-in adapters register themselves below, but only when their implementation is present
--- in this tree (package.searchpath), so `zever doctor` lists what can really run. Today those
--- are db/sqlite (zever.db), cache/memory, limiter/memory and idempotency/memory (process-wide
--- C tables shared by the workers), queue/db (a table of the app's database) and queue/memory
--- (a process-wide C queue), vectors/db and search/db (tables of the app's database: a C top-k scan, FTS5),
--- jobs/queue (jobs over ctx:get("queue"), dead letters in the db), scheduler/memory and
--- scheduler/db (the one-run-per-slot lock), log/text, log/json
--- (zever.log), mailer/log (zever.mailer over
--- adapters.mailer.log) and mailer/smtp (over adapters.mailer.smtp). It must not resolve anything.
+-- The built-in adapters are one table, BUILTIN[battery] = { front = module, adapters = {
+-- [name] = { modules the adapter needs } } }. The adapter contract: adapters.<battery>.<name>
+-- exports open(section, ctx) -> impl | nil, err and never requires its front-end; the factory
+-- registered here opens the implementation and wraps it with the front-end's wrap_config(impl,
+-- section, ctx) (or wrap(impl, section): section carries the front-end's options). An adapter
+-- is registered only when its module, its front-end and what it needs are present in this tree
+-- (package.searchpath), so `zever doctor` lists what can really run. An entry with its own open
+-- (db/sqlite: a connection shared per worker; log/*: zever.log itself) is used as it is. It must
+-- not resolve anything.
 
-local type, error, pairs, ipairs, next, sort, format, tostring = type, error, pairs, ipairs, next,
-  table.sort, string.format, tostring
+local errors = require "zever.errors"
+
+local type, error, pairs, next, sort, format, tostring, require = type, error, pairs, next,
+  table.sort, string.format, tostring, require
 
 local M = {}
 
@@ -75,10 +78,6 @@ function M.batteries()
   return names
 end
 
-local Error = {}
-Error.__index = Error
-Error.__tostring = function(e) return e.message end
-
 function M.get(battery, name)
   local t = registry[battery]
   local entry = t and t[name]
@@ -92,138 +91,79 @@ function M.get(battery, name)
     msg = format('%s: unknown adapter "%s"%s (known: %s)', battery, name,
       best and format('; did you mean "%s"?', best) or "", table.concat(known, ", "))
   end
-  return nil, setmetatable({ code = "invalid", message = msg }, Error)
+  return nil, errors.new(battery, "invalid", msg)
 end
 
 -- --- built-in adapters ---------------------------------------------------------------------
+
+local function sqlite_open(section, ctx)
+  local dsn = section.dsn
+  local conn, err = ctx:shared("db", dsn, function()
+    return require("zever.db").open(dsn, { busy_timeout = math.floor(section.busy_timeout * 1000) })
+  end, function(db) db:close() end)
+  if not conn then
+    return nil, errors.new("db", err and err.code or "unavailable",
+      "db: " .. tostring(err and err.message or err))
+  end
+  return conn
+end
+
+local function sqlite_check(db)
+  local row, err = db:first("SELECT 1 AS ok")
+  if not row then return nil, err end
+  return true
+end
+
+local function logger(section)
+  return require("zever.log").new{ format = section.adapter, level = section.level }
+end
+
+local REDIS = { "zever.redis" }
+
+local BUILTIN = {
+  db = { adapters = {
+    sqlite = { "zever.db", "adapters.db.sqlite", open = sqlite_open, check = sqlite_check } } },
+  log = { adapters = { text = { "zever.log", open = logger }, json = { "zever.log", open = logger } } },
+  cache = { front = "zever.cache",
+    adapters = { memory = { "zever.cache_core" }, db = {}, redis = REDIS } },
+  limiter = { front = "zever.limiter",
+    adapters = { memory = { "zever.limiter_core" }, redis = REDIS } },
+  idempotency = { front = "zever.idempotency",
+    adapters = { memory = { "zever.idempotency_core" }, db = {}, redis = REDIS } },
+  queue = { front = "zever.queue",
+    adapters = { memory = { "zever.queue_core" }, db = {}, redis = REDIS } },
+  jobs = { front = "zever.jobs", adapters = { queue = {} } },
+  scheduler = { front = "zever.scheduler", adapters = {
+    memory = { "zever.cron", "zever.cache_core" }, db = { "zever.cron" },
+    redis = { "zever.cron", "zever.redis" } } },
+  search = { front = "zever.search", adapters = { db = {} } },
+  vectors = { front = "zever.vectors", adapters = { db = { "zever.vectors_core" } } },
+  mailer = { front = "zever.mailer", adapters = { log = {}, smtp = { "zever.smtp_core" } } },
+}
+M.BUILTIN = BUILTIN
 
 local function present(module)
   if package.preload[module] or package.loaded[module] then return true end
   return package.searchpath(module, package.path) ~= nil
 end
 
-local function fail(code, message)
-  return nil, setmetatable({ code = code, message = message }, Error)
-end
-
-if present("zever.db") and present("adapters.db.sqlite") then
-  M.register("db", "sqlite", function(section, ctx)
-    local dsn = section.dsn
-    local conn, err = ctx:shared("db", dsn, function()
-      return require("zever.db").open(dsn, { busy_timeout = math.floor(section.busy_timeout * 1000) })
-    end, function(db) db:close() end)
-    if not conn then
-      return fail(err and err.code or "unavailable", "db: " .. tostring(err and err.message or err))
-    end
-    return conn
-  end, function(db)
-    local row, err = db:first("SELECT 1 AS ok")
-    if not row then return nil, err end
-    return true
-  end)
-end
-
-if present("zever.cache_core") and present("adapters.cache.memory") then
-  M.register("cache", "memory", function(section)
-    return require("adapters.cache.memory").open(section)
-  end)
-end
-
-if present("zever.limiter_core") and present("adapters.limiter.memory") then
-  M.register("limiter", "memory", function(section)
-    return require("adapters.limiter.memory").open(section)
-  end)
-end
-
-if present("zever.idempotency_core") and present("adapters.idempotency.memory") then
-  M.register("idempotency", "memory", function(section)
-    return require("adapters.idempotency.memory").open(section)
-  end)
-end
-
-if present("zever.vectors_core") and present("adapters.vectors.db") then
-  M.register("vectors", "db", function(section, ctx)
-    return require("adapters.vectors.db").open(section, ctx)
-  end)
-end
-
-if present("adapters.search.db") then
-  M.register("search", "db", function(section, ctx)
-    return require("adapters.search.db").open(section, ctx)
-  end)
-end
-
-if present("zever.queue_core") and present("adapters.queue.memory") then
-  M.register("queue", "memory", function(section)
-    return require("adapters.queue.memory").open(section)
-  end)
-end
-
-if present("zever.queue") and present("adapters.queue.db") then
-  M.register("queue", "db", function(section, ctx)
-    return require("adapters.queue.db").open(section, ctx)
-  end)
-end
-
-if present("zever.jobs") and present("adapters.jobs.queue") then
-  M.register("jobs", "queue", function(section, ctx)
-    return require("adapters.jobs.queue").open(section, ctx)
-  end)
-end
-
-if present("zever.cron") and present("zever.cache_core") and present("adapters.scheduler.memory") then
-  M.register("scheduler", "memory", function(section, ctx)
-    return require("adapters.scheduler.memory").open(section, ctx)
-  end)
-end
-
-if present("zever.cron") and present("adapters.scheduler.db") then
-  M.register("scheduler", "db", function(section, ctx)
-    return require("adapters.scheduler.db").open(section, ctx)
-  end)
-end
-
--- db and redis adapters of the shared-state and background batteries: each module has
--- open(section, ctx) -> battery | nil, err. ctx:get("db") is the app's database; a redis adapter
--- uses section.url, else config.redis.url, through zever.redis' shared client.
-for _, a in ipairs{
-  { "cache", "db" }, { "cache", "redis" },
-  { "limiter", "redis" },
-  { "idempotency", "db" }, { "idempotency", "redis" },
-  { "queue", "redis" },
-  { "scheduler", "redis" },
-} do
-  local battery, name = a[1], a[2]
-  local module = "adapters." .. battery .. "." .. name
-  if present(module) and (name ~= "redis" or present("zever.redis")) then
-    M.register(battery, name, function(section, ctx)
-      return require(module).open(section, ctx)
-    end)
+-- The factory of a built-in adapter: open the implementation, wrap it with the front-end.
+local function builtin(front, module)
+  return function(section, ctx)
+    local impl, err = require(module).open(section, ctx)
+    if not impl then return nil, err end
+    local F = require(front)
+    return (F.wrap_config or F.wrap)(impl, section, ctx)
   end
 end
 
-if present("zever.log") then
-  local function logger(section)
-    return require("zever.log").new{ format = section.adapter, level = section.level }
+for battery, b in pairs(BUILTIN) do
+  for name, a in pairs(b.adapters) do
+    local module = "adapters." .. battery .. "." .. name
+    local ok = a.open ~= nil or (present(module) and present(b.front))
+    for i = 1, #a do ok = ok and present(a[i]) end
+    if ok then M.register(battery, name, a.open or builtin(b.front, module), a.check) end
   end
-  M.register("log", "text", logger)
-  M.register("log", "json", logger)
-end
-
-if present("zever.mailer") and present("adapters.mailer.log") then
-  M.register("mailer", "log", function(section)
-    local backend, err = require("adapters.mailer.log").new(section)
-    if not backend then return nil, err end
-    return require("zever.mailer").new(backend, section)
-  end)
-end
-
-if present("zever.mailer") and present("zever.smtp_core") and present("adapters.mailer.smtp") then
-  M.register("mailer", "smtp", function(section)
-    local backend, err = require("adapters.mailer.smtp").new(section)
-    if not backend then return nil, err end
-    return require("zever.mailer").new(backend, section)
-  end)
 end
 
 return M

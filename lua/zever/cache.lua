@@ -20,118 +20,92 @@
 --
 -- cache.wrap(impl, opts) puts this front-end over an adapter object whose methods take valid
 -- arguments: impl:get(k) -> value|nil[, err]; impl:set(k, v, ttl, add) -> true|false|nil, err;
--- impl:delete(k); impl:incr(k, n, ttl); impl:exists(k); impl:close(). cache.error(code, message)
--- builds the error objects adapters return. It keeps no state beyond the wrapped object.
+-- impl:delete(k); impl:incr(k, n, ttl); impl:exists(k); impl:close() (zever.battery: the
+-- closed guard, close, stats). Adapters build their errors with zever.errors ("cache").
+-- It keeps no state beyond the wrapped object.
 
-local type, error, setmetatable = type, error, setmetatable
+local battery = require "zever.battery"
+
+local type, error = type, error
+local check_string, seconds = battery.string, battery.seconds
 
 local M = {}
 
 M.MAX_KEY = 65535
 
-local Error = {}
-Error.__index = Error
-Error.__tostring = function(e) return "cache: " .. e.code .. ": " .. e.message end
+local Cache = battery.define("cache", "the cache is closed")
+M.error = Cache.error
 
-function M.error(code, message)
-  return setmetatable({ code = code, message = message }, Error)
-end
-
-local CLOSED = M.error("closed", "the cache is closed")
-local TOO_LONG = M.error("invalid", "the key is longer than 65535 bytes")
+local CLOSED = Cache.CLOSED
+local TOO_LONG = Cache.error("invalid", "the key is longer than 65535 bytes")
 
 local VALUE = { string = true, number = true, boolean = true, table = true }
 
-local Cache = {}
-Cache.__index = Cache
-
-local function check_key(key, what)
-  if type(key) ~= "string" then error("cache:" .. what .. ": key must be a string", 3) end
-end
-
-local function check_ttl(self, ttl, what)
-  if ttl == nil then return self.ttl_default end
-  if type(ttl) ~= "number" or (ttl ~= ttl or ttl < 0) then
-    error("cache:" .. what .. ": ttl must be a number of seconds >= 0", 3)
-  end
-  return ttl
-end
-
 function Cache:get(key)
-  check_key(key, "get")
+  check_string(key, "cache:get", "key")
   if self.closed then return nil, CLOSED end
   if #key > 65535 then return nil end
   return self.impl:get(key)
 end
 
-local function store(self, key, value, ttl, add, what)
-  check_key(key, what)
+local function store(self, key, value, ttl, add, fname)
+  check_string(key, fname, "key")
   if not VALUE[type(value)] then
-    error("cache:" .. what .. ": value must be a string, number, boolean or table", 3)
+    error(fname .. ": value must be a string, number, boolean or table", 3)
   end
-  ttl = check_ttl(self, ttl, what)
+  ttl = seconds(ttl, self.ttl_default, fname, "ttl")
   if self.closed then return nil, CLOSED end
   if #key > 65535 then return nil, TOO_LONG end
   return self.impl:set(key, value, ttl, add)
 end
 
 function Cache:set(key, value, ttl)
-  return store(self, key, value, ttl, false, "set")
+  return store(self, key, value, ttl, false, "cache:set")
 end
 
 function Cache:add(key, value, ttl)
-  return store(self, key, value, ttl, true, "add")
+  return store(self, key, value, ttl, true, "cache:add")
 end
 
 function Cache:delete(key)
-  check_key(key, "delete")
+  check_string(key, "cache:delete", "key")
   if self.closed then return nil, CLOSED end
   if #key > 65535 then return false end
   return self.impl:delete(key)
 end
 
 function Cache:exists(key)
-  check_key(key, "exists")
+  check_string(key, "cache:exists", "key")
   if self.closed then return nil, CLOSED end
   if #key > 65535 then return false end
   return self.impl:exists(key)
 end
 
 function Cache:incr(key, n, ttl)
-  check_key(key, "incr")
+  check_string(key, "cache:incr", "key")
   if n == nil then
     n = 1
   elseif type(n) ~= "number" or n ~= n then
     error("cache:incr: n must be a number", 2)
   end
-  ttl = check_ttl(self, ttl, "incr")
+  ttl = seconds(ttl, self.ttl_default, "cache:incr", "ttl")
   if self.closed then return nil, CLOSED end
   if #key > 65535 then return nil, TOO_LONG end
   return self.impl:incr(key, n, ttl)
 end
 
-function Cache:close()
-  if self.closed then return true end
-  self.closed = true
-  return self.impl:close()
-end
-
 -- opts.ttl_default: seconds used when set/add/incr get no ttl (default 0: no expiry).
 function M.wrap(impl, opts)
-  if type(impl) ~= "table" then error("cache.wrap: expects an adapter object", 2) end
   local ttl_default = opts and opts.ttl_default or 0
   if type(ttl_default) ~= "number" or (ttl_default ~= ttl_default or ttl_default < 0) then
     error("cache.wrap: ttl_default must be a number >= 0", 2)
   end
-  return setmetatable({ impl = impl, ttl_default = ttl_default, closed = false }, Cache)
+  return battery.object(Cache, impl, { ttl_default = ttl_default })
 end
 
 -- A memory cache: opts as adapters.cache.memory.new, plus ttl_default.
 function M.new(opts)
-  if opts ~= nil and type(opts) ~= "table" then error("cache.new: opts must be a table", 2) end
-  local ok, impl = pcall(require("adapters.cache.memory").new, opts or {})
-  if not ok then error(impl, 2) end
-  return M.wrap(impl, opts)
+  return battery.default(M.wrap, "adapters.cache.memory", "cache.new", opts)
 end
 
 return M

@@ -4,8 +4,9 @@
 --   local c = container.new(cfg[, { close_timeout = 5 }])
 --   c:get("db")      -> battery | nil, err   resolves on first use; a failure is not cached
 --   c:resolved(name) -> battery | nil        without resolving
---   c:close()        -> true | nil, errs     errs: array of { battery, code, message } with a
---                                            __tostring; a second close returns true
+--   c:close()        -> true | nil, errs     errs: one zever error (the first failure's battery
+--                                            and code, a line per failure) holding each
+--                                            failure at errs[1..n]; a second close returns true
 --
 -- Shared connections: adapters ask ctx:shared(kind, key, open, close) for a connection; one is
 -- opened per identical (kind, key) -- a DSN, a Redis URL -- per Lua state (= per worker) and
@@ -20,38 +21,36 @@
 -- (a synchronous call cannot be interrupted). If it waits (yields to the loop: Redis QUIT, an
 -- SMTP goodbye, a drain), the container waits for it on the event loop at most the timeout,
 -- then reports code "timeout" and moves on; the abandoned coroutine may finish later.
--- Inside a coroutine the container yields while it waits; outside one (the CLI) it runs the
--- loop. It must not know any adapter.
+-- The wait is zever.sched's (a token: inside a coroutine the container yields, outside one,
+-- the CLI, it runs the loop). Errors are zever errors. It must not know any adapter.
 --
 -- Errors never carry a secret: every message from an adapter is scrubbed against the config's
 -- secret values (zever.config.scrub) before it is returned.
 
 local adapters = require "zever.adapters"
+local errors = require "zever.errors"
 local redact = require "zever.config.redact"
+local sched = require "zever.sched"
+local sys = require "zever.sys"
 
 local type, error, ipairs, pcall, tostring, setmetatable, format, concat, sort =
   type, error, ipairs, pcall, tostring, setmetatable, string.format, table.concat, table.sort
-local running, yield = coroutine.running, coroutine.yield
+local running = coroutine.running
 
 local M = {}
 
 local TIER = { scheduler = 1, jobs = 1, cache = 3, queue = 3, db = 4, log = 5 }
 M.TIER = TIER
 
-local Error = {}
-Error.__index = Error
-Error.__tostring = function(e) return e.message end
+-- Messages start with the battery's name ("cache: ..."): a zever error prints them as they are.
+local new_error = errors.new
 
-local function new_error(battery, code, message)
-  return setmetatable({ battery = battery, code = code, message = message }, Error)
-end
-
-local Errors = {}
-Errors.__index = Errors
-Errors.__tostring = function(list)
+-- Several close failures: one zever error (the first's battery and code) whose message has a
+-- line per failure, with the failures themselves at [1], [2], ...
+local function error_list(list)
   local lines = {}
   for i, e in ipairs(list) do lines[i] = e.message end
-  return concat(lines, "\n")
+  return errors.new(list[1].battery, list[1].code, concat(lines, "\n"), list)
 end
 
 -- --- shared connections, per Lua state (= per worker) ---------------------------------------
@@ -174,7 +173,7 @@ function Container:get(name)
       return nil, new_error(name, "invalid", name .. ": resolving it needs itself (a dependency cycle)")
     end
     waiting[#waiting + 1] = co
-    return yield()
+    return sched.await(co)
   end
   waiting = { owner = running() }
   self.pending[name] = waiting
@@ -193,45 +192,36 @@ function Container:get(name)
       self.order[#self.order + 1] = name
     end
   end
-  if #waiting > 0 then
-    local sched = require "zever.sched"
-    for _, co in ipairs(waiting) do sched.wake(co, battery, err) end
-  end
+  for _, co in ipairs(waiting) do sched.complete(co, battery, err) end
   return battery, err
+end
+
+-- Completes the wait of st (once: the close and the deadline race).
+local function finish(st)
+  local token = st.token
+  if token then
+    st.token = nil
+    sched.complete(token)
+  end
 end
 
 -- Runs fn() with a deadline. Returns ok, err_message, timed_out, elapsed.
 local function with_timeout(fn, timeout)
-  local sys = require "zever.sys"
-  local sched = require "zever.sched"
   local st = { done = false }
   local t0 = sys.now()
   sched.spawn(function()
     local ok, err = pcall(fn)
     st.done, st.ok, st.err = true, ok, err
-    local w = st.waiter
-    if w then
-      st.waiter = nil
-      sched.wake(w)
-    end
+    finish(st)
   end)
   if not st.done then
-    local loop = require "zever.loop"
-    local timer = loop.after(timeout, function()
+    local token = sched.token()
+    st.token = token
+    local timer = require("zever.loop").after(timeout, function()
       st.expired = true
-      local w = st.waiter
-      if w then
-        st.waiter = nil
-        sched.wake(w)
-      end
+      finish(st)
     end)
-    local co = running()
-    if co then
-      st.waiter = co
-      yield()
-    else
-      while not st.done and not st.expired do loop.run("once") end
-    end
+    sched.await(token)
     timer:stop()
     if not st.done then return false, nil, true, sys.now() - t0 end
   end
@@ -288,7 +278,7 @@ function Container:close()
     self.batteries[name] = nil
   end
   self.order, self.holds = {}, {}
-  if #errs > 0 then return nil, setmetatable(errs, Errors) end
+  if #errs > 0 then return nil, error_list(errs) end
   return true
 end
 

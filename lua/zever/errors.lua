@@ -7,6 +7,20 @@
 --   errors.new("db", "constraint", msg, { sql = sql, cause = e })   -- extra fields are kept
 --   errors.is(v[, code])                      -- true when v is a zever error (with that code)
 --   errors.wrap(battery, code, cause)         -- a zever error whose message is tostring(cause)
+--   errors.adopt(battery, err)                -- err's code (else "unavailable") and message,
+--                                             -- as an error of this battery
+--   errors.binding(battery, kind, message)    -- a binding's (nil, kind, message) as an error
+--   errors.E.TOOLONG                          -- a C core code by name (zever.sys.E, built from
+--                                             -- ZV_ERRNO_MAP in host/core/zv.h): never a literal
+--   errors.core(battery, rc[, message])       -- the zever error of a core code (a negative
+--                                             -- number or its name, "TOOLONG"): the one mapping
+--                                             -- from core codes to battery codes (CODE below)
+--
+-- A binding reports an expected failure one way, whatever the C side does: the Lua side turns it
+-- into one of these (errors.core for a core code, errors.wrap for a message) before a front-end
+-- sees it. An error prints as "battery: code: message"; a message that already starts with its
+-- battery's name (a sentence the container or the mailer built for people, "cache: connection
+-- refused") prints as it is, so the name is never said twice.
 --
 -- Every battery, adapter and binding reports failures with this type: a battery never defines
 -- its own error class or __tostring (STYLE: one message catalogue, as LuaJIT's lj_errmsg.h).
@@ -15,10 +29,13 @@
 -- ("constraint", "syntax", ...). A message never carries a secret: callers redact DSNs and URLs
 -- before they build one (zever.config's redact_url).
 --
--- It must not require any other zever module: everything else requires it.
+-- It must not require any other zever module (only the zever.sys binding, for the codes):
+-- everything else requires it.
 
-local type, setmetatable, getmetatable, tostring, error, pairs =
-  type, setmetatable, getmetatable, tostring, error, pairs
+local sys = require "zever.sys"
+
+local type, setmetatable, getmetatable, tostring, error, pairs, sub =
+  type, setmetatable, getmetatable, tostring, error, pairs, string.sub
 
 local M = {}
 
@@ -27,8 +44,12 @@ Error.__index = Error
 M.Error = Error
 
 function Error.__tostring(e)
-  if e.battery then return e.battery .. ": " .. e.code .. ": " .. e.message end
-  return e.code .. ": " .. e.message
+  local b, m = e.battery, e.message
+  if b then
+    if sub(m, 1, #b + 2) == b .. ": " then return m end
+    return b .. ": " .. e.code .. ": " .. m
+  end
+  return e.code .. ": " .. m
 end
 
 -- A new error. battery may be nil (a framework-level error); code and message are strings;
@@ -60,6 +81,45 @@ end
 function M.wrap(battery, code, cause)
   if M.is(cause) then return cause end
   return M.new(battery, code, tostring(cause), { cause = cause })
+end
+
+-- A zever error of battery for a failure something else returned (another battery's error, a
+-- db error, a string): its code when it has one, else "unavailable"; its message.
+function M.adopt(battery, err)
+  if type(err) == "table" and err.code then
+    return M.new(battery, err.code, tostring(err.message or err))
+  end
+  return M.new(battery, "unavailable", tostring(err))
+end
+
+-- The zever error of a binding's (nil, kind, message) failure, as the mime and smtp bindings
+-- report one: code kind, the message said with the battery's name ("mailer: ..."), the
+-- binding's own words kept as err.detail.
+function M.binding(battery, kind, message)
+  message = tostring(message)
+  return M.new(battery, kind, battery .. ": " .. message, { detail = message })
+end
+
+-- The core's codes by name, and the battery code each one means to a caller.
+local E = sys.E
+M.E = E
+
+local CODE = {
+  NOMEM = "unavailable", INVAL = "invalid", RANGE = "invalid", TOOLONG = "invalid",
+  CONFLICT = "conflict", NOTFOUND = "not_found", SYNTAX = "invalid", IO = "unavailable",
+}
+M.CODE = CODE
+
+local NAME = {}
+for name, rc in pairs(E) do NAME[rc] = name end
+
+-- The zever error of a core code: rc is the negative number a core function returned or its
+-- name as a classic binding reports it ("TOOLONG"); message defaults to the core's own.
+function M.core(battery, rc, message)
+  local name = type(rc) == "number" and NAME[rc] or rc
+  local code = CODE[name]
+  if code == nil then error("errors.core: not a core error code: " .. tostring(rc), 2) end
+  return M.new(battery, code, message or sys.strerror(E[name]), { core = name })
 end
 
 return M

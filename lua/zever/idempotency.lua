@@ -25,10 +25,13 @@
 -- idempotency.wrap(impl, opts) puts this front-end over an adapter object whose methods take
 -- valid arguments: impl:begin(key, fingerprint, ttl, pending_ttl) -> r | nil, err;
 -- impl:complete(key, result, token) -> true | nil, err; impl:forget(key, token) -> true;
--- impl:close(). idempotency.error(code, message) builds the errors adapters return. It keeps
--- no state beyond the wrapped object.
+-- impl:close() (zever.battery: the closed guard, close, stats); adapters build their errors
+-- with zever.errors ("idempotency"). It keeps no state beyond the wrapped object.
 
-local type, error, setmetatable = type, error, setmetatable
+local battery = require "zever.battery"
+
+local type, error = type, error
+local check_string, check_seconds = battery.string, battery.seconds
 
 local M = {}
 
@@ -36,49 +39,25 @@ M.MAX_KEY = 256
 M.TTL = 86400
 M.PENDING_TTL = 60
 
-local Error = {}
-Error.__index = Error
-Error.__tostring = function(e) return "idempotency: " .. e.code .. ": " .. e.message end
-
-function M.error(code, message)
-  return setmetatable({ code = code, message = message }, Error)
-end
+local Idem = battery.define("idempotency", "the idempotency store is closed")
+M.error = Idem.error
 
 M.IN_PROGRESS = M.error("in_progress", "a request with this key is in progress")
 M.KEY_MISMATCH = M.error("key_mismatch", "the key was used with a different request")
-local CLOSED = M.error("closed", "the idempotency store is closed")
+local CLOSED = Idem.CLOSED
 local TOO_LONG = M.error("invalid", "the key is longer than 256 bytes")
 
 local RESULT = { string = true, number = true, boolean = true, table = true }
 
-local huge = math.huge
-
--- v when it is a positive, finite number of seconds, default when nil; raises (blaming the
--- caller's caller) otherwise.
-local function seconds(v, default, what, name)
-  if v == nil then return default end
-  if type(v) ~= "number" or v ~= v or v <= 0 or v == huge then
-    error("idempotency" .. what .. ": " .. name .. " must be a positive number of seconds", 3)
-  end
-  return v
-end
-
-local function check_key(key, what)
-  if type(key) ~= "string" then error("idempotency:" .. what .. ": key must be a string", 3) end
-end
-
-local Idem = {}
-Idem.__index = Idem
-
 function Idem:begin(key, opts)
-  check_key(key, "begin")
+  check_string(key, "idempotency:begin", "key")
   local fp, ttl, pending = "", self.ttl, self.pending_ttl
   if opts ~= nil then
     if type(opts) ~= "table" then error("idempotency:begin: opts must be a table", 2) end
     fp = opts.fingerprint or ""
     if type(fp) ~= "string" then error("idempotency:begin: fingerprint must be a string", 2) end
-    ttl = seconds(opts.ttl, ttl, ":begin", "ttl")
-    pending = seconds(opts.pending_ttl, pending, ":begin", "pending_ttl")
+    ttl = check_seconds(opts.ttl, ttl, "idempotency:begin", "ttl", true, true)
+    pending = check_seconds(opts.pending_ttl, pending, "idempotency:begin", "pending_ttl", true, true)
   end
   if self.closed then return nil, CLOSED end
   if #key > 256 then return nil, TOO_LONG end
@@ -86,7 +65,7 @@ function Idem:begin(key, opts)
 end
 
 function Idem:complete(key, result, token)
-  check_key(key, "complete")
+  check_string(key, "idempotency:complete", "key")
   if not RESULT[type(result)] then
     error("idempotency:complete: result must be a string, number, boolean or table", 2)
   end
@@ -96,16 +75,10 @@ function Idem:complete(key, result, token)
 end
 
 function Idem:forget(key, token)
-  check_key(key, "forget")
+  check_string(key, "idempotency:forget", "key")
   if self.closed then return nil, CLOSED end
   if #key > 256 then return true end
   return self.impl:forget(key, token)
-end
-
-function Idem:close()
-  if self.closed then return true end
-  self.closed = true
-  return self.impl:close()
 end
 
 -- opts.ttl: seconds a completed result is replayed (default 86400); opts.pending_ttl: seconds
@@ -113,17 +86,15 @@ end
 function M.wrap(impl, opts)
   if type(impl) ~= "table" then error("idempotency.wrap: expects an adapter object", 2) end
   opts = opts or {}
-  local ttl = seconds(opts.ttl, M.TTL, ".wrap", "ttl")
-  local pending = seconds(opts.pending_ttl, M.PENDING_TTL, ".wrap", "pending_ttl")
-  return setmetatable({ impl = impl, ttl = ttl, pending_ttl = pending, closed = false }, Idem)
+  local ttl = check_seconds(opts.ttl, M.TTL, "idempotency.wrap", "ttl", true, true)
+  local pending = check_seconds(opts.pending_ttl, M.PENDING_TTL, "idempotency.wrap", "pending_ttl",
+    true, true)
+  return battery.object(Idem, impl, { ttl = ttl, pending_ttl = pending })
 end
 
 -- A memory store: opts as adapters.idempotency.memory.new, plus ttl and pending_ttl.
 function M.new(opts)
-  if opts ~= nil and type(opts) ~= "table" then error("idempotency.new: opts must be a table", 2) end
-  local ok, impl = pcall(require("adapters.idempotency.memory").new, opts or {})
-  if not ok then error(impl, 2) end
-  return M.wrap(impl, opts)
+  return battery.default(M.wrap, "adapters.idempotency.memory", "idempotency.new", opts)
 end
 
 return M

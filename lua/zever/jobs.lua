@@ -18,19 +18,21 @@
 -- Args are JSON (a table, a string, a number, a boolean or nil), so the handler gets a copy.
 -- Durations are seconds or anything zever.duration reads ("5s", "1h30m", "PT30S").
 --
--- jobs.wrap(impl, defaults) puts this front-end over an adapter object (adapters.jobs.queue):
+-- jobs.wrap(impl, defaults) puts this front-end (zever.battery: the closed guard, close, stats)
+-- over an adapter object (adapters.jobs.queue); jobs.wrap_config(impl, section) does it with
+-- the config's jobs section (the registry's way):
 --   impl:enqueue(topic, payload_string, delay) -> id | nil, err
 --   impl:claim(topic) -> msg | nil[, err];  impl:complete(msg); impl:again(msg, delay);
 --   impl:release(msg);  impl:bury(msg, record) -> id | nil, err;  impl:failed(limit) -> rows;
---   impl:retry(id | nil) -> n;  impl:forget(id | nil) -> n;  impl:close()    (nil: all)
+--   impl:retry(id | nil, prefix) -> n;  impl:forget(id | nil) -> n;  impl:close()    (nil: all)
 -- A job on queue q is a message on topic "jobs:" .. q whose payload is the JSON text
 -- {"name": ..., "args": ...}. This module must not touch the queue or the database itself.
 
+local battery = require "zever.battery"
 local json = require "zever.json"
 local duration = require "zever.duration"
 
-local type, error, setmetatable, pcall, tostring, format = type, error, setmetatable, pcall,
-  tostring, string.format
+local type, error, pcall, tostring, format = type, error, pcall, tostring, string.format
 local random, floor = math.random, math.floor
 local encode = json.encode
 
@@ -38,15 +40,10 @@ local M = {}
 
 M.PREFIX = "jobs:"
 
-local Error = {}
-Error.__index = Error
-Error.__tostring = function(e) return "jobs: " .. e.code .. ": " .. e.message end
+local Jobs = battery.define("jobs", "the jobs battery is closed")
+M.error = Jobs.error
 
-function M.error(code, message)
-  return setmetatable({ code = code, message = message }, Error)
-end
-
-local CLOSED = M.error("closed", "the jobs battery is closed")
+local CLOSED = Jobs.CLOSED
 
 -- Seconds from a number or a duration string; raises (blaming level) when it is neither.
 local function seconds(v, what, level)
@@ -83,15 +80,12 @@ function M.backoff(attempt, base, cap, jitter, rand)
   return d
 end
 
-local Jobs = {}
-Jobs.__index = Jobs
-
 function Jobs:register(name, fn, opts)
   if type(name) ~= "string" or name == "" then
     error("jobs:register: name must be a non-empty string", 2)
   end
   if type(fn) ~= "function" then error("jobs:register: fn must be a function(args, job)", 2) end
-  if opts ~= nil and type(opts) ~= "table" then error("jobs:register: opts must be a table", 2) end
+  battery.opt_table(opts, "jobs:register", "opts")
   opts = opts or {}
   local d = self.defaults
   local attempts = opts.attempts or d.attempts
@@ -161,7 +155,7 @@ function Jobs:on_dead_letter(fn)
 end
 
 function Jobs:failed(opts)
-  if opts ~= nil and type(opts) ~= "table" then error("jobs:failed: opts must be a table", 2) end
+  battery.opt_table(opts, "jobs:failed", "opts")
   local limit = opts and opts.limit
   if limit ~= nil and (type(limit) ~= "number" or limit < 1) then
     error("jobs:failed: limit must be a number >= 1", 2)
@@ -183,19 +177,13 @@ end
 function Jobs:retry(id)
   id = target(id, "retry")
   if self.closed then return nil, CLOSED end
-  return self.impl:retry(id)
+  return self.impl:retry(id, M.PREFIX)
 end
 
 function Jobs:forget(id)
   id = target(id, "forget")
   if self.closed then return nil, CLOSED end
   return self.impl:forget(id)
-end
-
-function Jobs:close()
-  if self.closed then return true end
-  self.closed = true
-  return self.impl:close()
 end
 
 -- defaults: { queue, attempts, base, cap, jitter, timeout } (seconds; the config's jobs section
@@ -212,8 +200,20 @@ function M.wrap(impl, defaults)
     timeout = defaults.timeout or 30,
   }
   if d.cap < d.base then d.cap = d.base end
-  return setmetatable({ impl = impl, defaults = d, registry = {}, closed = false,
-    default_topic = M.PREFIX .. d.queue, dead_letter_hook = nil }, Jobs)
+  return battery.object(Jobs, impl, { defaults = d, registry = {},
+    default_topic = M.PREFIX .. d.queue, dead_letter_hook = nil })
+end
+
+-- The registry's wrap: section is the config's jobs section; a timeout of 0 means the queue's
+-- visibility timeout.
+function M.wrap_config(impl, section)
+  local q = impl.queue
+  return M.wrap(impl, {
+    queue = section.queue, attempts = section.attempts, base = section.backoff_base,
+    cap = section.backoff_cap, jitter = section.backoff_jitter,
+    timeout = (section.timeout and section.timeout > 0) and section.timeout
+      or (q and q.visibility or 30),
+  })
 end
 
 M.Jobs = Jobs

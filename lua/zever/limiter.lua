@@ -12,33 +12,29 @@
 -- at most 256 bytes: a longer key is an expected failure (code "invalid"), since keys usually
 -- come from requests; a key that is not a string, or a negative cost, raises.
 --
--- limiter.wrap(impl) puts this front-end over an adapter object (impl:allow(key, cost),
--- impl:reset(key), impl:close(), impl.rate, impl.burst) that may assume valid arguments.
--- limiter.error(code, message) builds the error objects every adapter returns. This module
--- holds no state of its own and must not know any adapter but the default one of new().
+-- limiter.wrap(impl) puts this front-end (zever.battery: the closed guard, close, stats) over an
+-- adapter object (impl:allow(key, cost), impl:reset(key), impl:close(), impl.rate, impl.burst)
+-- that may assume valid arguments; adapters build their errors with zever.errors ("limiter").
+-- This module holds no state of its own and must not know any adapter but the default one of
+-- new().
 
-local type, error, setmetatable, floor = type, error, setmetatable, math.floor
+local battery = require "zever.battery"
+
+local type, error, floor = type, error, math.floor
+local check_string = battery.string
 
 local M = {}
 
 M.MAX_KEY = 256
 
-local Error = {}
-Error.__index = Error
-Error.__tostring = function(e) return "limiter: " .. e.code .. ": " .. e.message end
+local Limiter = battery.define("limiter", "the limiter is closed")
+M.error = Limiter.error
 
-function M.error(code, message)
-  return setmetatable({ code = code, message = message }, Error)
-end
-
-local CLOSED = M.error("closed", "the limiter is closed")
-local TOO_LONG = M.error("invalid", "the key is longer than 256 bytes")
-
-local Limiter = {}
-Limiter.__index = Limiter
+local CLOSED = Limiter.CLOSED
+local TOO_LONG = Limiter.error("invalid", "the key is longer than 256 bytes")
 
 function Limiter:allow(key, cost)
-  if type(key) ~= "string" then error("limiter:allow: key must be a string", 2) end
+  check_string(key, "limiter:allow", "key")
   if cost == nil then
     cost = 1
   elseif type(cost) ~= "number" or (cost ~= cost or cost < 0) then
@@ -52,30 +48,21 @@ function Limiter:allow(key, cost)
 end
 
 function Limiter:reset(key)
-  if type(key) ~= "string" then error("limiter:reset: key must be a string", 2) end
+  check_string(key, "limiter:reset", "key")
   if self.closed then return nil, CLOSED end
   if #key > 256 then return nil, TOO_LONG end
   return self.impl:reset(key)
 end
 
-function Limiter:close()
-  if self.closed then return true end
-  self.closed = true
-  return self.impl:close()
-end
-
 function M.wrap(impl)
-  if type(impl) ~= "table" then error("limiter.wrap: expects an adapter object", 2) end
-  return setmetatable({ impl = impl, rate = impl.rate, burst = impl.burst, closed = false },
-    Limiter)
+  local lim = battery.object(Limiter, impl)
+  lim.rate, lim.burst = impl.rate, impl.burst
+  return lim
 end
 
 -- A memory limiter: opts as adapters.limiter.memory.new.
 function M.new(opts)
-  if opts ~= nil and type(opts) ~= "table" then error("limiter.new: opts must be a table", 2) end
-  local ok, impl = pcall(require("adapters.limiter.memory").new, opts or {})
-  if not ok then error(impl, 2) end
-  return M.wrap(impl)
+  return battery.default(M.wrap, "adapters.limiter.memory", "limiter.new", opts)
 end
 
 return M

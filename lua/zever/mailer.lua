@@ -17,24 +17,20 @@
 -- mailer.from of the config. Every check runs before anything is sent. A wrong type (msg not a
 -- table, to a number, attachment data missing) raises with the caller blamed.
 --
--- An adapter is an object with send(msg, default_from, max_bytes) -> id | nil, kind, message
--- (kind: "misuse", "invalid", "unavailable", "rejected", "closed") and close(). It must render through the
--- MIME builder (zever.mime or the C core) so that every adapter validates the same way.
+-- An adapter (adapters.mailer.<name>: open(section, ctx) -> adapter | nil, err) is an object
+-- with send(msg, default_from, max_bytes) -> id | nil, err (a zever error: "invalid",
+-- "unavailable", "rejected", "closed"; "misuse" and "nomem", which this front-end raises) and
+-- close(). It must render through the MIME builder (zever.mime or the C core) so that every
+-- adapter validates the same way. The front-end is declared with zever.battery.
 
-local type, error, setmetatable, tostring = type, error, setmetatable, tostring
+local battery = require "zever.battery"
+
+local type, error = type, error
 
 local M = {}
 
-local Error = {}
-Error.__index = Error
-Error.__tostring = function(e) return e.message end
-
-local function fail(code, message)
-  return nil, setmetatable({ code = code, message = message }, Error)
-end
-
-local Mailer = {}
-Mailer.__index = Mailer
+local Mailer = battery.define("mailer", "mailer: closed")
+local CLOSED = Mailer.CLOSED
 
 -- new(adapter[, { from = "...", max_bytes = n }]): section is the mailer config section.
 function M.new(adapter, section)
@@ -44,25 +40,20 @@ function M.new(adapter, section)
   section = section or {}
   local from = section.from
   if from == "" then from = nil end
-  return setmetatable({ adapter = adapter, from = from, max_bytes = section.max_bytes,
-    closed = false }, Mailer)
+  return battery.object(Mailer, adapter, { adapter = adapter, from = from,
+    max_bytes = section.max_bytes })
 end
+M.wrap = M.new
 
 function Mailer:send(msg)
   if type(msg) ~= "table" then error("mailer:send: the message must be a table", 2) end
-  if self.closed then return fail("closed", "mailer: closed") end
-  local id, kind, message = self.adapter:send(msg, self.from, self.max_bytes)
+  if self.closed then return nil, CLOSED end
+  local id, err = self.impl:send(msg, self.from, self.max_bytes)
   if id then return id end
-  if kind == "misuse" then error("mailer:send: " .. tostring(message), 2) end
-  if kind == "nomem" then error("mailer:send: out of memory", 2) end
-  return fail(kind or "unavailable", "mailer: " .. tostring(message))
-end
-
-function Mailer:close()
-  if self.closed then return true end
-  self.closed = true
-  if self.adapter.close then self.adapter:close() end
-  return true
+  local code = err.code
+  if code == "misuse" then error("mailer:send: " .. err.detail, 2) end
+  if code == "nomem" then error("mailer:send: out of memory", 2) end
+  return nil, err
 end
 
 return M

@@ -19,17 +19,14 @@
 -- A wrong type raises (the caller is blamed); a refused message returns nil, err.
 
 local core = require "zever.mime_core"
+local errors = require "zever.errors"
 
-local type, error, setmetatable = type, error, setmetatable
+local type, error = type, error
 local build = core.build
 
 local M = { MAX_BYTES = core.MAX_BYTES, parse_address = core.parse_address,
   check_address = core.check_address }
 
-local Error = {}
-Error.__index = Error
-Error.__tostring = function(e) return e.message end
-M.Error = Error
 
 function M.build(msg, opts)
   if type(msg) ~= "table" then error("mime.build: the message must be a table", 2) end
@@ -42,7 +39,7 @@ function M.build(msg, opts)
   if bytes then return bytes, envelope end
   if envelope == "misuse" then error("mime.build: " .. message, 2) end
   if envelope == "nomem" then error("mime.build: out of memory", 2) end
-  return nil, setmetatable({ code = "invalid", message = "mime: " .. message }, Error)
+  return nil, errors.binding("mime", "invalid", message)
 end
 
 return M

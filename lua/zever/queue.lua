@@ -26,47 +26,27 @@
 --   impl:ack(id, lease) -> boolean | nil, err;  impl:nack(id, lease, requeue, delay) -> same
 --   impl:len(topic) -> n | nil, err;            impl:close()
 -- kind is queue.STRING (data is the payload) or queue.JSON (data is its JSON text).
--- queue.error(code, message) builds the error objects adapters return; queue.wall() is the
--- wall clock in seconds.
+-- The front-end is declared with zever.battery (the closed guard, close, stats); adapters build
+-- their errors with zever.errors ("queue"). queue.wall is zever.sys.wall, the wall clock in
+-- seconds (kept here for the callers of this module's earlier API).
 
-local ffi = require "ffi"
+local battery = require "zever.battery"
 local json = require "zever.json"
+local sys = require "zever.sys"
 
-local type, error, setmetatable, pairs, pcall, tostring = type, error, setmetatable, pairs, pcall,
-  tostring
+local type, error, pairs, pcall, tostring, next = type, error, pairs, pcall, tostring, next
 local encode, decode = json.encode, json.decode
 
 local M = {}
 
 M.STRING, M.JSON = 1, 2
 M.MAX_TOPIC = 1024
+M.wall = sys.wall
 
-if not pcall(ffi.typeof, "struct zv_queue_timespec") then
-  ffi.cdef [[
-    struct zv_queue_timespec { long tv_sec; long tv_nsec; };
-    int clock_gettime(int clk, struct zv_queue_timespec *ts);
-  ]]
-end
-local ts = ffi.new("struct zv_queue_timespec")
-local clock_gettime = ffi.C.clock_gettime
+local Queue = battery.define("queue", "the queue is closed")
+M.error = Queue.error
 
-function M.wall()
-  clock_gettime(0, ts)   -- CLOCK_REALTIME
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-end
-
-local Error = {}
-Error.__index = Error
-Error.__tostring = function(e) return "queue: " .. e.code .. ": " .. e.message end
-
-function M.error(code, message)
-  return setmetatable({ code = code, message = message }, Error)
-end
-
-local CLOSED = M.error("closed", "the queue is closed")
-
-local Queue = {}
-Queue.__index = Queue
+local CLOSED = Queue.CLOSED
 
 local function check_topic(topic, what)
   if type(topic) ~= "string" or topic == "" or #topic > 1024 then
@@ -74,13 +54,6 @@ local function check_topic(topic, what)
   end
 end
 
-local function check_delay(delay, what)
-  if delay == nil then return 0 end
-  if type(delay) ~= "number" or delay ~= delay or delay < 0 or delay == math.huge then
-    error("queue:" .. what .. ": delay must be a number of seconds >= 0", 3)
-  end
-  return delay
-end
 
 local function encode_headers(h)
   if h == nil then return nil end
@@ -105,7 +78,7 @@ function Queue:push(topic, payload, opts)
   local delay, headers = 0, nil
   if opts ~= nil then
     if type(opts) ~= "table" then error("queue:push: opts must be a table", 2) end
-    delay = check_delay(opts.delay, "push")
+    delay = battery.seconds(opts.delay, 0, "queue:push", "delay", false, true)
     headers = encode_headers(opts.headers)
   end
   local data, kind = payload, M.STRING
@@ -143,7 +116,7 @@ end
 
 function Queue:nack(msg, requeue, delay)
   check_msg(msg, "nack")
-  delay = check_delay(delay, "nack")
+  delay = battery.seconds(delay, 0, "queue:nack", "delay", false, true)
   if self.closed then return nil, CLOSED end
   return self.impl:nack(msg.id, msg._lease, requeue and true or false, delay)
 end
@@ -154,28 +127,18 @@ function Queue:len(topic)
   return self.impl:len(topic)
 end
 
-function Queue:close()
-  if self.closed then return true end
-  self.closed = true
-  return self.impl:close()
-end
-
 -- opts.visibility_timeout: seconds a popped message stays leased (default 30).
 function M.wrap(impl, opts)
-  if type(impl) ~= "table" then error("queue.wrap: expects an adapter object", 2) end
   local vt = opts and opts.visibility_timeout or 30
   if type(vt) ~= "number" or vt ~= vt or vt <= 0 then
     error("queue.wrap: visibility_timeout must be a number > 0", 2)
   end
-  return setmetatable({ impl = impl, visibility = vt, closed = false }, Queue)
+  return battery.object(Queue, impl, { visibility = vt })
 end
 
 -- A memory queue: opts as adapters.queue.memory.new, plus visibility_timeout.
 function M.new(opts)
-  if opts ~= nil and type(opts) ~= "table" then error("queue.new: opts must be a table", 2) end
-  local ok, impl = pcall(require("adapters.queue.memory").new, opts or {})
-  if not ok then error(impl, 2) end
-  return M.wrap(impl, opts)
+  return battery.default(M.wrap, "adapters.queue.memory", "queue.new", opts)
 end
 
 return M

@@ -21,46 +21,34 @@
 -- "invalid" (a bad url). Messages name host:port, never the password. Bad arguments raise.
 
 local core = require "zever.redis_core"
-local loop = require "zever.loop"
+local errors = require "zever.errors"
 local sched = require "zever.sched"
 
-local type, setmetatable, getmetatable, error, tostring, pairs = type, setmetatable,
-  getmetatable, error, tostring, pairs
-local running, yield = coroutine.running, coroutine.yield
+local type, setmetatable, error, tostring, pairs = type, setmetatable, error, tostring, pairs
 local unpack, find = unpack, string.find
-local wake, run = sched.wake, loop.run
+local token_of, await = sched.token, sched.await
 
 local M = {}
 
 M.null = core.null
 
-local Error = {}
-Error.__index = Error
-Error.__tostring = function(e)
-  if e.code == "redis" then return "redis: " .. e.message end
-  return "redis: " .. e.code .. ": " .. e.message
-end
+-- Errors are zever errors of battery "redis"; an error reply is the server's own: code "redis",
+-- no battery, so that it prints "redis: ERR ..." (the binding builds those inside arrays with
+-- the same metatable).
+local Error = errors.Error
 
 function M.error(code, message)
-  return setmetatable({ code = code, message = message }, Error)
+  if code == "redis" then return errors.new(nil, code, message) end
+  return errors.new("redis", code, message)
 end
 
 -- True when v is an error value (an error reply inside a call_many result, or an err).
-function M.is_error(v)
-  return type(v) == "table" and getmetatable(v) == Error
-end
+M.is_error = errors.is
 
 local CLOSED = M.error("closed", "the client is closed")
 
--- Called by the binding from the loop with a reply: wakes the waiting coroutine or fills the
--- box of a caller that runs the loop itself.
-local function dispatch(token, value, code, message)
-  if type(token) == "thread" then
-    wake(token, value, code, message)
-  else
-    token[1], token[2], token[3], token.done = value, code, message, true
-  end
-end
+-- The binding calls it from the loop with a reply: it completes the caller's wait.
+local dispatch = sched.complete
 
 local function finish(value, code, message)
   if code then return nil, M.error(code, message) end
@@ -70,21 +58,14 @@ end
 local Client = {}
 Client.__index = Client
 
--- Sends with send(core, token, ...) and waits for the reply (yield or run the loop).
+-- Sends with send(core, token, ...) and waits for the reply (zever.sched's one wait).
 local function wait(self, send, a, ...)
   local c = self._c
   if not c then return nil, CLOSED end
-  local co = running()
-  if co then
-    local ok, code, message = send(c, co, a, ...)
-    if not ok then return nil, M.error(code, message) end
-    return finish(yield())
-  end
-  local box = {}
-  local ok, code, message = send(c, box, a, ...)
+  local token = token_of()
+  local ok, code, message = send(c, token, a, ...)
   if not ok then return nil, M.error(code, message) end
-  while not box.done do run("once") end
-  return finish(box[1], box[2], box[3])
+  return finish(await(token))
 end
 
 local function a_send(c, token, ...) return c:send(token, ...) end

@@ -10,6 +10,7 @@
 -- computed on first use, so a handler that reads none of them costs none of them.
 
 local json = require "zever.json"
+local errors = require "zever.errors"
 
 local char, tonumber, setmetatable, rawget, rawset = string.char, tonumber, setmetatable, rawget, rawset
 local format, gsub, find, sub = string.format, string.gsub, string.find, string.sub
@@ -95,8 +96,7 @@ function Request:json()
   local body = self.body
   local v, err = json.decode(body)
   if v == nil then
-    return nil, setmetatable({ code = "invalid", message = "request body is not JSON: " .. tostring(err) },
-      { __tostring = function(e) return e.code .. ": " .. e.message end })
+    return nil, errors.new(nil, "invalid", "request body is not JSON: " .. tostring(err))
   end
   return v
 end

@@ -4,6 +4,17 @@
 --
 --   sched.spawn(fn, a, b, c, d)   runs fn(a, b, c, d) in a coroutine now, until it first waits
 --   sched.sleep(seconds)          waits without blocking the worker
+--   sched.wake(co, ...)           resumes a coroutine that yielded (its failure is reported)
+--   sched.report(co, ok, err)     the one failure reporter: a traceback on stderr when not ok
+--
+-- The one way to wait (no module writes "yield inside a coroutine, else run the loop" again):
+--   local token = sched.token()   the running coroutine, or a fresh box outside any coroutine
+--   ...hand token to whatever completes the wait (a binding's callback, a timer)...
+--   local a, b, c = sched.await(token)   yields, or pumps the loop until the token completes
+--   sched.complete(token, a, b, c)       from a loop callback: wakes the waiter with a, b, c
+-- A token completes once (a caller with two possible completers, a result and a timeout,
+-- guards the second itself). Inside a coroutine the token is the coroutine: a wait allocates
+-- nothing. A plain caller must not be a loop callback itself (spawn a coroutine there).
 --
 -- Coroutines are reused: when fn returns, its coroutine parks in a pool and serves the next
 -- spawn, so a request costs no coroutine allocation once the pool is warm. fn must catch its
@@ -17,6 +28,7 @@ local loop = require "zever.loop"
 local create, resume, yield, running = coroutine.create, coroutine.resume, coroutine.yield,
   coroutine.running
 local type, tostring = type, tostring
+local run = loop.run
 
 local M = {}
 
@@ -38,6 +50,7 @@ local function report(co, ok, err)
     io.stderr:write("zever: a coroutine failed: ", debug.traceback(co, tostring(err)), "\n")
   end
 end
+M.report = report
 
 function M.spawn(fn, a, b, c, d)
   local co
@@ -57,20 +70,34 @@ function M.wake(co, ...)
   report(co, resume(co, ...))
 end
 
+function M.token()
+  return running() or { done = false }
+end
+
+function M.complete(token, a, b, c)
+  if type(token) == "thread" then
+    report(token, resume(token, a, b, c))
+  else
+    token[1], token[2], token[3], token.done = a, b, c, true
+  end
+end
+local complete = M.complete
+
+function M.await(token)
+  if type(token) == "thread" then return yield() end
+  while not token.done do run("once") end
+  return token[1], token[2], token[3]
+end
+local await = M.await
+
 function M.sleep(seconds)
   if type(seconds) ~= "number" or seconds ~= seconds or seconds < 0 then
     error("sleep wants a non-negative number of seconds, got " .. tostring(seconds), 2)
   end
-  local co = running()
-  if not co then
-    local done = false
-    local t = loop.after(seconds, function() done = true end)
-    while not done do loop.run("once") end
-    t:stop()
-    return
-  end
-  loop.after(seconds, function() report(co, resume(co)) end)
-  return yield()
+  local token = M.token()
+  local t = loop.after(seconds, function() complete(token) end)
+  await(token)
+  if type(token) ~= "thread" then t:stop() end
 end
 
 return M

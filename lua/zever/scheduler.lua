@@ -24,29 +24,21 @@
 -- skipped. The job itself runs in `zever worker`, with the jobs battery's retries. This module
 -- must not know the lock's storage (the adapters do) nor run job handlers (zever.worker does).
 
+local battery = require "zever.battery"
 local cron = require "zever.cron"
 local duration = require "zever.duration"
+local sys = require "zever.sys"
 
-local type, error, tostring, setmetatable, pcall, ipairs, format, floor = type, error, tostring,
-  setmetatable, pcall, ipairs, string.format, math.floor
+local type, error, tostring, pcall, ipairs, format, floor = type, error, tostring, pcall, ipairs,
+  string.format, math.floor
 
 local M = {}
 
-local Error = {}
-Error.__index = Error
-Error.__tostring = function(e) return "scheduler: " .. e.code .. ": " .. e.message end
-
-function M.error(code, message)
-  return setmetatable({ code = code, message = message }, Error)
-end
+local S = battery.define("scheduler", "the scheduler is closed")
+M.error = S.error
 
 -- The wall clock in seconds (CLOCK_REALTIME): slots are wall-clock times shared by processes.
-local function wall()
-  return require("zever.queue").wall()
-end
-
-local S = {}
-S.__index = S
+local wall = sys.wall
 
 local function check_job(job, args, what)
   if type(job) ~= "string" or job == "" then
@@ -156,7 +148,7 @@ function S:tick(now)
         if jobs then id, derr = jobs:dispatch(e.job, e.args) end
         if id then
           fired = fired + 1
-          self.stats.fired = self.stats.fired + 1
+          self.counters.fired = self.counters.fired + 1
         else
           log(self, "error", "scheduler: dispatch failed", { job = e.job, slot = slot,
             error = tostring(derr or jerr) })
@@ -165,7 +157,7 @@ function S:tick(now)
         log(self, "error", "scheduler: lock failed", { job = e.job, slot = slot,
           error = tostring(err) })
       else
-        self.stats.lost = self.stats.lost + 1
+        self.counters.lost = self.counters.lost + 1
       end
     end
   end
@@ -204,12 +196,11 @@ function S:stop()
   end
 end
 
+-- Stops ticking, then closes the lock (zever.battery's idempotent close); always true.
+local close = S.close
 function S:close()
   self:stop()
-  if not self.closed then
-    self.closed = true
-    if self.lock.close then self.lock:close() end
-  end
+  close(self)
   return true
 end
 
@@ -221,11 +212,11 @@ function M.new(lock, opts)
   opts = opts or {}
   local jobs = opts.jobs or function() return nil, M.error("unavailable", "no jobs battery") end
   if type(jobs) ~= "function" then error("scheduler.new: jobs must be a function", 2) end
-  return setmetatable({
+  return battery.object(S, lock, {
     lock = lock, jobs = jobs, log = opts.log, clock = opts.clock or wall,
     horizon = opts.horizon or 86400, tick_every = opts.tick or 0.1,
-    entries = {}, stats = { fired = 0, lost = 0 }, closed = false, timer = nil,
-  }, S)
+    entries = {}, counters = { fired = 0, lost = 0 }, timer = nil,
+  })
 end
 
 -- The container's factory, with the lock made by an adapter: section is the scheduler config.
@@ -238,6 +229,11 @@ function M.open(section, ctx, lock)
     jobs = function() return ctx:get("jobs") end,
     horizon = section.horizon, tick = section.tick,
   })
+end
+
+-- The registry's wrap: lock is what a scheduler adapter's open returned.
+function M.wrap_config(lock, section, ctx)
+  return M.open(section, ctx, lock)
 end
 
 return M

@@ -11,7 +11,7 @@
 --                                          -> n documents reindexed | nil, err
 --   s:optimize()                           -> true | nil, err (merge the index's segments)
 --   s:close()                              -> true; later calls return "closed"
---   search.error(code, message)            the error objects every adapter returns
+--   search.error(code, message)            a zever error of this battery (zever.errors)
 --
 -- A document is { id = "..." (or a number, kept as its string), index = "default",
 -- content = "...", metadata = {...} }. Every document of a call is checked before anything is
@@ -23,22 +23,17 @@
 -- cannot parse is "invalid". A blank query matches nothing. Hits are best first; score is
 -- higher for better matches. It holds no state and must not know any adapter.
 
+local battery = require "zever.battery"
 local json = require "zever.json"
 
-local type, error, setmetatable, pcall, tostring, find = type, error, setmetatable, pcall,
-  tostring, string.find
+local type, error, pcall, tostring, find = type, error, pcall, tostring, string.find
 
 local M = {}
 
-local Error = {}
-Error.__index = Error
-Error.__tostring = function(e) return "search: " .. e.code .. ": " .. e.message end
+local Search = battery.define("search", "the search index is closed")
+M.error = Search.error
 
-function M.error(code, message)
-  return setmetatable({ code = code, message = message }, Error)
-end
-
-local CLOSED = M.error("closed", "the search index is closed")
+local CLOSED = Search.CLOSED
 
 -- Returns a normalised copy { id, index, content, metadata_json } or nil, err.
 local function check_doc(doc, pos, fname)
@@ -68,9 +63,6 @@ local function check_doc(doc, pos, fname)
   end
   return { id, index, doc.content, encoded }
 end
-
-local Search = {}
-Search.__index = Search
 
 function Search:index(doc)
   local d, err = check_doc(doc, nil, "search:index")
@@ -109,21 +101,13 @@ function Search:delete(id, opts)
   return self.impl:delete(id, index)
 end
 
-local function count(v, name, default, min)
-  if v == nil then return default end
-  if type(v) ~= "number" or v % 1 ~= 0 or v < min then
-    error(("search:search: %s must be an integer >= %d"):format(name, min), 3)
-  end
-  return v
-end
-
 function Search:search(q, opts)
   if type(q) ~= "string" then error("search:search: query must be a string", 2) end
   local limit, offset, index = 10, 0, nil
   if opts ~= nil then
     if type(opts) ~= "table" then error("search:search: opts must be a table", 2) end
-    limit = count(opts.limit, "limit", 10, 1)
-    offset = count(opts.offset, "offset", 0, 0)
+    limit = battery.count(opts.limit, 10, "search:search", "limit", 1)
+    offset = battery.count(opts.offset, 0, "search:search", "offset", 0)
     index = opts.index
     if index ~= nil and type(index) ~= "string" then
       error("search:search: index must be a string", 2)
@@ -164,16 +148,8 @@ function Search:optimize()
   return self.impl:optimize()
 end
 
-function Search:close()
-  if self.closed then return true end
-  self.closed = true
-  if self.impl.close then return self.impl:close() end
-  return true
-end
-
 function M.wrap(impl)
-  if type(impl) ~= "table" then error("search.wrap: expects an adapter object", 2) end
-  return setmetatable({ impl = impl, closed = false }, Search)
+  return battery.object(Search, impl)
 end
 
 return M

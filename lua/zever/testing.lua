@@ -74,12 +74,16 @@ function M.request(app, method, target, opts)
   end
   local source = setmetatable({ hdrs = hdrs, data = body or "" }, Source)
   local path, qs = split_target(target)
-  local done, res
+  local done, res, token
   sched.spawn(function()
     res = app:dispatch(method:upper(), path, qs, source)
     done = true
+    if token then sched.complete(token) end
   end)
-  while not done do loop.run("once") end
+  if not done then
+    token = sched.token()
+    sched.await(token)
+  end
   local out = setmetatable({ status = res.code, headers = {}, body = res.body }, Result)
   for i = 1, #res.headers, 2 do out.headers[lower(res.headers[i])] = res.headers[i + 1] end
   if method:upper() == "HEAD" then out.body = "" end

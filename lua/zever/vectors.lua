@@ -24,22 +24,18 @@
 -- every key equal to its value (keys are words, values strings, numbers or booleans; anything
 -- else raises). It holds no state and must not know any adapter.
 
+local battery = require "zever.battery"
 local json = require "zever.json"
 
-local type, error, setmetatable, pcall, pairs, ipairs, next, find = type, error, setmetatable,
-  pcall, pairs, ipairs, next, string.find
+local type, error, pcall, pairs, ipairs, next, find = type, error, pcall, pairs, ipairs, next,
+  string.find
 
 local M = {}
 
-local Error = {}
-Error.__index = Error
-Error.__tostring = function(e) return "vectors: " .. e.code .. ": " .. e.message end
+local Vectors = battery.define("vectors", "the vector store is closed")
+M.error = Vectors.error
 
-function M.error(code, message)
-  return setmetatable({ code = code, message = message }, Error)
-end
-
-local CLOSED = M.error("closed", "the vector store is closed")
+local CLOSED = Vectors.CLOSED
 
 -- Returns nil when embedding is valid, else an err; raises when it is not a table.
 local function check_embedding(e, fname, level)
@@ -66,9 +62,6 @@ end
 local function check_id(id, fname, level)
   if type(id) ~= "string" or id == "" then error(fname .. ": id must be a non-empty string", level) end
 end
-
-local Vectors = {}
-Vectors.__index = Vectors
 
 function Vectors:upsert(id, embedding, metadata)
   check_id(id, "vectors:upsert", 3)
@@ -180,16 +173,8 @@ function Vectors:index_info()
   return self.impl:index_info()
 end
 
-function Vectors:close()
-  if self.closed then return true end
-  self.closed = true
-  if self.impl.close then return self.impl:close() end
-  return true
-end
-
 function M.wrap(impl)
-  if type(impl) ~= "table" then error("vectors.wrap: expects an adapter object", 2) end
-  return setmetatable({ impl = impl, closed = false }, Vectors)
+  return battery.object(Vectors, impl)
 end
 
 return M

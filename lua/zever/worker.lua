@@ -31,6 +31,7 @@
 local loop = require "zever.loop"
 local sched = require "zever.sched"
 local json = require "zever.json"
+local sys = require "zever.sys"
 local jobs_mod = require "zever.jobs"
 
 local type, error, tostring, pcall, xpcall, pairs, ipairs, setmetatable, format = type, error,
@@ -153,7 +154,7 @@ local function failed(self, slot, err)
   end
   local record = { queue = slot.queue, name = slot.name, args = slot.args,
     args_json = slot.args_json or "null", error = err, attempts = attempt,
-    failed_at = require("zever.queue").wall() }
+    failed_at = sys.wall() }
   local id, berr = self.impl:bury(msg, record)
   if not id then
     -- Nothing was recorded: leave the message to its lease, so it comes back rather than vanish.

@@ -8,7 +8,7 @@
 --                              (valid arguments: zever.cache checks them)
 --   impl:sweep([max_rows]) -> removed, more     deletes expired rows, at most max_rows
 --   impl:ensure()          -> true | nil, err   CREATE TABLE IF NOT EXISTS (the first call runs it)
---   dbc.open(section, ctx) -> a zever.cache over ctx:get("db") (the container's factory)
+--   dbc.open(section, ctx) -> impl over ctx:get("db") (the adapter contract)
 --
 --   cache_entries: key TEXT PRIMARY KEY, kind INTEGER, value (any), expires_at REAL
 --                  (0 = never), WITHOUT ROWID; a partial index on expires_at > 0 for the sweep
@@ -22,7 +22,7 @@
 -- Writes run a sweep of at most sweep_batch rows once per sweep_interval, so there is no timer.
 -- This file must not evict live rows nor cache anything in the process.
 
-local cache = require "zever.cache"
+local errors = require "zever.errors"
 local json = require "zever.json"
 local db_table = require "adapters.db_table"
 
@@ -33,8 +33,8 @@ local M = {}
 
 local STRING, NUMBER, BOOLEAN, JSON = 1, 2, 3, 4
 
-local NOT_NUMBER = cache.error("invalid", "the value is not a number")
-local NAN = cache.error("invalid", "the db cache cannot store NaN")
+local NOT_NUMBER = errors.new("cache", "invalid", "the value is not a number")
+local NAN = errors.new("cache", "invalid", "the db cache cannot store NaN")
 
 local SCHEMA = [[
 CREATE TABLE IF NOT EXISTS "%s" (
@@ -76,7 +76,7 @@ end
 local D = {}
 D.__index = D
 
-local fail = db_table.failer(cache.error)
+local fail = db_table.failer("cache")
 local now_of = db_table.now
 
 function D:ensure()
@@ -97,10 +97,8 @@ local function decode(kind, v)
 end
 
 function D:get(key)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local row, err = self.db:first(self.sql.get, self.prefix .. key, now_of(self))
   if row == nil then
     if err then return fail(err) end
@@ -110,10 +108,8 @@ function D:get(key)
 end
 
 function D:exists(key)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local row, err = self.db:first(self.sql.exists, self.prefix .. key, now_of(self))
   if err then return fail(err) end
   return row ~= nil
@@ -125,10 +121,8 @@ local function maybe_sweep(self, now)
 end
 
 function D:set(key, value, ttl, add)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local t, kind = type(value), STRING
   if t == "number" then
     if value ~= value then return nil, NAN end   -- SQLite would store NULL
@@ -154,10 +148,8 @@ function D:set(key, value, ttl, add)
 end
 
 function D:delete(key)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local row, err = self.db:first(self.sql.delete, self.prefix .. key)
   if not row then
     if err then return fail(err) end
@@ -168,10 +160,8 @@ function D:delete(key)
 end
 
 function D:incr(key, n, ttl)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local now = now_of(self)
   local b = self.binds
   b[1], b[2], b[3], b[4], b.n = self.prefix .. key, n, expiry(now, ttl), now, 4
@@ -188,8 +178,8 @@ end
 -- Deletes at most max_rows (default sweep_batch) expired rows, oldest expiry first, in one
 -- statement. Returns removed, more (true when the batch was full: call again).
 function D:sweep(max_rows)
-  local ok, err = self:ensure()
-  if not ok then return nil, err end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   max_rows = floor(max_rows or self.sweep_batch)
   local r, derr = self.db:exec(self.sql.sweep, now_of(self), max_rows)
   if not r then return fail(derr) end
@@ -212,12 +202,11 @@ function M.new(db, opts)
   return setmetatable(self, D)
 end
 
--- The container's factory: section is the config's cache section; the database is the app's.
+-- The adapter contract: section is the config's cache section; the database is the app's.
 function M.open(section, ctx)
   local db, err = ctx:get("db")
   if not db then return nil, err end
-  local impl = M.new(db, { table = section.table, prefix = section.prefix })
-  return cache.wrap(impl, { ttl_default = section.ttl_default })
+  return M.new(db, { table = section.table, prefix = section.prefix })
 end
 
 return M

@@ -7,21 +7,22 @@
 --   impl:sweep([max_steps]) -> removed, more    expired entries, bounded work
 --   impl:stats()            -> { entries, bytes, max_bytes, evictions, expired }
 --   impl:clear()
---   memory.open(section)    -> a zever.cache over it (the container's factory)
+--   memory.open(section)    -> impl (the adapter contract; the registry wraps it in zever.cache)
 --
 -- get and set go through LuaJIT's FFI into the core with a buffer this object owns (it grows to
 -- the largest value read); the classic binding (zever.cache_core) does the rest and is the
--- fallback when the host does not export the core. Tables are stored as JSON (zever.json).
+-- fallback when the host does not export the core (new{ classic = true } takes it on purpose:
+-- the specs run both paths). Tables are stored as JSON (zever.json).
 -- clock is for specs: a function returning seconds; without it the core reads CLOCK_MONOTONIC.
 -- An open of a name with another max_bytes raises.
 
 local ffi = require "ffi"
 local core = require "zever.cache_core"
-local cache = require "zever.cache"
+local errors = require "zever.errors"
+local stripes = require "adapters.stripes"
 local json = require "zever.json"
 
-local type, error, tostring, format, setmetatable = type, error, tostring, string.format,
-  setmetatable
+local type, error, format, setmetatable = type, error, string.format, setmetatable
 local ffi_string = ffi.string
 
 local M = {}
@@ -42,20 +43,17 @@ local cache_ptr = ffi.typeof("zv_cache_t *")
 local double_ptr = ffi.typeof("double *")
 
 local STRING, NUMBER, BOOLEAN, JSON = core.STRING, core.NUMBER, core.BOOLEAN, core.JSON
-local ERANGE, ECONFLICT, ETOOLONG = -3, -5, -4
+local E = errors.E
+local ERANGE, ECONFLICT, ETOOLONG = E.RANGE, E.CONFLICT, E.TOOLONG
 
-local TOO_BIG = cache.error("invalid", "the value is larger than the cache's byte budget")
-local NOT_NUMBER = cache.error("invalid", "the value is not a number")
-local NO_MEMORY = cache.error("unavailable", "out of memory")
+local TOO_BIG = errors.new("cache", "invalid", "the value is larger than the cache's byte budget")
+local NOT_NUMBER = errors.new("cache", "invalid", "the value is not a number")
+local NO_MEMORY = errors.core("cache", E.NOMEM)
 
-local Memory = {}
-Memory.__index = Memory
+-- Memory: the FFI path; Classic: the classic binding's (see adapters.stripes).
+local Memory, Classic = stripes.classes()
 
-local function now_of(self)
-  local clock = self.clock
-  if not clock then return 0 end
-  return clock() * 1e9 + 1
-end
+local now_of = stripes.now
 
 local function decode(raw, kind)
   if kind == JSON then return json.decode(raw) end
@@ -100,29 +98,31 @@ if has_ffi then
     if rc == ETOOLONG then return nil, TOO_BIG end
     return nil, NO_MEMORY
   end
-else
-  function Memory:get(key)
-    local raw, kind = self.handle:get(key, now_of(self))
-    if raw == nil then return nil end
-    return decode(raw, kind)
-  end
-
-  function Memory:set(key, value, ttl, add)
-    local t, kind = type(value), STRING
-    if t == "number" then
-      kind = NUMBER
-    elseif t == "boolean" then
-      kind = BOOLEAN
-    elseif t == "table" then
-      kind, value = JSON, json.encode(value)
-    end
-    local ok, code = self.handle:set(key, value, kind, ttl * 1e9, add and 1 or 0, now_of(self))
-    if ok then return true end
-    if code == "CONFLICT" then return false end
-    if code == "TOOLONG" then return nil, TOO_BIG end
-    return nil, NO_MEMORY
-  end
 end
+
+function Classic:get(key)
+  local raw, kind = self.handle:get(key, now_of(self))
+  if raw == nil then return nil end
+  return decode(raw, kind)
+end
+
+function Classic:set(key, value, ttl, add)
+  local t, kind = type(value), STRING
+  if t == "number" then
+    kind = NUMBER
+  elseif t == "boolean" then
+    kind = BOOLEAN
+  elseif t == "table" then
+    kind, value = JSON, json.encode(value)
+  end
+  local ok, code = self.handle:set(key, value, kind, ttl * 1e9, add and 1 or 0, now_of(self))
+  if ok then return true end
+  if code == "CONFLICT" then return false end
+  if code == "TOOLONG" then return nil, TOO_BIG end
+  return nil, NO_MEMORY
+end
+
+if not has_ffi then Memory.get, Memory.set = Classic.get, Classic.set end
 
 function Memory:delete(key)
   return self.handle:delete(key, now_of(self))
@@ -140,23 +140,7 @@ function Memory:incr(key, n, ttl)
   return nil, NO_MEMORY
 end
 
-function Memory:sweep(max_steps)
-  return self.handle:sweep(max_steps or 256, now_of(self))
-end
-
-function Memory:stats()
-  return self.handle:stats()
-end
-
-function Memory:clear()
-  self.handle:clear()
-end
-
-function Memory:close()
-  self.handle:release()
-  self.ptr = nil
-  return true
-end
+stripes.methods(Memory, 256)
 
 local MiB = 1024 * 1024
 
@@ -166,18 +150,8 @@ function M.new(opts)
   if type(max_bytes) ~= "number" or (max_bytes ~= max_bytes or max_bytes < 1) then
     error("cache: max_bytes must be a number >= 1", 2)
   end
-  if opts.clock ~= nil and type(opts.clock) ~= "function" then
-    error("cache: clock must be a function", 2)
-  end
-  local name = opts.name or format("default:%d", max_bytes)
-  if type(name) ~= "string" then error("cache: name must be a string", 2) end
-  local handle, code, msg = core.open(name, max_bytes)
-  if not handle then
-    if code == "CONFLICT" then
-      error(format('cache: "%s" is already open with another max_bytes', name), 2)
-    end
-    error("cache: " .. tostring(msg), 2)
-  end
+  local handle, name = stripes.open("cache", opts, format("default:%d", max_bytes),
+    "another max_bytes", core.open, max_bytes)
   local cap = 256
   local num, bool = ffi.new("double[1]"), ffi.new("char[1]")
   return setmetatable({
@@ -194,12 +168,12 @@ function M.new(opts)
     clock = opts.clock,
     name = name,
     max_bytes = max_bytes,
-  }, Memory)
+  }, (has_ffi and not opts.classic) and Memory or Classic)
 end
 
--- The container's factory: section is the config's cache section.
+-- The adapter contract: section is the config's cache section.
 function M.open(section)
-  return cache.wrap(M.new{ max_bytes = section.max_bytes }, { ttl_default = section.ttl_default })
+  return M.new{ max_bytes = section.max_bytes }
 end
 
 M.ffi = has_ffi

@@ -22,7 +22,7 @@
 -- (a WRONGTYPE reply: "invalid"). The shared client reconnects by itself (zever.redis).
 -- This file must not hold values in the process.
 
-local cache = require "zever.cache"
+local errors = require "zever.errors"
 local json = require "zever.json"
 local redis_client = require "adapters.redis_client"
 
@@ -34,7 +34,7 @@ local M = {}
 
 M.PREFIX = "zever:cache:"
 
-local NOT_NUMBER = cache.error("invalid", "the value is not a number")
+local NOT_NUMBER = errors.new("cache", "invalid", "the value is not a number")
 
 local INCR = [[
 local v = redis.call('GET', KEYS[1])
@@ -59,7 +59,7 @@ local B_S, B_N, B_B, B_J = byte("s"), byte("n"), byte("b"), byte("j")
 local R = {}
 R.__index = R
 
-local fail = redis_client.failer(cache.error, "invalid")
+local fail = redis_client.failer("cache", "invalid")
 
 local function encode(value)
   local t = type(value)
@@ -139,22 +139,20 @@ end
 R.close = redis_client.close
 
 function M.new(opts)
-  local self, err = redis_client.new("cache.redis", opts, cache.error, M.PREFIX)
+  local self, err = redis_client.new("cache.redis", opts, "cache", M.PREFIX)
   if not self then return nil, err end
   self.incr_script = self.client:script(INCR)
   self.keys, self.args = {}, {}   -- reused by incr: EVALSHA's keys and args
   return setmetatable(self, R)
 end
 
--- The container's factory: section is the config's cache section; cache.url overrides
+-- The adapter contract: section is the config's cache section; cache.url overrides
 -- redis.url; an empty cache.prefix means M.PREFIX.
 function M.open(section, ctx)
   local url, timeout = redis_client.config(section, ctx)
   local prefix = section.prefix
   if prefix == nil or prefix == "" then prefix = M.PREFIX end
-  local impl, err = M.new{ url = url, prefix = prefix, timeout = timeout }
-  if not impl then return nil, err end
-  return cache.wrap(impl, { ttl_default = section.ttl_default })
+  return M.new{ url = url, prefix = prefix, timeout = timeout }
 end
 
 return M

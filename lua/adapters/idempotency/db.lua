@@ -25,7 +25,7 @@
 -- batches by a sweep that a reservation runs at most once per sweep_interval. A database
 -- failure is nil, err with code "unavailable" (the middleware then answers 503).
 
-local idempotency = require "zever.idempotency"
+local errors = require "zever.errors"
 local db_table = require "adapters.db_table"
 local result_codec = require "adapters.idempotency_result"
 
@@ -68,13 +68,12 @@ local function statements(t)
   }
 end
 
-local IN_PROGRESS, KEY_MISMATCH = idempotency.IN_PROGRESS, idempotency.KEY_MISMATCH
-local COMPLETED = idempotency.error("invalid", "the key is already complete")
-local NO_RESERVATION = idempotency.error("not_found", "no live reservation for the key")
-local BUSY = idempotency.error("in_progress", "the key changed hands while it was reserved")
+local BUSY = errors.new("idempotency", "in_progress", "the key changed hands while it was reserved")
 
 local encode, decode = result_codec.encode, result_codec.decode
-local fail = db_table.failer(idempotency.error)
+local IN_PROGRESS, KEY_MISMATCH = result_codec.IN_PROGRESS, result_codec.KEY_MISMATCH
+local COMPLETED, NO_RESERVATION = result_codec.COMPLETED, result_codec.NO_RESERVATION
+local fail = db_table.failer("idempotency")
 local now_of = db_table.now
 
 local D = {}
@@ -86,18 +85,16 @@ end
 
 -- Deletes at most sweep_batch rows that expired before now; returns how many.
 function D:sweep(now)
-  local ok, err = self:ensure()
-  if not ok then return nil, err end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local r, derr = self.db:exec(self.sql.sweep, now or now_of(self), self.sweep_batch)
   if not r then return fail(derr) end
   return r.changes
 end
 
 function D:begin(key, fp, ttl, pending)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local db, sql, blob = self.db, self.sql, self.blob
   local bkey = blob(key)
   local now = now_of(self)
@@ -125,10 +122,8 @@ function D:begin(key, fp, ttl, pending)
 end
 
 function D:complete(key, result, token)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local raw, kind = encode(result)
   local db, sql = self.db, self.sql
   local bkey, now = self.blob(key), now_of(self)
@@ -147,10 +142,8 @@ function D:complete(key, result, token)
 end
 
 function D:forget(key, token)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local r, err
   if type(token) == "string" and token ~= "" then
     r, err = self.db:exec(self.sql.forget_token, self.blob(key), token)
@@ -181,12 +174,12 @@ function M.new(db, opts)
   return setmetatable(self, D)
 end
 
--- The container's factory: section is the config's idempotency section; the database is the
+-- The adapter contract: section is the config's idempotency section; the database is the
 -- app's.
-function M.open(section, ctx)
+function M.open(_, ctx)
   local db, err = ctx:get("db")
   if not db then return nil, err end
-  return idempotency.wrap(M.new(db), { ttl = section.ttl, pending_ttl = section.pending_ttl })
+  return M.new(db)
 end
 
 return M

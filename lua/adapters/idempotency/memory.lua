@@ -9,22 +9,24 @@
 --   impl:sweep([max_steps]) -> removed, more    expired entries, bounded work
 --   impl:stats()            -> { entries, pending, bytes, max_keys, max_bytes, evictions, expired }
 --   impl:clear()
---   memory.open(section)    -> a zever.idempotency over it (the container's factory)
+--   memory.open(section)    -> impl over it (the adapter contract)
 --
 -- begin and complete go through LuaJIT's FFI into the core with a buffer this object owns (it
 -- grows to the largest result replayed); the classic binding (zever.idempotency_core) does the
--- rest and is the fallback when the host does not export the core. Results are tagged: strings
+-- rest and is the fallback when the host does not export the core (new{ classic = true } takes
+-- it on purpose: the specs run both paths). Results are tagged: strings
 -- as they are, numbers as %.17g text, booleans as one byte, tables as JSON (zever.json). clock
 -- is for specs: a function returning seconds; without it the core reads CLOCK_MONOTONIC. An
 -- open of a name with other bounds raises.
 
 local ffi = require "ffi"
 local core = require "zever.idempotency_core"
-local idempotency = require "zever.idempotency"
+local errors = require "zever.errors"
+local stripes = require "adapters.stripes"
 local result_codec = require "adapters.idempotency_result"
 
-local type, error, tostring, tonumber, format, setmetatable = type, error, tostring, tonumber,
-  string.format, setmetatable
+local type, error, tonumber, format, setmetatable = type, error, tonumber, string.format,
+  setmetatable
 local ffi_string = ffi.string
 
 local M = {}
@@ -46,23 +48,19 @@ local has_ffi = pcall(function() return C.zv_idem_begin and C.zv_idem_complete e
 local idem_ptr = ffi.typeof("zv_idem_t *")
 
 local encode, decode = result_codec.encode, result_codec.decode
+local IN_PROGRESS, KEY_MISMATCH = result_codec.IN_PROGRESS, result_codec.KEY_MISMATCH
+local COMPLETED, NO_RESERVATION = result_codec.COMPLETED, result_codec.NO_RESERVATION
 local RESERVED, REPLAY, PENDING = 0, 1, 2
-local ERANGE, TOOLONG, CONFLICT, NOTFOUND = -3, -4, -5, -6
+local E = errors.E
+local ERANGE, TOOLONG, CONFLICT, NOTFOUND = E.RANGE, E.TOOLONG, E.CONFLICT, E.NOTFOUND
 
-local IN_PROGRESS, KEY_MISMATCH = idempotency.IN_PROGRESS, idempotency.KEY_MISMATCH
-local TOO_BIG = idempotency.error("invalid", "the entry is larger than the store's byte budget")
-local COMPLETED = idempotency.error("invalid", "the key is already complete")
-local NO_RESERVATION = idempotency.error("not_found", "no live reservation for the key")
-local NO_MEMORY = idempotency.error("unavailable", "out of memory")
+local TOO_BIG = errors.new("idempotency", "invalid", "the entry is larger than the store's byte budget")
+local NO_MEMORY = errors.core("idempotency", E.NOMEM)
 
-local Memory = {}
-Memory.__index = Memory
+-- Memory: the FFI path; Classic: the classic binding's (see adapters.stripes).
+local Memory, Classic = stripes.classes()
 
-local function now_of(self)
-  local clock = self.clock
-  if not clock then return 0 end
-  return clock() * 1e9 + 1
-end
+local now_of = stripes.now
 
 local function failure(code)
   if code == TOOLONG or code == "TOOLONG" then return nil, TOO_BIG end
@@ -101,46 +99,32 @@ if has_ffi then
     if rc == 0 then return true end
     return failure(rc)
   end
-else
-  function Memory:begin(key, fp, ttl, pending)
-    local status, a, b = self.handle:begin(key, fp, ttl * 1e9, pending * 1e9, now_of(self))
-    if status == "reserved" then return { replay = false, token = a } end
-    if status == "replay" then return { replay = true, result = decode(a, b) } end
-    if status == "pending" then return nil, IN_PROGRESS end
-    if status == "mismatch" then return nil, KEY_MISMATCH end
-    return failure(a)
-  end
-
-  function Memory:complete(key, result, token)
-    local raw, kind = encode(result)
-    local ok, code = self.handle:complete(key, token or 0, raw, kind, now_of(self))
-    if ok then return true end
-    return failure(code)
-  end
 end
+
+function Classic:begin(key, fp, ttl, pending)
+  local status, a, b = self.handle:begin(key, fp, ttl * 1e9, pending * 1e9, now_of(self))
+  if status == "reserved" then return { replay = false, token = a } end
+  if status == "replay" then return { replay = true, result = decode(a, b) } end
+  if status == "pending" then return nil, IN_PROGRESS end
+  if status == "mismatch" then return nil, KEY_MISMATCH end
+  return failure(a)
+end
+
+function Classic:complete(key, result, token)
+  local raw, kind = encode(result)
+  local ok, code = self.handle:complete(key, token or 0, raw, kind, now_of(self))
+  if ok then return true end
+  return failure(code)
+end
+
+if not has_ffi then Memory.begin, Memory.complete = Classic.begin, Classic.complete end
 
 function Memory:forget(key, token)
   self.handle:forget(key, type(token) == "number" and token or 0, now_of(self))
   return true
 end
 
-function Memory:sweep(max_steps)
-  return self.handle:sweep(max_steps or 256, now_of(self))
-end
-
-function Memory:stats()
-  return self.handle:stats()
-end
-
-function Memory:clear()
-  self.handle:clear()
-end
-
-function Memory:close()
-  self.handle:release()
-  self.ptr = nil
-  return true
-end
+stripes.methods(Memory, 256)
 
 local MiB = 1024 * 1024
 
@@ -157,18 +141,8 @@ function M.new(opts)
   if type(opts) ~= "table" then error("idempotency.memory.new: expects an options table", 2) end
   local max_keys = count(opts, "max_keys", 100000)
   local max_bytes = count(opts, "max_bytes", 64 * MiB)
-  if opts.clock ~= nil and type(opts.clock) ~= "function" then
-    error("idempotency: clock must be a function", 2)
-  end
-  local name = opts.name or format("default:%d:%d", max_keys, max_bytes)
-  if type(name) ~= "string" then error("idempotency: name must be a string", 2) end
-  local handle, code, msg = core.open(name, max_keys, max_bytes)
-  if not handle then
-    if code == "CONFLICT" then
-      error(format('idempotency: "%s" is already open with other bounds', name), 2)
-    end
-    error("idempotency: " .. tostring(msg), 2)
-  end
+  local handle, name = stripes.open("idempotency", opts,
+    format("default:%d:%d", max_keys, max_bytes), "other bounds", core.open, max_keys, max_bytes)
   local cap = 512
   return setmetatable({
     handle = handle,
@@ -180,13 +154,12 @@ function M.new(opts)
     name = name,
     max_keys = max_keys,
     max_bytes = max_bytes,
-  }, Memory)
+  }, (has_ffi and not opts.classic) and Memory or Classic)
 end
 
--- The container's factory: section is the config's idempotency section.
+-- The adapter contract: section is the config's idempotency section.
 function M.open(section)
-  return idempotency.wrap(M.new{ max_keys = section.max_keys, max_bytes = section.max_bytes },
-    { ttl = section.ttl, pending_ttl = section.pending_ttl })
+  return M.new{ max_keys = section.max_keys, max_bytes = section.max_bytes }
 end
 
 M.ffi = has_ffi

@@ -6,7 +6,7 @@
 --                           prefix = "zever:idem:", timeout = 5 }
 --   impl:begin(key, fp, ttl, pending_ttl) / complete(key, result, token) / forget(key, token)
 --   impl:close()                  (valid arguments: zever.idempotency checks them)
---   ridem.open(section, ctx)      -> a zever.idempotency over it (the container's factory)
+--   ridem.open(section, ctx)      -> impl over it (the adapter contract)
 --
 -- An entry is a hash at prefix .. "k:" .. key:
 --
@@ -20,7 +20,6 @@
 -- tables as JSON). Time is the server's. A connection failure is nil, err with code
 -- "unavailable" (the middleware then answers 503: it fails closed).
 
-local idempotency = require "zever.idempotency"
 local redis_client = require "adapters.redis_client"
 local result_codec = require "adapters.idempotency_result"
 
@@ -61,12 +60,11 @@ if redis.call('HGET', KEYS[1], 't') == ARGV[1] then redis.call('DEL', KEYS[1]) e
 return 1
 ]]
 
-local IN_PROGRESS, KEY_MISMATCH = idempotency.IN_PROGRESS, idempotency.KEY_MISMATCH
-local COMPLETED = idempotency.error("invalid", "the key is already complete")
-local NO_RESERVATION = idempotency.error("not_found", "no live reservation for the key")
 
 local encode, decode = result_codec.encode, result_codec.decode
-local unavailable = redis_client.failer(idempotency.error)
+local IN_PROGRESS, KEY_MISMATCH = result_codec.IN_PROGRESS, result_codec.KEY_MISMATCH
+local COMPLETED, NO_RESERVATION = result_codec.COMPLETED, result_codec.NO_RESERVATION
+local unavailable = redis_client.failer("idempotency")
 
 -- A token as the server stores it ("" for none): tokens are the INCR numbers begin hands out.
 local function token_arg(token)
@@ -129,7 +127,7 @@ R.close = redis_client.close
 -- owns and closes); prefix ("zever:idem:"); timeout (seconds, for the shared client). Raises
 -- on bad options; nil, err when the url is invalid.
 function M.new(opts)
-  local self, err = redis_client.new("idempotency.redis", opts, idempotency.error, "zever:idem:")
+  local self, err = redis_client.new("idempotency.redis", opts, "idempotency", "zever:idem:")
   if not self then return nil, err end
   local client = self.client
   self.begin_script = client:script(M.BEGIN)
@@ -140,13 +138,7 @@ function M.new(opts)
   return setmetatable(self, R)
 end
 
--- The container's factory: section is the config's idempotency section; section.url overrides
--- the config's redis.url.
-function M.open(section, ctx)
-  local url, timeout = redis_client.config(section, ctx)
-  local impl, err = M.new{ url = url, timeout = timeout }
-  if not impl then return nil, err end
-  return idempotency.wrap(impl, { ttl = section.ttl, pending_ttl = section.pending_ttl })
-end
+-- The adapter contract: section.url (else the config's redis.url) names the server.
+M.open = redis_client.opener(M.new)
 
 return M

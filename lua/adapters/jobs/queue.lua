@@ -10,20 +10,23 @@
 --   impl:release(msg)       nack with requeue at once (drain gives unfinished jobs back)
 --   impl:bury(msg, record)  -> id | nil, err: inserts the failed_jobs row and acks msg
 --   impl:failed(limit)      -> rows oldest first (args decoded) | nil, err
---   impl:retry(id | nil)    -> n: dispatches the failed jobs again, removing their rows
+--   impl:retry(id | nil, prefix) -> n: dispatches the failed jobs again (on topic prefix ..
+--                           queue), removing their rows
 --   impl:forget(id | nil)   -> n: removes failed_jobs rows (nil: all)
---   jq.open(section, ctx)   -> a zever.jobs over ctx:get("queue") (the container's factory)
+--   jq.open(section, ctx)   -> impl over ctx:get("queue") (the adapter contract; the registry
+--                              wraps it with zever.jobs' wrap_config)
 --
 -- With the db queue on the same database, bury and retry run in one transaction, so a dead
 -- letter is never both recorded and still queued. The table is created on first use (CREATE
 -- TABLE IF NOT EXISTS); the database is resolved only then, so an app that never dead-letters
 -- never needs one. This file must not decide retries or run handlers (zever.jobs, zever.worker).
 
-local jobs = require "zever.jobs"
+local errors = require "zever.errors"
 local json = require "zever.json"
+local db_table = require "adapters.db_table"
 
-local type, error, format, setmetatable, tostring, ipairs = type, error, string.format,
-  setmetatable, tostring, ipairs
+local type, error, format, setmetatable, ipairs = type, error, string.format, setmetatable,
+  ipairs
 
 local M = {}
 
@@ -42,27 +45,12 @@ local J = {}
 J.__index = J
 
 local function fail(err)
-  if type(err) == "table" and err.code then
-    return nil, jobs.error(err.code, tostring(err.message or err))
-  end
-  return nil, jobs.error("unavailable", tostring(err))
+  return nil, errors.adopt("jobs", err)
 end
 
 -- The database with the failed_jobs table in it; resolved and prepared on first use.
 function J:database()
-  local db = self.db
-  if not self.ready then
-    if type(db) == "function" then
-      local got, err = db()
-      if not got then return fail(err) end
-      db = got
-      self.db = db
-    end
-    local ok, err = db:exec(format(SCHEMA, self.table))
-    if not ok then return fail(err) end
-    self.ready = true
-  end
-  return db
+  return db_table.resolve(self, format(SCHEMA, self.table), fail)
 end
 
 function J:enqueue(topic, payload, delay)
@@ -122,7 +110,7 @@ local function where(id)
   return "", { n = 0 }
 end
 
-function J:retry(id)
+function J:retry(id, prefix)
   local db, err = self:database()
   if not db then return nil, err end
   local cond, binds = where(id)
@@ -130,7 +118,7 @@ function J:retry(id)
     local rows, qerr = tx:query(self.sql.list_raw .. cond, binds)
     if not rows then error(qerr, 0) end
     for _, r in ipairs(rows) do
-      local pid, perr = self.queue:push(jobs.PREFIX .. r.queue,
+      local pid, perr = self.queue:push(prefix .. r.queue,
         '{"name":' .. json.encode(r.name) .. ',"args":' .. r.args .. '}')
       if not pid then error(perr, 0) end
     end
@@ -173,7 +161,7 @@ function M.new(q, opts)
   end
   return setmetatable({
     queue = q,
-    db = db or function() return nil, jobs.error("unavailable", "no database for failed jobs") end,
+    db = db or function() return nil, errors.new("jobs", "unavailable", "no database for failed jobs") end,
     table = t,
     ready = false,
     sql = {
@@ -187,18 +175,11 @@ function M.new(q, opts)
   }, J)
 end
 
--- The container's factory: section is the config's jobs section.
+-- The adapter contract: section is the config's jobs section.
 function M.open(section, ctx)
   local q, err = ctx:get("queue")
   if not q then return nil, err end
-  local impl = M.new(q, { table = section.failed_table,
-    db = function() return ctx:get("db") end })
-  return jobs.wrap(impl, {
-    queue = section.queue, attempts = section.attempts, base = section.backoff_base,
-    cap = section.backoff_cap, jitter = section.backoff_jitter,
-    timeout = (section.timeout and section.timeout > 0) and section.timeout
-      or (q.visibility or 30),
-  })
+  return M.new(q, { table = section.failed_table, db = function() return ctx:get("db") end })
 end
 
 return M

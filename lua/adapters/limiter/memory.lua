@@ -13,12 +13,14 @@
 -- Opening a name that is already open with other options raises (a programmer error). clock
 -- is for specs: a function returning seconds (a fake clock); without it the C core reads
 -- CLOCK_MONOTONIC itself. allow goes through LuaJIT's FFI (one C call, no allocation); the
--- classic binding (zever.limiter_core) is the fallback when the host does not export the core.
+-- classic binding (zever.limiter_core) is the fallback when the host does not export the core
+-- (new{ classic = true } takes it on purpose: the specs run both paths).
 -- Argument checks belong to the front-end (zever.limiter), not here.
 
 local ffi = require "ffi"
 local core = require "zever.limiter_core"
-local limiter = require "zever.limiter"
+local errors = require "zever.errors"
+local stripes = require "adapters.stripes"
 
 local type, error, tostring, format = type, error, tostring, string.format
 
@@ -38,35 +40,33 @@ local has_ffi = pcall(function() return C.zv_limiter_allow end)
 local c_allow = has_ffi and C.zv_limiter_allow
 local limiter_ptr = ffi.typeof("zv_limiter_t *")
 
-local Memory = {}
-Memory.__index = Memory
+-- Memory: the FFI path; Classic: the classic binding's (see adapters.stripes).
+local Memory, Classic = stripes.classes()
 
-local function fail(code_name, message)
-  local code = code_name == "TOOLONG" and "invalid" or code_name == "INVAL" and "invalid"
-    or "unavailable"
-  return nil, limiter.error(code, message)
+local E = errors.E
+
+local function fail(rc, message)
+  return nil, errors.core("limiter", rc, message)
 end
 
-local function now_of(self)
-  local clock = self.clock
-  if not clock then return 0 end
-  return clock() * 1e9 + 1
-end
+local now_of = stripes.now
 
 if has_ffi then
   function Memory:allow(key, cost)
     local r = self.result
     local rc = c_allow(self.ptr, key, #key, cost, now_of(self), r)
-    if rc ~= 0 then return fail(rc == -4 and "TOOLONG" or "NOMEM", "cannot admit the key") end
+    if rc ~= 0 then return fail(rc == E.TOOLONG and rc or E.NOMEM, "cannot admit the key") end
     return r.allowed ~= 0, r.remaining, r.retry_after
   end
-else
-  function Memory:allow(key, cost)
-    local allowed, remaining, retry_after = self.handle:allow(key, cost, now_of(self))
-    if allowed == nil then return fail(remaining, retry_after) end
-    return allowed, remaining, retry_after
-  end
 end
+
+function Classic:allow(key, cost)
+  local allowed, remaining, retry_after = self.handle:allow(key, cost, now_of(self))
+  if allowed == nil then return fail(remaining, retry_after) end
+  return allowed, remaining, retry_after
+end
+
+if not has_ffi then Memory.allow = Classic.allow end
 
 function Memory:reset(key)
   local ok, code, msg = self.handle:reset(key)
@@ -74,19 +74,7 @@ function Memory:reset(key)
   return true
 end
 
-function Memory:sweep(max_steps)
-  return self.handle:sweep(max_steps or 64, now_of(self))
-end
-
-function Memory:stats()
-  return self.handle:stats()
-end
-
-function Memory:close()
-  self.handle:release()
-  self.ptr = nil
-  return true
-end
+stripes.methods(Memory, 64)
 
 local function positive(name, v, default)
   if v == nil then return default end
@@ -104,19 +92,9 @@ function M.new(opts)
   local idle = positive("idle_ttl", opts.idle_ttl, 600)
   if burst < 1 then error("limiter: burst must be >= 1", 2) end
   if max_keys < 1 then error("limiter: max_keys must be >= 1", 2) end
-  if opts.clock ~= nil and type(opts.clock) ~= "function" then
-    error("limiter: clock must be a function", 2)
-  end
-  local name = opts.name or format("default:%s:%s:%s:%s", tostring(rate), tostring(burst),
-    tostring(max_keys), tostring(idle))
-  if type(name) ~= "string" then error("limiter: name must be a string", 2) end
-  local handle, code, msg = core.open(name, rate, burst, max_keys, idle)
-  if not handle then
-    if code == "CONFLICT" then
-      error(format('limiter: "%s" is already open with other options', name), 2)
-    end
-    error("limiter: " .. tostring(msg), 2)
-  end
+  local handle, name = stripes.open("limiter", opts, format("default:%s:%s:%s:%s",
+    tostring(rate), tostring(burst), tostring(max_keys), tostring(idle)), "other options",
+    core.open, rate, burst, max_keys, idle)
   return setmetatable({
     handle = handle,
     ptr = has_ffi and ffi.cast(limiter_ptr, handle:ptr()) or nil,
@@ -125,13 +103,13 @@ function M.new(opts)
     name = name,
     rate = rate,
     burst = burst,
-  }, Memory)
+  }, (has_ffi and not opts.classic) and Memory or Classic)
 end
 
--- The container's factory: section is the config's limiter section.
+-- The adapter contract: section is the config's limiter section.
 function M.open(section)
-  return limiter.wrap(M.new{ rate = section.rate, burst = section.burst,
-    max_keys = section.max_keys, idle_ttl = section.idle_ttl })
+  return M.new{ rate = section.rate, burst = section.burst, max_keys = section.max_keys,
+    idle_ttl = section.idle_ttl }
 end
 
 M.ffi = has_ffi

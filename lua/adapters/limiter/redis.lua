@@ -9,7 +9,7 @@
 --   impl:allow(key, cost) -> allowed, remaining, retry_after | nil, err   (valid arguments)
 --   impl:reset(key)       -> true | nil, err                  (DEL: the next call gets a full bucket)
 --   impl:close()          -> true                  (releases the shared client; not a given one)
---   rlim.open(section, ctx) -> a zever.limiter over it (the container's factory)
+--   rlim.open(section, ctx) -> impl over it (the adapter contract)
 --
 -- A bucket is a hash at prefix .. key with fields t (tokens, a float) and ts (the server time
 -- of the last refill in microseconds). It expires (PEXPIRE) when it would be full again, since
@@ -20,7 +20,6 @@
 -- 0. A connection failure is nil, err with code "unavailable" (the middleware fails open).
 -- Argument checks belong to the front-end (zever.limiter), not here.
 
-local limiter = require "zever.limiter"
 local redis_client = require "adapters.redis_client"
 
 local type, error, tonumber, format, setmetatable = type, error, tonumber, string.format,
@@ -71,7 +70,7 @@ return { allowed, string.format('%.17g', tokens), string.format('%.17g', retry) 
 local R = {}
 R.__index = R
 
-local unavailable = redis_client.failer(limiter.error)
+local unavailable = redis_client.failer("limiter")
 
 function R:allow(key, cost)
   local args = self.args
@@ -110,7 +109,7 @@ function M.new(opts)
   local rate = number(opts, "rate", 10)
   local burst = number(opts, "burst", 20)
   if burst < 1 then error("limiter: burst must be >= 1", 2) end
-  local self, err = redis_client.new("limiter.redis", opts, limiter.error, "zever:limiter:")
+  local self, err = redis_client.new("limiter.redis", opts, "limiter", "zever:limiter:")
   if not self then return nil, err end
   self.script = self.client:script(M.ALLOW)
   self.keys = { "" }
@@ -120,14 +119,14 @@ function M.new(opts)
   return setmetatable(self, R)
 end
 
--- The container's factory: section is the config's limiter section; section.url overrides
+-- The adapter contract: section is the config's limiter section; section.url overrides
 -- the config's redis.url.
 function M.open(section, ctx)
   local url, timeout = redis_client.config(section, ctx)
   local impl, err = M.new{ url = url, rate = section.rate, burst = section.burst,
     timeout = timeout }
   if not impl then return nil, err end
-  return limiter.wrap(impl)
+  return impl
 end
 
 return M

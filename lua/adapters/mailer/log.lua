@@ -10,8 +10,12 @@
 -- Rendering and the JSON line happen in C (zever.mime_core's sink) in buffers kept between
 -- sends, written with one write(2) on an O_APPEND descriptor: after warm-up a send allocates
 -- nothing in C, and lines of several workers do not interleave. It must not deliver anything.
+--
+--   log.open(section, ctx) = log.new(section) -> adapter | nil, err   (the adapter contract)
+--   adapter:send(msg, default_from, max_bytes) -> message_id | nil, err (a zever error)
 
 local core = require "zever.mime_core"
+local errors = require "zever.errors"
 local ffi = require "ffi"
 
 local setmetatable, type, rawget = setmetatable, type, rawget
@@ -43,10 +47,7 @@ function M.new(section)
   local path = section and section.log_file
   if path == "" then path = nil end
   local sink, kind, message = core.sink(path)
-  if not sink then
-    return nil, setmetatable({ code = kind, message = "mailer: " .. message },
-      { __tostring = function(e) return e.message end })
-  end
+  if not sink then return nil, errors.binding("mailer", kind, message) end
   -- The flat layout zv_mime_sink_send_flat reads, reused by every send of this adapter.
   return setmetatable({ sink = sink, path = path, ptr = ffi_cast(sink_ptr, sink:ptr()),
     addrs = ffi_new("zv_mime_flat_addr_t[?]", MAX_ADDRS), counts = ffi_new("int[5]"),
@@ -136,16 +137,21 @@ function Log:send(msg, default_from, max_bytes)
       local rc = C.zv_mime_sink_send_flat(self.ptr, addrs, counts, fields, max_bytes or 0, id)
       if rc == 0 then return ffi_string(id[0].s, id[0].len) end
       if rc > 0 then
-        return nil, "unavailable", "cannot write the mail log: " .. ffi_string(C.strerror(rc))
+        return nil, errors.binding("mailer", "unavailable",
+          "cannot write the mail log: " .. ffi_string(C.strerror(rc)))
       end
     end
   end
-  return self.sink:send_fields(from, to, cc, bcc, reply_to, subject, text, html, date,
-    message_id, headers, attachments, default_from, max_bytes)
+  local id, kind, message = self.sink:send_fields(from, to, cc, bcc, reply_to, subject, text,
+    html, date, message_id, headers, attachments, default_from, max_bytes)
+  if id then return id end
+  return nil, errors.binding("mailer", kind, message)
 end
 
 function Log:close()
   self.sink:close()
 end
+
+M.open = M.new
 
 return M

@@ -4,45 +4,38 @@
 --   local adapter = assert(require("adapters.mailer.smtp").new{ smtp_host = "mx.example.com",
 --     smtp_port = 587, smtp_tls = "starttls", smtp_username = "u", smtp_password = "p",
 --     timeout = 10, smtp_ca_file = "" })
---   adapter:send(msg, default_from, max_bytes) -> message_id | nil, kind, message
+--   adapter:send(msg, default_from, max_bytes) -> message_id | nil, err (a zever error)
+--   smtp.open(section, ctx) = smtp.new(section): the adapter contract
 --
 -- The message is rendered (and validated) by zever.mime before anything is sent. Inside a
 -- coroutine (a request, a job) a send yields until the server answered; outside one it runs
 -- the loop until then, as zever.sleep does. One connection per adapter, kept open and reused;
--- concurrent senders queue behind each other. Kinds: "invalid" (refused by the builder),
+-- concurrent senders queue behind each other. Codes: "invalid" (refused by the builder),
 -- "rejected" (a 5xx from the server: a recipient, the sender or the message; nothing is
 -- delivered when any recipient is refused), "unavailable" (cannot connect, TLS, AUTH, 4xx,
 -- timeout, connection dropped), "closed". Messages never contain the password.
 
 local core = require "zever.smtp_core"
+local errors = require "zever.errors"
 local mime = require "zever.mime"
-local loop = require "zever.loop"
 local sched = require "zever.sched"
 
-local setmetatable, type, tostring, remove = setmetatable, type, tostring, table.remove
-local running, yield = coroutine.running, coroutine.yield
-local wake, run = sched.wake, loop.run
+local setmetatable, tostring, remove = setmetatable, tostring, table.remove
+local token_of, await, complete = sched.token, sched.await, sched.complete
 
 local M = {}
 
 local Smtp = {}
 Smtp.__index = Smtp
 
-local function dispatch(token, ok, kind, message)
-  if type(token) == "thread" then
-    wake(token, ok, kind, message)
-  else
-    token[1], token[2], token[3], token.done = ok, kind, message, true
-  end
-end
+local CLOSED = errors.binding("mailer", "closed", "the mailer is closed")
 
 local function loopback(host)
   return host == "localhost" or host == "::1" or host == "[::1]" or host:match("^127%.") ~= nil
 end
 
 local function failure(message)
-  return nil, setmetatable({ code = "invalid", message = "mailer: " .. message },
-    { __tostring = function(e) return e.message end })
+  return nil, errors.binding("mailer", "invalid", message)
 end
 
 -- new(section) -> adapter | nil, err. section: the mailer config section (smtp_host, smtp_port,
@@ -65,7 +58,7 @@ function M.new(section)
     host = host, port = section.smtp_port or 587, encryption = enc,
     username = user ~= "" and user or nil, password = section.smtp_password or "",
     timeout = section.timeout or 10, ca_file = ca, helo = section.smtp_helo,
-  }, dispatch)
+  }, complete)
   if not c then return failure(why) end
   return setmetatable({ c = c, busy = false, waiters = {}, closed = false }, Smtp)
 end
@@ -75,16 +68,13 @@ local function message_id(bytes)
   return head:match("\nMessage%-ID: *(<[^>\r\n]*>)") or head:match("^Message%-ID: *(<[^>\r\n]*>)")
 end
 
--- Waits for this sender's turn on the connection.
+-- Waits for this sender's turn on the connection: each waiter queues a token that release
+-- completes.
 local function acquire(self)
   while self.busy do
-    local co = running()
-    if co then
-      self.waiters[#self.waiters + 1] = co
-      yield()
-    else
-      run("once")
-    end
+    local token = token_of()
+    self.waiters[#self.waiters + 1] = token
+    await(token)
   end
   self.busy = true
 end
@@ -92,32 +82,23 @@ end
 local function release(self)
   self.busy = false
   local nxt = remove(self.waiters, 1)
-  if nxt then wake(nxt) end
+  if nxt then complete(nxt) end
 end
 
 function Smtp:send(msg, default_from, max_bytes)
-  if self.closed then return nil, "closed", "the mailer is closed" end
+  if self.closed then return nil, CLOSED end
   local bytes, env = mime.build(msg, { from = default_from, max_bytes = max_bytes })
-  if not bytes then return nil, "invalid", env.message end
+  if not bytes then return nil, errors.binding("mailer", "invalid", env.message) end
   acquire(self)
   if self.closed then
     release(self)
-    return nil, "closed", "the mailer is closed"
+    return nil, CLOSED
   end
-  local ok, kind, message
-  local co = running()
-  local token = co or {}
-  ok, kind, message = self.c:send(token, env.from, env.to, bytes)
-  if ok then
-    if co then
-      ok, kind, message = yield()
-    else
-      while not token.done do run("once") end
-      ok, kind, message = token[1], token[2], token[3]
-    end
-  end
+  local token = token_of()
+  local ok, kind, message = self.c:send(token, env.from, env.to, bytes)
+  if ok then ok, kind, message = await(token) end
   release(self)
-  if not ok then return nil, kind, message end
+  if not ok then return nil, errors.binding("mailer", kind, message) end
   return message_id(bytes)
 end
 
@@ -130,5 +111,7 @@ function Smtp:close()
   self.closed = true
   self.c:close()
 end
+
+M.open = M.new
 
 return M

@@ -7,7 +7,7 @@
 --   impl:sweep([ids]) -> reclaimed, more     the queue sweep (below); ids: a batch chosen earlier
 --   impl:stale_ids()  -> array of ids        the batch the next sweep would select
 --   impl:ensure()     -> true | nil, err     CREATE TABLE IF NOT EXISTS (run by the first call)
---   dbq.open(section, ctx) -> a zever.queue over ctx:get("db") (the container's factory)
+--   dbq.open(section, ctx) -> impl over ctx:get("db") (the adapter contract)
 --
 -- A message is a row; a claim is a compare-and-set lease: one UPDATE sets claimed_by (a token
 -- unique to this claim) and claimed_until on the oldest visible unclaimed row of the topic and
@@ -23,7 +23,6 @@
 -- Time is wall-clock seconds (a REAL column; processes share it); clock is for specs.
 
 local zdb = require "zever.db"
-local queue = require "zever.queue"
 local db_table = require "adapters.db_table"
 
 local type, format, setmetatable = type, string.format, setmetatable
@@ -35,7 +34,7 @@ local NULL = zdb.null
 local Q = {}
 Q.__index = Q
 
-local fail = db_table.failer(queue.error)
+local fail = db_table.failer("queue")
 local now_of = db_table.now
 
 local SCHEMA = [[
@@ -60,10 +59,8 @@ function Q:ensure()
 end
 
 function Q:push(topic, data, kind, headers, delay)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local now = now_of(self)
   local b = self.binds
   b[1], b[2], b[3], b[4], b[5], b[6], b.n = topic, kind, self.blob(data), headers or NULL, now,
@@ -80,8 +77,8 @@ function Q:stale_query(now)
 end
 
 function Q:stale_ids()
-  local ok, err = self:ensure()
-  if not ok then return nil, err end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local rows, qerr = self:stale_query(now_of(self)):all()
   if not rows then return fail(qerr) end
   local ids = {}
@@ -92,8 +89,8 @@ end
 -- One UPDATE over one batch: the stale rows the subquery selects (or the ids given), each still
 -- under the same lease guard when the update reaches it. Returns reclaimed, more.
 function Q:sweep(ids)
-  local ok, err = self:ensure()
-  if not ok then return nil, err end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local now = now_of(self)
   local r, uerr = self.db:update(self.table)
     :set{ attempt = zdb.col("attempt") + 1, claimed_by = zdb.null, claimed_until = zdb.null,
@@ -107,10 +104,8 @@ function Q:sweep(ids)
 end
 
 function Q:pop(topic, visibility)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local now = now_of(self)
   if db_table.due(self, now) then
     local _, err = self:sweep()
@@ -147,10 +142,8 @@ function Q:nack(id, lease, requeue, delay)
 end
 
 function Q:len(topic)
-  if not self.ready then
-    local ok, err = self:ensure()
-    if not ok then return nil, err end
-  end
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
   local row, err = self.db:first(self.sql.len, topic)
   if not row then return fail(err) end
   return row.n
@@ -187,13 +180,12 @@ function M.new(db, opts)
   return setmetatable(self, Q)
 end
 
--- The container's factory: section is the config's queue section; the database is the app's.
+-- The adapter contract: section is the config's queue section; the database is the app's.
 function M.open(section, ctx)
   local db, err = ctx:get("db")
   if not db then return nil, err end
-  local impl = M.new(db, { table = section.table, sweep_interval = section.sweep_interval,
+  return M.new(db, { table = section.table, sweep_interval = section.sweep_interval,
     sweep_batch = section.sweep_batch })
-  return queue.wrap(impl, { visibility_timeout = section.visibility_timeout })
 end
 
 return M

@@ -4,26 +4,27 @@
 --
 --   local impl = memory.new{ name = "default", clock = nil }
 --   impl:push / pop / ack / nack / len / close     (zever.queue's adapter interface)
---   memory.open(section)    -> a zever.queue over it (the container's factory)
+--   memory.open(section)    -> impl over it (the adapter contract)
 --
 -- clock is for specs: a function returning seconds, used for delays, leases and enqueued_at;
 -- without it the core reads CLOCK_MONOTONIC and enqueued_at is the wall clock.
 
 local core = require "zever.queue_core"
-local queue = require "zever.queue"
+local errors = require "zever.errors"
+local sys = require "zever.sys"
 
 local type, error, format, setmetatable = type, error, string.format, setmetatable
 
 local M = {}
 
-local NO_MEMORY = queue.error("unavailable", "out of memory")
+local NO_MEMORY = errors.core("queue", errors.E.NOMEM)
 
 local Memory = {}
 Memory.__index = Memory
 
 function Memory:push(topic, data, kind, headers, delay)
   local clock, now = self.clock, 0
-  local at = clock and clock() or queue.wall()
+  local at = clock and clock() or sys.wall()
   if clock then now = at * 1e9 + 1 end
   local id = self.handle:push(topic, data, kind, headers, delay * 1e9, at * 1e9, now)
   if id then return id end
@@ -68,9 +69,9 @@ function M.new(opts)
   return setmetatable({ handle = handle, clock = opts.clock, name = name }, Memory)
 end
 
--- The container's factory: section is the config's queue section.
-function M.open(section)
-  return queue.wrap(M.new{}, { visibility_timeout = section.visibility_timeout })
+-- The adapter contract: section is the config's queue section.
+function M.open()
+  return M.new{}
 end
 
 return M

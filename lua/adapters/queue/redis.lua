@@ -25,7 +25,6 @@
 -- Failures (connection down, timeout, error reply) are nil, err with err.code "unavailable".
 -- clock is for specs: a function returning seconds, sent to the scripts in place of TIME.
 
-local queue = require "zever.queue"
 local zredis = require "zever.redis"
 local redis_client = require "adapters.redis_client"
 
@@ -135,7 +134,7 @@ return redis.call('LLEN', KEYS[1]) + redis.call('ZCARD', KEYS[2]) + redis.call('
 local R = {}
 R.__index = R
 
-local fail = redis_client.failer(queue.error)
+local fail = redis_client.failer("queue")
 
 -- The key lists of topic's scripts, built once per topic (never changed: safe to share):
 -- k.push { ready, delayed, msg, seq }, k.four { ready, delayed, leased, msg },
@@ -221,7 +220,7 @@ function M.new(opts)
   if opts.clock ~= nil and type(opts.clock) ~= "function" then
     error("queue.redis: clock must be a function", 2)
   end
-  local self, err = redis_client.new("queue.redis", opts, queue.error, "zever:queue:")
+  local self, err = redis_client.new("queue.redis", opts, "queue", "zever:queue:")
   if not self then return nil, err end
   local client = self.client
   self.batch, self.clock, self.keys = batch, opts.clock, {}
@@ -231,12 +230,7 @@ function M.new(opts)
   return setmetatable(self, R)
 end
 
--- The container's factory: section is the config's queue section.
-function M.open(section, ctx)
-  local url, timeout = redis_client.config(section, ctx)
-  local impl, err = M.new{ url = url, timeout = timeout }
-  if not impl then return nil, err end
-  return queue.wrap(impl, { visibility_timeout = section.visibility_timeout })
-end
+-- The adapter contract: section.url (else the config's redis.url) names the server.
+M.open = redis_client.opener(M.new)
 
 return M

@@ -7,7 +7,7 @@
 --                             clock = fn }
 --   lock:acquire(key, slot, horizon) -> true (won) | false (another process won) | nil, err
 --   lock:cleanup(before)             -> rows deleted whose slot is older than `before`
---   db_lock.open(section, ctx)       -> a zever.scheduler over it (the container's factory)
+--   db_lock.open(section, ctx)       -> a lock (the adapter contract; the registry wraps it)
 --
 --   scheduler_locks: name TEXT, slot INTEGER, taken_at REAL, PRIMARY KEY (name, slot)
 --
@@ -15,8 +15,12 @@
 -- that wins a slot, at most once a minute, in one statement. The table is created on first use
 -- (CREATE TABLE IF NOT EXISTS). This file must not compute slots or dispatch jobs.
 
-local type, error, format, setmetatable, tostring, floor = type, error, string.format,
-  setmetatable, tostring, math.floor
+local errors = require "zever.errors"
+local sys = require "zever.sys"
+local db_table = require "adapters.db_table"
+
+local type, error, format, setmetatable, floor = type, error, string.format, setmetatable,
+  math.floor
 
 local M = {}
 
@@ -32,27 +36,13 @@ local L = {}
 L.__index = L
 
 local function fail(err)
-  local scheduler = require "zever.scheduler"
-  if type(err) == "table" and err.code then
-    return nil, scheduler.error(err.code, tostring(err.message or err))
-  end
-  return nil, scheduler.error("unavailable", tostring(err))
+  return nil, errors.adopt("scheduler", err)
 end
 
+local CLOSED = errors.new("scheduler", "closed", "lock closed")
+
 function L:database()
-  local db = self.db
-  if not self.ready then
-    if type(db) == "function" then
-      local got, err = db()
-      if not got then return fail(err) end
-      db = got
-      self.db = db
-    end
-    local ok, err = db:exec(format(SCHEMA, self.table))
-    if not ok then return fail(err) end
-    self.ready = true
-  end
-  return db
+  return db_table.resolve(self, format(SCHEMA, self.table), fail)
 end
 
 function L:cleanup(before)
@@ -64,7 +54,7 @@ function L:cleanup(before)
 end
 
 function L:acquire(key, slot, horizon)
-  if self.closed then return fail({ code = "closed", message = "lock closed" }) end
+  if self.closed then return nil, CLOSED end
   local db, err = self:database()
   if not db then return nil, err end
   local now = self.clock()
@@ -92,12 +82,11 @@ function M.new(opts)
     error("scheduler.db.new: table must be an identifier", 2)
   end
   return setmetatable({ db = opts.db, table = name, ready = false, closed = false, swept = 0,
-    clock = opts.clock or require("zever.queue").wall }, L)
+    clock = opts.clock or sys.wall }, L)
 end
 
 function M.open(section, ctx)
-  local lock = M.new{ db = function() return ctx:get("db") end, table = section.table }
-  return require("zever.scheduler").open(section, ctx, lock)
+  return M.new{ db = function() return ctx:get("db") end, table = section.table }
 end
 
 return M

@@ -7,7 +7,7 @@
 --   lock:acquire(key, slot, horizon) -> true (this caller won the slot) | false (taken)
 --                                      | nil, err
 --   lock:close()
---   memory.open(section, ctx)         -> a zever.scheduler over it (the container's factory)
+--   memory.open(section, ctx)         -> impl over it (the adapter contract)
 --
 -- A key lives `horizon` seconds (then the table forgets it; slots are never revisited, so that
 -- is safe). The table has a 4 MiB budget: ~20 000 live keys; eviction of a live key could only
@@ -15,18 +15,21 @@
 -- must not compute slots or dispatch jobs (zever.scheduler does).
 
 local cache_memory = require "adapters.cache.memory"
+local errors = require "zever.errors"
 
-local setmetatable, error, type = setmetatable, error, type
+local setmetatable, error, type, tostring = setmetatable, error, type, tostring
 
 local M = {}
 
 local L = {}
 L.__index = L
 
+local CLOSED = errors.new("scheduler", "closed", "lock closed")
+
 function L:acquire(key, _, horizon)
-  if self.closed then return nil, require("zever.scheduler").error("closed", "lock closed") end
+  if self.closed then return nil, CLOSED end
   local ok, err = self.impl:set(key, true, horizon or 86400, true)
-  if ok == nil then return nil, require("zever.scheduler").error("unavailable", tostring(err)) end
+  if ok == nil then return nil, errors.new("scheduler", "unavailable", tostring(err)) end
   return ok
 end
 
@@ -45,8 +48,8 @@ function M.new(opts)
   return setmetatable({ impl = impl, closed = false }, L)
 end
 
-function M.open(section, ctx)
-  return require("zever.scheduler").open(section, ctx, M.new())
+function M.open()
+  return M.new()
 end
 
 return M

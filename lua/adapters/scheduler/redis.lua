@@ -6,7 +6,7 @@
 --                                redis = { timeout = 5 } }        -- or client = c (borrowed)
 --   lock:acquire(key, slot, horizon) -> true (won) | false (another process won) | nil, err
 --   lock:close()
---   redis_lock.open(section, ctx)    -> a zever.scheduler over it (the container's factory)
+--   redis_lock.open(section, ctx)    -> impl over it (the adapter contract)
 --
 -- The key is prefix .. key (key already names the entry and the slot time, "<entry>@<slot>");
 -- it lives `horizon` seconds (PX; scheduler.horizon, 1 day by default), then Redis forgets it:
@@ -15,6 +15,7 @@
 -- process). This file must not compute slots or dispatch jobs.
 
 local redis_client = require "adapters.redis_client"
+local errors = require "zever.errors"
 
 local setmetatable, ceil = setmetatable, math.ceil
 
@@ -22,17 +23,14 @@ local M = {}
 
 M.PREFIX = "zever:scheduler:"
 
-local function scheduler_error(code, message)
-  return require("zever.scheduler").error(code, message)
-end
-
-local fail = redis_client.failer(scheduler_error)
+local fail = redis_client.failer("scheduler")
+local CLOSED = errors.new("scheduler", "closed", "lock closed")
 
 local L = {}
 L.__index = L
 
 function L:acquire(key, _, horizon)
-  if self.closed then return nil, scheduler_error("closed", "lock closed") end
+  if self.closed then return nil, CLOSED end
   local ms = ceil((horizon or 86400) * 1000)
   if ms < 1 then ms = 1 end
   local ok, err = self.client:call("SET", self.prefix .. key, "1", "NX", "PX", ms)
@@ -48,19 +46,13 @@ function L:close()
 end
 
 function M.new(opts)
-  local self, err = redis_client.new("scheduler.redis", opts, scheduler_error, M.PREFIX)
+  local self, err = redis_client.new("scheduler.redis", opts, "scheduler", M.PREFIX)
   if not self then return nil, err end
   self.closed = false
   return setmetatable(self, L)
 end
 
--- The container's factory: section is the config's scheduler section; scheduler.url overrides
--- redis.url.
-function M.open(section, ctx)
-  local url, timeout = redis_client.config(section, ctx)
-  local lock, err = M.new{ url = url, timeout = timeout }
-  if not lock then return nil, err end
-  return require("zever.scheduler").open(section, ctx, lock)
-end
+-- The adapter contract: section.url (else the config's redis.url) names the server.
+M.open = redis_client.opener(M.new)
 
 return M

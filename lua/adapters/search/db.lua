@@ -7,7 +7,7 @@
 --   impl:flush()                      -> true | nil, err  (feeds pending rows to FTS5 now)
 --   impl:reindex([index[, progress]]) -> n rows | nil, err  (rebuilds the FTS5 index)
 --   impl:optimize()                   -> true | nil, err  (FTS5 'optimize': one segment)
---   db_search.open(section, ctx)   -> zever.search over ctx:get("db") (the container's factory)
+--   db_search.open(section, ctx)   -> impl over ctx:get("db") (the adapter contract)
 --   db_search.decode               the metadata JSON decoder (specs may wrap it)
 --
 -- Storage: a content table (seq, id, "index", content, metadata; UNIQUE (id, "index")), an
@@ -35,7 +35,7 @@
 -- "invalid". Arguments were checked by the front-end (zever.search), which also encoded the
 -- metadata.
 
-local search = require "zever.search"
+local errors = require "zever.errors"
 local json = require "zever.json"
 
 local type, tostring, find, concat, rep = type, tostring, string.find, table.concat, string.rep
@@ -45,7 +45,7 @@ local M = {}
 M.decode = json.decode
 M.CHUNK = 500
 
-local function fail(code, message) return nil, search.error(code, message) end
+local function fail(code, message) return nil, errors.new("search", code, message) end
 
 local function pass(err)
   if type(err) ~= "table" then return fail("unavailable", tostring(err)) end
@@ -310,9 +310,7 @@ end
 function M.open(section, ctx)
   local db, err = ctx:get("db")
   if not db then return nil, err end
-  local impl, ierr = M.new(db, { fts = section.fts })
-  if not impl then return nil, ierr end
-  return search.wrap(impl)
+  return M.new(db, { fts = section.fts })
 end
 
 return M

@@ -4,7 +4,7 @@
 --   impl:upsert(id, embedding, metadata) / upsert_batch(items) / delete(id)
 --   impl:query(e, k[, filter[, opts]])     opts.exact, opts.nprobe (checked by the front-end)
 --   impl:build_index(opts) / drop_index() / index_info()   the opt-in IVF-flat index
---   db_vectors.open(section, ctx)  -> zever.vectors over ctx:get("db") (the container's factory)
+--   db_vectors.open(section, ctx)  -> impl over ctx:get("db") (the adapter contract)
 --   db_vectors.decode              the JSON decoder of metadata (specs wrap it to count calls)
 --
 -- Storage: one row per vector, (id TEXT PRIMARY KEY, dim, norm REAL, embedding BLOB of dim
@@ -29,7 +29,7 @@
 
 local ffi = require "ffi"
 local core = require "zever.vectors_core"
-local vectors = require "zever.vectors"
+local errors = require "zever.errors"
 local json = require "zever.json"
 local blob = require("zever.sqlite").blob
 
@@ -67,7 +67,7 @@ local M = {}
 
 M.decode = json.decode
 
-local function fail(code, message) return nil, vectors.error(code, message) end
+local function fail(code, message) return nil, errors.new("vectors", code, message) end
 
 local DB = {}
 DB.__index = DB
@@ -401,10 +401,7 @@ function M.open(section, ctx)
   if section.index then
     index = { nlist = section.nlist, nprobe = section.nprobe, min_rows = section.index_min_rows }
   end
-  local impl, ierr = M.new(db, { dimensions = section.dimensions, table = section.table,
-    index = index })
-  if not impl then return nil, ierr end
-  return vectors.wrap(impl)
+  return M.new(db, { dimensions = section.dimensions, table = section.table, index = index })
 end
 
 return M
