@@ -103,7 +103,7 @@ lint: deps
 	@luacheck -q --no-color $(LUA_DIRS)
 
 test: all lint
-	@bin/zever test
+	@bin/zever test spec examples
 
 # --- sanitizers -----------------------------------------------------------------------------
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer

@@ -13,7 +13,8 @@
 --   config.scrub(cfg, msg)      -> msg with every secret value of cfg replaced
 --   config.render(cfg)          -> YAML text of cfg (redact it first), loadable as zever.yaml
 --   config.plain(cfg)           -> a copy with durations written as text ("10s"), for JSON
---   config.sources(cfg)         -> { files = {...}, environment = name|nil, vars = {...} }
+--   config.sources(cfg)         -> { files = {...}, environment = name|nil, vars = {...},
+--                                    origin = { ["db.dsn"] = file | "$VAR" } }
 --
 -- cfg is a plain table of sections (cfg.http.listen, cfg.db.dsn, ...); durations are seconds.
 -- err is { code = "invalid", message = "...", errors = { {file, line, path, var, message} } }
@@ -149,12 +150,13 @@ function M.load(opts)
   env.apply(cfg, source, state)
   if #state.errors == 0 then validate.check(cfg, state) end
   if #state.errors > 0 then return nil, make_error(state.errors) end
-  meta[cfg] = { files = files, environment = environment, vars = state.applied }
+  meta[cfg] = { files = files, environment = environment, vars = state.applied,
+    origin = state.origin }
   return cfg
 end
 
 function M.sources(cfg)
-  return meta[cfg] or { files = {}, vars = {} }
+  return meta[cfg] or { files = {}, vars = {}, origin = {} }
 end
 
 function M.redact(cfg)
