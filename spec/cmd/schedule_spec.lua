@@ -10,21 +10,8 @@ local json = require "zever.json"
 local quote = process.quote
 local APP = "spec/fixtures/scheduler_app"
 
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function wait_for(cond, secs)
-  for _ = 1, (secs or 10) * 100 do
-    if cond() then return true end
-    os.execute("sleep 0.01")
-  end
-  return cond() and true or false
-end
+local fs = require "spec.support.files"
+local read, wait_for = fs.text, process.wait_for
 
 local function zever(args, env)
   return process.run((env or "") .. quote(sys.exe()) .. " " .. args)

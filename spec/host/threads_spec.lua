@@ -6,20 +6,8 @@ local sys = require "zever.sys"
 
 local run_until = require("zever.testing").run_until
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p " .. dir) == 0)
-  return dir
-end
+local fs = require "spec.support.files"
+local slurp, tmpdir = fs.slurp, fs.tmpdir
 
 describe("zever.threads", function()
   it("starts workers that get the payload, their index and the count", function()

@@ -37,4 +37,33 @@ function M.zever(...)
   return M.run(table.concat(parts, " "))
 end
 
+
+-- Whether process pid is alive.
+function M.alive(pid)
+  if not pid then return false end
+  local r = os.execute("kill -0 " .. pid .. " 2>/dev/null")
+  return r == 0 or r == true
+end
+
+-- Polls cond() every 10 ms (a real sleep: another process does the work) until it returns true
+-- or secs (default 10) have passed; returns whether it did. Specs wait for what they need (a
+-- file a process writes, a row, a port) to a generous deadline, never for a fixed time.
+function M.wait_for(cond, secs)
+  local deadline = sys.now() + (secs or 10)
+  while sys.now() < deadline do
+    if cond() then return true end
+    os.execute("sleep 0.01")
+  end
+  return cond() and true or false
+end
+
+-- A port the kernel says is free right now on 127.0.0.1 (bind port 0, read it, close).
+function M.free_port()
+  local srv = assert(require("zever.http").listen({ host = "127.0.0.1", port = 0,
+    reuseport = false }, function() end))
+  local port = srv:port()
+  srv:close()
+  return port
+end
+
 return M
