@@ -50,9 +50,7 @@ describe("zever schedule", function()
   end)
 
   it("runs each slot's job exactly once with two worker processes on one SQLite file", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute("mkdir -p " .. quote(dir)) == 0)
+    local dir = require("spec.support.files").tmpdir()
     local out, dbfile = dir .. "/out", dir .. "/app.db"
     local env = "DB_DSN=" .. quote("sqlite:" .. dbfile) .. " SCHEDULER_ADAPTER=db SCHED_OUT="
       .. quote(out) .. " QUEUE_POLL_MAX=20ms LOG_LEVEL=error "
