@@ -38,6 +38,20 @@ function M.zever(...)
 end
 
 
+-- What cmdline printed (stdout and stderr together), trailing white space removed.
+function M.output(cmdline)
+  local p = assert(io.popen("(" .. cmdline .. ") 2>&1"))
+  local out = p:read("*a")
+  p:close()
+  return (out:gsub("%s+$", ""))
+end
+
+-- Sleeps s seconds: one step of a loop that polls a condition to a deadline, never a way to
+-- wait for something on its own.
+function M.sleep(s)
+  os.execute("sleep " .. s)
+end
+
 -- Whether process pid is alive.
 function M.alive(pid)
   if not pid then return false end
@@ -52,7 +66,7 @@ function M.wait_for(cond, secs)
   local deadline = sys.now() + (secs or 10)
   while sys.now() < deadline do
     if cond() then return true end
-    os.execute("sleep 0.01")
+    M.sleep(0.01)
   end
   return cond() and true or false
 end

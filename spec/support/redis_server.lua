@@ -21,18 +21,9 @@ local core = require "zever.redis_core"
 local sys = require "zever.sys"
 
 local process = require "spec.support.process"
-local fs = require "spec.support.files"
 
 local quote, alive, free_port = process.quote, process.alive, process.free_port
-
-local function sh(cmd)
-  return fs.sh(cmd .. " 2>&1")
-end
-
--- One step of a polling loop (the loops check a condition to a deadline).
-local function sleep(s)
-  os.execute("sleep " .. s)
-end
+local sh, sleep = process.output, process.sleep
 
 local M = {}
 

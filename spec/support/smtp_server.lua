@@ -18,16 +18,9 @@ local json = require "zever.json"
 local process = require "spec.support.process"
 local fs = require "spec.support.files"
 
-local quote, alive, free_port, read = process.quote, process.alive, process.free_port, fs.slurp
-
-local function sh(cmd)
-  return fs.sh(cmd .. " 2>&1")
-end
-
--- One step of a polling loop (the loops check a condition to a deadline).
-local function sleep(s)
-  os.execute("sleep " .. s)
-end
+local quote, alive, free_port = process.quote, process.alive, process.free_port
+local sh, sleep = process.output, process.sleep
+local read = fs.slurp
 
 local M = {}
 
