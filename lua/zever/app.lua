@@ -379,7 +379,7 @@ function App:container()
   if not cfg then error(tostring(err), 2) end
   local dsn = cfg.db and cfg.db.dsn
   if dsn and M.testing and not M.test_names_db(cfg) then
-    cfg.db.dsn = "sqlite::memory:"
+    cfg.db.adapter, cfg.db.dsn = "sqlite", "sqlite::memory:"
   elseif dsn and self.dir ~= "." then
     -- A relative SQLite path is relative to the app, not to wherever zever was started.
     local path = dsn:match("^sqlite:(.*)$")

@@ -277,7 +277,9 @@ local function load(t)
   app_mod.testing = true
   local tmp, opts = t.tmp, t.opts
   local hook = function(_, cfg)
-    if not app_mod.test_names_db(cfg) then cfg.db.dsn = "sqlite:" .. tmp .. "/test.db" end
+    if not app_mod.test_names_db(cfg) then
+      cfg.db.adapter, cfg.db.dsn = "sqlite", "sqlite:" .. tmp .. "/test.db"
+    end
     if not opts.deliver then
       cfg.mailer.adapter = "log"
       cfg.mailer.log_file = tmp .. "/mail.log"

@@ -138,6 +138,21 @@ return { up = function(db) db:exec("CREATE TABLE items (id INTEGER PRIMARY KEY, 
       t:close()
     end)
 
+    it("gives an app configured for PostgreSQL an SQLite database of its own", function()
+      local pg = fs.tmpdir({ ["app.lua"] = APP, ["migrations/0001_items.lua"] = MIGRATION,
+        ["zever.yaml"] = "db:\n  adapter: postgres\n  dsn: postgres://app:pw@127.0.0.1:1/dev\n" },
+        "zever-testing-pg")
+      local t = testing.app(pg)
+      assert.are.equal(201, t:post("/items", { json = { name = "a" } }).status)
+      assert.are.same({ n = 1 }, t:get("/count"):json())
+      assert.are.equal("sqlite", t.app:config().db.adapter)
+      t:close()
+      local app = require("zever.app").load(pg)           -- loaded plainly under zever test
+      assert.are.equal("sqlite::memory:", app:config().db.dsn)
+      app:close()
+      fs.rm_rf(pg)
+    end)
+
     it("raises when there is no app to act on", function()
       assert.has_error(function() testing.perform_jobs() end,
         "testing.perform_jobs: no app (call testing.app first)")
