@@ -46,8 +46,9 @@ M.command = {
     if flags["exclude-tags"] then add(argv, "--exclude-tags=" .. flags["exclude-tags"]) end
     if flags.filter then add(argv, "--filter=" .. flags.filter) end
     if flags.pattern then add(argv, "--pattern=" .. flags.pattern) end
+    local seed
     if not flags["no-shuffle"] then
-      local seed = flags.seed and math.floor(flags.seed) or M.random_seed()
+      seed = flags.seed and math.floor(flags.seed) or M.random_seed()
       add(argv, "--shuffle", "--seed=" .. seed)
       io.write(("seed %d (replay this order with --seed %d)\n"):format(seed, seed))
       io.flush()
@@ -57,13 +58,14 @@ M.command = {
     add(argv, unpack(args))
     rawset(_G, "arg", argv)
     reporter.reset()
+    reporter.seed = seed
     ffi.C.setenv("ZEVER_ENV", "test", 1)
     require("zever.app").testing = true
     -- busted's runner raises an empty error instead of exiting when something failed (it
     -- believes it was not run from its own script); the reporter has the counts either way.
     local ok, err = pcall(require("busted.runner"), { standalone = false, output = "zever.testing.reporter" })
-    if not ok and err ~= nil then return 1, tostring(err) end
     local counts = reporter.counts()
+    if not ok and err ~= nil then return 1, tostring(err) end
     return (counts.failed > 0 or counts.ran == 0) and 1 or 0
   end,
 }

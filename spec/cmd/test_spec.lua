@@ -121,4 +121,12 @@ end)
     for i = 1, 8 do lines[i] = "RAN " .. i end
     assert.are.equal(table.concat(lines, "\n") .. "\n", plain.stderr)
   end)
+
+  it("repeats the seed on stderr when a spec fails", function()
+    fs.write(dir .. "/spec/fail_spec.lua", 'it("fails", function() assert.are.equal(1, 2) end)\n')
+    local r = zever_test(dir, "spec/fail_spec.lua --seed 42")
+    assert.are.equal(1, r.code)
+    assert.is_truthy(r.stdout:find("\n0 passed, 1 failed\n$"), r.stdout)
+    assert.are.equal("zever test: replay this order with --seed 42\n", r.stderr)
+  end)
 end)
