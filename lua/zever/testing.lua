@@ -235,13 +235,6 @@ T.__index = T
 
 local current -- the app testing.app opened last and that is not closed
 
-local function sh(cmd)
-  local p = assert(io.popen(cmd))
-  local out = p:read("*a")
-  p:close()
-  return (out:gsub("%s+$", ""))
-end
-
 -- A copy of a message table (one level deep per field: lists of addresses, attachments).
 local function copy_message(msg, id, from)
   local out = { id = id }
@@ -320,8 +313,11 @@ function M.app(source, opts)
     error("testing.app wants a folder, an app file or an app", 2)
   end
   if opts ~= nil and type(opts) ~= "table" then error("testing.app: opts must be a table", 2) end
-  local t = setmetatable({ source = source, opts = opts or {},
-    tmp = sh("mktemp -d /tmp/zever-test-XXXXXX") }, T)
+  local p = assert(io.popen("mktemp -d /tmp/zever-test-XXXXXX"))
+  local tmp = p:read("*l")
+  p:close()
+  if not tmp or tmp == "" then error("testing.app: cannot make a temporary folder", 2) end
+  local t = setmetatable({ source = source, opts = opts or {}, tmp = tmp }, T)
   load(t)
   current = t
   return t
