@@ -1,14 +1,32 @@
 -- zever test [paths...]: runs busted specs inside the host, so specs require zever's C modules
--- exactly as applications do. Prints failures as they happen and ends with one summary line,
--- "N passed, M failed" (", K skipped" when any are); exits 1 when anything failed.
+-- exactly as applications do. Prints the shuffle seed first, failures as they happen and ends
+-- with one summary line, "N passed, M failed" (", K skipped" when any are); exits 1 when
+-- anything failed.
+--
+-- Specs run in the test environment: ZEVER_ENV=test (so zever.test.yaml applies, here and in
+-- every process a spec starts) and zever.app's testing mode (an app's database is a fresh
+-- :memory: one unless the test configuration names one). Files and the specs inside them run
+-- in a random order by default, so a spec that depends on another's leftovers fails early; the
+-- seed is printed so that a failing order can be replayed with --seed N.
 
 local reporter = require "zever.testing.reporter"
+local ffi = require "ffi"
+
+pcall(ffi.cdef, "int setenv(const char *name, const char *value, int overwrite);")
 
 local function add(argv, ...)
   for i = 1, select("#", ...) do argv[#argv + 1] = select(i, ...) end
 end
 
-return {
+local M = {}
+
+-- A seed from the clock and the process id: two runs started in the same second differ.
+function M.random_seed()
+  local sys = require "zever.sys"
+  return (os.time() * 1000 + math.floor(sys.now() * 1000) % 1000 + sys.getpid() * 7919) % 2147483647
+end
+
+M.command = {
   name = "test",
   summary = "Run busted specs inside the host (default: the spec folder)",
   usage = "zever test [paths...] [--tags a,b] [--exclude-tags a,b] [--filter PATTERN]",
@@ -17,7 +35,9 @@ return {
     { name = "exclude-tags", arg = "LIST", summary = "skip specs tagged with one of these" },
     { name = "filter", arg = "PATTERN", summary = "run only specs whose full name matches" },
     { name = "pattern", arg = "PATTERN", summary = "file name pattern (default _spec)" },
-    { name = "seed", arg = "N", type = "number", summary = "shuffle files and tests with this seed" },
+    { name = "seed", arg = "N", type = "number",
+      summary = "shuffle files and tests with this seed (default: a random one, printed)" },
+    { name = "no-shuffle", summary = "run files and tests in file order" },
     { name = "verbose", summary = "print every spec's name and tracebacks of failures" },
   },
   run = function(args, flags)
@@ -26,18 +46,28 @@ return {
     if flags["exclude-tags"] then add(argv, "--exclude-tags=" .. flags["exclude-tags"]) end
     if flags.filter then add(argv, "--filter=" .. flags.filter) end
     if flags.pattern then add(argv, "--pattern=" .. flags.pattern) end
-    if flags.seed then add(argv, "--shuffle", "--seed=" .. math.floor(flags.seed)) end
+    local seed
+    if not flags["no-shuffle"] then
+      seed = flags.seed and math.floor(flags.seed) or M.random_seed()
+      add(argv, "--shuffle", "--seed=" .. seed)
+      io.write(("seed %d (replay this order with --seed %d)\n"):format(seed, seed))
+      io.flush()
+    end
     if flags.verbose then add(argv, "--verbose") end
     if #args == 0 then args = { "spec" } end
     add(argv, unpack(args))
     rawset(_G, "arg", argv)
     reporter.reset()
+    reporter.seed = seed
+    ffi.C.setenv("ZEVER_ENV", "test", 1)
     require("zever.app").testing = true
     -- busted's runner raises an empty error instead of exiting when something failed (it
     -- believes it was not run from its own script); the reporter has the counts either way.
     local ok, err = pcall(require("busted.runner"), { standalone = false, output = "zever.testing.reporter" })
-    if not ok and err ~= nil then return 1, tostring(err) end
     local counts = reporter.counts()
+    if not ok and err ~= nil then return 1, tostring(err) end
     return (counts.failed > 0 or counts.ran == 0) and 1 or 0
   end,
 }
+
+return M.command

@@ -66,7 +66,12 @@ function App.__index(app, key)
   end
 end
 
--- True while `zever test` runs: the default database is then a fresh :memory: one.
+-- Set by zever.testing while it loads an app: apps made meanwhile call it with their merged
+-- configuration before their container is built (a spec's own database file, captured mail).
+M.configure = nil
+
+-- True while `zever test` runs: the configuration is the test environment's (zever.test.yaml)
+-- and the database a fresh :memory: one unless that configuration names one.
 M.testing = false
 
 local Group = {}
@@ -83,6 +88,7 @@ function M.new()
     full_chains = setmetatable({}, { __mode = "k" }), -- chain -> chain with app middleware
     error_handler = nil,
     dir = M.loading_dir or ".", -- where its zever.yaml and relative database paths live
+    _configure = M.configure,   -- zever.testing's hook: fn(app, cfg) before the container is built
   }, App)
   app.root = setmetatable({ app = app, prefix = "", middleware = app.middleware }, Group)
   return app
@@ -355,19 +361,29 @@ function App:dispatch(method, path, query_string, source)
   return finish(res), req
 end
 
+-- Under `zever test`, whether the test configuration names the database: db.dsn set by
+-- zever.test.yaml (or .json) or by an environment variable. Anything else (zever.yaml, the
+-- default) is the development database, which specs never touch: they get a :memory: one.
+function M.test_names_db(cfg)
+  local origin = require("zever.config").sources(cfg).origin["db.dsn"]
+  return origin ~= nil and (origin:sub(1, 1) == "$" or origin:match("zever%.test%.%a+$") ~= nil)
+end
+
 -- The app's container, built on first use from the configuration in app.dir. Raises when the
 -- configuration is invalid (the message names the file, key and a did-you-mean).
 function App:container()
   local c = rawget(self, "_container")
   if c then return c end
   local config = require "zever.config"
-  local cfg, err = config.load({ dir = self.dir })
+  local cfg, err = config.load({ dir = self.dir, environment = M.testing and "test" or nil })
   if not cfg then error(tostring(err), 2) end
   -- Relative paths (the SQLite file, ...) come out of config.load resolved against self.dir.
-  -- Under `zever test`, a database no layer configured is a fresh :memory: one.
-  if M.testing and cfg.db and not config.sources(cfg).origin["db.dsn"] then
-    cfg.db.dsn = "sqlite::memory:"
+  -- Under `zever test`, a database the test configuration does not name is a fresh :memory: one.
+  if cfg.db and cfg.db.dsn and M.testing and not M.test_names_db(cfg) then
+    cfg.db.adapter, cfg.db.dsn = "sqlite", "sqlite::memory:"
   end
+  local configure = rawget(self, "_configure")
+  if configure then configure(self, cfg) end
   c = require("zever.container").new(cfg)
   rawset(self, "_container", c)
   return c

@@ -2,18 +2,7 @@
 
 local process = require "spec.support.process"
 local json = require "zever.json"
-
-local function tmpdir(files)
-  local path = os.tmpname()
-  os.remove(path)
-  assert(os.execute("mkdir -p '" .. path .. "'"))
-  for name, text in pairs(files or {}) do
-    local f = assert(io.open(path .. "/" .. name, "w"))
-    f:write(text)
-    f:close()
-  end
-  return path
-end
+local tmpdir = require("spec.support.files").tmpdir
 
 -- Runs zever with args in dir, with extra environment assignments ("K=V" strings).
 local function zever(dir, env, ...)

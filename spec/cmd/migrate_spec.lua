@@ -11,9 +11,7 @@ describe("zever migrate", function()
   local dir
 
   before_each(function()
-    dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute("mkdir -p '" .. dir .. "'"))
+    dir = require("spec.support.files").tmpdir()
   end)
 
   after_each(function()

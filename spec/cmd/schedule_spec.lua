@@ -10,21 +10,8 @@ local json = require "zever.json"
 local quote = process.quote
 local APP = "spec/fixtures/scheduler_app"
 
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function wait_for(cond, secs)
-  for _ = 1, (secs or 10) * 100 do
-    if cond() then return true end
-    os.execute("sleep 0.01")
-  end
-  return cond() and true or false
-end
+local fs = require "spec.support.files"
+local read, wait_for = fs.text, process.wait_for
 
 local function zever(args, env)
   return process.run((env or "") .. quote(sys.exe()) .. " " .. args)
@@ -63,9 +50,7 @@ describe("zever schedule", function()
   end)
 
   it("runs each slot's job exactly once with two worker processes on one SQLite file", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute("mkdir -p " .. quote(dir)) == 0)
+    local dir = require("spec.support.files").tmpdir()
     local out, dbfile = dir .. "/out", dir .. "/app.db"
     local env = "DB_DSN=" .. quote("sqlite:" .. dbfile) .. " SCHEDULER_ADAPTER=db SCHED_OUT="
       .. quote(out) .. " QUEUE_POLL_MAX=20ms LOG_LEVEL=error "

@@ -29,9 +29,7 @@ end
 
 describe("zever search", function()
   before_each(function()
-    dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute("mkdir -p " .. quote(dir)) == 0)
+    dir = require("spec.support.files").tmpdir()
     local f = assert(io.open(dir .. "/app.lua", "w"))
     f:write('return require("zever").app()\n')
     f:close()

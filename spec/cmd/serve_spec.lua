@@ -3,25 +3,14 @@
 local process = require "spec.support.process"
 local sys = require "zever.sys"
 
-local quote = process.quote
+local fs = require "spec.support.files"
 
-local dir = os.tmpname()
-os.remove(dir)
-assert(os.execute("mkdir -p " .. quote(dir)) == 0)
+local quote, alive, wait_for, read = process.quote, process.alive, process.wait_for, fs.text
+
+local dir = fs.tmpdir()
 
 local function write(name, body)
-  local f = assert(io.open(dir .. "/" .. name, "w"))
-  f:write(body)
-  f:close()
-  return dir .. "/" .. name
-end
-
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local s = f:read("*a")
-  f:close()
-  return s
+  return fs.write(dir .. "/" .. name, body)
 end
 
 -- Starts `zever serve` in the background; returns { pid, port, log }.
@@ -33,26 +22,17 @@ local function start(app, ...)
   local pid = tonumber(p:read("*l"))
   p:close()
   local port
-  for _ = 1, 500 do
+  wait_for(function()
     port = read(log):match("on http://127%.0%.0%.1:(%d+)")
-    if port then break end
-    os.execute("sleep 0.01")
-  end
+    return port ~= nil
+  end, 5)
   assert(port, "the server did not start: " .. read(log))
   return { pid = pid, port = tonumber(port), log = log }
 end
 
-local function alive(pid)
-  return os.execute("kill -0 " .. pid .. " 2>/dev/null") == 0
-end
-
 -- Waits up to secs for pid to exit; returns true when it did.
 local function wait_exit(pid, secs)
-  for _ = 1, secs * 100 do
-    if not alive(pid) then return true end
-    os.execute("sleep 0.01")
-  end
-  return false
+  return wait_for(function() return not alive(pid) end, secs)
 end
 
 local function get(srv, path, extra)
@@ -65,8 +45,22 @@ local zever = require "zever"
 local app = zever.app()
 app:get("/hello", function() return "hello world" end)
 app:get("/users/:id", function(req) return { id = tonumber(req.params.id) } end)
-app:get("/sleep", function() zever.sleep(0.1) return "slept" end)
-app:get("/slow", function() zever.sleep(0.6) return "finished" end)
+-- A barrier: each request waits (without blocking the worker) until 50 have arrived, so 50
+-- answers of "slept" prove that 50 requests were in flight at once on one worker.
+local arrived = 0
+app:get("/sleep", function()
+  arrived = arrived + 1
+  local deadline = require("zever.loop").now() + 8
+  while arrived < 50 and require("zever.loop").now() < deadline do zever.sleep(0.01) end
+  return arrived >= 50 and "slept" or "alone"
+end)
+-- Marks that it is in flight (a file next to the app), then takes a while.
+local function started(name)
+  local f = io.open(debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") .. "/" .. name, "w")
+  f:close()
+end
+app:get("/slow", function() started("slow.started") zever.sleep(0.6) return "finished" end)
+app:get("/hold", function() started("hold.started") zever.sleep(5) return "held" end)
 app:get("/boom", function() error("kaput") end)
 app:post("/echo", function(req) return req:json() end)
 app:get("/query", function(req) return req.query end)
@@ -113,27 +107,25 @@ describe("zever serve", function()
   it("finishes 50 concurrent sleeping requests on one worker without serialising them", function()
     srv = start(app, "--workers", "1", "--access-log", "off")
     local out = os.tmpname()
-    local t0 = sys.now()
-    -- 50 clients at once; each request sleeps 100 ms in its handler.
-    os.execute("for i in $(seq 50); do curl -s --max-time 10 http://127.0.0.1:" .. srv.port ..
+    -- 50 clients at once; each request waits in its handler until all 50 have arrived.
+    os.execute("for i in $(seq 50); do curl -s --max-time 20 http://127.0.0.1:" .. srv.port ..
       "/sleep >> " .. out .. " & done; wait")
-    local elapsed = sys.now() - t0
     local text = read(out)
     os.remove(out)
     local _, count = text:gsub("slept", "")
-    assert.are.equal(50, count)
-    -- Serialised, 50 x 100 ms would take 5 s.
-    assert.is_true(elapsed < 4, "took " .. elapsed .. " s")
+    -- Serialised, the first request would wait alone and answer "alone".
+    assert.are.equal(50, count, text)
   end)
 
   it("lets an in-flight request finish after SIGTERM, then exits 0", function()
     srv = start(app, "--workers", "1")
     local out = os.tmpname()
+    os.remove(dir .. "/slow.started")
     os.execute("curl -s --max-time 10 http://127.0.0.1:" .. srv.port .. "/slow > " .. out .. " &")
-    os.execute("sleep 0.2")
+    assert.is_true(wait_for(function() return fs.slurp(dir .. "/slow.started") ~= nil end))
     os.execute("kill -TERM " .. srv.pid)
     assert.is_true(wait_exit(srv.pid, 5))
-    os.execute("sleep 0.1")
+    wait_for(function() return read(out) == "finished" end, 5)
     assert.are.equal("finished", read(out))
     os.remove(out)
     assert.is_truthy(read(srv.log):find("draining", 1, true))
@@ -141,10 +133,11 @@ describe("zever serve", function()
 
   it("exits at once on a second signal", function()
     srv = start(app, "--workers", "1", "--drain", "30")
-    os.execute("curl -s --max-time 10 http://127.0.0.1:" .. srv.port .. "/slow >/dev/null &")
-    os.execute("sleep 0.2")
+    os.remove(dir .. "/hold.started")
+    os.execute("curl -s --max-time 10 http://127.0.0.1:" .. srv.port .. "/hold >/dev/null &")
+    assert.is_true(wait_for(function() return fs.slurp(dir .. "/hold.started") ~= nil end))
     os.execute("kill -TERM " .. srv.pid)
-    os.execute("sleep 0.05")
+    assert.is_true(wait_for(function() return read(srv.log):find("draining", 1, true) ~= nil end))
     os.execute("kill -INT " .. srv.pid)
     assert.is_true(wait_exit(srv.pid, 2))
     assert.is_truthy(read(srv.log):find("exiting now", 1, true))

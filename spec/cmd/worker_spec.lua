@@ -14,25 +14,8 @@ local json = require "zever.json"
 local quote = process.quote
 local APP = "spec/fixtures/jobs_app"
 
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function alive(pid)
-  return os.execute("kill -0 " .. pid .. " 2>/dev/null") == 0
-end
-
-local function wait_for(cond, secs)
-  for _ = 1, (secs or 10) * 100 do
-    if cond() then return true end
-    os.execute("sleep 0.01")
-  end
-  return cond() and true or false
-end
+local fs = require "spec.support.files"
+local read, wait_for, alive = fs.text, process.wait_for, process.alive
 
 local path, db, j
 

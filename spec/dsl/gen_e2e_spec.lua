@@ -11,30 +11,13 @@ local sys = require "zever.sys"
 local json = require "zever.json"
 local testing = require "zever.testing"
 local zever = require "zever"
+local fs = require "spec.support.files"
+
+local read, write = fs.read, fs.write
 
 local HOME = sys.home()
 local UID = "0b9e3c1e-4a57-4d2c-9a55-6c1f0f7e2a10"
 local TID = "5d6f7a8b-1c2d-4e3f-8a9b-0c1d2e3f4a5b"
-
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(gen.mkdir_p(dir .. "/schema"))
-  return dir
-end
-
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
 
 -- Requires <dir>/generated/models.lua as an application would (the app root on package.path).
 local function load_models(dir)
@@ -57,7 +40,7 @@ describe("zever gen end to end", function()
   local dir
 
   before_each(function()
-    dir = tmpdir()
+    dir = fs.tmpdir({ schema = true })
     write(dir .. "/schema/tasks.zen", read(HOME .. "/dsl/testdata/tasks.zen"))
   end)
 

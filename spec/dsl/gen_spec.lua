@@ -10,23 +10,12 @@ local golden = require "spec.dsl.golden"
 local migrations = require "dsl.backends.migrations"
 local zdb = require "zever.db"
 local sys = require "zever.sys"
+local fs = require "spec.support.files"
+
+local tmpdir, read = fs.tmpdir, fs.read
 
 local HOME = sys.home()
 local GEN = HOME .. "/dsl/testdata/gen"
-
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(gen.mkdir_p(dir))
-  return dir
-end
-
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
 
 -- Every file under dir, relative to it, sorted.
 local function tree(dir, prefix, out)

@@ -11,13 +11,7 @@ local M = {}
 M.dir = sys.home() .. "/dsl/testdata"
 M.update = os.getenv("ZEVER_UPDATE_GOLDEN") == "1"
 
-function M.read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+M.read = require("spec.support.files").slurp
 
 -- The .zen fixtures of dsl/testdata, sorted, without their extension.
 function M.fixtures()

@@ -6,25 +6,23 @@ local sys = require "zever.sys"
 
 local run_until = require("zever.testing").run_until
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local fs = require "spec.support.files"
+local slurp, tmpdir = fs.slurp, fs.tmpdir
 
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p " .. dir) == 0)
-  return dir
+-- Stops and joins pool when the spec ends, passed or failed: a pool whose workers still run
+-- when it is collected blocks the collector (it joins them), which hangs the whole run.
+local function stop_at_end(pool)
+  finally(function()
+    pcall(pool.send, pool, 0, "stop")
+    pcall(pool.join, pool)
+  end)
+  return pool
 end
 
 describe("zever.threads", function()
   it("starts workers that get the payload, their index and the count", function()
     local dir = tmpdir()
-    local pool = threads.start(2, "spec.fixtures.threads_worker", dir)
+    local pool = stop_at_end(threads.start(2, "spec.fixtures.threads_worker", dir))
     assert.are.equal(2, pool:size())
     assert.is_true(run_until(function() return slurp(dir .. "/w1") and slurp(dir .. "/w2") end))
     assert.are.equal("1/2", slurp(dir .. "/w1"))
@@ -36,7 +34,7 @@ describe("zever.threads", function()
 
   it("delivers messages to one worker or to all, in order", function()
     local dir = tmpdir()
-    local pool = threads.start(2, "spec.fixtures.threads_worker", dir)
+    local pool = stop_at_end(threads.start(2, "spec.fixtures.threads_worker", dir))
     assert.is_true(pool:send(1, "one"))
     assert.is_true(pool:send(0, "all"))
     pool:send(0, "stop")
@@ -49,7 +47,7 @@ describe("zever.threads", function()
 
   it("reports each worker's end through on_exit in the owner's loop", function()
     local dir = tmpdir()
-    local pool = threads.start(2, "spec.fixtures.threads_worker", dir)
+    local pool = stop_at_end(threads.start(2, "spec.fixtures.threads_worker", dir))
     local exits = {}
     pool:on_exit(function(index, ok, err) exits[index] = { ok, err } end)
     pool:send(0, "stop")
@@ -61,7 +59,7 @@ describe("zever.threads", function()
   end)
 
   it("reports a worker that raised with its error", function()
-    local pool = threads.start(1, "spec.fixtures.threads_worker", "raise")
+    local pool = stop_at_end(threads.start(1, "spec.fixtures.threads_worker", "raise"))
     local exit
     pool:on_exit(function(index, ok, err) exit = { index, ok, err } end)
     assert.is_true(run_until(function() return exit end))
@@ -72,7 +70,7 @@ describe("zever.threads", function()
   end)
 
   it("reports a module that cannot be loaded", function()
-    local pool = threads.start(1, "spec.fixtures.no_such_module", "")
+    local pool = stop_at_end(threads.start(1, "spec.fixtures.no_such_module", ""))
     local exit
     pool:on_exit(function(_, ok, err) exit = { ok, err } end)
     assert.is_true(run_until(function() return exit end))
@@ -82,7 +80,7 @@ describe("zever.threads", function()
   end)
 
   it("lets the owner's loop end once every worker has ended", function()
-    local pool = threads.start(1, "spec.fixtures.threads_worker", "raise")
+    local pool = stop_at_end(threads.start(1, "spec.fixtures.threads_worker", "raise"))
     -- No timer here (a timer would keep the loop going): spin the loop without blocking.
     local deadline, more = sys.now() + 5, true
     while more and sys.now() < deadline do more = loop.run("nowait") end
@@ -95,8 +93,11 @@ describe("zever.threads", function()
     local probe = assert(http.listen({ port = 0 }, function(req) req:respond(200) end))
     local port = probe:port()
     probe:close()
-    local pool = threads.start(2, "spec.fixtures.http_worker", tostring(port))
-    -- curl retries until the workers listen
+    local pool = stop_at_end(threads.start(2, "spec.fixtures.http_worker", tostring(port)))
+    -- Wait until a worker listens (a loaded machine may take a while to start the threads).
+    assert.is_true(require("spec.support.process").wait_for(function()
+      return os.execute(("curl -s -o /dev/null http://127.0.0.1:%d/"):format(port)) == 0
+    end, 20))
     local cmd = ("for i in 1 2 3 4 5 6 7 8; do curl -s --retry 20 --retry-connrefused --retry-delay 0 "
       .. "http://127.0.0.1:%d/; echo; done"):format(port)
     local p = io.popen(cmd)

@@ -37,4 +37,47 @@ function M.zever(...)
   return M.run(table.concat(parts, " "))
 end
 
+
+-- What cmdline printed (stdout and stderr together), trailing white space removed.
+function M.output(cmdline)
+  local p = assert(io.popen("(" .. cmdline .. ") 2>&1"))
+  local out = p:read("*a")
+  p:close()
+  return (out:gsub("%s+$", ""))
+end
+
+-- Sleeps s seconds: one step of a loop that polls a condition to a deadline, never a way to
+-- wait for something on its own.
+function M.sleep(s)
+  os.execute("sleep " .. s)
+end
+
+-- Whether process pid is alive.
+function M.alive(pid)
+  if not pid then return false end
+  local r = os.execute("kill -0 " .. pid .. " 2>/dev/null")
+  return r == 0 or r == true
+end
+
+-- Polls cond() every 10 ms (a real sleep: another process does the work) until it returns true
+-- or secs (default 10) have passed; returns whether it did. Specs wait for what they need (a
+-- file a process writes, a row, a port) to a generous deadline, never for a fixed time.
+function M.wait_for(cond, secs)
+  local deadline = sys.now() + (secs or 10)
+  while sys.now() < deadline do
+    if cond() then return true end
+    M.sleep(0.01)
+  end
+  return cond() and true or false
+end
+
+-- A port the kernel says is free right now on 127.0.0.1 (bind port 0, read it, close).
+function M.free_port()
+  local srv = assert(require("zever.http").listen({ host = "127.0.0.1", port = 0,
+    reuseport = false }, function() end))
+  local port = srv:port()
+  srv:close()
+  return port
+end
+
 return M

@@ -18,41 +18,14 @@
 -- stops what it started when the server does not answer PING within 5 s.
 
 local core = require "zever.redis_core"
-local http = require "zever.http"
 local sys = require "zever.sys"
 
+local process = require "spec.support.process"
+
+local quote, alive, free_port = process.quote, process.alive, process.free_port
+local sh, sleep = process.output, process.sleep
+
 local M = {}
-
-local function sh(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1"))
-  local out = p:read("*a")
-  p:close()
-  return out
-end
-
-local function quote(s)
-  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function sleep(s)
-  local t = sys.now() + s
-  while sys.now() < t do os.execute("sleep 0.02") end
-end
-
--- A port the kernel says is free right now (bind port 0, read it, close).
-local function free_port()
-  local srv = assert(http.listen({ host = "127.0.0.1", port = 0, reuseport = false },
-    function() end))
-  local port = srv:port()
-  srv:close()
-  return port
-end
-
-local function alive(pid)
-  if not pid then return false end
-  local r = os.execute("kill -0 " .. pid .. " 2>/dev/null")
-  return r == 0 or r == true
-end
 
 local Server = {}
 Server.__index = Server

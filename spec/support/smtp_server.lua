@@ -12,50 +12,19 @@
 -- The certificate is made at start with `openssl req -x509` (CN localhost, SAN localhost and
 -- 127.0.0.1). The server is stopped by PID, never by name.
 
-local http = require "zever.http"
 local sys = require "zever.sys"
 local json = require "zever.json"
+
+local process = require "spec.support.process"
+local fs = require "spec.support.files"
+
+local quote, alive, free_port = process.quote, process.alive, process.free_port
+local sh, sleep = process.output, process.sleep
+local read = fs.slurp
 
 local M = {}
 
 local HERE = debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or "."
-
-local function quote(s)
-  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function sh(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1"))
-  local out = p:read("*a")
-  p:close()
-  return out
-end
-
-local function sleep(s)
-  local t = sys.now() + s
-  while sys.now() < t do os.execute("sleep 0.02") end
-end
-
-local function free_port()
-  local srv = assert(http.listen({ host = "127.0.0.1", port = 0, reuseport = false },
-    function() end))
-  local port = srv:port()
-  srv:close()
-  return port
-end
-
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function alive(pid)
-  local r = os.execute("kill -0 " .. pid .. " 2>/dev/null")
-  return r == 0 or r == true
-end
 
 local Server = {}
 Server.__index = Server

@@ -335,9 +335,12 @@ describe("zever.app", function()
     end)
 
     it("reads the app's zever.yaml and resolves relative database paths next to the app", function()
-      local dir = os.tmpname()
-      os.remove(dir)
-      assert(os.execute("mkdir -p " .. dir) == 0)
+      -- As `zever serve` loads it: outside the test environment (zever test gives an app whose
+      -- configuration names no test database a :memory: one).
+      local app_mod, was = require("zever.app"), require("zever.app").testing
+      app_mod.testing = false
+      finally(function() app_mod.testing = was end)
+      local dir = require("spec.support.files").tmpdir()
       local f = assert(io.open(dir .. "/zever.yaml", "w"))
       f:write("db:\n  dsn: sqlite:data.db\n")
       f:close()
@@ -353,9 +356,12 @@ describe("zever.app", function()
     end)
 
     it("resolves batteries used while the app file runs against the app's folder", function()
-      local dir = os.tmpname()
-      os.remove(dir)
-      assert(os.execute("mkdir -p " .. dir) == 0)
+      -- As `zever serve` loads it: outside the test environment (zever test gives an app whose
+      -- configuration names no test database a :memory: one).
+      local app_mod, was = require("zever.app"), require("zever.app").testing
+      app_mod.testing = false
+      finally(function() app_mod.testing = was end)
+      local dir = require("spec.support.files").tmpdir()
       local f = assert(io.open(dir .. "/zever.yaml", "w"))
       f:write("db:\n  dsn: sqlite:early.db\n")
       f:close()
@@ -370,9 +376,7 @@ describe("zever.app", function()
     end)
 
     it("raises with the configuration error when zever.yaml is invalid", function()
-      local dir = os.tmpname()
-      os.remove(dir)
-      assert(os.execute("mkdir -p " .. dir) == 0)
+      local dir = require("spec.support.files").tmpdir()
       local f = assert(io.open(dir .. "/zever.yaml", "w"))
       f:write("db:\n  dns: sqlite:x.db\n")
       f:close()

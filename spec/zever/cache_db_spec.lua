@@ -6,26 +6,31 @@ local cache = require "zever.cache"
 local dbc = require "adapters.cache.db"
 local zdb = require "zever.db"
 
-local function sh(cmd)
-  local p = assert(io.popen(cmd))
-  local out = p:read("*a")
-  p:close()
-  return (out:gsub("%s+$", ""))
+local fs = require "spec.support.files"
+local unique, sh = fs.unique_ident, fs.sh
+
+-- The database file of the describe that runs: each describe opens its own in setup and closes
+-- it in teardown, so the describes run in any order.
+local dir, path, db
+
+local function open_db()
+  dir = fs.tmpdir(nil, "zever-cache-db")
+  path = dir .. "/cache.db"
+  db = assert(zdb.open("sqlite:" .. path))
 end
 
-local dir = sh("mktemp -d /tmp/zever-cache-db-XXXXXX")
-local path = dir .. "/cache.db"
-local db = assert(zdb.open("sqlite:" .. path))
-
-local serial = 0
-local function unique(prefix)
-  serial = serial + 1
-  return ("%s_%d"):format(prefix, serial)
+local function close_db()
+  db:close()
+  fs.rm_rf(dir)
 end
 
--- Every conformance cache gets its own table: fresh and empty.
-require("spec.conformance.cache")("db", function(opts)
-  return cache.wrap(dbc.new(db, { table = unique("conf"), clock = opts.clock }))
+describe("adapters.cache.db conformance", function()
+  setup(open_db)
+  teardown(close_db)
+  -- Every conformance cache gets its own table: fresh and empty.
+  require("spec.conformance.cache")("db", function(opts)
+    return cache.wrap(dbc.new(db, { table = unique("conf"), clock = opts.clock }))
+  end)
 end)
 
 local function table_exists(name)
@@ -39,10 +44,8 @@ local function count(name)
 end
 
 describe("adapters.cache.db", function()
-  teardown(function()
-    db:close()
-    os.execute("rm -rf '" .. dir .. "'")
-  end)
+  setup(open_db)
+  teardown(close_db)
 
   it("creates its table on first use when it is missing", function()
     local name = unique("created")

@@ -6,23 +6,12 @@ local cache = require "zever.cache"
 local memory = require "adapters.cache.memory"
 local threads = require "zever.threads"
 
-local serial = 0
-local function unique(prefix)
-  serial = serial + 1
-  return ("spec:%s:%d:%d"):format(prefix, serial, os.time())
-end
+local fs = require "spec.support.files"
+local unique, slurp = fs.unique, fs.slurp
 
 require("spec.conformance.cache")("memory", function(opts)
   return cache.new{ name = unique("conf"), max_bytes = 1024 * 1024, clock = opts.clock }
 end)
-
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
 
 describe("adapters.cache.memory", function()
   local OVERHEAD = require("zever.cache_core").OVERHEAD

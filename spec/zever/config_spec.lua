@@ -6,27 +6,14 @@ local read = require "zever.config.read"
 local redact = require "zever.config.redact"
 local json = require "zever.json"
 local sys = require "zever.sys"
+local fs = require "spec.support.files"
 
 local FIXTURES = sys.home() .. "/spec/fixtures/config"
-
-local function tmpdir()
-  local path = os.tmpname()
-  os.remove(path)
-  assert(os.execute("mkdir -p '" .. path .. "'"))
-  return path
-end
-
-local function write(dir, name, text)
-  local f = assert(io.open(dir .. "/" .. name, "w"))
-  f:write(text)
-  f:close()
-end
 
 -- Loads from a fresh folder holding files { name = text }; env is a table. Returns cfg, err
 -- and the folder (removed by then).
 local function load_with(files, env, environment)
-  local dir = tmpdir()
-  for name, text in pairs(files) do write(dir, name, text) end
+  local dir = fs.tmpdir(files)
   local cfg, err = config.load{ dir = dir, env = env or {}, environment = environment }
   os.execute("rm -rf '" .. dir .. "'")
   return cfg, err, dir
@@ -317,7 +304,7 @@ describe("zever.config", function()
 
     it("calls a getenv-like function with the canonical names", function()
       local asked = {}
-      local cfg = assert(config.load{ dir = tmpdir(), env = function(name)
+      local cfg = assert(config.load{ dir = fs.tmpdir(), env = function(name)
         asked[#asked + 1] = name
         if name == "LOG_LEVEL" then return "warn" end
       end })

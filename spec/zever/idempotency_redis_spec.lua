@@ -10,13 +10,8 @@ local redis = require "zever.redis"
 local sched = require "zever.sched"
 local sys = require "zever.sys"
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local fs = require "spec.support.files"
+local slurp = fs.text
 
 describe("adapters.idempotency.redis #redis", function()
   local srv = require("spec.support.redis_server").fixture()

@@ -6,24 +6,13 @@ local idempotency = require "zever.idempotency"
 local memory = require "adapters.idempotency.memory"
 local threads = require "zever.threads"
 
-local serial = 0
-local function unique(prefix)
-  serial = serial + 1
-  return ("spec:%s:%d:%d"):format(prefix, serial, os.time())
-end
+local fs = require "spec.support.files"
+local unique, slurp = fs.unique, fs.slurp
 
 require("spec.conformance.idempotency")("memory", function(opts)
   return idempotency.wrap(memory.new{ name = unique("conf"), clock = opts.clock },
     { ttl = opts.ttl, pending_ttl = opts.pending_ttl })
 end)
-
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
 
 describe("adapters.idempotency.memory", function()
   it("shares one table between two opens of the same name", function()

@@ -6,24 +6,13 @@ local limiter = require "zever.limiter"
 local memory = require "adapters.limiter.memory"
 local threads = require "zever.threads"
 
-local serial = 0
-local function unique(prefix)
-  serial = serial + 1
-  return ("spec:%s:%d:%d"):format(prefix, serial, os.time())
-end
+local fs = require "spec.support.files"
+local unique, slurp = fs.unique, fs.slurp
 
 require("spec.conformance.limiter")("memory", function(opts)
   return limiter.wrap(memory.new{ name = unique("conf"), rate = opts.rate, burst = opts.burst,
     clock = opts.clock })
 end)
-
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
 
 describe("adapters.limiter.memory", function()
   it("shares one table between two opens of the same name", function()

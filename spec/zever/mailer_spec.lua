@@ -199,9 +199,7 @@ describe("zever.mailer", function()
   end)
 
   it("sends a test message with zever mail test", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute("mkdir -p " .. dir))
+    local dir = require("spec.support.files").tmpdir()
     local log = dir .. "/mail.log"
     local f = assert(io.open(dir .. "/zever.yaml", "w"))
     f:write("mailer:\n  log_file: ", log, "\n  from: ops@x.io\n")

@@ -2,19 +2,9 @@
 
 local zdb = require "zever.db"
 local migrations = require "zever.migrations"
+local fs = require "spec.support.files"
 
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p '" .. dir .. "/migrations'"))
-  return dir
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local write = fs.write
 
 local USERS = [[
 return {
@@ -53,7 +43,7 @@ describe("zever.migrations", function()
   local dir, mdir, db
 
   before_each(function()
-    dir = tmpdir()
+    dir = fs.tmpdir({ migrations = true })
     mdir = dir .. "/migrations"
     write(mdir .. "/0001_create_users.lua", USERS)
     write(mdir .. "/0002_create_posts.lua", POSTS)

@@ -8,19 +8,8 @@ local zdb = require "zever.db"
 local dbq = require "adapters.queue.db"
 local threads = require "zever.threads"
 
-local serial = 0
-local function unique(prefix)
-  serial = serial + 1
-  return ("spec:%s:%d:%d"):format(prefix, serial, os.time())
-end
-
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local fs = require "spec.support.files"
+local unique, slurp = fs.unique, fs.slurp
 
 require("spec.conformance.queue")("memory", function(opts)
   return queue.new{ name = unique("conf"), clock = opts.clock,

@@ -7,11 +7,8 @@ local dblock = require "adapters.scheduler.db"
 local zdb = require "zever.db"
 local threads = require "zever.threads"
 
-local serial = 0
-local function unique(prefix)
-  serial = serial + 1
-  return ("spec:%s:%d:%d"):format(prefix, serial, os.time())
-end
+local fs = require "spec.support.files"
+local unique, slurp = fs.unique, fs.text
 
 -- A jobs battery that records dispatches.
 local function fake_jobs()
@@ -29,14 +26,6 @@ local function make(lock, clock, logs)
       if logs then logs[#logs + 1] = { level, msg, fields } end
     end })
   return s, jobs
-end
-
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local s = f:read("*a")
-  f:close()
-  return s
 end
 
 describe("zever.scheduler", function()

@@ -161,9 +161,7 @@ describe("adapters.mailer.smtp #smtp", function()
   end)
 
   it("sends with zever mail test", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute("mkdir -p " .. dir))
+    local dir = require("spec.support.files").tmpdir()
     local f = assert(io.open(dir .. "/zever.yaml", "w"))
     f:write("mailer:\n  adapter: smtp\n  smtp_host: 127.0.0.1\n  smtp_port: ", srv.port,
       "\n  smtp_tls: none\n  from: ops@example.com\n")

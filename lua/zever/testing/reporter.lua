@@ -7,7 +7,8 @@
 --
 -- Errors outside an `it` (a file that does not load, a failing before_each) count as failures.
 -- Pending specs count as skipped. counts() lets the `test` command choose its exit code. The
--- bookkeeping is busted's own base handler; this file only decides what is printed.
+-- bookkeeping is busted's own base handler; this file only decides what is printed. When the
+-- run failed and M.seed is set (zever test shuffled), a last stderr line says how to replay it.
 
 local sys = require "zever.sys"
 
@@ -31,6 +32,8 @@ local function describe_failure(kind, f, verbose)
   if verbose and f.trace and f.trace.traceback then text = text .. "\n" .. f.trace.traceback end
   return text
 end
+
+local M
 
 local function handler(options)
   local busted = require "busted"
@@ -68,6 +71,10 @@ local function handler(options)
     if state.skipped > 0 then line = line .. format(", %d skipped", state.skipped) end
     io_write(line, "\n")
     io.flush()
+    if state.failed > 0 and M.seed then
+      -- The summary stays the last line of stdout; the seed is repeated where a CI log ends.
+      io.stderr:write(format("zever test: replay this order with --seed %d\n", M.seed))
+    end
     return nil, true
   end
 
@@ -77,7 +84,7 @@ local function handler(options)
   return base
 end
 
-local M = setmetatable({}, {
+M = setmetatable({}, {
   __call = function(_, options) return handler(options) end,
 })
 
