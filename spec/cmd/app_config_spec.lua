@@ -306,8 +306,12 @@ describe("zever migrate and the configuration", function()
 end)
 
 describe("zever worker, jobs, mail and search use the app's configuration from any directory", function()
-  local dir, elsewhere
+  local dir, elsewhere, was_testing
+  -- The specs load the app in this process as `zever serve` would (not in the test mode that
+  -- swaps its database for :memory:), so that the commands they start see the same file.
+  local app_mod = require "zever.app"
   setup(function()
+    was_testing, app_mod.testing = app_mod.testing, false
     dir = app_dir({
       ["zever.yaml"] = "db:\n  dsn: sqlite:data/app.db\nmailer:\n  log_file: mail.log\n  from: app@example.com\n"
         .. "jobs:\n  concurrency: 3\n  attempts: 1\nqueue:\n  poll_max: 20ms\nlog:\n  level: error\n",
@@ -324,6 +328,7 @@ return app
     elsewhere = tmpdir()
   end)
   teardown(function()
+    app_mod.testing = was_testing
     rm(dir)
     rm(elsewhere)
   end)

@@ -92,7 +92,8 @@ describe("zever test", function()
     local before = fingerprint(dir .. "/dev.db")
     local r = zever_test(dir)
     assert.are.equal(0, r.code, r.stdout .. r.stderr)
-    assert.is_truthy(r.stderr:find("ENV=test DSN=sqlite:test.db\n", 1, true), r.stderr)
+    -- config.load resolves the relative file against the app folder.
+    assert.is_truthy(r.stderr:find("ENV=test DSN=sqlite:" .. dir .. "/test.db\n", 1, true), r.stderr)
     assert.are.equal(before, fingerprint(dir .. "/dev.db"))
     -- testing.app migrated test.db and wrote there; so did the plain load.
     local db = assert(zdb.open("sqlite:" .. dir .. "/test.db"))
