@@ -53,7 +53,7 @@ FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 # Debian packages: build, run, test and benchmark needs. `make deps` installs what is missing.
 DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         libluajit-5.1-dev luajit lua-lpeg lua-cjson lua-yaml lua-busted lua-check \
-        libsqlite3-dev libhiredis-dev libuv1-dev \
+        libsqlite3-dev libhiredis-dev libuv1-dev nginx-light \
         libssl-dev openssl redis-server curl wrk hyperfine python3 python3-aiosmtpd swaks \
         lua-sql-sqlite3
 
