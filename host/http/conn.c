@@ -365,8 +365,10 @@ int zv_http_conn_space(zv_http_conn_t *c, char **p, size_t *n) {
       memmove(c->buf + body_end, c->buf + c->pos, c->len - c->pos);
       c->len -= d;
       c->pos = body_end;
-      c->parser.line -= d;
-      c->parser.scan -= d;
+      /* A line being parsed (a chunk-size or trailer line) starts at pos; elsewhere line and
+       * scan are not used until they are set again. */
+      c->parser.line = c->pos;
+      c->parser.scan = c->parser.scan >= c->pos + d ? c->parser.scan - d : c->pos;
       avail = c->cap - c->len;
     }
   }

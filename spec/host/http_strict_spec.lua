@@ -52,6 +52,8 @@ local rows = {
   { "a trailer field", post(CHUNKED, "5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n"), "ok", false },
   { "a trailer field ended by a bare LF", post(CHUNKED, "5\r\nhello\r\n0\r\nX-T: 1\n\r\n"),
     "ok", false },
+  { "1,000 one-byte chunks (framing larger than the read buffer)",
+    post(CHUNKED, ("1\r\na\r\n"):rep(1000) .. "0\r\n\r\n"), "ok", false },
   { "upper-case hex chunk sizes", post(CHUNKED, "A\r\n0123456789\r\n0\r\n\r\n"), "ok", false },
   { "two pipelined GETs", get("/a") .. get("/b"), "ok", false, n = 2 },
   { "a CRLF before the request line", "\r\n" .. get("/"), "ok", false },
