@@ -72,6 +72,18 @@ static int value_is(const zv_http_conn_t *c, const zv_http_header_t *h, const ch
   return h->value_len == len && !strncasecmp(c->buf + h->value_off, value, len);
 }
 
+/* True when the header's name (a token: parse_field checked it) is lc, a lower-case name of
+ * letters and "-". Inline, without strncasecmp: for a token byte, ch | 0x20 is a lower-case
+ * letter only when ch is that letter in either case, and "-" only when ch is "-". */
+static int token_is(const zv_http_conn_t *c, const zv_http_header_t *h, const char *lc,
+                    size_t len) {
+  const char *p = c->buf + h->name_off;
+  if (h->name_len != len) return 0;
+  for (size_t i = 0; i < len; i++)
+    if ((p[i] | 0x20) != lc[i]) return 0;
+  return 1;
+}
+
 /* Parses the request line buf[off, end); 0 or the status to fail with. */
 static int request_line(zv_http_conn_t *c, size_t off, size_t end) {
   zv_http_reqline_t rl;
@@ -101,31 +113,31 @@ static int header_seen(zv_http_conn_t *c, const zv_http_header_t *h, size_t end)
   const char *v = c->buf + h->value_off;
   switch (h->name_len) {
   case 4:
-    if (name_is(c, h, "host", 4)) {
+    if (token_is(c, h, "host", 4)) {
       if (++ps->nhost > 1 || !zv_http_host_ok(v, h->value_len)) return 400;
     }
     break;
   case 6:
     /* An HTTP/1.0 client cannot wait for 100 Continue: RFC 9110 §10.1.1 ignores it there. */
-    if (name_is(c, h, "expect", 6) && ps->http_minor >= 1) {
+    if (token_is(c, h, "expect", 6) && ps->http_minor >= 1) {
       if (!value_is(c, h, "100-continue", 12)) return 417;
       c->expect_continue = 1;
     }
     break;
   case 7:
-    if (name_is(c, h, "upgrade", 7)) ps->has_upgrade = 1;
+    if (token_is(c, h, "upgrade", 7)) ps->has_upgrade = 1;
     break;
   case 10:
-    if (name_is(c, h, "connection", 10))
+    if (token_is(c, h, "connection", 10))
       ps->conn_flags |= (uint8_t)zv_http_parse_connection(v, h->value_len);
     break;
   case 14:
-    if (name_is(c, h, "content-length", 14)) {
+    if (token_is(c, h, "content-length", 14)) {
       if (++ps->ncl > 1 || zv_http_parse_length(v, h->value_len, &ps->content_length)) return 400;
     }
     break;
   case 17:
-    if (name_is(c, h, "transfer-encoding", 17)) {
+    if (token_is(c, h, "transfer-encoding", 17)) {
       const char *colon = c->buf + h->name_off + h->name_len;
       if (++ps->nte > 1) return 400;
       ps->te_status = (uint16_t)zv_http_parse_te(v, h->value_len);
@@ -423,7 +435,7 @@ int zv_http_conn_parse(zv_http_conn_t *c) {
   if (c->state == ZV_HTTP_DONE) return ZV_HTTP_NEED_MORE;
   if (c->state == ZV_HTTP_IDLE) {
     if ((rc = skip_blank(c)) != BEGIN) return rc;
-    reset_request(c);
+    /* The request's fields were reset by init, reset or next. */
     c->start = c->pos;
     c->parser.line = c->parser.scan = c->pos;
     c->state = ZV_HTTP_HEAD;

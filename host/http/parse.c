@@ -103,8 +103,8 @@ int zv_http_host_ok(const char *p, size_t n) {
     if (i == n || i == 1) return 0;
     i++;
   } else {
-    for (; i < n && p[i] != ':'; i++)
-      if (!hostchar[(unsigned char)p[i]]) return 0;
+    /* ":" is not a host character: the loop stops at the port, or at a byte to refuse. */
+    while (i < n && hostchar[(unsigned char)p[i]]) i++;
     if (i == 0) return 0;
   }
   if (i == n) return 1;
