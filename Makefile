@@ -27,9 +27,9 @@ CSTD     := -std=c99 -D_GNU_SOURCE
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 CFLAGS   ?= -O2 -g
 ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) $(LUAJIT_CFLAGS) -Ihost -Ibuild
-LDLIBS   := -lluajit-5.1 -luv -lhttp_parser -lsqlite3 -lhiredis -lssl -lcrypto -lpthread -lm -ldl
+LDLIBS   := -lluajit-5.1 -luv -lsqlite3 -lhiredis -lssl -lcrypto -lpthread -lm -ldl
 # Libraries the pure cores may need (benchmarks and fuzz targets link cores without Lua).
-CORE_LIBS := -luv -lhttp_parser -lsqlite3 -lhiredis -lssl -lcrypto -lpthread -lm
+CORE_LIBS := -luv -lsqlite3 -lhiredis -lssl -lcrypto -lpthread -lm
 LDFLAGS  ?=
 # -Wl,-E exports the host's symbols so LuaJIT's FFI can call per-request C functions.
 ALL_LDFLAGS = -Wl,-E $(LDFLAGS)
@@ -53,7 +53,7 @@ FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 # Debian packages: build, run, test and benchmark needs. `make deps` installs what is missing.
 DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         libluajit-5.1-dev luajit lua-lpeg lua-cjson lua-yaml lua-busted lua-check \
-        libsqlite3-dev libhiredis-dev libuv1-dev libhttp-parser-dev \
+        libsqlite3-dev libhiredis-dev libuv1-dev nginx-light \
         libssl-dev openssl redis-server curl wrk hyperfine python3 python3-aiosmtpd swaks \
         lua-sql-sqlite3
 

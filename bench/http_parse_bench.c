@@ -3,11 +3,19 @@
  *
  *   HttpParseGet        a GET with 8 headers, fed as one read, parsed, one header looked up,
  *                       then zv_http_conn_next: the per-request work of a keep-alive connection
+ *   HttpParseHello      the request wrk sends for bench/http's /hello (two lines and Host)
  *   HttpParsePipelined  four such GETs in one read (pipelining)
  *   HttpParsePost       a POST with a 64-byte Content-Length body
  *   HttpResponseHead    the head of "200 OK, text/plain, 11 bytes" with Date and Server
  *
  * Steady state allocates nothing: the connection's buffer and the head buffer are reused.
+ *
+ * Instructions per request (load-independent): ZV_HTTP_PARSE_IR=N runs each parse scenario
+ * exactly N times, untimed, and exits; under callgrind the slope between two N is the cost of one
+ * feed (the setup drops out):
+ *   for n in 1000 11000; do ZV_HTTP_PARSE_IR=$n valgrind --tool=callgrind \
+ *     --callgrind-out-file=/tmp/cg.$n build/bench/http_parse_bench; done
+ *   (Ir(11000) - Ir(1000)) / 10000 per scenario run; BENCH=HttpParseHello picks one.
  */
 #include "bench.h"
 #include "../host/http/conn.h"
@@ -23,6 +31,8 @@ static const char get_req[] =
     "Cookie: session=0123456789abcdef; theme=dark\r\n"
     "Cache-Control: max-age=0\r\n"
     "\r\n";
+
+static const char hello_req[] = "GET /hello HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n";
 
 static const char post_req[] =
     "POST /api/users HTTP/1.1\r\n"
@@ -57,6 +67,15 @@ static void bench_get(zv_bench_t *b) {
   feed(&c, get_req, sizeof get_req - 1);
   zv_bench_reset(b);
   for (uint64_t i = 0; i < b->n; i++) zv_bench_keep(feed(&c, get_req, sizeof get_req - 1));
+  zv_http_conn_free(&c);
+}
+
+static void bench_hello(zv_bench_t *b) {
+  zv_http_conn_t c;
+  if (zv_http_conn_init(&c, &limits)) abort();
+  feed(&c, hello_req, sizeof hello_req - 1);
+  zv_bench_reset(b);
+  for (uint64_t i = 0; i < b->n; i++) zv_bench_keep(feed(&c, hello_req, sizeof hello_req - 1));
   zv_http_conn_free(&c);
 }
 
@@ -100,5 +119,25 @@ static void bench_head(zv_bench_t *b) {
   zv_http_buf_free(&buf);
 }
 
-ZV_BENCH_MAIN(ZV_BENCH(HttpParseGet, bench_get) ZV_BENCH(HttpParsePipelined, bench_pipelined)
-                  ZV_BENCH(HttpParsePost, bench_post) ZV_BENCH(HttpResponseHead, bench_head))
+/* ZV_HTTP_PARSE_IR=N: each parse scenario N times, for callgrind (see the top). */
+static int ir_mode(void) {
+  const char *s = getenv("ZV_HTTP_PARSE_IR");
+  const char *only = getenv("BENCH");
+  zv_bench_t b = {0};
+  if (!s) return 0;
+  b.n = (uint64_t)strtoull(s, NULL, 10);
+  if (!only || strstr("HttpParseGet", only)) bench_get(&b);
+  if (!only || strstr("HttpParseHello", only)) bench_hello(&b);
+  if (!only || strstr("HttpParsePipelined", only)) bench_pipelined(&b);
+  if (!only || strstr("HttpParsePost", only)) bench_post(&b);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  static const zv_bench_case_t cases[] = {
+    ZV_BENCH(HttpParseGet, bench_get) ZV_BENCH(HttpParseHello, bench_hello)
+    ZV_BENCH(HttpParsePipelined, bench_pipelined)
+    ZV_BENCH(HttpParsePost, bench_post) ZV_BENCH(HttpResponseHead, bench_head)};
+  if (ir_mode()) return 0;
+  return zv_bench_main(argc, argv, cases, sizeof cases / sizeof *cases);
+}

@@ -1,11 +1,25 @@
 /*
  * conn.c: HTTP/1.1 request parsing with limits, and response heads (see conn.h for the buffer
- * layout and the states).
+ * layout and the states, parse.h for the grammar of each piece).
  *
  * It must not touch sockets, libuv or Lua, and must not allocate per request: the only
  * allocations are the connection buffer's growth and shrinking, and a response buffer's growth.
  * Everything a client sends ends in a request, a wait for more bytes, or a status to answer
- * (400, 408 is the server's, 413, 414, 417, 431, 505): never in a crash or an unbounded buffer.
+ * (400, 408 is the server's, 413, 414, 417, 431, 501, 505): never in a crash, an unbounded
+ * buffer, or a request the bytes do not unambiguously frame.
+ *
+ * The head is parsed a line at a time: memchr finds the LF (glibc scans a vector at a time),
+ * then the line is checked in one pass (names by a 256-entry table, values 8 bytes at a time).
+ * A line that a read split is not looked at until its LF arrives: scan remembers where the
+ * search stopped, so no byte is searched twice. The body is either counted (Content-Length) or
+ * chunked, decoded in place:
+ *
+ *   chunked phases:  SIZE --"hex[;ext]\r\n"--> DATA --n bytes--> CR --> LF --> SIZE ...
+ *                    SIZE --"0[;ext]\r\n"--> TRAILER --field lines, then an empty line--> done
+ *
+ * Bare LF ends a line of the head and of the trailer section (RFC 9112 §2.2 lets a server
+ * accept it there, as nginx does) but never a line of the chunked framing, where only CRLF is
+ * allowed: anything else right after chunk data is the classic smuggling hazard.
  */
 #include "conn.h"
 
@@ -18,23 +32,12 @@
 #define READ_MIN 2048          /* read at least this much at a time when the buffer can grow */
 #define SHRINK_ABOVE (64 << 10) /* a buffer larger than this returns to ZV_HTTP_BUF_MIN */
 #define SLACK (16 << 10)       /* room beyond the limits: pipelined bytes, chunk framing */
+#define CHUNK_LINE_MAX 1024    /* a chunk-size line with its extensions; longer: 400 */
 
-enum { CB_NONE, CB_FIELD, CB_VALUE };
+enum phase { PH_HEAD, PH_LENGTH, PH_SIZE, PH_DATA, PH_CR, PH_LF, PH_TRAILER };
 
-static zv_http_conn_t *conn_of(http_parser *p) {
-  return p->data;
-}
-
-static int fail_cb(zv_http_conn_t *c, int status) {
-  c->status = status;
-  return -1;
-}
-
-/* True when the request line and headers parsed so far, up to data + len, exceed the limit. */
-static int over_head(zv_http_conn_t *c, const char *data, size_t len) {
-  size_t end = (size_t)(data - c->buf) + len;
-  return end - c->start > c->limits.max_header_bytes;
-}
+/* Internal results beside enum zv_http_event: a request line begins, the head is complete. */
+enum { BEGIN = -1, HEAD_DONE = -2 };
 
 static void reset_request(zv_http_conn_t *c) {
   c->status = 0;
@@ -44,69 +47,19 @@ static void reset_request(zv_http_conn_t *c) {
   c->query_len = 0;
   c->nheaders = 0;
   c->body_off = c->body_len = 0;
-  c->last_cb = CB_NONE;
   c->body_started = 0;
   c->keep_alive = 0;
   c->expect_continue = 0;
   c->continue_due = 0;
   c->upgrade = 0;
   c->chunked = 0;
+  memset(&c->parser, 0, sizeof c->parser);
 }
 
-static int on_message_begin(http_parser *p) {
-  zv_http_conn_t *c = conn_of(p);
-  reset_request(c);
-  c->state = ZV_HTTP_HEAD;
-  return 0;
-}
-
-static int on_url(http_parser *p, const char *data, size_t len) {
-  zv_http_conn_t *c = conn_of(p);
-  if (over_head(c, data, len)) return fail_cb(c, 414);
-  if (c->url_len == 0) c->url_off = (uint32_t)(data - c->buf);
-  c->url_len += (uint32_t)len;
-  return 0;
-}
-
-static int on_header_field(http_parser *p, const char *data, size_t len) {
-  zv_http_conn_t *c = conn_of(p);
-  uint32_t off = (uint32_t)(data - c->buf);
-  zv_http_header_t *h;
-  if (over_head(c, data, len)) return fail_cb(c, 431);
-  if (c->last_cb == CB_FIELD) {
-    h = &c->headers[c->nheaders - 1];
-    if (h->name_off + h->name_len != off) return fail_cb(c, 400);
-    h->name_len += (uint32_t)len;
-    return 0;
-  }
-  if (c->nheaders == ZV_HTTP_MAX_HEADERS) return fail_cb(c, 431);
-  h = &c->headers[c->nheaders++];
-  h->name_off = off;
-  h->name_len = (uint32_t)len;
-  h->value_off = off + (uint32_t)len;
-  h->value_len = 0;
-  c->last_cb = CB_FIELD;
-  return 0;
-}
-
-static int on_header_value(http_parser *p, const char *data, size_t len) {
-  zv_http_conn_t *c = conn_of(p);
-  uint32_t off = (uint32_t)(data - c->buf);
-  zv_http_header_t *h;
-  if (over_head(c, data, len)) return fail_cb(c, 431);
-  if (c->nheaders == 0) return fail_cb(c, 400);
-  h = &c->headers[c->nheaders - 1];
-  if (c->last_cb == CB_FIELD) {
-    h->value_off = off;
-    h->value_len = (uint32_t)len;
-  } else {
-    /* A value split by a read boundary continues right where it stopped; anything else is a
-     * folded line (obs-fold), which RFC 9112 lets a server reject. */
-    if (h->value_off + h->value_len != off) return fail_cb(c, 400);
-    h->value_len += (uint32_t)len;
-  }
-  c->last_cb = CB_VALUE;
-  return 0;
+static int fail(zv_http_conn_t *c, int status) {
+  c->status = status;
+  c->state = ZV_HTTP_ERROR;
+  return ZV_HTTP_FAIL;
 }
 
 static int name_is(const zv_http_conn_t *c, const zv_http_header_t *h, const char *name,
@@ -119,95 +72,256 @@ static int value_is(const zv_http_conn_t *c, const zv_http_header_t *h, const ch
   return h->value_len == len && !strncasecmp(c->buf + h->value_off, value, len);
 }
 
-static int on_headers_complete(http_parser *p) {
-  zv_http_conn_t *c = conn_of(p);
-  int te = 0, cl = 0, host = 0;
-  if (p->http_major != 1) return fail_cb(c, 505);
-  if (p->method == HTTP_CONNECT) return fail_cb(c, 400);
-  for (uint32_t i = 0; i < c->nheaders; i++) {
-    zv_http_header_t *h = &c->headers[i];
-    const char *v = c->buf + h->value_off;
-    while (h->value_len && (v[h->value_len - 1] == ' ' || v[h->value_len - 1] == '\t'))
-      h->value_len--;
-    switch (h->name_len) {
-    case 4:
-      if (name_is(c, h, "host", 4)) host++;
-      break;
-    case 6:
-      if (name_is(c, h, "expect", 6)) {
-        if (!value_is(c, h, "100-continue", 12)) return fail_cb(c, 417);
-        c->expect_continue = 1;
+/* True when the header's name (a token: parse_field checked it) is lc, a lower-case name of
+ * letters and "-". Inline, without strncasecmp: for a token byte, ch | 0x20 is a lower-case
+ * letter only when ch is that letter in either case, and "-" only when ch is "-". */
+static int token_is(const zv_http_conn_t *c, const zv_http_header_t *h, const char *lc,
+                    size_t len) {
+  const char *p = c->buf + h->name_off;
+  if (h->name_len != len) return 0;
+  for (size_t i = 0; i < len; i++)
+    if ((p[i] | 0x20) != lc[i]) return 0;
+  return 1;
+}
+
+/* Parses the request line buf[off, end); 0 or the status to fail with. */
+static int request_line(zv_http_conn_t *c, size_t off, size_t end) {
+  zv_http_reqline_t rl;
+  int rc = zv_http_parse_request_line(c->buf, off, end, &rl);
+  if (rc) return rc;
+  c->parser.method = (uint8_t)rl.method;
+  c->parser.http_major = (uint8_t)rl.major;
+  c->parser.http_minor = (uint8_t)rl.minor;
+  c->parser.line_done = 1;
+  c->url_off = rl.url_off;
+  c->url_len = rl.url_len;
+  c->path_len = rl.url_len;
+  const char *q = memchr(c->buf + rl.url_off, '?', rl.url_len);
+  if (q) {
+    c->path_len = (uint32_t)(q - (c->buf + rl.url_off));
+    c->query_off = (int32_t)(rl.url_off + c->path_len + 1);
+    c->query_len = rl.url_len - c->path_len - 1;
+  }
+  return 0;
+}
+
+/* Records the header h, whose line ends at end, and acts on the ones that decide framing; 0 or
+ * the status to fail with. A repeat of Host, Content-Length or Transfer-Encoding is a 400
+ * whatever the values. */
+static int header_seen(zv_http_conn_t *c, const zv_http_header_t *h, size_t end) {
+  zv_http_parser_t *ps = &c->parser;
+  const char *v = c->buf + h->value_off;
+  switch (h->name_len) {
+  case 4:
+    if (token_is(c, h, "host", 4)) {
+      if (++ps->nhost > 1 || !zv_http_host_ok(v, h->value_len)) return 400;
+    }
+    break;
+  case 6:
+    /* An HTTP/1.0 client cannot wait for 100 Continue: RFC 9110 §10.1.1 ignores it there. */
+    if (token_is(c, h, "expect", 6) && ps->http_minor >= 1) {
+      if (!value_is(c, h, "100-continue", 12)) return 417;
+      c->expect_continue = 1;
+    }
+    break;
+  case 7:
+    if (token_is(c, h, "upgrade", 7)) ps->has_upgrade = 1;
+    break;
+  case 10:
+    if (token_is(c, h, "connection", 10))
+      ps->conn_flags |= (uint8_t)zv_http_parse_connection(v, h->value_len);
+    break;
+  case 14:
+    if (token_is(c, h, "content-length", 14)) {
+      if (++ps->ncl > 1 || zv_http_parse_length(v, h->value_len, &ps->content_length)) return 400;
+    }
+    break;
+  case 17:
+    if (token_is(c, h, "transfer-encoding", 17)) {
+      const char *colon = c->buf + h->name_off + h->name_len;
+      if (++ps->nte > 1) return 400;
+      ps->te_status = (uint16_t)zv_http_parse_te(v, h->value_len);
+      /* RFC 9110 lets OWS be a tab, but nginx and other front ends do not see chunked in
+       * "\tchunked": a back end that does is the other half of a desync. nginx answers 501. */
+      if (memchr(colon, '\t', (size_t)(c->buf + end - colon))) ps->te_status = 400;
+    }
+    break;
+  }
+  return 0;
+}
+
+/* Parses the field line buf[off, end) of the head; 0 or the status to fail with. */
+static int header_line(zv_http_conn_t *c, size_t off, size_t end) {
+  size_t nlen, vat, vlen;
+  zv_http_header_t *h;
+  int rc;
+  if (c->nheaders == ZV_HTTP_MAX_HEADERS) return 431;
+  rc = zv_http_parse_field(c->buf + off, end - off, &nlen, &vat, &vlen);
+  if (rc) return rc;
+  h = &c->headers[c->nheaders++];
+  h->name_off = (uint32_t)off;
+  h->name_len = (uint32_t)nlen;
+  h->value_off = (uint32_t)(off + vat);
+  h->value_len = (uint32_t)vlen;
+  return header_seen(c, h, end);
+}
+
+/* The head is complete (c->pos is the body's first byte): decides the framing. 0 or the status
+ * to fail with. Order matters only for which status a request with several faults gets. */
+static int head_done(zv_http_conn_t *c) {
+  zv_http_parser_t *ps = &c->parser;
+  if (ps->http_minor >= 1 ? ps->nhost != 1 : ps->nhost > 1) return 400;
+  if (ps->nte) {
+    /* RFC 9112 §6.1: HTTP/1.0 has no Transfer-Encoding (a 1.0 proxy may have passed it on
+     * without decoding); §6.3: with Content-Length too, the framing is ambiguous. */
+    if (ps->http_minor == 0 || ps->ncl) return 400;
+    if (ps->te_status) return ps->te_status;
+    c->chunked = 1;
+  }
+  if (ps->content_length > c->limits.max_body_bytes) return 413;
+  c->upgrade = ps->has_upgrade && (ps->conn_flags & ZV_HTTP_CONN_UPGRADE);
+  if (ps->http_minor >= 1) c->keep_alive = !(ps->conn_flags & ZV_HTTP_CONN_CLOSE);
+  else c->keep_alive = (ps->conn_flags & (ZV_HTTP_CONN_CLOSE | ZV_HTTP_CONN_KEEP_ALIVE)) ==
+                       ZV_HTTP_CONN_KEEP_ALIVE;
+  if (c->upgrade) c->keep_alive = 0;
+  c->body_off = (uint32_t)c->pos;
+  c->body_started = 1;
+  if (c->chunked) {
+    ps->phase = PH_SIZE;
+  } else {
+    ps->phase = PH_LENGTH;
+    ps->remaining = ps->content_length;
+  }
+  ps->line = ps->scan = c->pos;
+  if (c->expect_continue && (c->chunked || ps->content_length)) c->continue_due = 1;
+  return 0;
+}
+
+/* Finds the next LF of the line at ps->line, from ps->scan on; its offset, or -1 (scan moves
+ * to the end of the input). */
+static long find_lf(zv_http_conn_t *c) {
+  zv_http_parser_t *ps = &c->parser;
+  const char *nl = memchr(c->buf + ps->scan, '\n', c->len - ps->scan);
+  if (!nl) {
+    ps->scan = c->len;
+    return -1;
+  }
+  return nl - c->buf;
+}
+
+/* Parses head lines until the head ends (HEAD_DONE), the input does (NEED_MORE), or a line
+ * fails (FAIL). */
+static int parse_head(zv_http_conn_t *c) {
+  zv_http_parser_t *ps = &c->parser;
+  for (;;) {
+    long lf = find_lf(c);
+    size_t e, start = ps->line, end;
+    int rc;
+    if (lf < 0) {
+      if (c->len - c->start > c->limits.max_header_bytes) return fail(c, ps->line_done ? 431 : 414);
+      return ZV_HTTP_NEED_MORE;
+    }
+    e = (size_t)lf;
+    if (e + 1 - c->start > c->limits.max_header_bytes) return fail(c, ps->line_done ? 431 : 414);
+    end = e > start && c->buf[e - 1] == '\r' ? e - 1 : e;
+    c->pos = ps->line = ps->scan = e + 1;
+    if (!ps->line_done) {
+      rc = request_line(c, start, end);
+    } else if (end == start) {
+      rc = head_done(c);
+      if (!rc) return HEAD_DONE;
+    } else {
+      rc = header_line(c, start, end);
+    }
+    if (rc) return fail(c, rc);
+  }
+}
+
+/* Parses a line of the trailer section; the body is done (DONE) at the empty line. Trailer
+ * fields are checked like head fields and dropped: nothing reads them. */
+static int trailer_line(zv_http_conn_t *c, size_t start, size_t end) {
+  zv_http_parser_t *ps = &c->parser;
+  size_t nlen, vat, vlen;
+  if (end == start) {
+    c->state = ZV_HTTP_DONE;
+    return 0;
+  }
+  if (++ps->ntrailers > ZV_HTTP_MAX_HEADERS) return 431;
+  return zv_http_parse_field(c->buf + start, end - start, &nlen, &vat, &vlen);
+}
+
+/* Parses body bytes until the request is complete (state DONE), the input ends (NEED_MORE) or
+ * the framing fails. */
+static int parse_body(zv_http_conn_t *c) {
+  zv_http_parser_t *ps = &c->parser;
+  while (c->state == ZV_HTTP_BODY) {
+    size_t avail = c->len - c->pos, n, e, start = ps->line;
+    long lf;
+    int rc;
+    switch (ps->phase) {
+    case PH_LENGTH:
+    case PH_DATA:
+      n = avail < ps->remaining ? avail : (size_t)ps->remaining;
+      if (n == 0 && ps->remaining) return ZV_HTTP_NEED_MORE;
+      /* Chunked: decode in place by moving this piece down behind the previous one. */
+      if (c->pos != (size_t)c->body_off + c->body_len)
+        memmove(c->buf + c->body_off + c->body_len, c->buf + c->pos, n);
+      c->body_len += (uint32_t)n;
+      c->pos += n;
+      ps->remaining -= n;
+      if (ps->remaining == 0) {
+        if (ps->phase == PH_LENGTH) c->state = ZV_HTTP_DONE;
+        else ps->phase = PH_CR;
       }
       break;
-    case 14:
-      if (name_is(c, h, "content-length", 14)) cl++;
-      break;
-    case 17:
-      if (name_is(c, h, "transfer-encoding", 17)) {
-        /* Only "chunked" alone: anything else is a smuggling or decoding hazard. */
-        if (!value_is(c, h, "chunked", 7)) return fail_cb(c, 400);
-        te++;
+    case PH_CR:
+    case PH_LF:
+      if (avail == 0) return ZV_HTTP_NEED_MORE;
+      if (c->buf[c->pos] != (ps->phase == PH_CR ? '\r' : '\n')) return fail(c, 400);
+      c->pos++;
+      if (ps->phase == PH_CR) {
+        ps->phase = PH_LF;
+      } else {
+        ps->phase = PH_SIZE;
+        ps->line = ps->scan = c->pos;
       }
+      break;
+    case PH_SIZE:
+      lf = find_lf(c);
+      if (lf < 0) {
+        if (c->len - start > CHUNK_LINE_MAX) return fail(c, 400);
+        return ZV_HTTP_NEED_MORE;
+      }
+      e = (size_t)lf;
+      /* Only CRLF ends a chunk-size line: a bare LF is refused at once, never waited on. */
+      if (e - start > CHUNK_LINE_MAX || e == start || c->buf[e - 1] != '\r') return fail(c, 400);
+      if (zv_http_parse_chunk_size(c->buf + start, e - 1 - start, &ps->remaining))
+        return fail(c, 400);
+      c->pos = ps->line = ps->scan = e + 1;
+      if (ps->remaining == 0) {
+        ps->phase = PH_TRAILER;
+      } else {
+        if (ps->remaining > c->limits.max_body_bytes - c->body_len) return fail(c, 413);
+        ps->phase = PH_DATA;
+      }
+      break;
+    case PH_TRAILER:
+      lf = find_lf(c);
+      if (lf < 0) {
+        if (ps->trailer_bytes + (c->len - start) > c->limits.max_header_bytes) return fail(c, 431);
+        return ZV_HTTP_NEED_MORE;
+      }
+      e = (size_t)lf;
+      ps->trailer_bytes += (uint32_t)(e + 1 - start);
+      if (ps->trailer_bytes > c->limits.max_header_bytes) return fail(c, 431);
+      c->pos = ps->line = ps->scan = e + 1;
+      rc = trailer_line(c, start, e > start && c->buf[e - 1] == '\r' ? e - 1 : e);
+      if (rc) return fail(c, rc);
       break;
     }
   }
-  if (te > 1 || cl > 1 || (te && cl)) return fail_cb(c, 400);
-  if (p->http_minor >= 1 && host != 1) return fail_cb(c, 400);
-  if (c->url_len == 0) return fail_cb(c, 400);
-  c->path_len = c->url_len;
-  for (uint32_t i = 0; i < c->url_len; i++) {
-    if (c->buf[c->url_off + i] == '?') {
-      c->path_len = i;
-      c->query_off = (int32_t)(c->url_off + i + 1);
-      c->query_len = c->url_len - i - 1;
-      break;
-    }
-  }
-  c->chunked = (p->flags & F_CHUNKED) != 0;
-  if ((p->flags & F_CONTENTLENGTH) && p->content_length > c->limits.max_body_bytes)
-    return fail_cb(c, 413);
-  c->upgrade = p->upgrade;
-  c->keep_alive = http_should_keep_alive(p) && !c->upgrade;
-  if (c->expect_continue && (c->chunked || ((p->flags & F_CONTENTLENGTH) && p->content_length))) {
-    c->continue_due = 1;
-    http_parser_pause(p, 1);
-  }
-  c->state = ZV_HTTP_BODY;
-  return 0;
+  return ZV_HTTP_REQUEST;
 }
-
-static int on_body(http_parser *p, const char *data, size_t len) {
-  zv_http_conn_t *c = conn_of(p);
-  uint32_t off = (uint32_t)(data - c->buf);
-  if ((uint64_t)c->body_len + len > c->limits.max_body_bytes) return fail_cb(c, 413);
-  if (!c->body_started) {
-    c->body_off = off;
-    c->body_started = 1;
-  } else if (off != c->body_off + c->body_len) {
-    /* Chunked: decode in place by moving this piece down behind the previous one. */
-    memmove(c->buf + c->body_off + c->body_len, data, len);
-  }
-  c->body_len += (uint32_t)len;
-  return 0;
-}
-
-static int on_message_complete(http_parser *p) {
-  zv_http_conn_t *c = conn_of(p);
-  c->keep_alive = http_should_keep_alive(p) && !c->upgrade;
-  c->state = ZV_HTTP_DONE;
-  http_parser_pause(p, 1);
-  return 0;
-}
-
-static const http_parser_settings settings = {
-  .on_message_begin = on_message_begin,
-  .on_url = on_url,
-  .on_header_field = on_header_field,
-  .on_header_value = on_header_value,
-  .on_headers_complete = on_headers_complete,
-  .on_body = on_body,
-  .on_message_complete = on_message_complete,
-};
 
 int zv_http_conn_init(zv_http_conn_t *c, const zv_http_limits_t *limits) {
   memset(c, 0, offsetof(zv_http_conn_t, headers));
@@ -219,8 +333,6 @@ int zv_http_conn_init(zv_http_conn_t *c, const zv_http_limits_t *limits) {
   c->buf = zv_alloc(ZV_HTTP_BUF_MIN);
   if (!c->buf) return ZV_ENOMEM;
   c->cap = ZV_HTTP_BUF_MIN;
-  http_parser_init(&c->parser, HTTP_REQUEST);
-  c->parser.data = c;
   reset_request(c);
   c->state = ZV_HTTP_IDLE;
   return 0;
@@ -235,8 +347,6 @@ void zv_http_conn_reset(zv_http_conn_t *c) {
       c->cap = ZV_HTTP_BUF_MIN;
     }
   }
-  http_parser_init(&c->parser, HTTP_REQUEST);
-  c->parser.data = c;
   reset_request(c);
   c->state = ZV_HTTP_IDLE;
 }
@@ -260,12 +370,17 @@ int zv_http_conn_space(zv_http_conn_t *c, char **p, size_t *n) {
   }
   avail = c->cap - c->len;
   /* Chunked framing already parsed is dead weight between the body and the unparsed rest. */
-  if (avail < READ_MIN && c->state == ZV_HTTP_BODY && c->body_started) {
+  if (avail < READ_MIN && c->state == ZV_HTTP_BODY && c->chunked) {
     size_t body_end = (size_t)c->body_off + c->body_len;
     if (c->pos > body_end) {
+      size_t d = c->pos - body_end;
       memmove(c->buf + body_end, c->buf + c->pos, c->len - c->pos);
-      c->len -= c->pos - body_end;
+      c->len -= d;
       c->pos = body_end;
+      /* A line being parsed (a chunk-size or trailer line) starts at pos; elsewhere line and
+       * scan are not used until they are set again. */
+      c->parser.line = c->pos;
+      c->parser.scan = c->parser.scan >= c->pos + d ? c->parser.scan - d : c->pos;
       avail = c->cap - c->len;
     }
   }
@@ -295,46 +410,45 @@ void zv_http_conn_commit(zv_http_conn_t *c, size_t n) {
   c->len += n;
 }
 
-static int fail(zv_http_conn_t *c, int status) {
-  c->status = status;
-  c->state = ZV_HTTP_ERROR;
-  return ZV_HTTP_FAIL;
-}
-
-static int status_of(enum http_errno err) {
-  switch (err) {
-  case HPE_HEADER_OVERFLOW: return 431;
-  default: return 400;
+/* Drops the empty lines RFC 9112 §2.2 lets a client send before a request line. Returns
+ * BEGIN when a request line begins at pos, else NEED_MORE or FAIL. */
+static int skip_blank(zv_http_conn_t *c) {
+  while (c->pos < c->len) {
+    char ch = c->buf[c->pos];
+    if (ch == '\n') {
+      c->pos++;
+    } else if (ch == '\r') {
+      if (c->pos + 1 == c->len) return ZV_HTTP_NEED_MORE;
+      if (c->buf[c->pos + 1] != '\n') return fail(c, 400);
+      c->pos += 2;
+    } else {
+      return BEGIN;
+    }
   }
+  c->pos = c->len = c->start = 0;
+  return ZV_HTTP_NEED_MORE;
 }
 
 int zv_http_conn_parse(zv_http_conn_t *c) {
-  size_t n;
-  enum http_errno err;
+  int rc;
   if (c->state == ZV_HTTP_ERROR) return ZV_HTTP_FAIL;
   if (c->state == ZV_HTTP_DONE) return ZV_HTTP_NEED_MORE;
-  if (HTTP_PARSER_ERRNO(&c->parser) == HPE_PAUSED) http_parser_pause(&c->parser, 0);
-  if (c->pos == c->len) return ZV_HTTP_NEED_MORE;
-  if (c->state == ZV_HTTP_IDLE) c->start = c->pos;
-  n = http_parser_execute(&c->parser, &settings, c->buf + c->pos, c->len - c->pos);
-  c->pos += n;
-  err = HTTP_PARSER_ERRNO(&c->parser);
-  if (err == HPE_PAUSED) {
-    if (c->state == ZV_HTTP_DONE) return ZV_HTTP_REQUEST;
+  if (c->state == ZV_HTTP_IDLE) {
+    if ((rc = skip_blank(c)) != BEGIN) return rc;
+    /* The request's fields were reset by init, reset or next. */
+    c->start = c->pos;
+    c->parser.line = c->parser.scan = c->pos;
+    c->state = ZV_HTTP_HEAD;
+  }
+  if (c->state == ZV_HTTP_HEAD) {
+    if ((rc = parse_head(c)) != HEAD_DONE) return rc;
+    c->state = ZV_HTTP_BODY;
     if (c->continue_due) {
       c->continue_due = 0;
       return ZV_HTTP_CONTINUE;
     }
-    return ZV_HTTP_NEED_MORE;
   }
-  if (err != HPE_OK) return fail(c, c->status ? c->status : status_of(err));
-  if (c->state == ZV_HTTP_IDLE) {
-    /* Only blank lines so far: nothing to keep. */
-    if (c->pos == c->len) c->pos = c->len = c->start = 0;
-  } else if (c->state == ZV_HTTP_HEAD && c->pos - c->start > c->limits.max_header_bytes) {
-    return fail(c, c->nheaders == 0 && c->last_cb == CB_NONE ? 414 : 431);
-  }
-  return ZV_HTTP_NEED_MORE;
+  return parse_body(c);
 }
 
 void zv_http_conn_next(zv_http_conn_t *c) {
@@ -345,7 +459,6 @@ void zv_http_conn_next(zv_http_conn_t *c) {
   c->start = 0;
   reset_request(c);
   c->state = ZV_HTTP_IDLE;
-  if (HTTP_PARSER_ERRNO(&c->parser) == HPE_PAUSED) http_parser_pause(&c->parser, 0);
   if (c->cap > SHRINK_ABOVE && rest <= ZV_HTTP_BUF_MIN) {
     char *nb = zv_realloc(c->buf, ZV_HTTP_BUF_MIN);
     if (nb) {
@@ -360,11 +473,11 @@ int zv_http_conn_pending(const zv_http_conn_t *c) {
 }
 
 const char *zv_http_conn_method(const zv_http_conn_t *c) {
-  return http_method_str((enum http_method)c->parser.method);
+  return zv_http_method_name(c->parser.method);
 }
 
 int zv_http_conn_is_head(const zv_http_conn_t *c) {
-  return c->parser.method == HTTP_HEAD;
+  return c->parser.method == ZV_HTTP_M_HEAD;
 }
 
 int zv_http_conn_header(const zv_http_conn_t *c, const char *name, size_t len, uint32_t *from) {
@@ -498,48 +611,13 @@ void zv_http_date(int64_t unix_seconds, char out[32]) {
   memcpy(o, " GMT", 5);
 }
 
-/* RFC 9110 token characters: !#$%&'*+-.^_`|~ digits and letters. */
-static const uint8_t tchar[256] = {
-  ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1,
-  ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1, ['~'] = 1,
-  ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
-  ['8'] = 1, ['9'] = 1,
-  ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
-  ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
-  ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
-  ['Y'] = 1, ['Z'] = 1,
-  ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
-  ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
-  ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
-  ['y'] = 1, ['z'] = 1,
-};
-
-/* True when v[0..n) holds no control character but HTAB (no CR, LF, NUL or DEL). Eight bytes
- * at a time: a word with no byte below 0x20 and no 0x7f passes at once; a word with one (a tab,
- * most likely) is looked at byte by byte. */
-static int value_ok(const char *v, size_t n) {
-  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t x, d;
-    memcpy(&x, v + i, 8);
-    d = x ^ (ones * 0x7f);
-    if (((x - ones * 0x20) & ~x & highs) | ((d - ones) & ~d & highs)) break;
-  }
-  for (; i < n; i++) {
-    unsigned char ch = (unsigned char)v[i];
-    if ((ch < 0x20 && ch != '\t') || ch == 0x7f) return 0;
-  }
-  return 1;
-}
-
 int zv_http_check_header(const char *name, size_t nlen, const char *value, size_t vlen,
                          zv_http_hdrinfo_t *info) {
   info->skip = info->is_close = info->is_date = info->is_server = 0;
   if (nlen == 0) return ZV_EINVAL;
   for (size_t i = 0; i < nlen; i++)
-    if (!tchar[(unsigned char)name[i]]) return ZV_EINVAL;
-  if (!value_ok(value, vlen)) return ZV_EINVAL;
+    if (!zv__http_tchar[(unsigned char)name[i]]) return ZV_EINVAL;
+  if (!zv__http_value_ok(value, vlen)) return ZV_EINVAL;
   switch (nlen) {
   case 4:
     info->is_date = !strncasecmp(name, "date", 4);

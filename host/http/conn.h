@@ -3,7 +3,8 @@
  * protocol errors out, response heads built into a reusable buffer.
  *
  * It must not include lua.h or uv.h: it is fuzzed and benchmarked on its own. It parses with
- * Debian's http_parser (2.9) and enforces zever's limits on top of it.
+ * its own strict RFC 9112 parser (parse.c for the pieces, this file for the state between reads)
+ * and enforces zever's limits; docs/http-server.md says why it no longer uses http-parser.
  *
  * One buffer holds everything a request needs, so the request is never copied:
  *
@@ -28,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <http_parser.h>
+#include "parse.h"
 
 #define ZV_HTTP_MAX_HEADERS 100             /* more header lines: 431 */
 #define ZV_HTTP_MAX_HEADER_LIMIT (64 << 10) /* the largest max_header_bytes accepted */
@@ -59,8 +60,28 @@ enum zv_http_event {
   ZV_HTTP_FAIL           /* answer conn->status and close (state ERROR) */
 };
 
+/* The parser's state between reads. The head is parsed one complete line at a time: a line
+ * split by a read waits in the buffer (scan remembers how far it holds no LF), so nothing is
+ * parsed twice and nothing is copied. */
 typedef struct {
-  http_parser parser;
+  uint8_t method;         /* enum zv_http_method */
+  uint8_t http_major, http_minor;
+  uint8_t phase;          /* what the bytes at pos are (conn.c's enum phase) */
+  uint8_t line_done;      /* the request line is parsed */
+  uint8_t ntrailers;
+  uint8_t conn_flags;     /* ZV_HTTP_CONN_* of the Connection headers */
+  uint8_t has_upgrade;    /* an Upgrade header */
+  uint8_t nhost, ncl, nte;
+  uint32_t trailer_bytes; /* the chunked body's trailer section so far */
+  uint16_t te_status;     /* 0 (chunked), 400 or 501: the Transfer-Encoding's verdict */
+  size_t line;            /* where the line being parsed starts */
+  size_t scan;            /* bytes from line to scan hold no LF */
+  uint64_t content_length;/* the declared Content-Length (0 when none) */
+  uint64_t remaining;     /* body bytes still to come: of the Content-Length, or of the chunk */
+} zv_http_parser_t;
+
+typedef struct {
+  zv_http_parser_t parser;
   zv_http_limits_t limits;
   char *buf;
   size_t len, cap, pos;
@@ -75,7 +96,6 @@ typedef struct {
   uint32_t nheaders;
   zv_http_header_t headers[ZV_HTTP_MAX_HEADERS];
   uint32_t body_off, body_len;
-  uint8_t last_cb;        /* 0 none, 1 field, 2 value: joins split header pieces */
   uint8_t body_started;
   uint8_t keep_alive;     /* the request lets the connection stay open */
   uint8_t expect_continue;/* the client waits for "100 Continue" before its body */

@@ -63,7 +63,7 @@ typedef struct {
   zv_loop_item_t item;
   zv_loop_t *loop;
   int fn_ref, done_ref, req_mt_ref, guard_mt_ref;
-  int method_refs[METHOD_REFS]; /* the method name strings, by http_parser method, made once */
+  int method_refs[METHOD_REFS]; /* the method name strings, by parser method, made once */
   /* Idle coroutines for on_request, each pinned by a registry reference (see on_request). */
   lua_State *threads[THREAD_POOL];
   int thread_refs[THREAD_POOL];
@@ -680,8 +680,6 @@ int luaopen_zever_http(lua_State *L) {
   static const luaL_Reg srv_methods[] = {
     {"port", s_port}, {"close", s_close}, {"drain", s_drain}, {"stats", s_stats}, {NULL, NULL},
   };
-  if (http_parser_version() < 0x020900)
-    return luaL_error(L, "zever.http needs http_parser 2.9 or later");
   zv_loop_of(L);
   /* Two metatables share one method table; each method has both as upvalues. */
   luaL_newmetatable(L, REQ_MT);

@@ -40,6 +40,7 @@ const char *zv_http_error_body(int status) {
   case 417: return "{\"error\":\"expectation_failed\"}";
   case 431: return "{\"error\":\"header_fields_too_large\"}";
   case 500: return "{\"error\":\"internal\"}";
+  case 501: return "{\"error\":\"not_implemented\"}";
   case 503: return "{\"error\":\"unavailable\"}";
   case 505: return "{\"error\":\"http_version_not_supported\"}";
   default: return "{\"error\":\"error\"}";
