@@ -4,7 +4,11 @@
 usage: http_client.py PORT OUTFILE STEP...
 
 Steps run in order on the current connection:
-  connect            open a new connection and make it current (the first one opens itself)
+  connect            open a new connection and make it current (the first one opens itself);
+                     the previous one is dropped (closed)
+  open               open a new connection and make it current, keeping the others open
+  use:N              make the Nth connection opened (1 = the first) current
+  rcvbuf:BYTES       open the next connections with a receive buffer this small
   send:TEXT          send TEXT; \\r \\n \\t \\\\ and \\xHH escapes are decoded
   sleep:SECONDS      pause
   read:SECONDS       read until EOF, reset or SECONDS of silence; appends "[eof]", "[reset]" or
@@ -51,11 +55,30 @@ def read(sock, timeout, limit=None):
 def main():
     port, outfile, steps = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
     out = b""
-    sock = socket.create_connection(("127.0.0.1", port))
+    rcvbuf = None
+
+    def connect():
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        s.connect(("127.0.0.1", port))
+        return s
+
+    first = steps[0].partition(":")[0] if steps else ""
+    sock = None if first == "rcvbuf" else connect()
+    socks = [sock] if sock else []
     for step in steps:
         kind, _, arg = step.partition(":")
         if kind == "connect":
-            sock = socket.create_connection(("127.0.0.1", port))
+            sock = connect()
+            socks = [sock]
+        elif kind == "open":
+            sock = connect()
+            socks.append(sock)
+        elif kind == "use":
+            sock = socks[int(arg) - 1]
+        elif kind == "rcvbuf":
+            rcvbuf = int(arg)
         elif kind == "send":
             try:
                 sock.sendall(decode(arg))
