@@ -33,11 +33,13 @@
  *
  * The handler watchdog (handler_timeout > 0): a request whose handler yielded and left it
  * unanswered for handler_timeout is answered 503 {"error":"handler_timeout"}; the request is
- * cancelled (its methods raise "request cancelled: handler timeout", answering does nothing)
- * and its coroutine is abandoned: it ends at its next use of the request once what it waits
- * for resumes it. A handler that runs handler_timeout without yielding is interrupted by a
- * count hook that a watchdog thread sets with lua_sethook (which LuaJIT allows from another
- * thread): the hook raises "handler timeout" in the handler, which the application answers 500.
+ * cancelled (reading it gives nothing, as when the client went away; answering it raises
+ * "request cancelled: handler timeout", which zever.server checks first and skips) and its
+ * coroutine is abandoned: it runs on when what it waits for resumes it, and its answer goes
+ * nowhere. A handler that runs handler_timeout without yielding is interrupted by a count hook
+ * that a watchdog thread sets with lua_sethook (which LuaJIT allows from another thread): the
+ * hook answers 500 at once, cancels the request and raises "handler timeout" in the handler,
+ * which unwinds through the application's error path.
  * Compiled loops (traces) do not see hooks; docs/http-server.md says what is caught. Per
  * request the watchdog costs three stores; its thread wakes every handler_timeout / 4 (10 ms
  * to 100 ms) and reads two words.
@@ -138,7 +140,7 @@ static lreq_t *check_req(lua_State *L) {
 
 /* The connection of a request that can still be read; NULL when the client went away. */
 static zv_http_sconn_t *readable(lua_State *L, lreq_t *r) {
-  if (r->cancelled) luaL_error(L, "request cancelled: handler timeout");
+  if (r->cancelled) return NULL; /* as if the client went away: the error path may still log */
   if (r->answered) luaL_error(L, "request already answered");
   return r->c;
 }

@@ -87,6 +87,7 @@ struct zv_http_sconn_s {
   uint64_t wdeadline;           /* loop time (ms) when queued writes time out without progress */
   uint64_t queued;              /* bytes ever handed to uv_write on this connection */
   uint64_t wmark;               /* bytes written (queued - still queued) at the last check */
+  uint64_t koutq;               /* the kernel's send queue (SIOCOUTQ) at the last check */
   uint64_t handler_ms;          /* this request's handler timeout; 0: the server's */
   size_t pending;               /* bytes queued in uv_write requests */
   unsigned writes;              /* uv_write requests in flight */

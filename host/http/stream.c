@@ -22,11 +22,13 @@
  *   NONE       a request waits for its response: the application decides how long
  *
  * Writes have a deadline of their own beside the mode: while uv_write requests are queued, no
- * progress (bytes the kernel took) for write_timeout closes the connection, which frees what
- * was queued (a client that never reads a large response holds nothing for long). Progress is
- * seen when a write completes and, for one large write, from libuv's write queue size when the
- * deadline comes, so the close comes between one and two write_timeouts after the last byte
- * moved.
+ * progress for write_timeout closes the connection, which frees what was queued (a client that
+ * never reads a large response holds nothing for long). Progress is a write that completed,
+ * or, looked at when the deadline comes, libuv's write queue or the kernel's send queue
+ * (SIOCOUTQ: bytes not yet acknowledged by the client) having shrunk: the kernel buffers
+ * megabytes and wakes a writer only when much of that is gone, so a client that reads slowly
+ * but steadily shows progress there first. The close comes between one and two write_timeouts
+ * after the last byte moved.
  *
  * Idle keep-alive connections are on a list, oldest first, so that server.c can close the
  * oldest to admit a new connection at max_connections.
@@ -35,7 +37,9 @@
 
 #include <errno.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -132,6 +136,13 @@ static void rearm(zv_http_sconn_t *c, uint64_t now) {
   timer_start(c, now, due > now ? due - now : 0);
 }
 
+/* Bytes in the kernel's send queue of c (not yet acknowledged by the peer). */
+static uint64_t kernel_outq(zv_http_sconn_t *c) {
+  int n = 0;
+  if (c->fd < 0 || ioctl(c->fd, SIOCOUTQ, &n) < 0 || n < 0) return 0;
+  return (uint64_t)n;
+}
+
 static void timer_cb(uv_timer_t *t) {
   zv_http_sconn_t *c = t->data;
   zv_http_server_t *s = c->srv;
@@ -142,7 +153,10 @@ static void timer_cb(uv_timer_t *t) {
   if (c->closing) return;
   if (c->writes && now >= c->wdeadline) {
     uint64_t done = c->queued - uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
-    if (done == c->wmark) {
+    uint64_t outq = kernel_outq(c);
+    int moved = done != c->wmark || outq < c->koutq;
+    c->koutq = outq;
+    if (!moved) {
       /* Nothing moved for write_timeout: drop the connection and what it queued. */
       s->write_timeouts++;
       conn_close_now(c);
@@ -235,7 +249,7 @@ static zv_http_sconn_t *conn_get(zv_http_server_t *s) {
   c->idle_prev = c->idle_next = NULL;
   c->in_idle = 0;
   c->data = NULL;
-  c->wdeadline = c->queued = c->wmark = c->handler_ms = 0;
+  c->wdeadline = c->queued = c->wmark = c->koutq = c->handler_ms = 0;
   c->pending = 0;
   c->writes = 0;
   c->nclose = 0;
@@ -361,6 +375,7 @@ static int conn_write(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n) {
     /* The write deadline starts with the first queued write (see the file comment). */
     uint64_t now = uv_now(c->srv->loop);
     c->wmark = c->queued;
+    c->koutq = kernel_outq(c);
     c->wdeadline = now + c->srv->opts.write_timeout_ms;
     if (!uv_is_active((uv_handle_t *)&c->timer) || c->timer_due > c->wdeadline)
       timer_start(c, now, c->srv->opts.write_timeout_ms);

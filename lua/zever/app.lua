@@ -107,7 +107,7 @@ local function add(group, methods, name, pattern, handler, level, opts)
       if k ~= "timeout" then error("unknown route option " .. tostring(k), level) end
     end
     timeout = opts.timeout
-    if type(timeout) ~= "number" or not (timeout >= 0) or timeout > 1e9 then
+    if type(timeout) ~= "number" or timeout ~= timeout or timeout < 0 or timeout > 1e9 then
       error("route option timeout must be a number of seconds >= 0", level)
     end
   end
@@ -361,10 +361,10 @@ function App:dispatch(method, path, query_string, source)
   local id, params, extra = match(self, method, path)
   local chain
   if id then
-    local route = self.routes[id]
-    chain = route.chain
+    local r = self.routes[id]
+    chain = r.chain
     -- A route's own handler timeout goes to the server (zever.http's req:timeout).
-    local timeout = route.timeout
+    local timeout = r.timeout
     if timeout and type(source) == "userdata" then source:timeout(timeout) end
   else
     chain = params == 404 and NOT_FOUND or { answer(params, extra) }

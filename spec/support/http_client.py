@@ -14,6 +14,7 @@ Steps run in order on the current connection:
   read:SECONDS       read until EOF, reset or SECONDS of silence; appends "[eof]", "[reset]" or
                      "[timeout]" and what was read to the output
   readn:N:SECONDS    like read, but stop once N bytes came ("[n]")
+  drip:N:SECONDS:PAUSE  like readn, pausing PAUSE seconds after each receive (a slow reader)
   shutdown           half-close (no more sending)
   close              close the current connection
 
@@ -33,23 +34,25 @@ def decode(text):
     return codecs.escape_decode(text.encode("latin-1"))[0]
 
 
-def read(sock, timeout, limit=None):
-    data = b""
+def read(sock, timeout, limit=None, pause=0):
+    data = bytearray()
     sock.settimeout(timeout)
     while True:
         if time.time() > DEADLINE:
-            return b"[timeout]", data
+            return b"[timeout]", bytes(data)
         try:
             chunk = sock.recv(65536)
         except socket.timeout:
-            return b"[timeout]", data
+            return b"[timeout]", bytes(data)
         except (ConnectionResetError, BrokenPipeError):
-            return b"[reset]", data
+            return b"[reset]", bytes(data)
         if not chunk:
-            return b"[eof]", data
+            return b"[eof]", bytes(data)
         data += chunk
         if limit is not None and len(data) >= limit:
-            return b"[n]", data
+            return b"[n]", bytes(data)
+        if pause:
+            time.sleep(pause)
 
 
 def main():
@@ -92,6 +95,10 @@ def main():
         elif kind == "readn":
             n, _, timeout = arg.partition(":")
             status, data = read(sock, float(timeout), int(n))
+            out += status + data
+        elif kind == "drip":
+            n, timeout, pause = arg.split(":")
+            status, data = read(sock, float(timeout), int(n), float(pause))
             out += status + data
         elif kind == "shutdown":
             sock.shutdown(socket.SHUT_WR)
