@@ -8,11 +8,12 @@ BIN=${1:-bin/zever}
 ROUTE=${2:-/hello}
 N1=${N1:-2000}
 N2=${N2:-12000}
+HT=${HANDLER_TIMEOUT:-0}    # > 0: the handler watchdog on (zever serve's default is 60)
 tmp=$(mktemp -d)
 count() {
   rm -f "$tmp/port"
   valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.$1" "$BIN" run \
-    bench/http/callgrind_hello.lua "$1" "$tmp/port" >/dev/null 2>"$tmp/vg.$1" &
+    bench/http/callgrind_hello.lua "$1" "$tmp/port" "$HT" >/dev/null 2>"$tmp/vg.$1" &
   vg=$!
   while [ ! -s "$tmp/port" ]; do sleep 0.1; done
   python3 - "$(cat "$tmp/port")" "$1" "$ROUTE" <<'PY'

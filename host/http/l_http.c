@@ -515,9 +515,10 @@ static void *wd_main(void *arg) {
       /* A whole limit with the hook set and not run: the handler loops inside a compiled
        * trace, which never checks hooks. Nothing can stop it from here; say so once. */
       stuck_logged = 1;
-      fprintf(stderr, "zever: http: a handler still runs %.3f s after its handler timeout, in "
-              "JIT-compiled code the watchdog cannot interrupt; its worker is blocked until it "
-              "ends (see docs/http-server.md)\n", (double)limit / 1000.0);
+      fprintf(stderr, "zever: http: a handler runs %.3f s past its handler timeout and the "
+              "watchdog's hook has not run: it loops in JIT-compiled code, where hooks run only "
+              "when it leaves the trace; its worker is blocked until then (see "
+              "docs/http-server.md)\n", (double)limit / 1000.0);
       fflush(stderr);
     }
   }
