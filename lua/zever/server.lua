@@ -3,6 +3,7 @@
 --   server.listen(app, opts)  -> the zever.http server, on this thread's event loop
 --   server.run(opts)          -> exit code: the `zever serve` process (main thread)
 --   server.worker(payload)    -- entry point of each worker thread (zever.threads)
+--   server.reexec()           -- this process becomes a fresh run of its command line
 --
 -- The process model (DESIGN.md §2): the main thread starts N worker threads; each has its own
 -- Lua state and event loop, loads the app, and listens on the same address with SO_REUSEPORT,
@@ -267,6 +268,33 @@ function M.run(opts)
     if g.failed and g == current then failed = true end
   end
   return failed and 1 or 0
+end
+
+-- Replaces this process with a fresh run of its own command line (read from
+-- /proc/self/cmdline), so that the configuration and the app are read again: SIGHUP of
+-- `zever worker`, after it drained. Returns only on failure: nil, message.
+function M.reexec()
+  local f = io.open("/proc/self/cmdline", "rb")
+  if not f then return nil, "cannot read /proc/self/cmdline" end
+  local line = f:read("*a")
+  f:close()
+  local args = {}
+  for a in line:gmatch("([^%z]*)%z") do args[#args + 1] = a end
+  if #args == 0 then return nil, "empty command line" end
+  -- Another module may have declared them: a second declaration raises, so each may fail.
+  pcall(ffi.cdef, "int execv(const char *path, char *const argv[]);")
+  pcall(ffi.cdef, "char *strerror(int errnum);")
+  local argv = ffi.new("char *[?]", #args + 1)
+  local keep = {}
+  for i, a in ipairs(args) do
+    keep[i] = ffi.new("char[?]", #a + 1, a)
+    argv[i - 1] = keep[i]
+  end
+  argv[#args] = nil
+  io.stderr:flush()
+  io.stdout:flush()
+  ffi.C.execv(sys.exe(), argv)
+  return nil, "execv failed: " .. ffi.string(ffi.C.strerror(ffi.errno()))
 end
 
 return M
