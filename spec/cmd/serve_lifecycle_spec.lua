@@ -150,6 +150,28 @@ describe("zever serve limits", function()
     assert.are.equal("hello world", srv:curl("/hello").stdout)
   end)
 
+  it("raises RLIMIT_NOFILE or, when it cannot, warns and lowers the per-worker cap", function()
+    dir = app_dir(APP)
+    -- A hard limit of 300 descriptors cannot hold 2 workers x 1000 connections.
+    local log = os.tmpname()
+    local p = io.popen("ulimit -n 300; exec " .. quote(require("zever.sys").exe()) .. " serve " ..
+      quote(dir) .. " --listen 127.0.0.1:0 --workers 2 --max-connections 1000 >" .. log ..
+      " 2>&1 & echo $!")
+    srv = { pid = tonumber(p:read("*l")), logfile = log }
+    p:close()
+    local text = serve.wait_for(function()
+      local t = serve.slurp(log)
+      return t:find("on http://", 1, true) and t
+    end, 20)
+    os.execute("kill -KILL " .. srv.pid)
+    srv = nil
+    os.remove(log)
+    assert.is_truthy(text, "the server did not start")
+    assert.is_truthy(text:find("http.max_connections 1000 x 2 workers needs 2192 file " ..
+      "descriptors; RLIMIT_NOFILE is 300 (hard 300): each worker takes at most 54 connections",
+      1, true), text)
+  end)
+
   it("logs refused connections at max_connections, and serves them when a slot frees", function()
     dir = app_dir(APP)
     srv = assert(serve.start(dir, { "--listen", "127.0.0.1:0", "--workers", "1",
