@@ -63,10 +63,23 @@ static void free_handle(uv_handle_t *h) {
   zv_free(h);
 }
 
-/* Logs the refusals of the last second, at most once a second. */
+static void log_refused(zv_http_server_t *s);
+
+static void log_refused_cb(uv_timer_t *t) {
+  log_refused(t->data);
+}
+
+/* Logs the refusals not logged yet, at most once a second: one that comes sooner is logged by
+ * the server's timer when the second is over (the timer is the drain's, idle until a drain, which
+ * takes it over: a server that drains has no refusals left to report). */
 static void log_refused(zv_http_server_t *s) {
   uint64_t now = uv_now(s->loop);
-  if (s->refused == s->refused_logged || now - s->refused_log_at < 1000) return;
+  if (s->refused == s->refused_logged) return;
+  if (s->refused_log_at && now - s->refused_log_at < 1000) {
+    if (!s->draining && !s->finishing && !uv_is_active((uv_handle_t *)&s->timer))
+      uv_timer_start(&s->timer, log_refused_cb, 1000 - (now - s->refused_log_at), 0);
+    return;
+  }
   fprintf(stderr, "zever: http: max_connections (%u) reached: accept paused, %llu connection(s) "
           "waited (%llu in total, %llu idle ones closed to admit new ones)\n",
           s->opts.max_connections, (unsigned long long)(s->refused - s->refused_logged),
