@@ -10,8 +10,13 @@
  *        |  events (uv_poll_t on epfd): the connections' sockets, edge-triggered, read here
  *        |  idle (uv_idle_t): runs connections whose next pipelined request is buffered,
  *        |                    or whose socket still holds bytes to read
- *        |  timer (uv_timer_t): the drain deadline
+ *        |  timer (uv_timer_t): the drain deadline (idle until a drain: the refusal log's)
+ *        +--idle_head..idle_tail--> idle keep-alive sconns, oldest first (max_connections
+ *        |                          closes the oldest to admit a new connection)
  *        +--free--> closed sconns kept for reuse (with their buffers)
+ *
+ * server.c (this API, listening, accepting, draining) calls stream.c (the connections) through
+ * stream.h; stream.c calls back only through s->on_conn_change, never server.c by name.
  *
  * Reading does not go through libuv's stream reads: those watch each socket level-triggered
  * (the kernel polls every socket twice per event) and read with read(2) (the VFS path on top of
