@@ -20,15 +20,11 @@ count() {
     examples/hello --workers 1 --access-log off $HT \
     --listen "127.0.0.1:$port" >/dev/null 2>"$tmp/vg.$1" &
   vg=$!
+  # Wait for the worker's "serving" line (a connect could hit the main thread's port probe).
+  while ! grep -q "serving" "$tmp/vg.$1"; do sleep 0.2; done
   python3 - "$port" "$1" "$ROUTE" <<'PY'
-import http.client, socket, sys, time
+import http.client, sys
 port = int(sys.argv[1])
-for _ in range(600):
-    try:
-        socket.create_connection(("127.0.0.1", port)).close()
-        break
-    except OSError:
-        time.sleep(0.1)
 c = http.client.HTTPConnection("127.0.0.1", port)
 for _ in range(int(sys.argv[2])):
     c.request("GET", sys.argv[3])
