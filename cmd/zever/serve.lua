@@ -1,8 +1,16 @@
--- zever serve [app] [--listen host:port] [--workers N]: serves an app over HTTP with N worker
--- threads, each with its own event loop and Lua state, sharing the port with SO_REUSEPORT.
+-- zever serve [app] [--listen host:port] [--workers N] ...: serves an app over HTTP with N
+-- worker threads, each with its own event loop and Lua state, sharing the port with
+-- SO_REUSEPORT.
+--
+-- Settings come from the flags, then the configuration (zever.yaml / zever.json next to the
+-- app, ZEVER_ENV's file, HTTP_* variables: zever.config), then the defaults. Every numeric
+-- flag is checked before anything starts (exit 2 with a message). SIGHUP reads the
+-- configuration and the app again and replaces the workers (zever.server.run).
 
 local sys = require "zever.sys"
 local cliapp = require "zever.cli.app"
+
+local format, tonumber, type = string.format, tonumber, type
 
 local function cpu_count()
   local f = io.popen("nproc 2>/dev/null")
@@ -11,45 +19,121 @@ local function cpu_count()
   return n or 1
 end
 
+-- Flags of zever.http options: flag name, option (= http.* field), kind, lowest value.
+local LIMITS = {
+  { "max-body", "max_body_bytes", "integer", 0 },
+  { "max-header", "max_header_bytes", "integer", 64 },
+  { "max-connections", "max_connections", "integer", 1 },
+  { "header-timeout", "header_timeout", "duration", 0.001 },
+  { "body-timeout", "body_timeout", "duration", 0.001 },
+  { "keepalive-timeout", "keepalive_timeout", "duration", 0.001 },
+  { "write-timeout", "write_timeout", "duration", 0.001 },
+  { "handler-timeout", "handler_timeout", "duration", 0 },
+}
+
+-- A duration flag: seconds ("2.5") or a zever.duration ("3s", "1m30s", "PT3S").
+local function duration(raw)
+  local n = tonumber(raw)
+  if n then return n end
+  local ok, secs = pcall(require("zever.duration").parse, raw)
+  if ok and type(secs) == "number" then return secs end
+end
+
+-- The value of flag name (raw text) checked as kind >= min; or nil, message.
+local function check(name, raw, kind, min)
+  local v = kind == "duration" and duration(raw) or tonumber(raw)
+  if v == nil or v ~= v or v == math.huge then
+    return nil, format('--%s wants %s, got "%s"', name,
+      kind == "duration" and "a duration in seconds (or like 3s, 1m30s)" or "a number", raw)
+  end
+  if kind == "integer" and v % 1 ~= 0 then
+    return nil, format('--%s wants a whole number, got "%s"', name, raw)
+  end
+  if v < min then
+    return nil, format('--%s must be >= %s, got "%s"', name, tostring(min), raw)
+  end
+  return v
+end
+
+-- Builds zever.server.run's options from the flags over the configuration; nil, message on a
+-- bad flag or configuration (exit 2).
+local function options(args, flags)
+  -- The app: positional, --app or -C DIR; a folder serves its http.app (zever.cli.app), which
+  -- config.load has made absolute against the app folder.
+  local target, terr = cliapp.resolve(flags, args[1], "serve")
+  if not target then return nil, terr end
+  local cfg, err = cliapp.config(target)
+  if not cfg then return nil, "invalid configuration:\n" .. tostring(err) end
+  local http = cfg.http
+  local app = target.file or http.app
+  local listen = flags.listen or http.listen
+  local host, port = listen:match("^%[?([^%]]*)%]?:(%d+)$")
+  if not host then return nil, 'want --listen host:port, got "' .. listen .. '"' end
+  local workers = http.workers
+  if flags.workers ~= nil then
+    local w, e = check("workers", flags.workers, "integer", 1)
+    if not w then return nil, e end
+    workers = w
+  end
+  if workers == 0 then workers = cpu_count() end
+  local log = flags["access-log"] or http.access_log
+  if log ~= "text" and log ~= "json" and log ~= "off" then
+    return nil, '--access-log wants text, json or off, got "' .. log .. '"'
+  end
+  local drain = http.drain
+  if flags.drain ~= nil then
+    local d, e = check("drain", flags.drain, "duration", 0)
+    if not d then return nil, e end
+    drain = d
+  end
+  local limits = {}
+  for _, l in ipairs(LIMITS) do
+    local v = http[l[2]]
+    if flags[l[1]] ~= nil then
+      local e
+      v, e = check(l[1], flags[l[1]], l[3], l[4])
+      if not v then return nil, e end
+    end
+    limits[l[2]] = v
+  end
+  return {
+    app = app, root = target.dir, host = host, port = tonumber(port), workers = workers,
+    access_log = log ~= "off" and log or false, drain = drain, limits = limits,
+    home = sys.home(),
+  }
+end
+
+local flags = {
+  cliapp.FLAG,
+  { name = "listen", arg = "HOST:PORT", summary = "address to listen on (default 127.0.0.1:8080)" },
+  { name = "workers", arg = "N", summary = "worker threads (default: CPU count)" },
+  { name = "access-log", arg = "FORMAT", summary = "text (default), json or off" },
+  { name = "drain", arg = "SECONDS",
+    summary = "how long in-flight requests may run after SIGTERM (default 10)" },
+  { name = "max-body", arg = "BYTES", summary = "request body limit (default 1 MiB)" },
+  { name = "max-header", arg = "BYTES", summary = "request line + headers limit (default 8192)" },
+  { name = "max-connections", arg = "N", summary = "open connections per worker (default 10000)" },
+  { name = "header-timeout", arg = "SECONDS", summary = "time to read the headers (default 10)" },
+  { name = "body-timeout", arg = "SECONDS", summary = "time to read the body (default 30)" },
+  { name = "keepalive-timeout", arg = "SECONDS", summary = "idle keep-alive (default 75)" },
+  { name = "write-timeout", arg = "SECONDS",
+    summary = "no write progress this long closes (default 60)" },
+  { name = "handler-timeout", arg = "SECONDS",
+    summary = "a handler's time to answer; 0 = none (default 60)" },
+}
+
 return {
   name = "serve",
   summary = "Serve an app over HTTP",
-  usage = "zever serve [app.lua | dir] [--listen host:port] [--workers N]",
-  flags = {
-    cliapp.FLAG,
-    { name = "listen", arg = "HOST:PORT", summary = "address to listen on (default 127.0.0.1:8080)" },
-    { name = "workers", arg = "N", type = "number", summary = "worker threads (default: CPU count)" },
-    { name = "access-log", arg = "FORMAT", summary = "text (default), json or off" },
-    { name = "drain", arg = "SECONDS", type = "number",
-      summary = "how long in-flight requests may run after SIGTERM (default 10)" },
-    { name = "max-body", arg = "BYTES", type = "number", summary = "request body limit (default 1 MiB)" },
-  },
-  run = function(args, flags)
-    local listen = flags.listen or "127.0.0.1:8080"
-    local host, port = listen:match("^%[?([^%]]*)%]?:(%d+)$")
-    if not host then return 2, 'want --listen host:port, got "' .. listen .. '"' end
-    local workers = flags.workers or cpu_count()
-    if workers < 1 or workers % 1 ~= 0 then return 2, "--workers wants a positive integer" end
-    local log = flags["access-log"] or "text"
-    if log ~= "text" and log ~= "json" and log ~= "off" then
-      return 2, '--access-log wants text, json or off, got "' .. log .. '"'
-    end
-    -- The app: positional, --app or -C DIR; a folder serves its http.app (zever.cli.app).
-    local target, terr = cliapp.resolve(flags, args[1], "serve")
-    if not target then return 2, terr end
-    local app_path = target.file
-    if not app_path then
-      local cfg, cerr = cliapp.config(target)
-      if not cfg then return 1, "invalid configuration:\n" .. tostring(cerr) end
-      app_path = cfg.http.app
-    end
+  usage = "zever serve [app.lua | dir] [--listen host:port] [--workers N] [--drain SECONDS] ...",
+  flags = flags,
+  run = function(args, given)
+    local opts, err = options(args, given)
+    if not opts then return 2, err end
+    -- SIGHUP: the same flags over the configuration as it is now.
+    opts.reload = function() return options(args, given) end
     local server = require "zever.server"
-    local ok, code = pcall(server.run, {
-      app = app_path, root = target.dir, host = host, port = tonumber(port), workers = workers,
-      access_log = log ~= "off" and log or false, drain = flags.drain or 10,
-      limits = { max_body_bytes = flags["max-body"] },
-      home = sys.home(),
-    })
+    local ok, code = pcall(server.run, opts)
     if not ok then return 1, tostring(code) end
     return code
   end,

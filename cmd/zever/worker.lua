@@ -2,7 +2,9 @@
 -- It loads the same app file as `zever serve` (the file registers its jobs on app.jobs) and
 -- claims from the same queue (the db queue: one SQLite file shared by both processes). The
 -- first SIGTERM/SIGINT drains (no new claims, running jobs get --drain seconds, unfinished ones
--- are requeued) and exits 0; a second one exits at once with 1. zever.worker does the work.
+-- are requeued) and exits 0; a second one exits at once with 1. SIGHUP drains the same way,
+-- then the process runs its command line again (zever.server.reexec), so the configuration and
+-- the app are read anew. zever.worker does the work.
 -- The app: the positional app.lua or folder, --app PATH, or -C DIR (zever.cli.app). Flags
 -- override the configuration (jobs.queue, jobs.concurrency, jobs.drain), which overrides the
 -- defaults.
@@ -69,6 +71,12 @@ return {
       w:drain(drain, function() loop.stop() end)
     end
     local term, int = loop.signal("SIGTERM", on_signal), loop.signal("SIGINT", on_signal)
+    local reload = false
+    local hup = loop.signal("SIGHUP", function()
+      if signals > 0 then return end
+      reload = true
+      on_signal("SIGHUP")
+    end)
     w:start()
     if sch then sch:start{ log = logger(app) } end
     io.stderr:write(format("zever: worker for %s on queues %s (concurrency %d)\n", path,
@@ -76,11 +84,18 @@ return {
     loop.run()
     term:stop()
     int:stop()
+    hup:stop()
     local s = w.stats
     io.stderr:write(format("zever: worker stopped: %d done, %d retried, %d dead, %d released\n",
       s.done, s.retried, s.dead, s.released))
     local closed, errs = app:close()
     if not closed then io.stderr:write("zever: closing the app: ", tostring(errs), "\n") end
+    if reload then
+      io.stderr:write("zever: SIGHUP: starting again with the configuration and app as they are\n")
+      cliapp.restore_dir()   -- the command line's -C DIR is relative to where it started
+      local _, err = require("zever.server").reexec()
+      return 1, "SIGHUP: cannot start again: " .. tostring(err)
+    end
     return 0
   end,
 }

@@ -4,12 +4,19 @@
  *   http.listen(opts, on_request)  -> server | nil, message (e.g. "address already in use")
  *     opts: host ("127.0.0.1"), port (0 = any free one), reuseport (true), backlog (511),
  *           max_header_bytes (8192), max_body_bytes (1 MiB), header_timeout (10 s),
- *           body_timeout (30 s), keepalive_timeout (75 s), max_connections (10000)
+ *           body_timeout (30 s), keepalive_timeout (75 s), write_timeout (60 s),
+ *           handler_timeout (0 = none), max_connections (10000)
  *     on_request(req, method, path, query) runs for each complete request in a coroutine of
  *     its own (pooled), so it may wait by yielding; query is nil when the URL has no '?'. If it
  *     raises, the error and its traceback are logged and the client gets 500
  *     {"error":"internal"} unless it was answered already.
- *   server:port() -> integer       server:close()        server:stats() -> {connections, requests}
+ *     watchdog (false): start the watchdog thread even with handler_timeout 0 (for
+ *           requests given a timeout of their own with req:timeout)
+ *   http.nofile(want) -> soft, hard   raises the soft RLIMIT_NOFILE towards want (at most the
+ *                                      hard limit) and returns the limits in force
+ *   server:port() -> integer       server:close()
+ *   server:stats() -> {connections, requests, pending_bytes, write_timeouts, evicted, refused,
+ *                      handler_timeouts, watchdog_interrupts}
  *   server:drain(seconds[, on_done])   stop accepting, finish in-flight requests, force-close at
  *                                       the deadline, then call on_done()
  *
@@ -21,6 +28,21 @@
  *   req:write_head(status, headers) / req:write(chunk) / req:finish() -> true | nil, "closed"
  *     headers: nil or a flat array {"Content-Type", "text/plain", "X-A", "b", ...}
  *   req:answered() -> boolean
+ *   req:timeout(seconds)        this request's handler timeout (a route's own), instead of the
+ *                               server's handler_timeout; 0 turns it off for this request
+ *
+ * The handler watchdog (handler_timeout > 0): a request whose handler yielded and left it
+ * unanswered for handler_timeout is answered 503 {"error":"handler_timeout"}; the request is
+ * cancelled (reading it gives nothing, as when the client went away; answering it raises
+ * "request cancelled: handler timeout", which zever.server checks first and skips) and its
+ * coroutine is abandoned: it runs on when what it waits for resumes it, and its answer goes
+ * nowhere. A handler that runs handler_timeout without yielding is interrupted by a count hook
+ * that a watchdog thread sets with lua_sethook (which LuaJIT allows from another thread): the
+ * hook answers 500 at once, cancels the request and raises "handler timeout" in the handler,
+ * which unwinds through the application's error path.
+ * Compiled loops (traces) do not see hooks; docs/http-server.md says what is caught. Per
+ * request the watchdog costs three stores; its thread wakes every handler_timeout / 4 (10 ms
+ * to 100 ms) and reads two words.
  *
  *   zv_http_respond_ffi(req, status, body, len, hdrs, nhdrs)   req:respond's common case for
  *     LuaJIT's FFI (zever.server; see its comment below)
@@ -39,8 +61,11 @@
  * request is unanswered and the connection open; the connection points back (c->data), and
  * whichever side goes first clears the other, so no pointer outlives what it points to.
  */
+#include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -58,6 +83,24 @@
 
 typedef struct sproxy_s sproxy_t;
 
+/* The watchdog of one server: the worker writes seq/busy/limit_ms around each handler run; the
+ * watchdog thread reads them and sets the count hook on a handler that runs too long. */
+typedef struct {
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  lua_State *L;         /* a thread of the state, pinned by L_ref (hooks are per state) */
+  int L_ref;
+  uint32_t seq;         /* bumped before each handler run (worker: store; watchdog: load) */
+  uint32_t busy;        /* a handler runs */
+  uint64_t limit_ms;    /* the running request's limit; 0: none */
+  uint32_t fire_seq;    /* the run the hook was set for */
+  zv_http_sconn_t *conn; /* the connection of the running handler (worker only) */
+  uint32_t armed;       /* the hook is set (or about to be) */
+  uint64_t period_ms;
+  uint64_t interrupts;  /* hooks that raised */
+  int started, stop;
+} wdog_t;
 typedef struct {
   zv_http_server_t srv;
   zv_loop_item_t item;
@@ -70,6 +113,7 @@ typedef struct {
   int nthreads;
   int closed;     /* on_closed came: only the memory is left */
   sproxy_t *proxy;
+  wdog_t wd;
 } lserver_t;
 
 struct sproxy_s {
@@ -78,7 +122,7 @@ struct sproxy_s {
 
 typedef struct {
   zv_http_sconn_t *c; /* NULL once answered or once the connection closed */
-  uint8_t answered, streaming;
+  uint8_t answered, streaming, cancelled;
 } lreq_t;
 
 /* --- the request object --------------------------------------------------------------------- */
@@ -96,6 +140,7 @@ static lreq_t *check_req(lua_State *L) {
 
 /* The connection of a request that can still be read; NULL when the client went away. */
 static zv_http_sconn_t *readable(lua_State *L, lreq_t *r) {
+  if (r->cancelled) return NULL; /* as if the client went away: the error path may still log */
   if (r->answered) luaL_error(L, "request already answered");
   return r->c;
 }
@@ -212,6 +257,21 @@ static int r_answered(lua_State *L) {
   return 1;
 }
 
+static int r_timeout(lua_State *L) {
+  lreq_t *r = check_req(L);
+  lua_Number secs = luaL_checknumber(L, 2);
+  uint64_t ms;
+  lserver_t *ls;
+  if (!(secs >= 0) || secs > 1e9) return luaL_argerror(L, 2, "seconds must be >= 0");
+  if (!r->c || r->answered) return 0;
+  ms = secs > 0 ? (uint64_t)(secs * 1000.0 + 0.5) : 0;
+  /* 0 means "the server's" in the core: a request with no limit gets the largest one. */
+  r->c->handler_ms = secs > 0 ? (ms ? ms : 1) : UINT64_MAX / 4;
+  ls = ZV_CONTAINER_OF(r->c->srv, lserver_t, srv);
+  __atomic_store_n(&ls->wd.limit_ms, secs > 0 ? (ms ? ms : 1) : 0, __ATOMIC_RELAXED);
+  return 0;
+}
+
 /*
  * Reads the flat header array at index idx into hdrs (2 strings per header). The strings stay
  * referenced by the table while the caller uses them; numbers are converted on the stack and
@@ -237,14 +297,18 @@ static size_t get_headers(lua_State *L, int idx, zv_http_str_t **hdrs, zv_http_s
   return n / 2;
 }
 
+/* A final status: 1xx are interim responses (the server sends 100 Continue itself); one sent
+ * as an answer would be taken for the answer to the next pipelined request. */
 static int check_status(lua_State *L, int idx) {
   lua_Integer status = luaL_checkinteger(L, idx);
-  if (status < 100 || status > 999) luaL_argerror(L, idx, "status must be within 100..999");
+  if (status < 200 || status > 999)
+    luaL_argerror(L, idx, "a final status must be within 200..999 (1xx are interim responses)");
   return (int)status;
 }
 
 static lreq_t *unanswered(lua_State *L) {
   lreq_t *r = check_req(L);
+  if (r->cancelled) luaL_error(L, "request cancelled: handler timeout");
   if (r->answered) luaL_error(L, "request already answered");
   return r;
 }
@@ -277,7 +341,7 @@ static int r_respond(lua_State *L) {
  * parameter as its payload address); hdrs holds 2 * nhdrs strings, name and value in turn,
  * which the caller keeps alive during the call. Returns 0 when the response went out, 1 when
  * the client is gone (respond's nil, "closed"), and -1, having sent nothing, for every case
- * in which respond raises (answered, streaming, a status outside 100..999, an invalid header):
+ * in which respond raises (answered, streaming, a status outside 200..999, an invalid header):
  * the caller then calls req:respond, which raises with the usual message. An FFI call must not
  * re-enter Lua: zv_http_respond calls nothing of the binding but on_conn_close (plain C); the
  * next request and the drain callback run from the loop, never from inside a respond.
@@ -288,7 +352,7 @@ int zv_http_respond_ffi(void *req, int status, const char *body, size_t len,
                         const zv_http_str_t *hdrs, size_t nhdrs) {
   lreq_t *r = req;
   int rc;
-  if (!r || r->answered || r->streaming || status < 100 || status > 999) return -1;
+  if (!r || r->answered || r->streaming || status < 200 || status > 999) return -1;
   if (!r->c) {
     r->answered = 1;
     return 1;
@@ -365,6 +429,145 @@ static int r_tostring(lua_State *L) {
   return 1;
 }
 
+/* --- the watchdog --------------------------------------------------------------------------- */
+
+/* The watchdog of the server whose handler runs on this thread (set per request; a worker
+ * thread runs one Lua state, so the hook finds it here). */
+static __thread wdog_t *running_wd;
+
+/* The count hook, on the worker thread: raises in the handler the watchdog caught, or removes
+ * itself when that handler is over (the watchdog raced with its end). */
+static void answer_internal(zv_http_sconn_t *c);
+
+static void wd_hook(lua_State *L, lua_Debug *ar) {
+  wdog_t *wd = running_wd;
+  zv_http_sconn_t *c;
+  double secs;
+  (void)ar;
+  lua_sethook(L, NULL, 0, 0);
+  if (!wd) return;
+  __atomic_store_n(&wd->armed, 0, __ATOMIC_RELAXED);
+  if (!__atomic_load_n(&wd->busy, __ATOMIC_RELAXED) ||
+      __atomic_load_n(&wd->seq, __ATOMIC_RELAXED) != wd->fire_seq)
+    return;
+  wd->interrupts++;
+  secs = (double)__atomic_load_n(&wd->limit_ms, __ATOMIC_RELAXED) / 1000.0;
+  c = wd->conn;
+  /* The answer goes out now: the error below unwinds through the application's error path,
+   * which may take its time (or be interrupted again). The request is cancelled. */
+  if (c && c->data) {
+    lreq_t *r = c->data;
+    fprintf(stderr, "zever: http: handler timeout (%.3f s): %s %.*s ran without yielding: "
+            "interrupted, answered 500\n", secs, zv_http_conn_method(&c->core),
+            (int)c->core.path_len, c->core.buf + c->core.url_off);
+    fflush(stderr);
+    r->cancelled = 1;
+    detach(r);
+    answer_internal(c);
+  }
+  luaL_error(L, "handler timeout: the handler ran %f s without yielding (http.handler_timeout)",
+             secs);
+}
+
+static uint64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void *wd_main(void *arg) {
+  wdog_t *wd = arg;
+  uint32_t last_seq = 0;
+  uint64_t since = 0;
+  int stuck_logged = 0;
+  pthread_mutex_lock(&wd->mu);
+  while (!wd->stop) {
+    struct timespec ts;
+    uint64_t now, limit;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += (long)(wd->period_ms % 1000) * 1000000L;
+    ts.tv_sec += (time_t)(wd->period_ms / 1000) + ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_cond_timedwait(&wd->cv, &wd->mu, &ts);
+    if (wd->stop) break;
+    now = mono_ms();
+    if (!__atomic_load_n(&wd->busy, __ATOMIC_RELAXED)) {
+      last_seq = 0;
+      continue;
+    }
+    if (__atomic_load_n(&wd->seq, __ATOMIC_RELAXED) != last_seq || !last_seq) {
+      /* A handler seen running for the first time: it started at most a period ago. */
+      last_seq = __atomic_load_n(&wd->seq, __ATOMIC_RELAXED);
+      since = now - wd->period_ms;
+      continue;
+    }
+    limit = __atomic_load_n(&wd->limit_ms, __ATOMIC_RELAXED);
+    if (!limit || now - since < limit) continue;
+    if (!__atomic_load_n(&wd->armed, __ATOMIC_RELAXED)) {
+      /* Set the hook; the same handler is interrupted again only after another limit (it
+       * may have caught the error and gone on). */
+      wd->fire_seq = last_seq;
+      since = now;
+      stuck_logged = 0;
+      __atomic_store_n(&wd->armed, 1, __ATOMIC_RELAXED);
+      lua_sethook(wd->L, wd_hook, LUA_MASKCOUNT, 1000);
+    } else if (!stuck_logged) {
+      /* A whole limit with the hook set and not run: the handler loops inside a compiled
+       * trace, which never checks hooks. Nothing can stop it from here; say so once. */
+      stuck_logged = 1;
+      fprintf(stderr, "zever: http: a handler runs %.3f s past its handler timeout and the "
+              "watchdog's hook has not run: it loops in JIT-compiled code, where hooks run only "
+              "when it leaves the trace; its worker is blocked until then (see "
+              "docs/http-server.md)\n", (double)limit / 1000.0);
+      fflush(stderr);
+    }
+  }
+  pthread_mutex_unlock(&wd->mu);
+  return NULL;
+}
+
+/* Starts the watchdog thread of ls (limit_ms > 0). Returns 0 or -1. */
+static int wd_start(lserver_t *ls, lua_State *L, uint64_t limit_ms) {
+  wdog_t *wd = &ls->wd;
+  lua_pushthread(L);
+  wd->L_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  wd->L = L;
+  wd->limit_ms = limit_ms;
+  wd->period_ms = limit_ms / 4 < 10 ? 10 : limit_ms / 4 > 100 ? 100 : limit_ms / 4;
+  pthread_mutex_init(&wd->mu, NULL);
+  pthread_cond_init(&wd->cv, NULL);
+  if (pthread_create(&wd->thread, NULL, wd_main, wd)) {
+    pthread_cond_destroy(&wd->cv);
+    pthread_mutex_destroy(&wd->mu);
+    luaL_unref(L, LUA_REGISTRYINDEX, wd->L_ref);
+    wd->L_ref = LUA_NOREF;
+    return -1;
+  }
+  wd->started = 1;
+  return 0;
+}
+
+static void wd_stop(lserver_t *ls) {
+  wdog_t *wd = &ls->wd;
+  if (!wd->started) return;
+  pthread_mutex_lock(&wd->mu);
+  wd->stop = 1;
+  pthread_cond_signal(&wd->cv);
+  pthread_mutex_unlock(&wd->mu);
+  pthread_join(wd->thread, NULL);
+  pthread_cond_destroy(&wd->cv);
+  pthread_mutex_destroy(&wd->mu);
+  wd->started = 0;
+  if (__atomic_load_n(&wd->armed, __ATOMIC_RELAXED)) lua_sethook(wd->L, NULL, 0, 0);
+  if (running_wd == wd) running_wd = NULL;
+}
+
+/* Drops the watchdog's pin on its thread (when the state is still there to drop it from). */
+static void wd_unref(lserver_t *ls, lua_State *L) {
+  if (ls->wd.L_ref != LUA_NOREF && L) luaL_unref(L, LUA_REGISTRYINDEX, ls->wd.L_ref);
+  ls->wd.L_ref = LUA_NOREF;
+}
+
 /* --- server callbacks ----------------------------------------------------------------------- */
 
 /* Pushes the method name; each distinct one is interned once and then kept by a reference. */
@@ -434,7 +637,7 @@ static void on_request(zv_http_server_t *srv, zv_http_sconn_t *c) {
   }
   r = lua_newuserdata(L, sizeof *r);
   r->c = c;
-  r->answered = r->streaming = 0;
+  r->answered = r->streaming = r->cancelled = 0;
   c->data = r;
   lua_rawgeti(L, LUA_REGISTRYINDEX, ls->req_mt_ref);
   lua_setmetatable(L, -2);
@@ -446,7 +649,22 @@ static void on_request(zv_http_server_t *srv, zv_http_sconn_t *c) {
   lua_pushlstring(co, core->buf + core->url_off, core->path_len);
   if (core->query_off >= 0) lua_pushlstring(co, core->buf + core->query_off, core->query_len);
   else lua_pushnil(co);
-  rc = lua_resume(co, 4);
+  if (ls->wd.started) {
+    running_wd = &ls->wd;
+    ls->wd.conn = c;
+    __atomic_store_n(&ls->wd.limit_ms, srv->opts.handler_timeout_ms, __ATOMIC_RELAXED);
+    __atomic_store_n(&ls->wd.seq, ls->wd.seq + 1 ? ls->wd.seq + 1 : 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&ls->wd.busy, 1, __ATOMIC_RELAXED);
+    rc = lua_resume(co, 4);
+    __atomic_store_n(&ls->wd.busy, 0, __ATOMIC_RELAXED);
+    ls->wd.conn = NULL;
+    if (__atomic_load_n(&ls->wd.armed, __ATOMIC_RELAXED)) {
+      __atomic_store_n(&ls->wd.armed, 0, __ATOMIC_RELAXED);
+      lua_sethook(L, NULL, 0, 0);
+    }
+  } else {
+    rc = lua_resume(co, 4);
+  }
   if (rc == 0) {
     lua_settop(co, 0);
     if (ls->nthreads < THREAD_POOL) {
@@ -470,6 +688,26 @@ static void on_request(zv_http_server_t *srv, zv_http_sconn_t *c) {
     }
   }
   lua_pop(L, 1);
+}
+
+/* A handler yielded and left its request unanswered for its handler timeout: 503, and the
+ * request is cancelled (see the file comment). */
+static void on_handler_timeout(zv_http_server_t *srv, zv_http_sconn_t *c) {
+  static const zv_http_str_t hdrs[4] = {{"Content-Type", 12}, {"application/json", 16},
+                                        {"Retry-After", 11}, {"1", 1}};
+  static const char body[] = "{\"error\":\"handler_timeout\"}";
+  lreq_t *r = c->data;
+  uint64_t ms = c->handler_ms ? c->handler_ms : srv->opts.handler_timeout_ms;
+  fprintf(stderr, "zever: http: handler timeout (%.3f s): %s %.*s answered 503, its coroutine "
+          "abandoned\n", (double)ms / 1000.0, zv_http_conn_method(&c->core),
+          (int)c->core.path_len, c->core.buf + c->core.url_off);
+  fflush(stderr);
+  if (r) {
+    r->cancelled = 1;
+    detach(r);
+  }
+  c->must_close = 1;
+  zv_http_respond(c, 503, hdrs, 2, body, sizeof body - 1);
 }
 
 static void on_conn_close(zv_http_server_t *srv, zv_http_sconn_t *c) {
@@ -505,6 +743,9 @@ static void on_closed(zv_http_server_t *srv) {
   for (int i = 0; i < METHOD_REFS; i++) ls->method_refs[i] = LUA_NOREF;
   ls->fn_ref = ls->done_ref = ls->req_mt_ref = ls->guard_mt_ref = LUA_NOREF;
   ls->closed = 1;
+  wd_stop(ls);
+  if (L && !ls->loop->closing) wd_unref(ls, L);
+  ls->wd.L_ref = LUA_NOREF;
   if (!ls->proxy) zv_free(ls);
 }
 
@@ -549,11 +790,23 @@ static int s_drain(lua_State *L) {
 
 static int s_stats(lua_State *L) {
   lserver_t *ls = check_srv(L);
-  lua_createtable(L, 0, 2);
+  lua_createtable(L, 0, 8);
   lua_pushinteger(L, (lua_Integer)ls->srv.nconns);
   lua_setfield(L, -2, "connections");
   lua_pushnumber(L, (lua_Number)ls->srv.requests);
   lua_setfield(L, -2, "requests");
+  lua_pushnumber(L, (lua_Number)ls->srv.pending);
+  lua_setfield(L, -2, "pending_bytes");
+  lua_pushnumber(L, (lua_Number)ls->srv.write_timeouts);
+  lua_setfield(L, -2, "write_timeouts");
+  lua_pushnumber(L, (lua_Number)ls->srv.evicted);
+  lua_setfield(L, -2, "evicted");
+  lua_pushnumber(L, (lua_Number)ls->srv.refused);
+  lua_setfield(L, -2, "refused");
+  lua_pushnumber(L, (lua_Number)ls->srv.handler_timeouts);
+  lua_setfield(L, -2, "handler_timeouts");
+  lua_pushnumber(L, (lua_Number)ls->wd.interrupts);
+  lua_setfield(L, -2, "watchdog_interrupts");
   return 1;
 }
 
@@ -584,7 +837,7 @@ static lua_Integer opt_int(lua_State *L, const char *name, lua_Integer lo, lua_I
   return (lua_Integer)v;
 }
 
-static void read_opts(lua_State *L, zv_http_server_opts_t *o) {
+static void read_opts(lua_State *L, zv_http_server_opts_t *o, int *watchdog) {
   zv_http_server_defaults(o);
   if (lua_isnoneornil(L, 1)) return;
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -610,6 +863,15 @@ static void read_opts(lua_State *L, zv_http_server_opts_t *o) {
       o->body_timeout_ms = opt_ms(L, k);
     } else if (!strcmp(k, "keepalive_timeout")) {
       o->keepalive_timeout_ms = opt_ms(L, k);
+    } else if (!strcmp(k, "write_timeout")) {
+      o->write_timeout_ms = opt_ms(L, k);
+    } else if (!strcmp(k, "handler_timeout")) {
+      lua_Number secs = lua_tonumber(L, -1);
+      if (lua_type(L, -1) != LUA_TNUMBER || !(secs >= 0) || secs > 1e9)
+        luaL_error(L, "http.listen: handler_timeout must be a number of seconds >= 0");
+      o->handler_timeout_ms = secs > 0 ? opt_ms(L, k) : 0;
+    } else if (!strcmp(k, "watchdog")) {
+      *watchdog = lua_toboolean(L, -1);
     } else if (!strcmp(k, "max_connections")) {
       o->max_connections = (uint32_t)opt_int(L, k, 1, 1000000);
     } else {
@@ -622,12 +884,13 @@ static void read_opts(lua_State *L, zv_http_server_opts_t *o) {
 
 static int l_listen(lua_State *L) {
   zv_http_server_opts_t o;
-  zv_http_server_cb_t cb = {on_request, on_conn_close, on_drained, on_closed};
+  zv_http_server_cb_t cb = {on_request, on_conn_close, on_drained, on_closed,
+                            on_handler_timeout};
   zv_loop_t *loop;
   lserver_t *ls;
   sproxy_t *p;
-  int rc;
-  read_opts(L, &o);
+  int rc, watchdog = 0;
+  read_opts(L, &o, &watchdog);
   luaL_checktype(L, 2, LUA_TFUNCTION);
   loop = zv_loop_of(L);
   /* The proxy first: after zv_alloc nothing may raise until ls is linked or freed. */
@@ -637,6 +900,8 @@ static int l_listen(lua_State *L) {
   lua_setmetatable(L, -2);
   ls = zv_alloc(sizeof *ls);
   if (!ls) return luaL_error(L, "http.listen: out of memory");
+  memset(&ls->wd, 0, sizeof ls->wd);
+  ls->wd.L_ref = LUA_NOREF;
   ls->loop = loop;
   ls->fn_ref = ls->done_ref = ls->req_mt_ref = ls->guard_mt_ref = LUA_NOREF;
   for (int i = 0; i < METHOD_REFS; i++) ls->method_refs[i] = LUA_NOREF;
@@ -666,7 +931,23 @@ static int l_listen(lua_State *L) {
   ls->guard_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   p->s = ls;
   ls->proxy = p;
+  if ((o.handler_timeout_ms || watchdog) &&
+      wd_start(ls, L, o.handler_timeout_ms ? o.handler_timeout_ms : 400))
+    fprintf(stderr, "zever: http: the handler watchdog thread did not start: CPU-bound handlers "
+            "will not be interrupted\n");
   return 1;
+}
+
+/* http.nofile(want) -> soft, hard: raises the soft RLIMIT_NOFILE towards want (up to the hard
+ * limit) and returns the limits in force (math.huge for unlimited). */
+static int l_nofile(lua_State *L) {
+  lua_Number want = luaL_checknumber(L, 1);
+  uint64_t soft, hard;
+  if (!(want >= 0)) return luaL_argerror(L, 1, "want a count >= 0");
+  if (zv_http_nofile(want > 1e15 ? (uint64_t)1e15 : (uint64_t)want, &soft, &hard)) return 0;
+  lua_pushnumber(L, soft == UINT64_MAX ? HUGE_VAL : (lua_Number)soft);
+  lua_pushnumber(L, hard == UINT64_MAX ? HUGE_VAL : (lua_Number)hard);
+  return 2;
 }
 
 int luaopen_zever_http(lua_State *L);
@@ -675,7 +956,8 @@ int luaopen_zever_http(lua_State *L) {
     {"header", r_header},         {"headers", r_headers},     {"body", r_body},
     {"version", r_version},       {"remote_addr", r_remote_addr},
     {"respond", r_respond},       {"write_head", r_write_head}, {"write", r_write},
-    {"finish", r_finish},         {"answered", r_answered},   {NULL, NULL},
+    {"finish", r_finish},         {"answered", r_answered},   {"timeout", r_timeout},
+    {NULL, NULL},
   };
   static const luaL_Reg srv_methods[] = {
     {"port", s_port}, {"close", s_close}, {"drain", s_drain}, {"stats", s_stats}, {NULL, NULL},
@@ -713,5 +995,7 @@ int luaopen_zever_http(lua_State *L) {
   lua_newtable(L);
   lua_pushcfunction(L, l_listen);
   lua_setfield(L, -2, "listen");
+  lua_pushcfunction(L, l_nofile);
+  lua_setfield(L, -2, "nofile");
   return 1;
 }

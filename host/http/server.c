@@ -1,11 +1,20 @@
 /*
- * server.c: the HTTP/1.1 server on libuv (see server.h for the structures): defaults, the Date
- * header, listening and accepting, draining, closing and teardown. The connections themselves
- * (timers, reading, dispatch, responses) are stream.c's.
+ * server.c: the HTTP/1.1 server on libuv (see server.h for the structures): defaults,
+ * listening and accepting (with max_connections), draining, closing and teardown. The
+ * connections themselves (timers, reading, dispatch, responses) are stream.c's; this file calls
+ * stream.c through stream.h and is called back only through s->on_conn_change.
+ *
+ * max_connections: at the cap, the oldest idle keep-alive connection is closed to admit the new
+ * one (nginx's reusable connections); with none idle, the new connection is left in the
+ * listener, which pauses libuv's accepting until a connection closes or goes idle. Each pause
+ * is counted (refused) and logged at most once a second.
  *
  * It must not call into Lua, and must not allocate per connection beyond the pool stream.c keeps.
  */
 #include "server.h"
+
+#include <stdio.h>
+#include <sys/resource.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -16,6 +25,7 @@
 #include <unistd.h>
 
 #include "../core/zv.h"
+#include "stream.h"
 
 void zv_http_server_defaults(zv_http_server_opts_t *o) {
   memset(o, 0, sizeof *o);
@@ -28,38 +38,23 @@ void zv_http_server_defaults(zv_http_server_opts_t *o) {
   o->header_timeout_ms = 10000;
   o->body_timeout_ms = 30000;
   o->keepalive_timeout_ms = 75000;
+  o->write_timeout_ms = 60000;
+  o->handler_timeout_ms = 0;
   o->max_connections = 10000;
 }
 
-const char *zv_http_error_body(int status) {
-  switch (status) {
-  case 400: return "{\"error\":\"bad_request\"}";
-  case 408: return "{\"error\":\"request_timeout\"}";
-  case 413: return "{\"error\":\"content_too_large\"}";
-  case 414: return "{\"error\":\"uri_too_long\"}";
-  case 417: return "{\"error\":\"expectation_failed\"}";
-  case 431: return "{\"error\":\"header_fields_too_large\"}";
-  case 500: return "{\"error\":\"internal\"}";
-  case 501: return "{\"error\":\"not_implemented\"}";
-  case 503: return "{\"error\":\"unavailable\"}";
-  case 505: return "{\"error\":\"http_version_not_supported\"}";
-  default: return "{\"error\":\"error\"}";
+int zv_http_nofile(uint64_t want, uint64_t *soft, uint64_t *hard) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl)) return ZV_EIO;
+  if (rl.rlim_cur < want && rl.rlim_cur != rl.rlim_max) {
+    struct rlimit up = rl;
+    up.rlim_cur = rl.rlim_max;
+    if (up.rlim_cur != RLIM_INFINITY && up.rlim_cur > want) up.rlim_cur = want;
+    if (setrlimit(RLIMIT_NOFILE, &up) == 0) rl.rlim_cur = up.rlim_cur;
   }
-}
-
-/* --- the Date header ------------------------------------------------------------------------ */
-
-/* Formats the Date header when the wall-clock second changed; checked against the loop's cached
- * time, so a response costs no clock read. */
-const char *zv__http_server_date(zv_http_server_t *s) {
-  uint64_t now = uv_now(s->loop);
-  if (now >= s->date_next) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    zv_http_date(ts.tv_sec, s->date);
-    s->date_next = now + 1000 - (uint64_t)(ts.tv_nsec / 1000000);
-  }
-  return s->date;
+  *soft = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+  *hard = rl.rlim_max == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_max;
+  return 0;
 }
 
 /* --- accepting ----------------------------------------------------------------------------- */
@@ -68,19 +63,61 @@ static void free_handle(uv_handle_t *h) {
   zv_free(h);
 }
 
-/* Over max_connections: accept and close at once, so the backlog does not fill up. */
-static void reject(zv_http_server_t *s) {
-  uv_tcp_t *t = zv_alloc(sizeof *t);
-  if (!t) return;
-  uv_tcp_init(s->loop, t);
-  uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)t);
-  uv_close((uv_handle_t *)t, free_handle);
+static void log_refused(zv_http_server_t *s);
+
+static void log_refused_cb(uv_timer_t *t) {
+  log_refused(t->data);
+}
+
+/* Logs the refusals not logged yet, at most once a second: one that comes sooner is logged by
+ * the server's timer when the second is over (the timer is the drain's, idle until a drain, which
+ * takes it over: a server that drains has no refusals left to report). */
+static void log_refused(zv_http_server_t *s) {
+  uint64_t now = uv_now(s->loop);
+  if (s->refused == s->refused_logged) return;
+  if (s->refused_log_at && now - s->refused_log_at < 1000) {
+    if (!s->draining && !s->finishing && !uv_is_active((uv_handle_t *)&s->timer))
+      uv_timer_start(&s->timer, log_refused_cb, 1000 - (now - s->refused_log_at), 0);
+    return;
+  }
+  fprintf(stderr, "zever: http: max_connections (%u) reached: accept paused, %llu connection(s) "
+          "waited (%llu in total, %llu idle ones closed to admit new ones)\n",
+          s->opts.max_connections, (unsigned long long)(s->refused - s->refused_logged),
+          (unsigned long long)s->refused, (unsigned long long)s->evicted);
+  fflush(stderr);
+  s->refused_logged = s->refused;
+  s->refused_log_at = now;
+}
+
+/* Accepts the connection waiting in the listener, closing the oldest idle keep-alive
+ * connection to make room at the cap; with none idle, leaves it there: libuv stops polling the
+ * listener until uv_accept is called (from here, when a connection closes or goes idle). */
+static void accept_one(zv_http_server_t *s) {
+  if (s->nlive >= s->opts.max_connections && zv__http_conn_evict(s)) {
+    if (!s->paused) {
+      s->paused = 1;
+      s->refused++;
+      log_refused(s);
+    }
+    return;
+  }
+  s->paused = 0;
+  if (zv__http_conn_accept(s, (uv_stream_t *)&s->listener)) {
+    /* Out of memory: take the socket and close it rather than stall the listener. */
+    uv_tcp_t *t = zv_alloc(sizeof *t);
+    s->refused++;
+    log_refused(s);
+    if (!t) return;
+    uv_tcp_init(s->loop, t);
+    uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)t);
+    uv_close((uv_handle_t *)t, free_handle);
+  }
 }
 
 static void on_connection(uv_stream_t *l, int status) {
   zv_http_server_t *s = l->data;
   if (status < 0 || !s->listening) return;
-  if (s->nconns >= s->opts.max_connections || zv__http_conn_accept(s, l)) reject(s);
+  accept_one(s);
 }
 
 /* --- the server ---------------------------------------------------------------------------- */
@@ -92,19 +129,12 @@ static void server_handle_closed(uv_handle_t *h) {
     close(s->epfd);
     s->epfd = -1;
   }
-  while (s->free) {
-    zv_http_sconn_t *c = s->free;
-    s->free = c->next;
-    zv_http_conn_free(&c->core);
-    zv_http_buf_free(&c->head);
-    zv_free(c);
-  }
-  s->nfree = 0;
+  zv__http_pool_free(s);
   if (s->cb.on_closed) s->cb.on_closed(s);
 }
 
 /* Once nothing listens and no connection is open, the server's own handles close. */
-void zv__http_server_maybe_finish(zv_http_server_t *s) {
+static void maybe_finish(zv_http_server_t *s) {
   if (s->draining && !s->drained && s->nconns == 0) {
     s->drained = 1;
     uv_timer_stop(&s->timer);
@@ -117,11 +147,17 @@ void zv__http_server_maybe_finish(zv_http_server_t *s) {
   uv_close((uv_handle_t *)&s->timer, server_handle_closed);
 }
 
+/* stream.c: a connection closed or went idle. */
+static void conn_change(zv_http_server_t *s) {
+  if (s->paused && s->listening) accept_one(s);
+  maybe_finish(s);
+}
+
 static void drain_cb(uv_timer_t *t) {
   zv_http_server_t *s = t->data;
   /* The deadline: whatever is still open goes now. */
   while (s->conns) zv__http_conn_close_now(s->conns);
-  zv__http_server_maybe_finish(s);
+  maybe_finish(s);
 }
 
 static int resolve(const char *host, int port, struct sockaddr_storage *ss) {
@@ -140,6 +176,7 @@ int zv_http_server_start(zv_http_server_t *s, uv_loop_t *loop, const zv_http_ser
   s->opts = *o;
   s->cb = *cb;
   s->data = data;
+  s->on_conn_change = conn_change;
   if (resolve(o->host, o->port, &ss)) return ZV_EINVAL;
   /* Writing to a socket the peer closed must be an error, not the end of the process. */
   signal(SIGPIPE, SIG_IGN);
@@ -194,23 +231,17 @@ void zv_http_server_close(zv_http_server_t *s) {
     s->listening = 0;
     uv_close((uv_handle_t *)&s->listener, server_handle_closed);
   }
-  zv__http_server_maybe_finish(s);
+  maybe_finish(s);
 }
 
 void zv_http_server_drain(zv_http_server_t *s, uint64_t deadline_ms) {
-  zv_http_sconn_t *c, *next;
   if (s->draining) return;
   s->draining = 1;
   if (s->listening) {
     s->listening = 0;
     uv_close((uv_handle_t *)&s->listener, server_handle_closed);
   }
-  for (c = s->conns; c; c = next) {
-    next = c->next;
-    if (c->core.state == ZV_HTTP_IDLE && !zv_http_conn_pending(&c->core) && !c->writes &&
-        c->resp == ZV_HTTP_RESP_NONE && !c->want_process)
-      zv__http_conn_close_now(c);
-  }
+  zv__http_conn_close_idle(s);
   if (s->nconns == 0) {
     /* Nothing to wait for: report on the next loop iteration, not from inside this call. */
     uv_timer_start(&s->timer, drain_cb, 0, 0);
@@ -226,5 +257,5 @@ void zv_http_server_teardown(zv_http_server_t *s) {
     uv_close((uv_handle_t *)&s->listener, server_handle_closed);
   }
   while (s->conns) zv__http_conn_close_now(s->conns);
-  zv__http_server_maybe_finish(s);
+  maybe_finish(s);
 }

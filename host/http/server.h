@@ -10,8 +10,13 @@
  *        |  events (uv_poll_t on epfd): the connections' sockets, edge-triggered, read here
  *        |  idle (uv_idle_t): runs connections whose next pipelined request is buffered,
  *        |                    or whose socket still holds bytes to read
- *        |  timer (uv_timer_t): the drain deadline
+ *        |  timer (uv_timer_t): the drain deadline (idle until a drain: the refusal log's)
+ *        +--idle_head..idle_tail--> idle keep-alive sconns, oldest first (max_connections
+ *        |                          closes the oldest to admit a new connection)
  *        +--free--> closed sconns kept for reuse (with their buffers)
+ *
+ * server.c (this API, listening, accepting, draining) calls stream.c (the connections) through
+ * stream.h; stream.c calls back only through s->on_conn_change, never server.c by name.
  *
  * Reading does not go through libuv's stream reads: those watch each socket level-triggered
  * (the kernel polls every socket twice per event) and read with read(2) (the VFS path on top of
@@ -45,6 +50,9 @@ typedef struct {
   void (*on_drained)(zv_http_server_t *s);
   /* Every handle of the server is closed; the owner may free the server's memory now. */
   void (*on_closed)(zv_http_server_t *s);
+  /* The request of c went unanswered for its handler timeout (opts.handler_timeout_ms, or
+   * c->handler_ms) after on_request returned: answer it (503) or abort it now. May be NULL. */
+  void (*on_handler_timeout)(zv_http_server_t *s, zv_http_sconn_t *c);
 } zv_http_server_cb_t;
 
 typedef struct {
@@ -56,11 +64,14 @@ typedef struct {
   uint64_t header_timeout_ms;
   uint64_t body_timeout_ms;
   uint64_t keepalive_timeout_ms;
+  uint64_t write_timeout_ms;   /* no write progress for this long closes the connection */
+  uint64_t handler_timeout_ms; /* a request unanswered this long after its handler yielded:
+                                * on_handler_timeout; 0: none */
   uint32_t max_connections;
 } zv_http_server_opts_t;
 
-/* Sets the defaults: 127.0.0.1:0, reuseport, backlog 511, 8 KiB head, 1 MiB body, 10/30/75 s,
- * 10000 connections. */
+/* Sets the defaults: 127.0.0.1:0, reuseport, backlog 511, 8 KiB head, 1 MiB body, header 10 s,
+ * body 30 s, keep-alive 75 s, write 60 s, no handler timeout, 10000 connections. */
 void zv_http_server_defaults(zv_http_server_opts_t *o);
 
 enum { ZV_HTTP_RESP_NONE, ZV_HTTP_RESP_STREAM, ZV_HTTP_RESP_DONE };
@@ -72,11 +83,17 @@ struct zv_http_sconn_s {
   zv_http_server_t *srv;
   zv_http_sconn_t *prev, *next; /* the server's list of open connections */
   zv_http_sconn_t *ready_next;  /* the server's list of connections with a buffered request */
+  zv_http_sconn_t *idle_prev, *idle_next; /* the server's idle keep-alive list, oldest first */
   zv_http_conn_t core;
   zv_http_buf_t head;           /* response heads, reused */
   void *data;                   /* the binding's object for the current request */
   uint64_t deadline;            /* loop time (ms) when what timer_mode waits for times out */
   uint64_t timer_due;           /* loop time (ms) when the uv timer fires, if active */
+  uint64_t wdeadline;           /* loop time (ms) when queued writes time out without progress */
+  uint64_t queued;              /* bytes ever handed to uv_write on this connection */
+  uint64_t wmark;               /* bytes written (queued - still queued) at the last check */
+  uint64_t koutq;               /* the kernel's send queue (SIOCOUTQ) at the last check */
+  uint64_t handler_ms;          /* this request's handler timeout; 0: the server's */
   size_t pending;               /* bytes queued in uv_write requests */
   unsigned writes;              /* uv_write requests in flight */
   int nclose;                   /* handles whose close callback is still due */
@@ -86,6 +103,7 @@ struct zv_http_sconn_s {
   uint8_t rd_ready;             /* the socket may hold unread bytes (or EOF, or an error) */
   uint8_t rd_eof;               /* the peer shut down or the socket failed: read to the end */
   uint8_t in_read;              /* inside conn_readable */
+  uint8_t in_idle;              /* on the server's idle keep-alive list */
   uint8_t want_process, want_read; /* what the idle callback does for a ready connection */
 };
 
@@ -99,13 +117,25 @@ struct zv_http_server_s {
   void *data;                   /* the owner's */
   zv_http_server_opts_t opts;
   zv_http_sconn_t *conns, *ready, *free;
+  zv_http_sconn_t *idle_head, *idle_tail; /* idle keep-alive connections, oldest first */
   uint32_t nconns, nfree;
+  uint32_t nlive;               /* connections open and not closing (what max_connections caps) */
   uint64_t requests;
+  /* Counters (stats): connections closed for no write progress, idle keep-alive connections
+   * closed to admit new ones, accepts deferred at max_connections, handler timeouts. */
+  uint64_t write_timeouts, evicted, refused, handler_timeouts;
+  uint64_t refused_logged;      /* refused at the last log line */
+  uint64_t refused_log_at;      /* loop time (ms) of the last log line */
+  size_t pending;               /* bytes queued in uv_write requests, all connections */
+  /* Set by server.c: stream.c calls it when a connection closed or went idle, so that a paused
+   * accept can go on and a finished drain be reported. stream.c never calls server.c by name. */
+  void (*on_conn_change)(zv_http_server_t *s);
   int port;
   int uverr;                    /* the libuv error of a failed start */
   int nhandles;                 /* of listener, events, idle, timer: not closed yet */
   int epfd;                     /* the connections' sockets, edge-triggered; -1 when closed */
   uint8_t listening, draining, drained, finishing, torn_down;
+  uint8_t paused;               /* a connection waits in the listener at max_connections */
   uint64_t date_next;           /* loop time (ms) of the next wall-clock second */
   char date[32];
 };
@@ -154,15 +184,11 @@ void zv_http_abort(zv_http_sconn_t *c);
 /* Writes the peer's address ("127.0.0.1") into buf and its port into *port; 0 or ZV_EIO. */
 int zv_http_peer(zv_http_sconn_t *c, char *buf, size_t cap, int *port);
 
+/* Raises the soft RLIMIT_NOFILE towards the hard one when it is below want (never above want);
+ * writes the limits now in force. Returns 0 or ZV_EIO. */
+int zv_http_nofile(uint64_t want, uint64_t *soft, uint64_t *hard);
+
 /* The JSON body zever sends with a status it answers itself ({"error":"bad_request"}). */
 const char *zv_http_error_body(int status);
-
-/* Cross-file internals of the module (not for callers): server.c listens and runs the server,
- * stream.c runs the connections. */
-int zv__http_conn_accept(zv_http_server_t *s, uv_stream_t *listener);
-void zv__http_conn_close_now(zv_http_sconn_t *c);
-void zv__http_events_cb(uv_poll_t *h, int status, int events);
-const char *zv__http_server_date(zv_http_server_t *s);
-void zv__http_server_maybe_finish(zv_http_server_t *s);
 
 #endif

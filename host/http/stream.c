@@ -2,7 +2,8 @@
  * stream.c: the HTTP/1.1 server's connections: timers, the connection pool, reading (recv(2)
  * from the server's edge-triggered epoll set), dispatching parsed requests, writing responses and
  * closing. server.c listens, accepts and runs the server's lifecycle; it hands each accepted
- * socket to zv__http_conn_accept.
+ * socket to zv__http_conn_accept (stream.h). This file never calls server.c: it reports a
+ * connection that closed or went idle through s->on_conn_change.
  *
  * It must not call into Lua, and must not allocate per request in steady state: connections and
  * their buffers are reused, responses go out with one send(2) of head + body (a small body is
@@ -16,19 +17,36 @@
  *   KEEPALIVE  an idle keep-alive connection: a quiet close after keepalive_timeout
  *   LINGER     after a final response and shutdown(SHUT_WR), unread input is drained for a
  *              moment so that closing does not reset the connection before the client read it
+ *   HANDLER    a request waits for its response after on_request returned (its handler yields):
+ *              on_handler_timeout after handler_timeout (or the request's own handler_ms)
  *   NONE       a request waits for its response: the application decides how long
+ *
+ * Writes have a deadline of their own beside the mode: while uv_write requests are queued, no
+ * progress for write_timeout closes the connection, which frees what was queued (a client that
+ * never reads a large response holds nothing for long). Progress is a write that completed,
+ * or, looked at when the deadline comes, libuv's write queue or the kernel's send queue
+ * (SIOCOUTQ: bytes not yet acknowledged by the client) having shrunk: the kernel buffers
+ * megabytes and wakes a writer only when much of that is gone, so a client that reads slowly
+ * but steadily shows progress there first. The close comes between one and two write_timeouts
+ * after the last byte moved.
+ *
+ * Idle keep-alive connections are on a list, oldest first, so that server.c can close the
+ * oldest to admit a new connection at max_connections.
  */
-#include "server.h"
+#include "stream.h"
 
 #include <errno.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../core/zv.h"
 
-enum { T_NONE, T_HEADER, T_BODY, T_KEEPALIVE, T_LINGER };
+enum { T_NONE, T_HEADER, T_BODY, T_KEEPALIVE, T_LINGER, T_HANDLER };
 
 #define LINGER_MS 2000
 #define MAX_PENDING (64u << 20) /* unsent bytes per connection before it is dropped */
@@ -47,6 +65,57 @@ static void conn_process(zv_http_sconn_t *c);
 static void conn_close_now(zv_http_sconn_t *c);
 static void conn_close_graceful(zv_http_sconn_t *c);
 
+const char *zv_http_error_body(int status) {
+  switch (status) {
+  case 400: return "{\"error\":\"bad_request\"}";
+  case 408: return "{\"error\":\"request_timeout\"}";
+  case 413: return "{\"error\":\"content_too_large\"}";
+  case 414: return "{\"error\":\"uri_too_long\"}";
+  case 417: return "{\"error\":\"expectation_failed\"}";
+  case 431: return "{\"error\":\"header_fields_too_large\"}";
+  case 500: return "{\"error\":\"internal\"}";
+  case 501: return "{\"error\":\"not_implemented\"}";
+  case 503: return "{\"error\":\"unavailable\"}";
+  case 505: return "{\"error\":\"http_version_not_supported\"}";
+  default: return "{\"error\":\"error\"}";
+  }
+}
+
+/* Formats the Date header when the wall-clock second changed; checked against the loop's cached
+ * time, so a response costs no clock read. */
+static const char *server_date(zv_http_server_t *s) {
+  uint64_t now = uv_now(s->loop);
+  if (now >= s->date_next) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    zv_http_date(ts.tv_sec, s->date);
+    s->date_next = now + 1000 - (uint64_t)(ts.tv_nsec / 1000000);
+  }
+  return s->date;
+}
+
+/* --- the idle keep-alive list ---------------------------------------------------------------- */
+
+static void idle_link(zv_http_sconn_t *c) {
+  zv_http_server_t *s = c->srv;
+  c->in_idle = 1;
+  c->idle_next = NULL;
+  c->idle_prev = s->idle_tail;
+  if (s->idle_tail) s->idle_tail->idle_next = c;
+  else s->idle_head = c;
+  s->idle_tail = c;
+}
+
+static void idle_unlink(zv_http_sconn_t *c) {
+  zv_http_server_t *s = c->srv;
+  c->in_idle = 0;
+  if (c->idle_prev) c->idle_prev->idle_next = c->idle_next;
+  else s->idle_head = c->idle_next;
+  if (c->idle_next) c->idle_next->idle_prev = c->idle_prev;
+  else s->idle_tail = c->idle_prev;
+  c->idle_prev = c->idle_next = NULL;
+}
+
 /* --- timers --------------------------------------------------------------------------------- */
 
 /*
@@ -57,22 +126,61 @@ static void conn_close_graceful(zv_http_sconn_t *c);
  */
 static void timer_start(zv_http_sconn_t *c, uint64_t now, uint64_t ms);
 
+/* Starts the timer for the earliest of the mode's deadline and the write deadline, unless it
+ * runs already and fires no later. */
+static void rearm(zv_http_sconn_t *c, uint64_t now) {
+  uint64_t due = UINT64_MAX;
+  if (c->timer_mode != T_NONE) due = c->deadline;
+  if (c->writes && c->wdeadline < due) due = c->wdeadline;
+  if (due == UINT64_MAX) return;
+  if (uv_is_active((uv_handle_t *)&c->timer) && c->timer_due <= due) return;
+  timer_start(c, now, due > now ? due - now : 0);
+}
+
+/* Bytes in the kernel's send queue of c (not yet acknowledged by the peer). */
+static uint64_t kernel_outq(zv_http_sconn_t *c) {
+  int n = 0;
+  if (c->fd < 0 || ioctl(c->fd, SIOCOUTQ, &n) < 0 || n < 0) return 0;
+  return (uint64_t)n;
+}
+
 static void timer_cb(uv_timer_t *t) {
   zv_http_sconn_t *c = t->data;
+  zv_http_server_t *s = c->srv;
   zv_http_str_t hdrs[2] = {{"Content-Type", 12}, {"application/json", 16}};
-  uint64_t now = uv_now(c->srv->loop);
+  uint64_t now = uv_now(s->loop);
   const char *body;
-  if (c->closing || c->timer_mode == T_NONE) return;
-  if (now < c->deadline) {
-    timer_start(c, now, c->deadline - now);
+  int mode;
+  if (c->closing) return;
+  if (c->writes && now >= c->wdeadline) {
+    uint64_t done = c->queued - uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+    uint64_t outq = kernel_outq(c);
+    int moved = done != c->wmark || outq < c->koutq;
+    c->koutq = outq;
+    if (!moved) {
+      /* Nothing moved for write_timeout: drop the connection and what it queued. */
+      s->write_timeouts++;
+      conn_close_now(c);
+      return;
+    }
+    c->wmark = done;
+    c->wdeadline = now + s->opts.write_timeout_ms;
+  }
+  if (c->timer_mode == T_NONE || now < c->deadline) {
+    rearm(c, now);
     return;
   }
+  mode = c->timer_mode;
   c->timer_mode = T_NONE;
-  if (c->lingering || c->shutting || c->core.state == ZV_HTTP_IDLE) {
+  if (mode == T_HANDLER) {
+    if (c->resp == ZV_HTTP_RESP_NONE && s->cb.on_handler_timeout) {
+      s->handler_timeouts++;
+      s->cb.on_handler_timeout(s, c);
+    }
+  } else if (c->lingering || c->shutting || c->core.state == ZV_HTTP_IDLE) {
     conn_close_now(c);
     return;
-  }
-  if (c->core.state == ZV_HTTP_HEAD || c->core.state == ZV_HTTP_BODY) {
+  } else if (c->core.state == ZV_HTTP_HEAD || c->core.state == ZV_HTTP_BODY) {
     body = zv_http_error_body(408);
     c->core.state = ZV_HTTP_ERROR;
     c->resp = ZV_HTTP_RESP_NONE;
@@ -80,6 +188,7 @@ static void timer_cb(uv_timer_t *t) {
     c->is_head = 0;
     zv_http_respond(c, 408, hdrs, 1, body, strlen(body));
   }
+  if (!c->closing) rearm(c, uv_now(s->loop));
 }
 
 static void timer_start(zv_http_sconn_t *c, uint64_t now, uint64_t ms) {
@@ -91,11 +200,16 @@ static void arm(zv_http_sconn_t *c, int mode) {
   uint64_t ms = 0, now;
   if (mode == c->timer_mode) return;
   c->timer_mode = (uint8_t)mode;
+  if (c->in_idle) idle_unlink(c);
   switch (mode) {
   case T_NONE: return;
+  case T_HANDLER: ms = c->handler_ms ? c->handler_ms : c->srv->opts.handler_timeout_ms; break;
   case T_HEADER: ms = c->srv->opts.header_timeout_ms; break;
   case T_BODY: ms = c->srv->opts.body_timeout_ms; break;
-  case T_KEEPALIVE: ms = c->srv->opts.keepalive_timeout_ms; break;
+  case T_KEEPALIVE:
+    ms = c->srv->opts.keepalive_timeout_ms;
+    idle_link(c);
+    break;
   case T_LINGER: ms = LINGER_MS; break;
   }
   now = uv_now(c->srv->loop);
@@ -133,7 +247,10 @@ static zv_http_sconn_t *conn_get(zv_http_server_t *s) {
   }
   c->srv = s;
   c->prev = c->next = c->ready_next = NULL;
+  c->idle_prev = c->idle_next = NULL;
+  c->in_idle = 0;
   c->data = NULL;
+  c->wdeadline = c->queued = c->wmark = c->koutq = c->handler_ms = 0;
   c->pending = 0;
   c->writes = 0;
   c->nclose = 0;
@@ -166,7 +283,7 @@ static void conn_closed(uv_handle_t *h) {
   if (--c->nclose > 0) return;
   s->nconns--;
   conn_release(s, c);
-  zv__http_server_maybe_finish(s);
+  s->on_conn_change(s);
 }
 
 static void unlink_ready(zv_http_sconn_t *c) {
@@ -183,7 +300,9 @@ static void conn_close_now(zv_http_sconn_t *c) {
   zv_http_server_t *s = c->srv;
   if (c->closing) return;
   c->closing = 1;
+  s->nlive--;
   unlink_ready(c);
+  if (c->in_idle) idle_unlink(c);
   if (c->prev) c->prev->next = c->next;
   else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
@@ -253,6 +372,15 @@ static int conn_write(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n) {
     skip = 0;
   }
   len = total - skip;
+  if (c->writes == 0) {
+    /* The write deadline starts with the first queued write (see the file comment). */
+    uint64_t now = uv_now(c->srv->loop);
+    c->wmark = c->queued;
+    c->koutq = kernel_outq(c);
+    c->wdeadline = now + c->srv->opts.write_timeout_ms;
+    if (!uv_is_active((uv_handle_t *)&c->timer) || c->timer_due > c->wdeadline)
+      timer_start(c, now, c->srv->opts.write_timeout_ms);
+  }
   if (c->pending + len > MAX_PENDING) {
     conn_close_now(c);
     return ZV_EIO;
@@ -282,6 +410,8 @@ static int conn_write(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n) {
   }
   c->writes++;
   c->pending += w->len;
+  c->queued += w->len;
+  c->srv->pending += w->len;
   return 0;
 }
 
@@ -292,12 +422,15 @@ static void write_cb(uv_write_t *req, int status) {
   zv_http_sconn_t *c = req->handle->data;
   c->writes--;
   c->pending -= w->len;
+  c->srv->pending -= w->len;
   zv_free(w);
   if (c->closing) return;
   if (status < 0) {
     conn_close_now(c);
     return;
   }
+  /* Progress: the write deadline starts again. */
+  c->wdeadline = uv_now(c->srv->loop) + c->srv->opts.write_timeout_ms;
   if (c->writes == 0 && c->resp == ZV_HTTP_RESP_DONE && !c->must_close && !c->in_dispatch)
     next_request(c);
 }
@@ -428,8 +561,10 @@ static void next_request(zv_http_sconn_t *c) {
       return;
     }
     arm(c, T_KEEPALIVE);
+    /* A connection waits in the listener: this idle one may make room for it. */
+    if (c->srv->paused) c->srv->on_conn_change(c->srv);
   }
-  start_reading(c);
+  if (!c->closing) start_reading(c);
 }
 
 static void conn_process(zv_http_sconn_t *c) {
@@ -460,7 +595,11 @@ static void conn_process(zv_http_sconn_t *c) {
     c->is_head = (uint8_t)zv_http_conn_is_head(&c->core);
     c->must_close = (uint8_t)!c->core.keep_alive;
     c->stream_raw = 0;
+    c->handler_ms = 0;
     s->cb.on_request(s, c);
+    if (c->resp == ZV_HTTP_RESP_NONE && !c->closing &&
+        (c->handler_ms || s->opts.handler_timeout_ms))
+      arm(c, T_HANDLER);
     if (c->closing || c->resp != ZV_HTTP_RESP_DONE || c->writes || c->shutting) break;
     zv_http_conn_next(&c->core);
     c->resp = ZV_HTTP_RESP_NONE;
@@ -539,7 +678,7 @@ static int build_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs,
   h.content_length = content_length;
   h.chunked = chunked;
   h.close = c->must_close;
-  h.date = has_date ? NULL : zv__http_server_date(s);
+  h.date = has_date ? NULL : server_date(s);
   zv_http_head_end(&c->head, &h, !has_server);
   return c->head.err ? ZV_ENOMEM : 0;
 }
@@ -671,6 +810,7 @@ int zv__http_conn_accept(zv_http_server_t *s, uv_stream_t *l) {
   c->tcp.data = c;
   c->timer.data = c;
   s->nconns++;
+  s->nlive++;
   c->next = s->conns;
   if (s->conns) s->conns->prev = c;
   s->conns = c;
@@ -699,4 +839,33 @@ int zv__http_conn_accept(zv_http_server_t *s, uv_stream_t *l) {
 
 void zv__http_conn_close_now(zv_http_sconn_t *c) {
   conn_close_now(c);
+}
+
+uint32_t zv__http_conn_close_idle(zv_http_server_t *s) {
+  zv_http_sconn_t *c, *next;
+  for (c = s->conns; c; c = next) {
+    next = c->next;
+    if (c->core.state == ZV_HTTP_IDLE && !zv_http_conn_pending(&c->core) && !c->writes &&
+        c->resp == ZV_HTTP_RESP_NONE && !c->want_process)
+      conn_close_now(c);
+  }
+  return s->nlive;
+}
+
+int zv__http_conn_evict(zv_http_server_t *s) {
+  if (!s->idle_head) return -1;
+  s->evicted++;
+  conn_close_now(s->idle_head);
+  return 0;
+}
+
+void zv__http_pool_free(zv_http_server_t *s) {
+  while (s->free) {
+    zv_http_sconn_t *c = s->free;
+    s->free = c->next;
+    zv_http_conn_free(&c->core);
+    zv_http_buf_free(&c->head);
+    zv_free(c);
+  }
+  s->nfree = 0;
 }

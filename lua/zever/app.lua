@@ -6,6 +6,8 @@
 --   app:get("/hello", function(req, res) return "hello world" end)
 --   app:get("user", "/users/:id", handler)          -- named: app:url_for("user", {id = 42})
 --   app:route({"GET", "POST"}, "/form", handler)
+--   app:get("/report", handler, { timeout = 5 })    -- route options: timeout (seconds) replaces
+--                                                    -- http.handler_timeout for this route
 --   app:group("/admin", function(r) r:use(auth); r:get("/stats", stats) end)
 --   app:on_error(function(err, req, res) ... end)
 --
@@ -101,10 +103,20 @@ end
 
 -- Registers one route; the group's middleware chain is captured now, app-level middleware is
 -- looked up per request so that app:use after a route still applies (as in Express).
-local function add(group, methods, name, pattern, handler, level)
+local function add(group, methods, name, pattern, handler, level, opts)
   local app = group.app
   if type(pattern) ~= "string" then error("route pattern must be a string", level) end
   if type(handler) ~= "function" then error("route handler must be a function", level) end
+  local timeout
+  if opts ~= nil then
+    for k in pairs(opts) do
+      if k ~= "timeout" then error("unknown route option " .. tostring(k), level) end
+    end
+    timeout = opts.timeout
+    if type(timeout) ~= "number" or timeout ~= timeout or timeout < 0 or timeout > 1e9 then
+      error("route option timeout must be a number of seconds >= 0", level)
+    end
+  end
   if name ~= nil and type(name) ~= "string" then error("route name must be a string", level) end
   if name and app.names[name] then
     error(format('route name "%s" is already used by %s', name, app.names[name].pattern), level)
@@ -121,7 +133,7 @@ local function add(group, methods, name, pattern, handler, level)
   local param_names = {}
   for pname in full:gmatch("/[:*]([%w_]+)") do param_names[#param_names + 1] = pname end
   local route = { method = nil, pattern = full, name = name, handler = handler, chain = chain,
-    source = source_of(handler), param_names = param_names }
+    source = source_of(handler), param_names = param_names, timeout = timeout }
   for _, m in ipairs(methods) do
     if type(m) ~= "string" or not METHODS[m:upper()] then
       error("unsupported HTTP method " .. tostring(m), level)
@@ -138,17 +150,24 @@ local function add(group, methods, name, pattern, handler, level)
   return group
 end
 
--- (name, pattern, handler) or (pattern, handler).
+-- (name, pattern, handler[, opts]) or (pattern, handler[, opts]).
 local function route_args(...)
-  if select("#", ...) >= 3 then return ... end
+  local n = select("#", ...)
+  local last = select(n, ...)
+  if n >= 3 and type(last) == "table" then
+    if n >= 4 then return ... end
+    local pattern, handler = ...
+    return nil, pattern, handler, last
+  end
+  if n >= 3 then return ... end
   local pattern, handler = ...
   return nil, pattern, handler
 end
 
 local function define(method)
   local fn = function(self, ...)
-    local name, pattern, handler = route_args(...)
-    return add(self.root or self, { method }, name, pattern, handler, 3)
+    local name, pattern, handler, opts = route_args(...)
+    return add(self.root or self, { method }, name, pattern, handler, 3, opts)
   end
   App[method:lower()] = fn
   Group[method:lower()] = fn
@@ -158,8 +177,8 @@ for _, m in ipairs({ "GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD" 
 local function route(self, methods, ...)
   if type(methods) == "string" then methods = { methods } end
   if type(methods) ~= "table" then error("route methods must be a string or a list", 2) end
-  local name, pattern, handler = route_args(...)
-  return add(self.root or self, methods, name, pattern, handler, 3)
+  local name, pattern, handler, opts = route_args(...)
+  return add(self.root or self, methods, name, pattern, handler, 3, opts)
 end
 App.route, Group.route = route, route
 
@@ -348,7 +367,11 @@ function App:dispatch(method, path, query_string, source)
   local id, params, extra = match(self, method, path)
   local chain
   if id then
-    chain = self.routes[id].chain
+    local r = self.routes[id]
+    chain = r.chain
+    -- A route's own handler timeout goes to the server (zever.http's req:timeout).
+    local timeout = r.timeout
+    if timeout and type(source) == "userdata" then source:timeout(timeout) end
   else
     chain = params == 404 and NOT_FOUND or { answer(params, extra) }
     params = empty_params

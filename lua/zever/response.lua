@@ -1,23 +1,33 @@
 -- zever.response: the response object handlers write to, and the rules for what a handler
 -- returns.
 --
---   res:status(n)            res:header(name, value)       res:send(body)
---   res:json(value)          res:redirect(url[, code])     (each returns res: chainable)
+--   res:status(n)            res:header(name, value)       res:add_header(name, value)
+--   res:send(body)           res:json(value)               res:redirect(url[, code])
+--   (each returns res: chainable)
 --
 -- A handler may instead return a value; M.apply turns it into the response:
 --   a string                 -> 200 text/plain (or res's status, if set)
 --   a table                  -> JSON
 --   status, body[, headers]  -> that status; a table body is JSON; headers a name -> value table
+--                               (a value may be a list of strings: repeated headers)
 --   res itself, or nothing   -> whatever res holds
 --
+-- A status is final: 200..999 (a 1xx is an interim response zever does not send for a handler:
+-- it would answer the next pipelined request). A header value is a string or a number, or a
+-- list of them, which sends the header once per item; anything else raises, so the handler
+-- answers 500 and the log says why (never "table: 0x...").
+--
 -- Headers are kept as a flat array {name, value, name, value, ...} in the order set, which is
--- the shape zever.http writes; setting a name again replaces it (case-insensitively). The
--- content type is kept apart (res.ctype) because nearly every response sets it: finish() puts
--- it into the array once, when the response is done.
+-- the shape zever.http writes. res:header(name, value) replaces every earlier value of that
+-- name (case-insensitively), except for Set-Cookie, which always appends (each cookie is its
+-- own header line); res:add_header(name, value) appends for any name. The content type is kept
+-- apart (res.ctype) because nearly every response sets it: finish() puts it into the array
+-- once, when the response is done.
 
 local json = require "zever.json"
 
 local type, tostring, lower, pairs = type, tostring, string.lower, pairs
+local find, format = string.find, string.format
 local encode = json.encode
 -- LuaJIT's table.new: the headers array is sized up front, so that finish() appending the
 -- content type does not grow (rehash) it twice per request.
@@ -32,39 +42,92 @@ function M.new()
   return setmetatable({ code = 200, headers = tnew(4, 0), body = nil, ctype = nil }, Response)
 end
 
-local function check_header(name, value)
-  if type(name) ~= "string" or name == "" or name:find("[^%w!#$%%&'*+.^_`|~-]") then
-    error("res:header: invalid header name " .. tostring(name), 3)
+local function check_value(what, name, value, level)
+  local tv = type(value)
+  if tv == "number" then
+    value = tostring(value)
+  elseif tv ~= "string" then
+    error(format("%s: the value of header %s must be a string or a number, got a %s", what, name,
+      tv), level + 1)
   end
-  value = tostring(value)
-  if value:find("[\r\n%z]") then error("res:header: header value contains CR, LF or NUL", 3) end
+  if find(value, "[\r\n%z]") then
+    error(what .. ": header value contains CR, LF or NUL", level + 1)
+  end
   return value
 end
 
+-- Checks name and value; returns the value as a string, or a list of strings for a list.
+local function check_header(what, name, value)
+  if type(name) ~= "string" or name == "" or find(name, "[^%w!#$%%&'*+.^_`|~-]") then
+    error(what .. ": invalid header name " .. tostring(name), 3)
+  end
+  if type(value) == "table" then
+    local n, count = #value, 0
+    for _ in pairs(value) do count = count + 1 end
+    if n == 0 or count ~= n then
+      error(format("%s: the value of header %s is a table; want a string, a number or a list " ..
+        "of them", what, name), 3)
+    end
+    local list = {}
+    for i = 1, n do list[i] = check_value(what, name, value[i], 3) end
+    return list
+  end
+  return check_value(what, name, value, 3)
+end
+
+-- The lowest final status: 1xx are interim responses (100 Continue is zever's to send).
+local MIN_STATUS = 200
+
 function Response:status(n)
-  if type(n) ~= "number" or n < 100 or n > 999 or n % 1 ~= 0 then
-    error("res:status: want an integer status between 100 and 999, got " .. tostring(n), 2)
+  if type(n) ~= "number" or n < MIN_STATUS or n > 999 or n % 1 ~= 0 then
+    error("res:status: want an integer final status within 200..999 (1xx are interim " ..
+      "responses), got " .. tostring(n), 2)
   end
   self.code = n
   return self
 end
 
+local function append(h, name, value)
+  if type(value) == "table" then
+    for i = 1, #value do
+      h[#h + 1] = name
+      h[#h + 1] = value[i]
+    end
+  else
+    h[#h + 1] = name
+    h[#h + 1] = value
+  end
+end
+
 function Response:header(name, value)
-  value = check_header(name, value)
+  value = check_header("res:header", name, value)
   local lname = lower(name)
   if lname == "content-type" then
+    if type(value) == "table" then error("res:header: Content-Type takes one value", 2) end
     self.ctype = value
     return self
   end
   local h = self.headers
-  for i = 1, #h, 2 do
-    if lower(h[i]) == lname then
-      h[i + 1] = value
-      return self
+  if lname ~= "set-cookie" then
+    -- Replace: drop every earlier value of the name (compacting the array in place).
+    local j = 1
+    for i = 1, #h, 2 do
+      if lower(h[i]) ~= lname then
+        h[j], h[j + 1] = h[i], h[i + 1]
+        j = j + 2
+      end
     end
+    for i = #h, j, -1 do h[i] = nil end
   end
-  h[#h + 1] = name
-  h[#h + 1] = value
+  append(h, name, value)
+  return self
+end
+
+-- Adds a header line, keeping earlier values of the same name (repeated headers).
+function Response:add_header(name, value)
+  value = check_header("res:add_header", name, value)
+  if lower(name) == "content-type" then error("res:add_header: Content-Type takes one value", 2) end
+  append(self.headers, name, value)
   return self
 end
 
@@ -97,7 +160,9 @@ end
 function Response:redirect(url, code)
   if type(url) ~= "string" then error("res:redirect: want a URL string", 2) end
   code = code or 302
-  if code < 300 or code > 399 then error("res:redirect: want a 3xx status, got " .. tostring(code), 2) end
+  if type(code) ~= "number" or code < 300 or code > 399 or code % 1 ~= 0 then
+    error("res:redirect: want a 3xx status, got " .. tostring(code), 2)
+  end
   self.code = code
   self:header("Location", url)
   self.body = ""
@@ -111,7 +176,11 @@ function M.apply(res, a, b, c)
   if ta == "string" then
     return res:send(a)
   elseif ta == "number" then
-    res:status(a)
+    if a < MIN_STATUS or a > 999 or a % 1 ~= 0 then
+      error("a handler returned status " .. tostring(a) .. "; want a final status within " ..
+        "200..999 (1xx are interim responses)", 0)
+    end
+    res.code = a
     if c ~= nil then
       if type(c) ~= "table" then error("a handler's third result must be a table of headers", 0) end
       for k, v in pairs(c) do res:header(k, v) end

@@ -3,19 +3,24 @@
 --   server.listen(app, opts)  -> the zever.http server, on this thread's event loop
 --   server.run(opts)          -> exit code: the `zever serve` process (main thread)
 --   server.worker(payload)    -- entry point of each worker thread (zever.threads)
+--   server.reexec()           -- this process becomes a fresh run of its command line
 --
 -- The process model (DESIGN.md §2): the main thread starts N worker threads; each has its own
 -- Lua state and event loop, loads the app, and listens on the same address with SO_REUSEPORT,
 -- so the kernel spreads connections. The main thread only waits for signals: the first
 -- SIGTERM/SIGINT drains every worker (stop accepting, finish in-flight requests up to the
--- deadline) and exits 0; a second one exits at once.
+-- deadline) and exits 0; a second one exits at once. SIGHUP reloads: the configuration and the
+-- app are read again (opts.reload), a new set of workers starts on the same address, and the
+-- old set drains once the new one had a moment to bind (see M.run). A reload that fails (the
+-- configuration is invalid, the app does not load) is logged and the old workers keep serving.
 
 local http = require "zever.http"
 local loop = require "zever.loop"
 local sys = require "zever.sys"
 local json = require "zever.json"
 
-local format, now, floor, type = string.format, sys.now, math.floor, type
+local format, now, floor, type, pairs, ipairs, tostring = string.format, sys.now, math.floor,
+  type, pairs, ipairs, tostring
 local ffi = require "ffi"
 
 local M = {}
@@ -73,14 +78,21 @@ local function respond(creq, code, body, h)
     if rc == 0 then return true end
     if rc == 1 then return nil, "closed" end
   end
+  -- Answered already: the handler timeout cancelled the request (503 went out).
+  if creq:answered() then return nil, "closed" end
   return creq:respond(code, body, h)
 end
 
--- opts: host, port, access_log (false | "text" | "json"), limits (a table of zever.http limits).
+-- opts: host, port, access_log (false | "text" | "json"), limits (a table of zever.http
+-- options: max_body_bytes, the timeouts, max_connections, ...).
 -- zever.http runs the request function in a pooled coroutine of its own, so a handler may wait.
 function M.listen(app, opts)
   local conf = { host = opts.host or "127.0.0.1", port = opts.port or 8080, reuseport = true }
   for k, v in pairs(opts.limits or {}) do conf[k] = v end
+  -- A route with a timeout of its own needs the watchdog even when the server has none.
+  for _, route in pairs(app.routes or {}) do
+    if route.timeout then conf.watchdog = true end
+  end
   local log = opts.access_log == "json" and access_json or opts.access_log and access_text or nil
   app.access_log = log
   return http.listen(conf, function(creq, method, path, query)
@@ -126,39 +138,164 @@ local function probe(host, port)
   return got
 end
 
+-- Descriptors a worker needs beside its connections (listener, epoll, loop, files, clients).
+local FD_RESERVE = 64
+
+-- Raises RLIMIT_NOFILE for workers x max_connections and warns when that cannot fit; then the
+-- per-worker cap is lowered to what fits, so that the cap, not accept(2)'s EMFILE, is what a
+-- flood of connections meets. Returns the max_connections the workers use.
+local function fit_nofile(opts)
+  local limits = opts.limits or {}
+  local per = limits.max_connections or 10000
+  local want = opts.workers * (per + FD_RESERVE) + FD_RESERVE
+  local soft, hard = http.nofile(want)
+  if not soft or soft >= want then return per end
+  local fit = floor((soft - FD_RESERVE) / opts.workers) - FD_RESERVE
+  if fit < 1 then fit = 1 end
+  io.stderr:write(format("zever: http.max_connections %d x %d workers needs %d file " ..
+    "descriptors; RLIMIT_NOFILE is %d (hard %s): each worker takes at most %d connections " ..
+    "(raise the limit with ulimit -n, or lower http.max_connections)\n", per, opts.workers,
+    want, soft, tostring(hard), fit))
+  return fit
+end
+
+-- Starts one set of workers for opts; returns the generation { pool, alive, opts }.
+local function start_workers(opts, on_all_exited)
+  local threads = require "zever.threads"
+  local payload = {}
+  for k, v in pairs(opts) do
+    if type(v) ~= "function" then payload[k] = v end
+  end
+  local gen = { alive = opts.workers, opts = opts, failed = false }
+  gen.pool = threads.start(opts.workers, "zever.server", json.encode(payload))
+  gen.pool:on_exit(function(i, ok, err)
+    gen.alive = gen.alive - 1
+    if not ok then
+      gen.failed = true
+      io.stderr:write(format("zever: worker %d failed: %s\n", i, tostring(err)))
+    end
+    on_all_exited(gen, ok)
+  end)
+  return gen
+end
+
+-- How long an old set of workers keeps listening beside the new one after a reload, so that
+-- the new workers have bound the address before the old ones stop accepting.
+local RELOAD_OVERLAP = 0.5
+
 -- The `zever serve` process. opts: app, root (the app folder, for its zever.yaml; default: the
--- app file's folder), host, port, workers, access_log, drain, limits.
+-- app file's folder), host, port, workers, access_log, drain, limits, and
+-- reload (optional): a function returning fresh opts (or nil, message) for SIGHUP.
 function M.run(opts)
   local _, path = M.load_app(opts.app, opts.root)   -- fail early, in the main thread, with a clear message
   opts.app = path
+  local asked_port = opts.port
   opts.port = probe(opts.host, opts.port)
-  local threads = require "zever.threads"
-  local pool = threads.start(opts.workers, "zever.server", json.encode(opts))
-  local alive, failed, signals = opts.workers, false, 0
-  pool:on_exit(function(i, ok, err)
-    alive = alive - 1
-    if not ok then
+  opts.limits = opts.limits or {}
+  opts.limits.max_connections = fit_nofile(opts)
+  local gens, current, signals, failed = {}, nil, 0, false
+  local function live()
+    local n = 0
+    for _, g in ipairs(gens) do n = n + g.alive end
+    return n
+  end
+  local function on_exited(gen, ok)
+    if not ok and gen == current then
       failed = true
-      io.stderr:write(format("zever: worker %d failed: %s\n", i, tostring(err)))
-      if signals == 0 then pool:send(0, "drain") end
+      if signals == 0 then gen.pool:send(0, "drain") end
     end
-    if alive == 0 then loop.stop() end
-  end)
+    if live() == 0 then loop.stop() end
+  end
+  current = start_workers(opts, on_exited)
+  gens[1] = current
   local function on_signal(name)
     signals = signals + 1
     if signals > 1 then
       io.stderr:write("zever: second ", name, ", exiting now\n")
       os.exit(1)
     end
-    io.stderr:write(format("zever: %s, draining (up to %gs)\n", name, opts.drain))
-    pool:send(0, "drain")
+    io.stderr:write(format("zever: %s, draining (up to %gs)\n", name, current.opts.drain))
+    for _, g in ipairs(gens) do
+      if g.alive > 0 then g.pool:send(0, "drain") end
+    end
+  end
+  local function on_hup()
+    if signals > 0 then return end
+    if not opts.reload then
+      io.stderr:write("zever: SIGHUP ignored (nothing to reload)\n")
+      return
+    end
+    io.stderr:write("zever: SIGHUP, reloading the configuration and the app\n")
+    local ok, new, err = pcall(opts.reload)
+    if ok and new then
+      ok, err = pcall(function()
+        local _, p = M.load_app(new.app, new.root)
+        new.app = p
+        if new.host == current.opts.host and new.port == asked_port then
+          new.port = current.opts.port -- the same address: share it (SO_REUSEPORT)
+        else
+          asked_port = new.port
+          new.port = probe(new.host, new.port)
+        end
+        new.limits = new.limits or {}
+        new.limits.max_connections = fit_nofile(new)
+        new.reload = opts.reload
+      end)
+    elseif ok then
+      ok = false
+    else
+      err = new
+    end
+    if not ok then
+      io.stderr:write("zever: reload failed, the current workers keep serving: ",
+        tostring(err), "\n")
+      return
+    end
+    local old = current
+    current = start_workers(new, on_exited)
+    gens[#gens + 1] = current
+    loop.after(RELOAD_OVERLAP, function()
+      if old.alive > 0 then old.pool:send(0, "drain") end
+    end)
   end
   local term, int = loop.signal("SIGTERM", on_signal), loop.signal("SIGINT", on_signal)
-  while alive > 0 do loop.run() end
+  local hup = loop.signal("SIGHUP", on_hup)
+  while live() > 0 do loop.run() end
   term:stop()
   int:stop()
-  pool:join()
+  hup:stop()
+  for _, g in ipairs(gens) do
+    g.pool:join()
+    if g.failed and g == current then failed = true end
+  end
   return failed and 1 or 0
+end
+
+-- Replaces this process with a fresh run of its own command line (read from
+-- /proc/self/cmdline), so that the configuration and the app are read again: SIGHUP of
+-- `zever worker`, after it drained. Returns only on failure: nil, message.
+function M.reexec()
+  local f = io.open("/proc/self/cmdline", "rb")
+  if not f then return nil, "cannot read /proc/self/cmdline" end
+  local line = f:read("*a")
+  f:close()
+  local args = {}
+  for a in line:gmatch("([^%z]*)%z") do args[#args + 1] = a end
+  if #args == 0 then return nil, "empty command line" end
+  -- Another module may have declared them: a second declaration raises, so each may fail.
+  pcall(ffi.cdef, "int execv(const char *path, char *const argv[]);")
+  pcall(ffi.cdef, "char *strerror(int errnum);")
+  local argv = ffi.new("char *[?]", #args + 1)
+  local keep = {}
+  for i, a in ipairs(args) do
+    keep[i] = ffi.new("char[?]", #a + 1, a)
+    argv[i - 1] = keep[i]
+  end
+  argv[#args] = nil
+  io.stderr:flush()
+  io.stdout:flush()
+  ffi.C.execv(sys.exe(), argv)
+  return nil, "execv failed: " .. ffi.string(ffi.C.strerror(ffi.errno()))
 end
 
 return M

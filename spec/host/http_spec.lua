@@ -310,12 +310,6 @@ describe("zever.http", function()
       assert.matches("^%[eof%]HTTP/1.1 200 OK\r\n", out)
       assert.matches("GET / nil $", out)
     end)
-
-    it("closes connections above max_connections at once", function()
-      local _, port = serve({ max_connections = 1 }, echo)
-      local out = client(port, { "send:GET / HTTP/1.1\\r\\n", "sleep:0.1", "connect", get("/"), "read:2" })
-      assert.is_truthy(out == "[eof]" or out == "[reset]", out)
-    end)
   end)
 
   describe("limits", function()

@@ -4,12 +4,17 @@
 usage: http_client.py PORT OUTFILE STEP...
 
 Steps run in order on the current connection:
-  connect            open a new connection and make it current (the first one opens itself)
+  connect            open a new connection and make it current (the first one opens itself);
+                     the previous one is dropped (closed)
+  open               open a new connection and make it current, keeping the others open
+  use:N              make the Nth connection opened (1 = the first) current
+  rcvbuf:BYTES       open the next connections with a receive buffer this small
   send:TEXT          send TEXT; \\r \\n \\t \\\\ and \\xHH escapes are decoded
   sleep:SECONDS      pause
   read:SECONDS       read until EOF, reset or SECONDS of silence; appends "[eof]", "[reset]" or
                      "[timeout]" and what was read to the output
   readn:N:SECONDS    like read, but stop once N bytes came ("[n]")
+  drip:N:SECONDS:PAUSE  like readn, pausing PAUSE seconds after each receive (a slow reader)
   shutdown           half-close (no more sending)
   close              close the current connection
 
@@ -29,33 +34,54 @@ def decode(text):
     return codecs.escape_decode(text.encode("latin-1"))[0]
 
 
-def read(sock, timeout, limit=None):
-    data = b""
+def read(sock, timeout, limit=None, pause=0):
+    data = bytearray()
     sock.settimeout(timeout)
     while True:
         if time.time() > DEADLINE:
-            return b"[timeout]", data
+            return b"[timeout]", bytes(data)
         try:
             chunk = sock.recv(65536)
         except socket.timeout:
-            return b"[timeout]", data
+            return b"[timeout]", bytes(data)
         except (ConnectionResetError, BrokenPipeError):
-            return b"[reset]", data
+            return b"[reset]", bytes(data)
         if not chunk:
-            return b"[eof]", data
+            return b"[eof]", bytes(data)
         data += chunk
         if limit is not None and len(data) >= limit:
-            return b"[n]", data
+            return b"[n]", bytes(data)
+        if pause:
+            time.sleep(pause)
 
 
 def main():
     port, outfile, steps = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
     out = b""
-    sock = socket.create_connection(("127.0.0.1", port))
+    rcvbuf = None
+
+    def connect():
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        s.connect(("127.0.0.1", port))
+        return s
+
+    first = steps[0].partition(":")[0] if steps else ""
+    sock = None if first == "rcvbuf" else connect()
+    socks = [sock] if sock else []
     for step in steps:
         kind, _, arg = step.partition(":")
         if kind == "connect":
-            sock = socket.create_connection(("127.0.0.1", port))
+            sock = connect()
+            socks = [sock]
+        elif kind == "open":
+            sock = connect()
+            socks.append(sock)
+        elif kind == "use":
+            sock = socks[int(arg) - 1]
+        elif kind == "rcvbuf":
+            rcvbuf = int(arg)
         elif kind == "send":
             try:
                 sock.sendall(decode(arg))
@@ -69,6 +95,10 @@ def main():
         elif kind == "readn":
             n, _, timeout = arg.partition(":")
             status, data = read(sock, float(timeout), int(n))
+            out += status + data
+        elif kind == "drip":
+            n, timeout, pause = arg.split(":")
+            status, data = read(sock, float(timeout), int(n), float(pause))
             out += status + data
         elif kind == "shutdown":
             sock.shutdown(socket.SHUT_WR)

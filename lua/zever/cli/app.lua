@@ -14,6 +14,7 @@
 --
 --   cliapp.FLAG                   the --app flag spec, for a command's flags table
 --   cliapp.chdir(dir)             -> true | nil, message
+--   cliapp.restore_dir()          -> true | nil, message   (back to the folder before -C)
 --   cliapp.deprecated(cmd, old, new)  writes "zever CMD: OLD is deprecated; use NEW" to stderr
 --   cliapp.resolve(flags, positional[, cmd]) -> target | nil, message
 --       target = { dir = absolute app folder, file = absolute app file or nil }
@@ -43,7 +44,18 @@ pcall(ffi.cdef, "int chdir(const char *path);")
 function M.chdir(dir)
   if type(dir) ~= "string" or dir == "" then return nil, "-C wants a folder" end
   if not sys.isdir(dir) then return nil, format('-C %s: no such folder', dir) end
+  local start = paths.cwd()
   if ffi.C.chdir(dir) ~= 0 then return nil, format('-C %s: cannot change to it', dir) end
+  M.start_dir = M.start_dir or start
+  return true
+end
+
+-- Goes back to the folder the process started in (before -C), so that a command that runs its
+-- own command line again (zever worker on SIGHUP) finds a relative -C DIR where it was.
+function M.restore_dir()
+  if M.start_dir and ffi.C.chdir(M.start_dir) ~= 0 then
+    return nil, format("cannot go back to %s", M.start_dir)
+  end
   return true
 end
 

@@ -1,0 +1,43 @@
+#!/bin/sh
+# bench/http/callgrind_serve.sh [BIN] [PATH]: user-space instructions per request of the worker
+# thread of `zever serve examples/hello --workers 1` (access log off), counted by callgrind
+# (load-independent). A process with worker threads runs glibc in its multi-threaded mode (locked
+# malloc), as every `zever serve` does, so this is the setting in which to compare the handler
+# watchdog on and off: HANDLER_TIMEOUT=60 (serve's default) or 0; unset, no flag is given (for
+# binaries older than the flag). One client sends requests one
+# at a time on one keep-alive connection; the cost per request is the slope between a run of N1
+# and a run of N2 requests, so start-up and shutdown cancel out.
+set -e
+BIN=${1:-bin/zever}
+ROUTE=${2:-/hello}
+N1=${N1:-2000}
+N2=${N2:-12000}
+HT=${HANDLER_TIMEOUT:+--handler-timeout $HANDLER_TIMEOUT}
+tmp=$(mktemp -d)
+count() {
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$tmp/cg.$1" "$BIN" serve \
+    examples/hello --workers 1 --access-log off $HT \
+    --listen "127.0.0.1:$port" >/dev/null 2>"$tmp/vg.$1" &
+  vg=$!
+  # Wait for the worker's "serving" line (a connect could hit the main thread's port probe).
+  while ! grep -q "serving" "$tmp/vg.$1"; do sleep 0.2; done
+  python3 - "$port" "$1" "$ROUTE" <<'PY'
+import http.client, sys
+port = int(sys.argv[1])
+c = http.client.HTTPConnection("127.0.0.1", port)
+for _ in range(int(sys.argv[2])):
+    c.request("GET", sys.argv[3])
+    r = c.getresponse()
+    r.read()
+    assert r.status == 200, r.status
+PY
+  kill -TERM $vg
+  wait $vg || true
+  # Thread 2 is the worker (1 is the main thread, 3 the watchdog when on).
+  grep '^summary:\|^totals:' "$tmp/cg.$1-02" | head -1 | grep -o '[0-9]*$'
+}
+a=$(count "$N1")
+b=$(count "$N2")
+echo "Ir($N1)=$a Ir($N2)=$b Ir/request=$(( (b - a) / (N2 - N1) ))"
+rm -rf "$tmp"

@@ -1,0 +1,216 @@
+-- zever.http's lifecycle limits against real sockets: the write timeout, max_connections with
+-- idle eviction and a paused accept, and the handler watchdog (zever.server over an app). The
+-- server runs on this state's loop; a scripted raw client (spec/support/http_client.py) or curl
+-- runs in the background. Results are read from the server's own counters (server:stats());
+-- time only bounds how long a spec waits for a condition.
+
+local loop = require "zever.loop"
+local http = require "zever.http"
+local process = require "spec.support.process"
+
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec/host"
+local CLIENT = here .. "/../support/http_client.py"
+local q = process.quote
+
+local run_until = require("zever.testing").run_until
+
+-- Runs a background shell command writing to a fresh file; returns a reader that yields the
+-- file's content once it exists (nil before).
+local function spawn(make_cmd)
+  local out = os.tmpname()
+  os.remove(out)
+  os.execute("(" .. make_cmd(out) .. ") >/dev/null 2>&1 &")
+  local content
+  return function()
+    if content then return content end
+    local f = io.open(out, "rb")
+    if not f then return nil end
+    content = f:read("*a")
+    f:close()
+    os.remove(out)
+    return content
+  end
+end
+
+-- Starts the scripted client in the background; returns its reader.
+local function client_bg(port, steps)
+  local args = {}
+  for i, s in ipairs(steps) do args[i] = q(s) end
+  return spawn(function(out)
+    return ("python3 %s %d %s %s"):format(q(CLIENT), port, q(out), table.concat(args, " "))
+  end)
+end
+
+local function client(port, steps)
+  local read = client_bg(port, steps)
+  assert(run_until(read, 25), "the client did not finish")
+  return read()
+end
+
+local function get(path)
+  return "send:GET " .. path .. " HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n"
+end
+
+local servers = {}
+
+local function serve(opts, handler)
+  opts.port = opts.port or 0
+  local srv = assert(http.listen(opts, handler))
+  servers[#servers + 1] = srv
+  return srv, srv:port()
+end
+
+local function ok(req) req:respond(200, "ok") end
+
+describe("zever.http lifecycle", function()
+  after_each(function()
+    for i = #servers, 1, -1 do
+      servers[i]:close()
+      servers[i] = nil
+    end
+    loop.run("nowait")
+  end)
+
+  describe("write_timeout", function()
+    it("closes a connection whose client never reads a large response and frees its buffers",
+      function()
+        local big = string.rep("x", 50 * 1024 * 1024)
+        local srv, port = serve({ write_timeout = 0.3 }, function(req) req:respond(200, big) end)
+        -- The client asks, then sleeps without reading (a small receive buffer), then reads.
+        local read = client_bg(port, { "rcvbuf:4096", "open", get("/big"), "sleep:4", "read:2" })
+        local peak = 0
+        assert.is_true(run_until(function()
+          local st = srv:stats()
+          if st.pending_bytes > peak then peak = st.pending_bytes end
+          return st.write_timeouts == 1 and st.connections == 0
+        end, 20), "the connection was not closed for its write timeout")
+        local st = srv:stats()
+        -- Most of the 50 MB waited in the server's queue, and all of it is gone.
+        assert.is_true(peak > 10 * 1024 * 1024, "peak queued bytes " .. peak)
+        assert.are.equal(0, st.pending_bytes)
+        assert.is_true(run_until(read, 25))
+        local out = read()
+        assert.is_truthy(out:match("^%[%a+%]HTTP/1.1 200 OK"), out:sub(1, 40))
+        assert.is_true(#out < #big, "the client got the whole body")
+      end)
+
+    it("keeps a connection that reads slowly but steadily", function()
+      -- More than the kernel buffers hold, read over several write timeouts.
+      local body = string.rep("y", 8 * 1024 * 1024)
+      local srv, port = serve({ write_timeout = 0.3 }, function(req) req:respond(200, body) end)
+      local out = client(port, { "rcvbuf:4096", "open",
+        "send:GET / HTTP/1.1\\r\\nHost: t\\r\\nConnection: close\\r\\n\\r\\n",
+        "drip:" .. (#body * 2) .. ":15:0.001" })
+      assert.are.equal("[eof]", out:sub(1, 5))
+      assert.are.equal(body, out:match("\r\n\r\n(.*)$"))
+      assert.are.equal(0, srv:stats().write_timeouts)
+    end)
+  end)
+
+  describe("max_connections", function()
+    it("closes the oldest idle keep-alive connection to admit a new one", function()
+      local srv, port = serve({ max_connections = 2 }, ok)
+      local out = client(port, {
+        get("/"), "read:0.5",             -- 1: answered, then idle (the oldest)
+        "open", get("/"), "read:0.5",     -- 2: answered, then idle
+        "open", get("/"), "read:2",       -- 3: admitted by closing 1
+        "use:1", "read:2",                -- 1 sees the close
+      })
+      local parts = {}
+      for status, text in out:gmatch("(%[%a+%])([^%[]*)") do parts[#parts + 1] = { status, text } end
+      assert.are.equal(4, #parts, out)
+      assert.matches("^HTTP/1.1 200 OK", parts[1][2])
+      assert.matches("^HTTP/1.1 200 OK", parts[2][2])
+      assert.matches("^HTTP/1.1 200 OK", parts[3][2])
+      assert.is_truthy(parts[4][1] == "[eof]" or parts[4][1] == "[reset]", out)
+      assert.are.equal("", parts[4][2])
+      local st = srv:stats()
+      assert.are.equal(1, st.evicted)
+      assert.are.equal(0, st.refused)
+    end)
+
+    it("pauses accepting when no connection is idle, counts it, and goes on when one closes",
+      function()
+        local srv, port = serve({ max_connections = 1 }, ok)
+        local read = client_bg(port, {
+          "send:GET / HTTP/1.1\\r\\n", -- 1: a request in progress: not idle, not evictable
+          "open", get("/"), "read:1",  -- 2: waits in the listener
+          "use:1", "close",            -- 1 goes: 2 is admitted and answered
+          "use:2", "read:3",
+        })
+        assert.is_true(run_until(read, 25))
+        local out = read()
+        assert.matches("^%[timeout%]%[timeout%]HTTP/1.1 200 OK", out)
+        local st = srv:stats()
+        assert.are.equal(1, st.refused)
+        assert.are.equal(0, st.evicted)
+      end)
+  end)
+end)
+
+describe("zever.server handler watchdog", function()
+  local server = require "zever.server"
+  local zever = require "zever"
+  local srv
+
+  local function start(limits, build)
+    local app = zever.app()
+    build(app)
+    app:get("/hello", function() return "hello" end)
+    srv = assert(server.listen(app, { host = "127.0.0.1", port = 0, access_log = false,
+      limits = limits }))
+    return srv:port()
+  end
+
+  after_each(function()
+    if srv then srv:close() end
+    srv = nil
+    loop.run("nowait")
+  end)
+
+  -- GET path, then GET /hello on the same connection; returns both outputs.
+  local function two(port, path)
+    local out = client(port, { get(path), "read:3", get("/hello"), "read:2" })
+    return out
+  end
+
+  it("answers 503 for a handler that yields past handler_timeout, and serves the next request",
+    function()
+      local port = start({ handler_timeout = 0.2 }, function(app)
+        app:get("/wait", function() zever.sleep(5) return "late" end)
+      end)
+      local out = client(port, { get("/wait"), "read:3", "connect", get("/hello"), "read:2" })
+      assert.matches("^%[eof%]HTTP/1.1 503 Service Unavailable\r\n", out)
+      assert.matches('{"error":"handler_timeout"}', out, 1, true)
+      assert.matches("%[timeout%]HTTP/1.1 200 OK.-\r\n\r\nhello$", out)
+      assert.are.equal(1, srv:stats().handler_timeouts)
+    end)
+
+  it("applies a route's own timeout instead of the server's", function()
+    local port = start({ handler_timeout = 30 }, function(app)
+      app:get("/wait", function() zever.sleep(5) return "late" end, { timeout = 0.2 })
+    end)
+    local out = client(port, { get("/wait"), "read:3" })
+    assert.matches("^%[eof%]HTTP/1.1 503 ", out)
+  end)
+
+  it("interrupts a handler stuck in a CPU loop with 500, and the worker serves the next request",
+    function()
+      local port = start({ handler_timeout = 0.2 }, function(app)
+        -- A loop that leaves compiled code (string building allocates and calls into the VM):
+        -- the watchdog's count hook runs there. See docs/http-server.md for compiled loops.
+        app:get("/spin", function()
+          jit.off(true, true)
+          local t, i = {}, 0
+          while #t >= 0 do
+            i = i + 1
+            t[i % 64 + 1] = "k" .. i
+          end
+        end)
+      end)
+      local out = two(port, "/spin")
+      assert.matches("^%[%a+%]HTTP/1.1 500 Internal Server Error\r\n", out)
+      assert.matches("HTTP/1.1 200 OK.-\r\n\r\nhello$", out)
+      assert.is_true(srv:stats().watchdog_interrupts >= 1)
+    end)
+end)

@@ -1,0 +1,109 @@
+-- spec.support.serve: `zever serve` as a background process for specs: start it (with
+-- arguments and environment), wait for a condition on its log, send it signals, stop it.
+--
+--   local serve = require "spec.support.serve"
+--   local srv = serve.start(dir, { "--workers", "1" }, { HTTP_WRITE_TIMEOUT = "1s" })
+--   srv.port, srv:log(), srv:alive(), srv:signal("HUP"), srv:wait_exit(5), srv:kill()
+--   serve.free_port()     a port nothing listens on now
+--
+-- Waiting is polling a condition with a generous bound, never a fixed sleep.
+
+local process = require "spec.support.process"
+local sys = require "zever.sys"
+
+local quote = process.quote
+
+local M = {}
+
+local function slurp(path)
+  local f = io.open(path, "rb")
+  if not f then return "" end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+M.slurp = slurp
+
+-- Polls fn every 10 ms for up to secs; returns its first truthy result, or nil.
+function M.wait_for(fn, secs)
+  for _ = 1, (secs or 10) * 100 do
+    local v = fn()
+    if v then return v end
+    os.execute("sleep 0.01")
+  end
+  return nil
+end
+
+-- A free loopback port (bound and released by the kernel's choice).
+function M.free_port()
+  local http = require "zever.http"
+  local srv = assert(http.listen({ host = "127.0.0.1", port = 0, reuseport = false },
+    function() end))
+  local port = srv:port()
+  srv:close()
+  require("zever.loop").run("nowait")
+  return port
+end
+
+local Server = {}
+Server.__index = Server
+
+function Server:log() return slurp(self.logfile) end
+
+function Server:alive()
+  return os.execute("kill -0 " .. self.pid .. " 2>/dev/null") == 0
+end
+
+function Server:signal(name)
+  os.execute("kill -" .. name .. " " .. self.pid)
+end
+
+-- Waits up to secs for the process to exit; returns true when it did.
+function Server:wait_exit(secs)
+  return M.wait_for(function() return not self:alive() end, secs) or false
+end
+
+function Server:kill()
+  if self:alive() then
+    self:signal("KILL")
+    self:wait_exit(5)
+  end
+  os.remove(self.logfile)
+end
+
+-- Runs curl against the server; returns process.run's result.
+function Server:curl(path, extra)
+  return process.run("curl -s -S --max-time 10 " .. (extra or "") .. " " ..
+    quote("http://127.0.0.1:" .. self.port .. path))
+end
+
+-- Starts `zever serve app args...` with env (a table of variables) in the background and waits
+-- for its "serving ... on http://host:port" line. Returns the server, or nil and the log when
+-- it did not start (it exited, say, with a message).
+function M.start(app, args, env)
+  local logfile = os.tmpname()
+  local parts = {}
+  for k, v in pairs(env or {}) do parts[#parts + 1] = k .. "=" .. quote(v) end
+  parts[#parts + 1] = quote(sys.exe())
+  parts[#parts + 1] = "serve"
+  parts[#parts + 1] = quote(app)
+  for _, a in ipairs(args or {}) do parts[#parts + 1] = quote(a) end
+  local p = io.popen("env " .. table.concat(parts, " ") .. " >" .. logfile .. " 2>&1 & echo $!")
+  local pid = tonumber(p:read("*l"))
+  p:close()
+  local self = setmetatable({ pid = pid, logfile = logfile }, Server)
+  local port = M.wait_for(function()
+    local got = self:log():match("on http://[%d%.]+:(%d+)")
+    if got then return got end
+    if not self:alive() then return "exited" end
+  end, 20)
+  if not port or port == "exited" then
+    local log = self:log()
+    self:kill()
+    return nil, log
+  end
+  self.port = tonumber(port)
+  return self
+end
+
+return M

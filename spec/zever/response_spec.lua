@@ -1,0 +1,75 @@
+-- zever.response: final statuses, header values, repeated headers, the return forms.
+
+local response = require "zever.response"
+
+local function headers(res)
+  local out = {}
+  local h = response.finish(res).headers
+  for i = 1, #h, 2 do out[#out + 1] = h[i] .. ": " .. h[i + 1] end
+  return out
+end
+
+describe("zever.response", function()
+  describe("status", function()
+    it("takes final statuses and raises for 1xx and anything outside 200..999", function()
+      local rows = {
+        { 200, true }, { 204, true }, { 999, true }, { 100, false }, { 101, false },
+        { 199, false }, { 1000, false }, { 99, false }, { 200.5, false }, { "200", false },
+      }
+      for _, row in ipairs(rows) do
+        local ok, err = pcall(function() response.new():status(row[1]) end)
+        assert.are.equal(row[2], ok, tostring(row[1]))
+        if not ok then assert.matches("200..999", err) end
+      end
+    end)
+
+    it("raises for a handler returning a 1xx status", function()
+      assert.has_error(function() response.apply(response.new(), 101, "x") end,
+        "a handler returned status 101; want a final status within 200..999 (1xx are " ..
+        "interim responses)")
+    end)
+  end)
+
+  describe("headers", function()
+    it("replaces a header set twice, and appends Set-Cookie", function()
+      local res = response.new()
+      res:header("X-A", "1"):header("Set-Cookie", "a=1"):header("x-a", "2")
+      res:header("Set-Cookie", "b=2")
+      assert.same({ "Set-Cookie: a=1", "x-a: 2", "Set-Cookie: b=2" }, headers(res))
+    end)
+
+    it("appends with add_header for any name", function()
+      local res = response.new():add_header("Link", "<a>"):add_header("Link", "<b>")
+      assert.same({ "Link: <a>", "Link: <b>" }, headers(res))
+    end)
+
+    it("sends a list value as repeated headers, replacing earlier values", function()
+      local res = response.new():header("Vary", "x"):header("Vary", { "Accept", 1 })
+      assert.same({ "Vary: Accept", "Vary: 1" }, headers(res))
+    end)
+
+    it("raises for values that are not strings, numbers or lists of them", function()
+      local rows = {
+        { { a = 1 }, "is a table" },
+        { {}, "is a table" },
+        { { "a", x = 1 }, "is a table" },
+        { { "a", {} }, "got a table" },
+        { true, "got a boolean" },
+        { "a\r\nb", "CR, LF or NUL" },
+      }
+      for _, row in ipairs(rows) do
+        local ok, err = pcall(function() response.new():header("X-V", row[1]) end)
+        assert.is_false(ok)
+        assert.matches(row[2], err, 1, true)
+        assert.is_nil(err:find("0x", 1, true))
+      end
+    end)
+
+    it("takes list values in the status, body, headers return form", function()
+      local res = response.apply(response.new(), 201, "ok", { ["Set-Cookie"] = { "a=1", "b=2" } })
+      assert.are.equal(201, res.code)
+      assert.same({ "Set-Cookie: a=1", "Set-Cookie: b=2", "Content-Type: text/plain; charset=utf-8" },
+        headers(res))
+    end)
+  end)
+end)
