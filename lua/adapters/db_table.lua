@@ -53,6 +53,8 @@ function M.new(who, db, opts, defaults)
   end
   opts = opts or {}
   if type(opts) ~= "table" then error(who .. ".new: opts must be a table", 3) end
+  -- zever.db raises on SQL errors; this battery reports them as values ("unavailable", ...).
+  if db.try_handle then db = db:try_handle() end
   local t = opts.table or defaults.table
   if type(t) ~= "string" or not t:match("^[%a_][%w_]*$") then
     error(who .. ": table must be a plain identifier ([A-Za-z_][A-Za-z0-9_]*)", 3)

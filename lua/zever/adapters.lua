@@ -117,7 +117,7 @@ if present("zever.db") and present("adapters.db.sqlite") then
     end
     return conn
   end, function(db)
-    local row, err = db:first("SELECT 1 AS ok")
+    local row, err = db:try(function(d) return d:first("SELECT 1 AS ok") end)
     if not row then return nil, err end
     return true
   end)

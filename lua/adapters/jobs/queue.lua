@@ -58,6 +58,11 @@ function J:database()
       db = got
       self.db = db
     end
+    -- zever.db raises on SQL errors; this battery reports them as values ("unavailable", ...).
+    if db.try_handle and not db.soft then
+      db = db:try_handle()
+      self.db = db
+    end
     local ok, err = db:exec(format(SCHEMA, self.table))
     if not ok then return fail(err) end
     self.ready = true

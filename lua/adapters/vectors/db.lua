@@ -371,6 +371,8 @@ end
 
 function M.new(db, opts)
   opts = opts or {}
+  -- zever.db raises on SQL errors; this battery reports them as values ("unavailable", ...).
+  if type(db) == "table" and db.try_handle then db = db:try_handle() end
   local tname = opts.table or "zever_vectors"
   if type(tname) ~= "string" or tname == "" then error("vectors.db: table must be a string", 2) end
   local qt = quote(tname)
