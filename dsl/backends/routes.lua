@@ -170,7 +170,8 @@ local function field_spec(f, mod, index, refs)
   return spec
 end
 
--- Types referenced by inputs, closed over message/entity fields: qname -> runtime type.
+-- Types referenced by inputs and outputs, closed over message/entity fields: qname -> runtime
+-- type.
 local function type_table(refs, index)
   local out, todo = {}, {}
   for q in pairs(refs) do todo[#todo + 1] = q end
@@ -187,8 +188,12 @@ local function type_table(refs, index)
         for _, f in ipairs(node.kind == "entity" and node.columns or node.fields or {}) do
           local spec = field_spec(f, node.module, index, more)
           -- An entity as an input: its columns are optional (ids, keys and defaults are the
-          -- server's), a message's fields are required unless optional or defaulted.
-          if node.kind == "entity" then spec.optional = true end
+          -- server's), a message's fields are required unless optional or defaulted. As an
+          -- output an entity has every column that is not nullable (T?): nullable says which.
+          if node.kind == "entity" then
+            spec.nullable = spec.optional
+            spec.optional = true
+          end
           fields[#fields + 1] = spec
         end
         out[q] = { kind = "record", name = node.name, fields = fields }
@@ -214,11 +219,20 @@ local function rpc_table(ir, index)
         end
         local errors = {}
         for _, e in ipairs(rpc.errors or {}) do errors[#errors + 1] = e.name end
+        -- The output's descriptor: the runtime shapes what the handler returns by it.
+        local output_type
+        if rpc.output then
+          output_type = M.type_of(rpc.output, svc.module, index)
+          local function note(x)
+            if x.kind == "ref" then refs[x.ref] = true elseif x.kind == "list" then note(x.of) end
+          end
+          note(output_type)
+        end
         rpcs[#rpcs + 1] = {
           service = svc.name, name = rpc.name, method = rpc.method, path = rpc.path,
           pattern = M.pattern(rpc.path), handlers = M.handler_file(svc),
           auth = rpc.auth or "required", permission = rpc.permission,
-          paginated = rpc.paginated or nil, output = rpc.output,
+          paginated = rpc.paginated or nil, output = rpc.output, output_type = output_type,
           body = M.source(rpc, "\0") == "body" or nil,
           inputs = inputs, errors = errors,
         }

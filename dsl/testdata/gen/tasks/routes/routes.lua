@@ -26,6 +26,7 @@ local RPCS = {
     method = "POST",
     name = "CreateTask",
     output = "Task",
+    output_type = { is = "entity", kind = "ref", ref = "testdata.Task" },
     path = "/v1/tasks",
     pattern = "/v1/tasks",
     service = "TaskService",
@@ -40,6 +41,7 @@ local RPCS = {
     method = "GET",
     name = "ListTasks",
     output = "Task",
+    output_type = { is = "entity", kind = "ref", ref = "testdata.Task" },
     paginated = true,
     path = "/v1/users/{user_id}/tasks",
     pattern = "/v1/users/:user_id/tasks",
@@ -49,6 +51,22 @@ local RPCS = {
 
 local TYPES = {
   ["testdata.Priority"] = { kind = "enum", name = "Priority", values = { "low", "normal", "high" } },
+  ["testdata.Task"] = {
+    fields = {
+      { name = "id", optional = true, type = { kind = "uuid" } },
+      {
+        name = "title",
+        optional = true,
+        type = { kind = "string" },
+        validate = { max_len = 200, min_len = 1 },
+      },
+      { default = false, name = "done", optional = true, type = { kind = "bool" } },
+      { name = "due_at", nullable = true, optional = true, type = { kind = "timestamp" } },
+      { name = "user_id", optional = true, type = { kind = "uuid" } },
+    },
+    kind = "record",
+    name = "Task",
+  },
 }
 
 return rpc.routes({ rpcs = RPCS, types = TYPES })
