@@ -219,3 +219,23 @@ describe("docs/json.md", function()
     assert.are.same({ "json: syntax: unexpected character at byte 2" }, printed)
   end)
 end)
+
+describe("lists the batteries return", function()
+  local zdb = require "zever.db"
+  local db
+
+  before_each(function() db = assert(zdb.open("sqlite::memory:")) end)
+  after_each(function() db:close() end)
+
+  it("encode as [] when empty: search hits", function()
+    local s = require("zever.search").wrap(assert(require("adapters.search.db").new(db)))
+    assert(s:index{ id = "a", content = "the quick brown fox" })
+    assert.are.equal("[]", json.encode(assert(s:search("zebra")).hits))
+    assert.are.equal("[]", json.encode(assert(s:search("   ")).hits))
+  end)
+
+  it("encode as [] when empty: vector matches", function()
+    local v = require("zever.vectors").wrap(assert(require("adapters.vectors.db").new(db)))
+    assert.are.equal("[]", json.encode(assert(v:query({ 1, 0, 0 }, 3))))
+  end)
+end)

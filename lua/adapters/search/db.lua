@@ -230,7 +230,7 @@ function DB:search(q, limit, offset, index)
   end
   if not rows then return query_error(err) end
   local decode = M.decode
-  local hits = {}
+  local hits = json.array() -- [] when nothing matches
   for i = 1, #rows do
     local r = rows[i]
     hits[i] = { id = r.id, index = r.idx, score = -r.rank, snippet = r.snippet or "",
