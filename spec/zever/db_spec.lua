@@ -139,32 +139,9 @@ describe("zever.db", function()
         1, "two", 3.5, true).n)
     end)
 
-    it("allocates no Lua heap per exec with up to 8 separate values", function()
-      assert(db:exec("CREATE TABLE wide (a, b, c, d, e, f, g, h)"))
-      assert(db:exec("INSERT INTO wide VALUES (1, 2, 3, 4, 5, 6, 7, 8)"))
-      local four = "UPDATE wide SET a = ? WHERE b = ? AND c = ? AND d = ?"
-      local eight = "UPDATE wide SET a = ? WHERE b = ? AND c = ? AND d = ? AND e = ? AND f = ? AND g = ? AND h = ?"
-      local function run(n)
-        local changed = 0
-        for _ = 1, n do
-          changed = changed + db:exec(four, 1, 2, 3, 4).changes
-          changed = changed + db:exec(eight, 1, 2, 3, 4, 5, 6, 7, 8).changes
-        end
-        return changed
-      end
-      run(2000) -- let LuaJIT compile the loop first
-      collectgarbage()
-      collectgarbage("stop")
-      local before = collectgarbage("count")
-      local ok, changed = pcall(run, 1000)
-      local kb = collectgarbage("count") - before
-      collectgarbage("restart")
-      assert(ok, changed)
-      assert.are.equal(2000, changed)
-      -- Once compiled, 2,000 calls allocate nothing each; a few KB go to the traces themselves.
-      -- (A new table per call was ~13 KB a call for 4 values and more.)
-      assert.is_true(kb < 32, string.format("2,000 exec calls allocated %.1f KB", kb))
-    end)
+    -- What an exec allocates is measured by bench/db_lua_bench.lua (ExecFourValues,
+    -- ExecEightValues: B/op), not asserted here: a heap count under a loaded machine's GC and
+    -- JIT is not a property a spec can hold (issue 14).
 
     it("raises on a non-string SQL argument", function()
       assert.has_error(function() db:exec(42) end)
