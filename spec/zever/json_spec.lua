@@ -239,3 +239,45 @@ describe("lists the batteries return", function()
     assert.are.equal("[]", json.encode(assert(v:query({ 1, 0, 0 }, 3))))
   end)
 end)
+
+describe("batteries that store JSON", function()
+  local VALUE = '{"id":9007199254740991,"big":9007199254740993,"a":[],"o":{}}'
+  local function name(prefix) return prefix .. tostring({}):match("0x%x+") end
+  local function same_json(v)
+    local back = json.decode(json.encode(v))
+    assert.are.equal(9007199254740991, back.id)
+    assert.is_true(back.big == 9007199254740993LL)
+    assert.are.equal("[]", json.encode(back.a))
+    assert.are.equal("{}", json.encode(back.o))
+  end
+
+  it("keep integers and empty arrays exact: queue (memory and db)", function()
+    local queue = require "zever.queue"
+    local db = assert(require("zever.db").open("sqlite::memory:"))
+    for _, q in ipairs { queue.new { name = name("jq") },
+      queue.wrap(assert(require("adapters.queue.db").new(db, { sweep_interval = 0 }))) } do
+      assert(q:push("t", json.decode(VALUE)))
+      local msg = assert(q:pop("t"))
+      same_json(msg.payload)
+    end
+    db:close()
+  end)
+
+  it("keep integers and empty arrays exact: idempotency results", function()
+    local idem = require("zever.idempotency").wrap(require("adapters.idempotency.memory").new {
+      name = name("ji") })
+    local r = assert(idem:begin("k", { fingerprint = "f" }))
+    assert(idem:complete("k", json.decode(VALUE), r.token))
+    r = assert(idem:begin("k", { fingerprint = "f" }))
+    assert.is_true(r.replay)
+    same_json(r.result)
+  end)
+
+  it("keep integers and empty arrays exact: cache (db)", function()
+    local db = assert(require("zever.db").open("sqlite::memory:"))
+    local c = require("zever.cache").wrap(assert(require("adapters.cache.db").new(db)))
+    assert(c:set("k", json.decode(VALUE), 60))
+    same_json(c:get("k"))
+    db:close()
+  end)
+end)
