@@ -3,7 +3,7 @@
 -- file holds only its schema's data and hands it to this module, as protobuf-generated code
 -- calls its runtime library:
 --
---   rpc.routes{ rpcs =, types =[, error_status =] } -> { rpcs, types, error_status, register }
+--   rpc.routes{ rpcs =, types =[, error_status =, module =] } -> { rpcs, types, error_status, register }
 --     register(app, handlers, opts) -> app          (docs/zen-backends.md, "routes")
 --   rpc.jobs{ jobs =, schedules = }               -> { jobs, schedules, register }
 --     register(app, handlers) -> app                (docs/zen-backends.md, "jobs")
@@ -561,10 +561,18 @@ function M.routes(def)
       end
     end
   end
+  if def.module ~= nil and type(def.module) ~= "string" then
+    error("rpc.routes: def.module must be the generated module's name", 2)
+  end
   local mod = { rpcs = def.rpcs, types = def.types, error_status = error_status }
+  -- Where the default handlers are: beside the generated module ("generated.routes" ->
+  -- "generated.handlers.<service>"), or "handlers.<service>" when it was not required by name.
+  local prefix = def.module and def.module:match("^(.*)%.[^.]*$")
+  prefix = (prefix and prefix .. "." or "") .. "handlers."
 
   -- Registers every RPC on app (a zever app or group). handlers maps a service name to a table
-  -- of rpc name -> function(input, ctx) (default: require "handlers.<service>" per service).
+  -- of rpc name -> function(input, ctx) (default: the handlers module of each service beside
+  -- the generated one: require "generated.handlers.<service>").
   -- opts.auth(req, ctx) -> principal | nil is required when an rpc says auth: required;
   -- opts.authorize(principal, permission, req, ctx) -> bool when one has permission:.
   -- opts.page_size (50) and opts.max_page_size (1000) bound paginated rpcs.
@@ -584,12 +592,12 @@ function M.routes(def)
       if handlers then
         svc = handlers[rpc.service]
       else
-        svc = require("handlers." .. rpc.handlers)
+        svc = require(prefix .. rpc.handlers)
       end
       local fn = type(svc) == "table" and svc[rpc.name]
       if type(fn) ~= "function" then
-        error(format("routes.register: no handler %s.%s (handlers/%s.lua)", rpc.service, rpc.name,
-          rpc.handlers), 2)
+        error(format("routes.register: no handler %s.%s (%s%s)", rpc.service, rpc.name,
+          (prefix:gsub("%.", "/")), rpc.handlers .. ".lua"), 2)
       end
       if rpc.auth == "required" and type(opts.auth) ~= "function" then
         error(format("routes.register: %s.%s has auth: required: pass opts.auth(req)",

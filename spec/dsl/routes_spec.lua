@@ -383,6 +383,34 @@ describe("dsl.backends.routes", function()
     end)
   end)
 
+  describe("required by name", function()
+    it("finds the handlers beside the generated module when given none", function()
+      local root = os.tmpname()
+      os.remove(root)
+      dirs[#dirs + 1] = root
+      assert(os.execute("mkdir -p " .. root .. "/generated/handlers") == 0)
+      for path, v in pairs(files) do
+        local f = assert(io.open(root .. "/generated/" .. path, "wb"))
+        f:write(type(v) == "table" and v.content or v)
+        f:close()
+      end
+      local saved = package.path
+      package.path = root .. "/?.lua;" .. saved
+      local ok, r = pcall(require, "generated.routes")
+      local a = zever.app()
+      local ok2, err = pcall(function() return r.register(a, nil, { auth = auth, authorize = function() return true end }) end)
+      package.path = saved
+      package.loaded["generated.routes"] = nil
+      package.loaded["generated.handlers.task_service"] = nil
+      assert(ok, r)
+      assert(ok2, err)
+      -- The stub written once beside routes.lua answers 501 until it is written.
+      local res = request(a, "GET", "/v1/tasks/" .. ID)
+      assert.are.equal(501, res.status)
+      assert.are.equal("unimplemented", res:json().error)
+    end)
+  end)
+
   describe("the tasks.zen fixture", function()
     it("serves CreateTask with its enum input", function()
       local f = assert(io.open("dsl/testdata/tasks.zen", "rb"))
