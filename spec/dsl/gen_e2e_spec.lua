@@ -242,19 +242,27 @@ end })
 return app
 ]]):format(dir, dir, UID))
     local log = dir .. "/serve.log"
+    -- The log appears when the background shell opens it, maybe after popen returns.
+    local function read_log()
+      local f = io.open(log, "rb")
+      if not f then return "" end
+      local text = f:read("*a")
+      f:close()
+      return text
+    end
     local p = io.popen("cd " .. process.quote(dir) .. " && " .. process.quote(sys.exe()) ..
       " serve app.lua --listen 127.0.0.1:0 --workers 1 >" .. process.quote(log) .. " 2>&1 & echo $!")
     local pid = tonumber(p:read("*l"))
     p:close()
     local port
     for _ = 1, 500 do
-      port = read(log):match("on http://127%.0%.0%.1:(%d+)")
+      port = read_log():match("on http://127%.0%.0%.1:(%d+)")
       if port then break end
       os.execute("sleep 0.01")
     end
     local samples = {}
     local ok, err = pcall(function()
-      assert(port, "the server did not start: " .. read(log))
+      assert(port, "the server did not start: " .. read_log())
       -- One request with curl; its sample { method, path (the document's template), status, body }.
       local function call(method, path, template, body, token)
         local cmd = "curl -s -S --max-time 10 -o - -w '\\n%{http_code}' -X " .. method
