@@ -281,3 +281,12 @@ describe("batteries that store JSON", function()
     db:close()
   end)
 end)
+
+describe("the scheduler's list", function()
+  it("encodes as [] when nothing is scheduled", function()
+    local lock = require("adapters.scheduler.memory").new { name = "json" .. tostring({}):match("0x%x+") }
+    local s = require("zever.scheduler").new(lock, { jobs = function() return {} end,
+      clock = function() return 0 end })
+    assert.are.equal("[]", json.encode(s:list()))
+  end)
+end)
