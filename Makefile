@@ -72,12 +72,13 @@ deps:
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get update -qq && $$cmd >/dev/null || exit 1; \
 	fi
-	@# The .zen compiler's OpenAPI spec validates with an npm package (node from Debian if absent).
+	@# The .zen compiler's OpenAPI spec validates with npm packages (swagger-parser for the
+	@# document, ajv for live responses against it; node from Debian if absent).
 	@if ! command -v npm >/dev/null 2>&1; then \
 	  [ "$$(id -u)" = 0 ] || { echo "zever: npm is missing; run: sudo apt-get install nodejs npm" >&2; exit 1; }; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm >/dev/null || exit 1; \
 	fi
-	@[ -d spec/support/openapi/node_modules/@apidevtools ] || \
+	@[ -d spec/support/openapi/node_modules/@apidevtools ] && [ -d spec/support/openapi/node_modules/ajv ] || \
 	  npm ci --prefix spec/support/openapi --no-audit --no-fund --loglevel=error >/dev/null || \
 	  echo "deps: npm ci failed: the OpenAPI validator rows will be skipped" >&2
 

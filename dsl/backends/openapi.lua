@@ -346,6 +346,11 @@ local function operation(svc, rpc, index, names, err_name)
         :set("required", { "items" })
     end
     responses:set("200", obj():set("description", rpc.output):set("content", json_content(out)))
+    -- A handler of a POST may answer 201 Created with the same body (ctx.status = 201).
+    if rpc.method == "POST" then
+      responses:set("201", obj():set("description", rpc.output .. " (created)")
+        :set("content", json_content(out)))
+    end
   else
     responses:set("204", obj():set("description", "No content"))
   end

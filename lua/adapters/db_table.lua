@@ -56,6 +56,8 @@ function M.new(who, db, opts, defaults)
   end
   opts = opts or {}
   if type(opts) ~= "table" then error(who .. ".new: opts must be a table", 3) end
+  -- zever.db raises on SQL errors; this battery reports them as values ("unavailable", ...).
+  if db.try_handle then db = db:try_handle() end
   local t = opts.table or defaults.table
   if type(t) ~= "string" or not t:match("^[%a_][%w_]*$") then
     error(who .. ": table must be a plain identifier ([A-Za-z_][A-Za-z0-9_]*)", 3)
@@ -85,8 +87,10 @@ function M.resolve(self, schema, fail)
     local got, err = db()
     if not got then return fail(err) end
     db = got
-    self.db = db
   end
+  -- zever.db raises on SQL errors; these batteries report them as values ("unavailable", ...).
+  if db.try_handle and not db.soft then db = db:try_handle() end
+  self.db = db
   local ok, err = db:exec(schema)
   if not ok then return fail(err) end
   self.ready = true

@@ -109,7 +109,8 @@ local function sqlite_open(section, ctx)
 end
 
 local function sqlite_check(db)
-  local row, err = db:first("SELECT 1 AS ok")
+  -- zever.db raises on SQL errors; doctor wants the failure as a value.
+  local row, err = db:try(function(d) return d:first("SELECT 1 AS ok") end)
   if not row then return nil, err end
   return true
 end

@@ -322,8 +322,22 @@ local function log_error(app, msg, req, err)
   end
 end
 
+-- The message handler of a request's xpcall: a string error gets its traceback appended (as
+-- debug.traceback does); an error object (a zever error: a db error the handler let through) is
+-- kept as it is for on_error, with the traceback beside it for the log.
+local Traced = {}
+local function with_traceback(e)
+  if type(e) ~= "table" then return traceback(e, 2) end
+  return setmetatable({ error = e, traceback = traceback("", 2) }, Traced)
+end
+
 local function on_failure(app, err, req)
-  log_error(app, "handler failed", req, err)
+  if getmetatable(err) == Traced then
+    log_error(app, "handler failed", req, tostring(err.error) .. err.traceback)
+    err = err.error
+  else
+    log_error(app, "handler failed", req, err)
+  end
   local fresh = response.new()
   if app.error_handler then
     local ok, e2 = xpcall(function() return apply(fresh, app.error_handler(err, req, fresh)) end,
@@ -379,7 +393,7 @@ function App:dispatch(method, path, query_string, source)
   chain = with_app_middleware(self, chain)
   local req = request.new(method, path, query_string, params, source)
   local res = response.new()
-  local ok, err = xpcall(run_chain, traceback, chain, 1, req, res)
+  local ok, err = xpcall(run_chain, with_traceback, chain, 1, req, res)
   if not ok then res = on_failure(self, err, req) end
   return finish(res), req
 end

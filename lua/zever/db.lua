@@ -2,15 +2,22 @@
 -- (lua/adapters/db/<scheme>.lua), offers raw SQL (exec/query/first), the query builder
 -- (from/insert_into/update/delete_from) and transactions with savepoints.
 --
---   local db = zever.db.open("sqlite:app.db")          -- or "sqlite::memory:"
---   db:exec(sql, ...)   -> { changes =, last_insert_id = }   | nil, err
---   db:query(sql, ...)  -> { row, ... }                       | nil, err
---   db:first(sql, ...)  -> row | nil                          | nil, err
+--   local db = zever.db.open("sqlite:app.db")          -- or "sqlite::memory:"; | nil, err
+--   db:exec(sql, ...)   -> { changes =, last_insert_id = }   raises on an SQL error
+--   db:query(sql, ...)  -> { row, ... } (a json.array)       raises on an SQL error
+--   db:first(sql, ...)  -> row | nil (no row)                raises on an SQL error
 --   db:transaction(function(tx) ... end) -> fn's results; rollback and re-raise on error
+--   db:try(fn[, code, ...]) -> fn(db)'s results | nil, err   the expected-failure form
 --
--- err is a table { code =, message = } with a __tostring; codes come from the adapter
--- ("constraint", "busy", "syntax", "schema", "closed", "invalid", ...). Messages carry the SQL,
--- never the bound values. A misuse (wrong argument type, an unsupported dialect feature) raises.
+-- A database error is never a value by accident: every statement (raw, builder, BEGIN/COMMIT)
+-- raises a zever error (battery "db"; err.code from the adapter: "constraint", "busy",
+-- "syntax", "schema", "io", "closed", ...; err.sql the statement's text, never the bound
+-- values), so nil from first() means only "no row". Callers who expect a failure (a unique
+-- email) ask for it with db:try, which returns nil, err for db errors (of the given codes, when
+-- codes are given) and re-raises the rest; inside a transaction it runs fn in a savepoint, so
+-- the failed statement leaves the transaction usable (PostgreSQL aborts it otherwise).
+-- db.open returns nil, err (a bad DSN, a file it cannot open). A misuse (wrong argument type,
+-- an unsupported dialect feature) raises a string.
 --
 -- An adapter module exports dialect, begin_sql and open(target, opts) -> conn | nil, code,
 -- message; conn has exec/query/first/each(sql, binds, n[, fn]) and close/is_open with the
@@ -18,6 +25,8 @@
 
 local expr = require "zever.db.expr"
 local query = require "zever.db.query"
+local errors = require "zever.errors"
+local array_mt = require("zever.json").array_mt
 
 local type, select, error, pcall, setmetatable, getmetatable, tostring =
   type, select, error, pcall, setmetatable, getmetatable, tostring
@@ -30,17 +39,13 @@ M.null = expr.null
 M.col, M.val, M.raw, M.fn = expr.col, expr.val, expr.raw, expr.fn
 M.excluded, M.rollup, M.cube, M.exists = expr.excluded, expr.rollup, expr.cube, expr.exists
 
-local Error = {}
-Error.__index = Error
-Error.__tostring = function(e) return "db: " .. e.code .. ": " .. e.message end
-
--- A db error object: { code =, message = } with a __tostring.
-function M.error(code, message)
-  return setmetatable({ code = code, message = message }, Error)
+-- A db error: a zever error of battery "db" (fields: sql, ...).
+function M.error(code, message, fields)
+  return errors.new("db", code, message, fields)
 end
 
 local function is_error(v)
-  return type(v) == "table" and getmetatable(v) == Error
+  return errors.is(v) and v.battery == "db"
 end
 M.is_error = is_error
 
@@ -52,11 +57,12 @@ M.DB = DB
 DB.null, DB.col, DB.val, DB.raw, DB.fn = M.null, M.col, M.val, M.raw, M.fn
 DB.excluded, DB.rollup, DB.cube, DB.exists = M.excluded, M.rollup, M.cube, M.exists
 
--- nil, err (or raise err when the handle is strict: migrations run on strict handles).
-local function fail(self, code, message)
-  local e = M.error(code, message)
-  if self.strict then error(e, 0) end
-  return nil, e
+-- Raises the db error of a failed statement: its code, the adapter's message, the SQL text
+-- (binds are never part of it). A try handle (DB:try_handle) returns nil, err instead.
+local function fail(self, code, message, text)
+  local e = M.error(code or "error", message or "database error", text and { sql = text } or nil)
+  if self.soft then return nil, e end
+  error(e, 0)
 end
 
 local function check_live(self)
@@ -126,12 +132,17 @@ local function give_back()
 end
 
 -- The list of values to bind, for more than SCRATCH values or when the scratch list is taken.
+local function plain_list(a)
+  local mt = getmetatable(a)
+  return mt == nil or mt == array_mt
+end
+
 local function args(...)
   local n = select("#", ...)
   if n == 0 then return nil, 0 end
   if n == 1 then
     local a = ...
-    if type(a) == "table" and getmetatable(a) == nil then return a, a.n or #a end
+    if type(a) == "table" and plain_list(a) then return a, a.n or #a end
   end
   return { ... }, n
 end
@@ -144,25 +155,27 @@ end
 -- SCRATCH of them (at least one: the caller checks), and not one plain table (the list form).
 local function by_scratch(n, a1)
   if n > SCRATCH or scratch_taken then return false end
-  return n > 1 or type(a1) ~= "table" or getmetatable(a1) ~= nil
+  return n > 1 or type(a1) ~= "table" or not plain_list(a1)
 end
 
 -- The results of the adapter's calls; *_values run them with the scratch list. They are not
 -- vararg functions: LuaJIT cannot compile the return of a vararg function to the frame below
 -- a trace's start (the trace stitched after the adapter's C call starts there), so DB:exec and
 -- friends only tail-call them.
-local function exec_result(self, changes, id, message)
-  if not changes then return fail(self, id, message) end
+local function exec_result(self, text, changes, id, message)
+  if not changes then return fail(self, id, message, text) end
   return { changes = changes, last_insert_id = id }
 end
 
-local function query_result(self, rows, code, message)
-  if not rows then return fail(self, code, message) end
+-- Rows are a json.array: a query with no rows encodes as [].
+local function query_result(self, text, rows, code, message)
+  if not rows then return fail(self, code, message, text) end
+  if getmetatable(rows) == nil then setmetatable(rows, array_mt) end
   return rows
 end
 
-local function first_result(self, row, code, message)
-  if row == nil and code then return fail(self, code, message) end
+local function first_result(self, text, row, code, message)
+  if row == nil and code then return fail(self, code, message, text) end
   return row
 end
 
@@ -170,7 +183,7 @@ local function exec_values(self, text, n, a1, a2, a3, a4, a5, a6, a7, a8)
   if self.finished then check_live(self) end
   local changes, id, message = self.conn:exec(text, take(a1, a2, a3, a4, a5, a6, a7, a8), n)
   give_back()
-  return exec_result(self, changes, id, message)
+  return exec_result(self, text, changes, id, message)
 end
 
 function DB:exec(text, ...)
@@ -186,7 +199,7 @@ local function query_values(self, text, n, a1, a2, a3, a4, a5, a6, a7, a8)
   if self.finished then check_live(self) end
   local rows, code, message = self.conn:query(text, take(a1, a2, a3, a4, a5, a6, a7, a8), n)
   give_back()
-  return query_result(self, rows, code, message)
+  return query_result(self, text, rows, code, message)
 end
 
 function DB:query(text, ...)
@@ -202,7 +215,7 @@ local function first_values(self, text, n, a1, a2, a3, a4, a5, a6, a7, a8)
   if self.finished then check_live(self) end
   local row, code, message = self.conn:first(text, take(a1, a2, a3, a4, a5, a6, a7, a8), n)
   give_back()
-  return first_result(self, row, code, message)
+  return first_result(self, text, row, code, message)
 end
 
 function DB:first(text, ...)
@@ -218,25 +231,25 @@ end
 function DB:_exec(text, binds, n)
   if self.finished then check_live(self) end
   local changes, id, message = self.conn:exec(text, binds, n)
-  return exec_result(self, changes, id, message)
+  return exec_result(self, text, changes, id, message)
 end
 
 function DB:_query(text, binds, n)
   if self.finished then check_live(self) end
   local rows, code, message = self.conn:query(text, binds, n)
-  return query_result(self, rows, code, message)
+  return query_result(self, text, rows, code, message)
 end
 
 function DB:_first(text, binds, n)
   if self.finished then check_live(self) end
   local row, code, message = self.conn:first(text, binds, n)
-  return first_result(self, row, code, message)
+  return first_result(self, text, row, code, message)
 end
 
 function DB:_each(text, binds, fn)
   if self.finished then check_live(self) end
   local count, code, message = self.conn:each(text, binds, nil, fn)
-  if not count then return fail(self, code, message) end
+  if not count then return fail(self, code, message, text) end
   return count
 end
 
@@ -269,7 +282,7 @@ end
 
 -- Runs fn(tx) in a transaction (a savepoint when one is already open): commits when fn
 -- returns and returns its results; on an error, rolls back and re-raises it unchanged. A
--- failing BEGIN or COMMIT returns nil, err (after a rollback). tx has the API of db.
+-- failing BEGIN or COMMIT raises a db error (after a rollback). tx has the API of db.
 function DB:transaction(fn)
   if type(fn) ~= "function" then error("transaction: expects a function", 2) end
   check_live(self)
@@ -285,11 +298,11 @@ function DB:transaction(fn)
   end
   local conn = self.conn
   local ok, code, message = conn:exec(begin)
-  if not ok then return fail(self, code, message) end
+  if not ok then return fail(self, code, message, begin) end
   st.depth = depth + 1
   local tx = setmetatable({
     conn = conn, adapter = self.adapter, dialect = self.dialect, dsn = self.dsn, state = st,
-    strict = self.strict, depth = depth + 1,
+    soft = self.soft, depth = depth + 1,
   }, DB)
   local res = pack(pcall(fn, tx))
   tx.finished = true
@@ -302,7 +315,7 @@ function DB:transaction(fn)
     conn:exec(rollback)
     if release then conn:exec(release) end
     st.depth = depth
-    return fail(self, code, message)
+    return fail(self, code, message, commit)
   end
   conn:exec(rollback)
   if release then conn:exec(release) end
@@ -310,18 +323,52 @@ function DB:transaction(fn)
   error(res[2], 0)
 end
 
+-- Runs fn(db) and returns its results; a db error it raises comes back as nil, err instead (only
+-- one of the given codes, when codes are given: db:try(fn, "constraint")), any other error is
+-- re-raised. Inside a transaction fn runs in a savepoint, rolled back when it fails.
+function DB:try(fn, ...)
+  if type(fn) ~= "function" then error("try: expects a function", 2) end
+  local res
+  if self.state.depth > 0 then
+    res = pack(pcall(self.transaction, self, fn))
+  else
+    res = pack(pcall(fn, self))
+  end
+  if res[1] then return unpack(res, 2, res.n) end
+  local e = res[2]
+  if is_error(e) then
+    local ncodes = select("#", ...)
+    if ncodes == 0 then return nil, e end
+    for i = 1, ncodes do
+      if e.code == select(i, ...) then return nil, e end
+    end
+  end
+  error(e, 0)
+end
+
 -- True inside a transaction (on a tx handle or on the db while one is open).
 function DB:in_transaction()
   return self.state.depth > 0
 end
 
--- A handle on the same connection whose failures raise the err object instead of returning
--- nil, err (used by migrations, so that an unchecked failing statement stops the migration).
-function DB:strict_handle()
+local function handle(self, soft)
   local h = {}
   for k, v in pairs(self) do h[k] = v end
-  h.strict = true
+  h.soft = soft
   return setmetatable(h, DB)
+end
+
+-- A handle on the same connection whose failing statements raise (every handle does, unless
+-- made by try_handle; migrations ask for it by name).
+function DB:strict_handle()
+  return handle(self, nil)
+end
+
+-- A handle on the same connection whose failing statements return nil, err instead of raising:
+-- for the db adapters of batteries whose contract reports a failing backend as a value
+-- (cache, queue, idempotency, search, ... answer "unavailable"). Applications use db:try.
+function DB:try_handle()
+  return handle(self, true)
 end
 
 function DB:close()

@@ -1,118 +1,82 @@
--- zever.json: JSON for the framework, over lua-cjson.
+-- zever.json: JSON for the framework (host/json/: a strict reader and an exact writer in C).
 --
---   json.encode(value)  -> string           raises on values JSON cannot hold (functions, cycles)
---   json.decode(s)      -> value | nil, err never raises on bad input
---   json.null           the JSON null sentinel
+--   json.encode(value)   -> string            raises on what JSON cannot hold (functions, NaN,
+--                                             Infinity, cycles, sparse arrays, other cdata)
+--   json.decode(s)       -> value | nil, err  never raises on bad input; err is a zever error
+--                                             (code "syntax", err.offset the 1-based byte)
+--   json.null            JSON null (the light userdata NULL: the same value as cjson.null)
+--   json.array(t)        marks t (default: a new table) as a JSON array: {} encodes as []
+--   json.object(t)       marks t (default: a new table) as a JSON object: {} encodes as {}
+--   json.is_array(t)     true for a table marked by json.array (every decoded array is)
 --
--- Debian's lua-cjson 2.1.0 always escapes "/" as "\/"; that is valid JSON but not what people
--- expect in URLs and paths, so encode undoes it. It is safe: cjson never emits a bare "/", so
--- every "\/" in its output is exactly one escaped slash. A private cjson instance keeps these
--- choices from leaking into the application's own require "cjson".
+-- Exact: integers are written in full (9007199254740993 stays itself, never 9.007e+15);
+-- int64_t/uint64_t cdata (the db's integers beyond 2^53) are written as integers; other numbers
+-- in the shortest form that reads back to the same double. Decoded integers within +-2^53 are
+-- numbers, larger ones that fit an int64 are int64_t cdata, as the db gives them.
+-- Strict: decoding accepts RFC 8259 and nothing else (no NaN, Infinity, hex, leading zeros or
+-- '+', "1." or ".5", raw control bytes in strings, invalid UTF-8, lone surrogates, trailing
+-- data); a number too large for a double is an error, never inf.
+-- Arrays stay arrays: decoded arrays carry json.array's mark, so {"a":[]} round-trips.
+--
+-- A table without a mark is an array when all its keys are positive integers, an object
+-- otherwise; an empty one is {} (mark it json.array to get []). "/" is never escaped.
 
-local cjson = require("cjson").new()
-local safe = require("cjson.safe").new()
+local core = require "zever.json_core"
+local errors = require "zever.errors"
+local ffi = require "ffi"
 
-local find, gsub, concat, next, type, tostring = string.find, string.gsub, table.concat, next,
-  type, tostring
-local raw_encode, raw_decode = cjson.encode, safe.decode
+local type, setmetatable, getmetatable, tostring, error = type, setmetatable, getmetatable,
+  tostring, error
+local istype, sub = ffi.istype, string.sub
+local int64_t, uint64_t = ffi.typeof("int64_t"), ffi.typeof("uint64_t")
+local raw_encode, raw_decode = core.encode, core.decode
+local array_mt, object_mt = core.array_mt, core.object_mt
 
-local M = { null = cjson.null }
-local null = cjson.null
-
--- The flat-object fast path. cjson formats every number with snprintf("%.14g"), which costs
--- thousands of instructions for {"id":42}; a small object whose keys are plain strings and whose
--- values are plain strings, integers, booleans or null is written here instead, byte for byte
--- what cjson (plus the "\/" undo below) writes: the same key order (next() walks the table as
--- cjson's lua_next does), integers of at most 14 digits (where "%.14g" prints every digit),
--- and strings with nothing cjson escapes (control bytes, DEL, '"', '\'). Anything else is
--- cjson's job.
-local MAX_FLAT = 16
-local UNSAFE = '[%z\1-\31"\\\127]'
--- Keys repeat from call to call: those found plain are remembered (up to a cap), so the common
--- case skips the pattern match, which the interpreter runs byte by byte.
-local MAX_PLAIN_KEYS = 4096
-local plain_keys, nplain = {}, 0
-local parts = {} -- reused: '{"', key, '":', value, ',"', key, '":"', string, '"', ..., '}'
-
--- The JSON text of one value of a flat object, or nil (and false, nil for a string value, which
--- the caller quotes), or nil when the fast path does not apply.
-local function scalar(v)
-  local tv = type(v)
-  if tv == "number" then
-    if v % 1 ~= 0 or v >= 1e14 or v <= -1e14 or (v == 0 and 1 / v < 0) then return nil end
-    return tostring(v)
-  elseif tv == "string" then
-    if find(v, UNSAFE) then return nil end
-    return false
-  elseif tv == "boolean" then
-    return v and "true" or "false"
-  elseif v == null then
-    return "null"
-  end
+-- What the binding cannot do itself: make and read int64 cdata.
+core.hooks.int64 = function(hi, lo)
+  return int64_t(hi) * 4294967296 + lo
+end
+core.hooks.int64_text = function(v)
+  if istype(int64_t, v) then return sub(tostring(v), 1, -3) end  -- "123LL"
+  if istype(uint64_t, v) then return sub(tostring(v), 1, -4) end -- "123ULL"
   return nil
 end
 
-local function plain_key(k)
-  if type(k) ~= "string" then return false end
-  if plain_keys[k] then return true end
-  if find(k, UNSAFE) then return false end
-  if nplain < MAX_PLAIN_KEYS then
-    nplain = nplain + 1
-    plain_keys[k] = true
-  end
-  return true
-end
+local M = { null = core.null, array_mt = array_mt, object_mt = object_mt }
 
--- Objects of two keys or more.
-local function flat_more(value, k, v)
-  local n = 0
-  repeat
-    if n > MAX_FLAT * 5 or not plain_key(k) then return nil end
-    local s = scalar(v)
-    if s == nil then return nil end
-    parts[n + 1] = n == 0 and '{"' or ',"'
-    parts[n + 2] = k
-    if s then
-      parts[n + 3] = '":'
-      parts[n + 4] = s
-      n = n + 4
-    else
-      parts[n + 3] = '":"'
-      parts[n + 4] = v
-      parts[n + 5] = '"'
-      n = n + 5
-    end
-    k, v = next(value, k)
-  until k == nil
-  parts[n + 1] = "}"
-  return concat(parts, "", 1, n + 1)
-end
-
--- One key is the common case ({"id":42}) and takes no loop: a loop inside the request's trace
--- makes LuaJIT abort it.
-local function flat(value)
-  local k, v = next(value)
-  if not plain_key(k) then return nil end
-  if next(value, k) ~= nil then return flat_more(value, k, v) end
-  local s = scalar(v)
-  if s then return '{"' .. k .. '":' .. s .. "}" end
-  if s == false then return '{"' .. k .. '":"' .. v .. '"}' end
-  return nil
-end
-
-function M.encode(value)
-  if type(value) == "table" then
-    local s = flat(value)
-    if s then return s end
-  end
-  local s = raw_encode(value)
-  if find(s, "\\/", 1, true) then s = gsub(s, "\\/", "/") end
-  return s
-end
+M.encode = raw_encode
 
 function M.decode(s)
-  if type(s) ~= "string" then return nil, "want a JSON string, got " .. type(s) end
-  return raw_decode(s)
+  if type(s) ~= "string" then
+    return nil, errors.new("json", "invalid", "want a JSON string, got " .. type(s))
+  end
+  local v, cause, at = raw_decode(s)
+  if v == nil then
+    return nil, errors.new("json", "syntax", cause .. " at byte " .. (at + 1), { offset = at + 1 })
+  end
+  return v
+end
+
+local function mark(t, mt, fname)
+  if t == nil then return setmetatable({}, mt) end
+  if type(t) ~= "table" then error("json." .. fname .. ": expects a table", 3) end
+  local old = getmetatable(t)
+  if old ~= nil and old ~= array_mt and old ~= object_mt then
+    error("json." .. fname .. ": the table already has a metatable", 3)
+  end
+  return setmetatable(t, mt)
+end
+
+function M.array(t)
+  return mark(t, array_mt, "array")
+end
+
+function M.object(t)
+  return mark(t, object_mt, "object")
+end
+
+function M.is_array(t)
+  return type(t) == "table" and getmetatable(t) == array_mt
 end
 
 return M

@@ -49,8 +49,13 @@ function M.list(dir)
   return out
 end
 
+-- zever.db raises on SQL errors; migrations report them as values (nil, err).
+local function soft(db)
+  return db.try_handle and db:try_handle() or db
+end
+
 function M.ensure_table(db)
-  local ok, e = db:exec("CREATE TABLE IF NOT EXISTS " .. M.TABLE ..
+  local ok, e = soft(db):exec("CREATE TABLE IF NOT EXISTS " .. M.TABLE ..
     " (version TEXT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
   if not ok then return nil, e end
   return true
@@ -59,7 +64,7 @@ end
 local function applied_map(db)
   local ok, e = M.ensure_table(db)
   if not ok then return nil, e end
-  local rows, qe = db:from(M.TABLE):order_by("version"):all()
+  local rows, qe = soft(db):from(M.TABLE):order_by("version"):all()
   if not rows then return nil, qe end
   local map = {}
   for _, r in ipairs(rows) do map[tonumber(r.version)] = r end

@@ -3,7 +3,7 @@
 -- file holds only its schema's data and hands it to this module, as protobuf-generated code
 -- calls its runtime library:
 --
---   rpc.routes{ rpcs =, types =[, error_status =] } -> { rpcs, types, error_status, register }
+--   rpc.routes{ rpcs =, types =[, error_status =, module =] } -> { rpcs, types, error_status, register }
 --     register(app, handlers, opts) -> app          (docs/zen-backends.md, "routes")
 --   rpc.jobs{ jobs =, schedules = }               -> { jobs, schedules, register }
 --     register(app, handlers) -> app                (docs/zen-backends.md, "jobs")
@@ -184,6 +184,8 @@ function check(v, t, path, errs, text, types)
     return v
   elseif k == "int32" or k == "int64" then
     local n = v
+    -- zever.json decodes integers beyond 2^53 as exact int64_t cdata.
+    if k == "int64" and type(v) == "cdata" and tonumber(v) % 1 == 0 then return v end
     if type(v) == "string" and (text or k == "int64") then n = tonumber(v) end
     if type(n) ~= "number" or n ~= n or n % 1 ~= 0 or n == huge or n == -huge then
       return bad("must be an integer")
@@ -363,6 +365,116 @@ local function decode(rpc, req, opts, types)
   return input, page
 end
 
+-- shaping an output ------------------------------------------------------------------------------
+
+local function shape_error(path, msg)
+  error(format("output %s %s", path, msg), 0)
+end
+
+-- "2026-12-01 14:00:03" (SQLite's CURRENT_TIMESTAMP, UTC) and other accepted forms as RFC 3339
+-- with a "T" and an offset ("Z" when it had none); a number as Unix seconds.
+local function rfc3339(v, path)
+  if type(v) == "number" then
+    if v ~= v or v == huge or v == -huge then shape_error(path, "is not a time") end
+    return os.date("!%Y-%m-%dT%H:%M:%SZ", floor(v))
+  end
+  if type(v) ~= "string" then shape_error(path, "must be a timestamp, got a " .. type(v)) end
+  local date, time, rest = v:match("^(%d%d%d%d%-%d%d%-%d%d)[Tt ](%d%d:%d%d:%d%d[%.%d]*)(.*)$")
+  if not date then shape_error(path, "is not a timestamp: " .. v) end
+  if rest == "" then rest = "Z" elseif rest == "z" then rest = "Z" end
+  local s = date .. "T" .. time .. rest
+  if not is_timestamp(s) then shape_error(path, "is not a timestamp: " .. v) end
+  return s
+end
+
+local shape
+
+local function shape_record(v, ty, path, types, entity)
+  if type(v) ~= "table" then shape_error(path, "must be an object (" .. ty.name .. ")") end
+  local out = json.object()
+  for _, f in ipairs(ty.fields) do
+    local x = v[f.name]
+    local p = path .. "." .. f.name
+    if x == nil or x == null then
+      if f.default ~= nil then
+        out[f.name] = f.default
+      elseif entity and not f.nullable or not entity and not f.optional then
+        shape_error(p, "is missing")
+      elseif x == null then
+        out[f.name] = null
+      end
+    else
+      out[f.name] = shape(x, f.type, p, types)
+    end
+  end
+  return out
+end
+
+-- The JSON value of v as declared by t: booleans from 0/1, RFC 3339 timestamps, int64 cdata as
+-- integers, records with their declared fields only, lists as arrays. Raises (a 500, logged)
+-- when v cannot be that type: the handler broke the contract its schema states.
+function shape(v, t, path, types)
+  local k = t.kind
+  if k == "bool" then
+    if v == 1 or v == "1" or v == "true" then return true end
+    if v == 0 or v == "0" or v == "false" then return false end
+    if type(v) ~= "boolean" then shape_error(path, "must be true or false") end
+    return v
+  elseif k == "timestamp" then
+    return rfc3339(v, path)
+  elseif k == "date" then
+    if type(v) ~= "string" or not is_date(v:sub(1, 10)) then shape_error(path, "must be a date") end
+    return v:sub(1, 10)
+  elseif k == "int32" or k == "int64" then
+    if type(v) == "string" then v = tonumber(v) end
+    if type(v) == "cdata" then return v end
+    if type(v) ~= "number" or v % 1 ~= 0 then shape_error(path, "must be an integer") end
+    return v
+  elseif k == "float32" or k == "float64" then
+    if type(v) == "cdata" or type(v) == "string" then v = tonumber(v) end
+    if type(v) ~= "number" then shape_error(path, "must be a number") end
+    return v
+  elseif k == "string" or k == "uuid" or k == "bytes" then
+    if type(v) ~= "string" then shape_error(path, "must be a string, got a " .. type(v)) end
+    return v
+  elseif k == "list" then
+    if type(v) ~= "table" then shape_error(path, "must be a list") end
+    local out = json.array()
+    for i = 1, #v do out[i] = shape(v[i], t.of, path .. "[" .. i .. "]", types) end
+    return out
+  elseif k == "ref" then
+    local ty = types[t.ref]
+    if not ty then return v end
+    if ty.kind == "enum" then
+      if type(v) ~= "string" then shape_error(path, "must be one of " .. concat(ty.values, ", ")) end
+      return v
+    end
+    return shape_record(v, ty, path, types, t.is == "entity")
+  end
+  return v
+end
+
+-- The body of a successful rpc, shaped by its output type (paginated: { items, next_page_token }).
+local function shape_output(rpc, out, types)
+  local t = rpc.output_type
+  if not t then return out end
+  local where = rpc.service .. "." .. rpc.name
+  if rpc.paginated then
+    if type(out) ~= "table" then shape_error(where, "must be { items = {...}, next_page_token = ... }") end
+    local items = out.items
+    if items == nil then shape_error(where .. ".items", "is missing") end
+    local body = json.object { items = shape(items, { kind = "list", of = t }, where .. ".items", types) }
+    local token = out.next_page_token
+    if token ~= nil and token ~= null then
+      if type(token) ~= "string" then shape_error(where .. ".next_page_token", "must be a string") end
+      body.next_page_token = token
+    end
+    return body
+  end
+  return shape(out, t, where, types)
+end
+M.shape = function(v, t, types) return shape(v, t, "value", types or {}) end
+
 -- serving ---------------------------------------------------------------------------------------
 
 local function failure(error_status, code, message, fields)
@@ -405,11 +517,17 @@ local function serve(mod, app, rpc, fn, opts, req, res)
     end
     return failure(error_status, err.code, err.message, err.fields)
   end
-  if not rpc.output then return 204, "" end
+  -- ctx.status: a 2xx the handler picked (201 Created, 202, 204 No Content).
+  local status = ctx.status
+  if status ~= nil and (type(status) ~= "number" or status % 1 ~= 0 or status < 200 or status > 299) then
+    error(format("handler %s.%s: ctx.status must be a 2xx status, got %s", rpc.service, rpc.name,
+      tostring(status)), 0)
+  end
+  if not rpc.output or status == 204 then return status or 204, "" end
   if out == nil then
     error(format("handler %s.%s returned nothing and no error", rpc.service, rpc.name), 0)
   end
-  return 200, out
+  return status or 200, shape_output(rpc, out, mod.types)
 end
 
 local RPC_FIELDS = { "service", "name", "method", "pattern", "handlers" }
@@ -443,10 +561,18 @@ function M.routes(def)
       end
     end
   end
+  if def.module ~= nil and type(def.module) ~= "string" then
+    error("rpc.routes: def.module must be the generated module's name", 2)
+  end
   local mod = { rpcs = def.rpcs, types = def.types, error_status = error_status }
+  -- Where the default handlers are: beside the generated module ("generated.routes" ->
+  -- "generated.handlers.<service>"), or "handlers.<service>" when it was not required by name.
+  local prefix = def.module and def.module:match("^(.*)%.[^.]*$")
+  prefix = (prefix and prefix .. "." or "") .. "handlers."
 
   -- Registers every RPC on app (a zever app or group). handlers maps a service name to a table
-  -- of rpc name -> function(input, ctx) (default: require "handlers.<service>" per service).
+  -- of rpc name -> function(input, ctx) (default: the handlers module of each service beside
+  -- the generated one: require "generated.handlers.<service>").
   -- opts.auth(req, ctx) -> principal | nil is required when an rpc says auth: required;
   -- opts.authorize(principal, permission, req, ctx) -> bool when one has permission:.
   -- opts.page_size (50) and opts.max_page_size (1000) bound paginated rpcs.
@@ -466,12 +592,12 @@ function M.routes(def)
       if handlers then
         svc = handlers[rpc.service]
       else
-        svc = require("handlers." .. rpc.handlers)
+        svc = require(prefix .. rpc.handlers)
       end
       local fn = type(svc) == "table" and svc[rpc.name]
       if type(fn) ~= "function" then
-        error(format("routes.register: no handler %s.%s (handlers/%s.lua)", rpc.service, rpc.name,
-          rpc.handlers), 2)
+        error(format("routes.register: no handler %s.%s (%s%s)", rpc.service, rpc.name,
+          (prefix:gsub("%.", "/")), rpc.handlers .. ".lua"), 2)
       end
       if rpc.auth == "required" and type(opts.auth) ~= "function" then
         error(format("routes.register: %s.%s has auth: required: pass opts.auth(req)",

@@ -102,7 +102,7 @@ end
 -- Entries with their next fire time after now (the wall clock unless given).
 function S:list(now)
   now = now or self.clock()
-  local out = {}
+  local out = require("zever.json").array() -- [] when nothing is scheduled
   for i, e in ipairs(self.entries) do
     out[i] = { kind = e.kind, spec = e.spec, job = e.job, args = e.args,
       next = e.next_at or e.next_after(now) }

@@ -114,7 +114,7 @@ function Search:search(q, opts)
     end
   end
   if self.closed then return nil, CLOSED end
-  if not find(q, "%S") then return { total = 0, hits = {} } end
+  if not find(q, "%S") then return { total = 0, hits = json.array() } end
   return self.impl:search(q, limit, offset, index)
 end
 

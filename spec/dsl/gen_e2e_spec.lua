@@ -91,10 +91,14 @@ describe("zever gen end to end", function()
     assert.are.same({ email = "must be an email address" }, errs)
 
     -- What the migration declared holds in the database: unique, foreign key, cascade.
-    local dup, derr = db:insert_into(User):values{ id = TID, email = "ada@example.com" }:exec()
+    local dup, derr = db:try(function(d)
+      return d:insert_into(User):values{ id = TID, email = "ada@example.com" }:exec()
+    end)
     assert.is_nil(dup)
     assert.are.equal("constraint", derr.code)
-    local orphan, oerr = db:insert_into(Task.table):values{ id = UID, title = "x", user_id = TID }:exec()
+    local orphan, oerr = db:try(function(d)
+      return d:insert_into(Task.table):values{ id = UID, title = "x", user_id = TID }:exec()
+    end)
     assert.is_nil(orphan)
     assert.are.equal("constraint", oerr.code)
     assert(db:delete_from(User):where(User.c.id, UID):exec())
@@ -180,6 +184,113 @@ describe("zever gen end to end", function()
     local r = process.run("/usr/bin/node " .. process.quote(validator .. "/validate.js") .. " "
       .. process.quote(dir .. "/generated/openapi.json"))
     assert.are.equal("ok\n", r.stdout)
+    assert.are.equal(0, r.code)
+  end)
+
+  it("serves tasks.zen over a socket; live responses validate against the OpenAPI document of the same run", function()
+    local validator = HOME .. "/spec/support/openapi"
+    if not sys.isdir(validator .. "/node_modules/ajv") then
+      pending("the npm validator is not installed (make deps)")
+      return
+    end
+    assert(gen.run({ dir .. "/schema" }, { out = dir .. "/generated" }))
+    local db = assert(zdb.open("sqlite:" .. dir .. "/app.db"))
+    assert(migrations.up(db, dir .. "/generated/migrations"))
+    assert(db:exec("INSERT INTO users (id, email) VALUES (?, ?)", UID, "ada@example.com"))
+    -- A row as SQLite stores it: done as 1, due_at as CURRENT_TIMESTAMP writes it.
+    assert(db:exec("INSERT INTO tasks (id, title, done, due_at, user_id) VALUES (?, ?, 1, ?, ?)",
+      TID, "Read the RFC", "2026-12-01 14:00:03", UID))
+    db:close()
+    write(dir .. "/app.lua", ([[
+local zever = require "zever"
+local app = zever.app()
+local routes = dofile(%q .. "/generated/routes.lua")
+local Task = dofile(%q .. "/generated/models.lua").Task
+local n = 0
+routes.register(app, { TaskService = {
+  CreateTask = function(input, ctx)
+    n = n + 1
+    local id = ("00000000-0000-4000-8000-%%012d"):format(n)
+    app.db:insert_into(Task):values{ id = id, title = input.title, user_id = ctx.principal.id }:exec()
+    ctx.status = 201
+    return app.db:from(Task):where(Task.c.id, id):first()
+  end,
+  ListTasks = function(input)
+    return { items = app.db:from(Task):where(Task.c.user_id, input.user_id):order_by(Task.c.title):all(),
+      next_page_token = "" }
+  end,
+} }, { auth = function(req)
+  if req:header("authorization") == "Bearer ada" then return { id = %q } end
+end })
+return app
+]]):format(dir, dir, UID))
+    local log = dir .. "/serve.log"
+    -- The log appears when the background shell opens it, maybe after popen returns.
+    local function read_log()
+      local f = io.open(log, "rb")
+      if not f then return "" end
+      local text = f:read("*a")
+      f:close()
+      return text
+    end
+    local p = io.popen("cd " .. process.quote(dir) .. " && " .. process.quote(sys.exe()) ..
+      " serve app.lua --listen 127.0.0.1:0 --workers 1 >" .. process.quote(log) .. " 2>&1 & echo $!")
+    local pid = tonumber(p:read("*l"))
+    p:close()
+    local port
+    for _ = 1, 500 do
+      port = read_log():match("on http://127%.0%.0%.1:(%d+)")
+      if port then break end
+      os.execute("sleep 0.01")
+    end
+    local samples = {}
+    local ok, err = pcall(function()
+      assert(port, "the server did not start: " .. read_log())
+      -- One request with curl; its sample { method, path (the document's template), status, body }.
+      local function call(method, path, template, body, token)
+        local cmd = "curl -s -S --max-time 10 -o - -w '\\n%{http_code}' -X " .. method
+        if token then cmd = cmd .. " -H " .. process.quote("Authorization: Bearer " .. token) end
+        if body then cmd = cmd .. " -H 'Content-Type: application/json' --data-binary " .. process.quote(body) end
+        local r = process.run(cmd .. " " .. process.quote("http://127.0.0.1:" .. port .. path))
+        local text, status = r.stdout:match("^(.*)\n(%d+)$")
+        local sample = { method = method:lower(), path = template, status = tonumber(status),
+          body = text ~= "" and assert(json.decode(text)) or json.null }
+        samples[#samples + 1] = sample
+        return sample
+      end
+      local created = call("POST", "/v1/tasks", "/v1/tasks", '{"title":"Write the spec","priority":"high"}', "ada")
+      assert.are.equal(201, created.status)
+      assert.are.equal(false, created.body.done)
+      assert.are.equal(201, call("POST", "/v1/tasks", "/v1/tasks", '{"title":"Another","priority":"low"}', "ada").status)
+      assert.are.equal(400, call("POST", "/v1/tasks", "/v1/tasks", '{"title":"","priority":"urgent"}', "ada").status)
+      assert.are.equal(400, call("POST", "/v1/tasks", "/v1/tasks", '[NaN]', "ada").status)
+      assert.are.equal(401, call("POST", "/v1/tasks", "/v1/tasks", '{"title":"x","priority":"low"}').status)
+      local list = call("GET", "/v1/users/" .. UID .. "/tasks", "/v1/users/{user_id}/tasks", nil, "ada")
+      assert.are.equal(200, list.status)
+      assert.are.equal(3, #list.body.items)
+      local rfc
+      for _, t in ipairs(list.body.items) do
+        if t.id == TID then rfc = t end
+      end
+      assert.are.same({ id = TID, title = "Read the RFC", done = true, due_at = "2026-12-01T14:00:03Z",
+        user_id = UID }, rfc)
+      local empty = call("GET", "/v1/users/" .. TID .. "/tasks", "/v1/users/{user_id}/tasks", nil, "ada")
+      assert.are.equal(200, empty.status)
+      assert.are.equal(0, #empty.body.items)
+      assert.is_true(json.is_array(empty.body.items))
+    end)
+    os.execute("kill -TERM " .. pid)
+    for _ = 1, 500 do
+      if os.execute("kill -0 " .. pid .. " 2>/dev/null") ~= 0 then break end
+      os.execute("sleep 0.01")
+    end
+    assert(ok, err)
+
+    local file = dir .. "/samples.json"
+    write(file, json.encode(samples))
+    local r = process.run("/usr/bin/node " .. process.quote(validator .. "/check_responses.js") .. " "
+      .. process.quote(dir .. "/generated/openapi.json") .. " " .. process.quote(file))
+    assert.are.equal("ok\n", r.stdout, r.stderr)
     assert.are.equal(0, r.code)
   end)
 

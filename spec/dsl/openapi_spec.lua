@@ -120,7 +120,7 @@ describe("dsl.backends.openapi", function()
 
   describe("paths and status codes", function()
     local rows = {
-      { "tasks", "/v1/tasks", "post", { "200", "400", "401", "409", "default" } },
+      { "tasks", "/v1/tasks", "post", { "200", "201", "400", "401", "409", "default" } },
       { "tasks", "/v1/users/{user_id}/tasks", "get", { "200", "400", "401", "default" } },
       { "blog", "/v1/v1/posts/{id}", "get", { "200", "400", "default" } },
       { "wide", "/v1/items", "get", { "200", "400", "default" } },

@@ -318,7 +318,7 @@ describe("dsl.backends.routes", function()
       local got
       local h = { TaskService = setmetatable({ GetTask = function(_, ctx)
         got = ctx.app
-        return { id = ID }
+        return { id = ID, title = "t", done = false }
       end }, { __index = handlers.TaskService }) }
       a:group("/api", function(g)
         routes.register(g, h, { auth = auth, authorize = function() return true end })
@@ -338,6 +338,79 @@ describe("dsl.backends.routes", function()
     end)
   end)
 
+  describe("outputs", function()
+    -- A GetTask whose handler returns row; the response of GET /v1/tasks/:id.
+    local function get_with(row, status)
+      local a = zever.app()
+      local h = { TaskService = setmetatable({ GetTask = function(_, ctx)
+        ctx.status = status
+        return row
+      end }, { __index = handlers.TaskService }) }
+      routes.register(a, h, { auth = auth, authorize = function() return true end })
+      return request(a, "GET", "/v1/tasks/" .. ID)
+    end
+
+    it("writes bool columns stored as 0/1 as false/true and drops undeclared fields", function()
+      local res = get_with({ id = ID, title = "t", done = 1, secret = "x", rowid = 3 })
+      assert.are.equal(200, res.status)
+      assert.truthy(res.body:find('"done":true', 1, true), res.body)
+      assert.is_nil(res.body:find("secret", 1, true))
+      assert.are.same({ id = ID, title = "t", done = true }, res:json())
+    end)
+
+    it("fills a declared default for a missing field", function()
+      assert.are.same({ id = ID, title = "t", done = false }, get_with({ id = ID, title = "t" }):json())
+    end)
+
+    it("answers 500 when the handler leaves out a required field", function()
+      assert.are.equal(500, get_with({ id = ID }).status)
+    end)
+
+    it("answers with the 2xx status the handler sets in ctx.status, shaped", function()
+      local res = get_with({ id = ID, title = "t", done = 0 }, 201)
+      assert.are.equal(201, res.status)
+      assert.are.same({ id = ID, title = "t", done = false }, res:json())
+      res = get_with({ id = ID, title = "t", done = 0 }, 204)
+      assert.are.equal(204, res.status)
+      assert.are.equal("", res.body)
+      assert.are.equal(500, get_with({ id = ID, title = "t" }, 404).status)
+    end)
+
+    it("writes an empty page as items: []", function()
+      local res = request(app, "GET", "/v1/users/" .. ID .. "/tasks", { headers = AUTH })
+      assert.are.equal(200, res.status)
+      assert.truthy(res.body:find('"items":[]', 1, true), res.body)
+    end)
+  end)
+
+  describe("required by name", function()
+    it("finds the handlers beside the generated module when given none", function()
+      local root = os.tmpname()
+      os.remove(root)
+      dirs[#dirs + 1] = root
+      assert(os.execute("mkdir -p " .. root .. "/generated/handlers") == 0)
+      for path, v in pairs(files) do
+        local f = assert(io.open(root .. "/generated/" .. path, "wb"))
+        f:write(type(v) == "table" and v.content or v)
+        f:close()
+      end
+      local saved = package.path
+      package.path = root .. "/?.lua;" .. saved
+      local ok, r = pcall(require, "generated.routes")
+      local a = zever.app()
+      local ok2, err = pcall(function() return r.register(a, nil, { auth = auth, authorize = function() return true end }) end)
+      package.path = saved
+      package.loaded["generated.routes"] = nil
+      package.loaded["generated.handlers.task_service"] = nil
+      assert(ok, r)
+      assert(ok2, err)
+      -- The stub written once beside routes.lua answers 501 until it is written.
+      local res = request(a, "GET", "/v1/tasks/" .. ID)
+      assert.are.equal(501, res.status)
+      assert.are.equal("unimplemented", res:json().error)
+    end)
+  end)
+
   describe("the tasks.zen fixture", function()
     it("serves CreateTask with its enum input", function()
       local f = assert(io.open("dsl/testdata/tasks.zen", "rb"))
@@ -347,7 +420,10 @@ describe("dsl.backends.routes", function()
       local got
       local a = zever.app()
       r.register(a, { TaskService = {
-        CreateTask = function(input) got = input; return { id = ID } end,
+        CreateTask = function(input)
+          got = input
+          return { id = ID, title = input.title, done = 0, user_id = "u1" }
+        end,
         ListTasks = function() return { items = {} } end,
       } }, { auth = auth })
       local res = request(a, "POST", "/v1/tasks", { headers = AUTH, body = { title = "x", priority = "high" } })

@@ -3,6 +3,15 @@
 -- LIKE escaping end to end, transactions and savepoints.
 
 local zdb = require "zever.db"
+local errors = require "zever.errors"
+local json = require "zever.json"
+
+-- The error fn(...) raises (it must raise).
+local function raised(fn, ...)
+  local ok, e = pcall(fn, ...)
+  assert.is_false(ok, "expected an error")
+  return e
+end
 
 local function fresh()
   local db = assert(zdb.open("sqlite::memory:"))
@@ -59,14 +68,55 @@ describe("zever.db", function()
       assert.is_nil(db:first("SELECT name FROM users").name)
     end)
 
-    it("returns an error object with a code, a message and a __tostring", function()
+    it("raises a typed error with the SQL and never the values", function()
       db:exec("INSERT INTO users (email) VALUES (?)", "dup@x")
-      local ok, err = db:exec("INSERT INTO users (email) VALUES (?)", "dup@x")
-      assert.is_nil(ok)
-      assert.are.equal("constraint", err.code)
+      local err = raised(db.exec, db, "INSERT INTO users (email) VALUES (?)", "dup@x")
+      assert.is_true(errors.is(err, "constraint"))
+      assert.are.equal("db", err.battery)
+      assert.are.equal("INSERT INTO users (email) VALUES (?)", err.sql)
       assert.truthy(err.message:find("INSERT INTO users", 1, true))
-      assert.is_nil(err.message:find("dup@x", 1, true))
+      assert.is_nil(tostring(err):find("dup@x", 1, true))
       assert.truthy(tostring(err):find("^db: constraint: "))
+      assert.is_true(zdb.is_error(err))
+    end)
+
+    it("raises on a table that does not exist, from raw SQL and from the builder", function()
+      for _, call in ipairs {
+        function() return db:first("SELECT * FROM nope WHERE id = ?", 1) end,
+        function() return db:query("SELECT * FROM nope") end,
+        function() return db:exec("DELETE FROM nope") end,
+        function() return db:from("nope"):where("id", 1):first() end,
+        function() return db:from("nope"):all() end,
+        function() return db:from("nope"):count() end,
+        function() return db:insert_into("nope"):values { a = 1 }:exec() end,
+      } do
+        local err = raised(call)
+        assert.are.equal("schema", err.code)
+        assert.truthy(err.sql:find("nope", 1, true))
+      end
+    end)
+
+    it("raises a syntax error as code syntax", function()
+      assert.are.equal("syntax", raised(db.query, db, "SELEC 1").code)
+    end)
+
+    it("returns nil from first only when there is no row", function()
+      local row, err = db:first("SELECT * FROM users WHERE id = ?", 42)
+      assert.is_nil(row)
+      assert.is_nil(err)
+      assert.is_nil(db:from("users"):where("id", 42):first())
+    end)
+
+    it("gives query results as JSON arrays, [] when there is no row", function()
+      assert.are.equal("[]", json.encode(db:query("SELECT * FROM users")))
+      assert.are.equal('{"users":[]}', json.encode({ users = db:from("users"):all() }))
+      assert(db:exec("INSERT INTO users (email) VALUES ('a@x')"))
+      assert.are.equal('[{"email":"a@x"}]', json.encode(db:query("SELECT email FROM users")))
+    end)
+
+    it("binds a decoded JSON array as a list of values", function()
+      local ids = json.decode("[1, 2]")
+      assert.are.equal(3, db:first("SELECT ? + ? AS n", ids).n)
     end)
 
     it("binds values given one by one exactly as the same values in one list", function()
@@ -114,11 +164,67 @@ describe("zever.db", function()
       assert.has_error(function() db:exec(42) end)
     end)
 
-    it("returns closed after close", function()
+    it("raises closed after close", function()
       db:close()
-      local ok, err = db:query("SELECT 1")
+      assert.are.equal("closed", raised(db.query, db, "SELECT 1").code)
+    end)
+  end)
+
+  describe("try", function()
+    it("returns fn's results when nothing fails", function()
+      local a, b = db:try(function(d) return d:first("SELECT 1 AS x").x, "two" end)
+      assert.are.equal(1, a)
+      assert.are.equal("two", b)
+    end)
+
+    it("returns nil, err for a db error", function()
+      assert(db:exec("INSERT INTO users (email) VALUES ('a@x')"))
+      local ok, err = db:try(function(d)
+        return d:insert_into("users"):values { email = "a@x" }:exec()
+      end)
       assert.is_nil(ok)
-      assert.are.equal("closed", err.code)
+      assert.is_true(errors.is(err, "constraint"))
+    end)
+
+    it("returns only the codes asked for and re-raises the others", function()
+      local ok, err = db:try(function(d) return d:exec("INSERT INTO users (name) VALUES ('x')") end,
+        "constraint")
+      assert.is_nil(ok)
+      assert.are.equal("constraint", err.code)
+      local e = raised(db.try, db, function(d) return d:query("SELECT * FROM nope") end, "constraint")
+      assert.are.equal("schema", e.code)
+    end)
+
+    it("re-raises an error that is not a db error", function()
+      assert.has_error(function() db:try(function() error("boom", 0) end) end, "boom")
+    end)
+
+    it("runs in a savepoint inside a transaction, which stays usable", function()
+      assert(db:exec("INSERT INTO users (email) VALUES ('a@x')"))
+      db:transaction(function(tx)
+        tx:exec("INSERT INTO users (email) VALUES ('b@x')")
+        local ok, err = tx:try(function(t)
+          t:exec("INSERT INTO users (email) VALUES ('c@x')")
+          return t:exec("INSERT INTO users (email) VALUES ('a@x')")
+        end)
+        assert.is_nil(ok)
+        assert.are.equal("constraint", err.code)
+        tx:exec("INSERT INTO users (email) VALUES ('d@x')")
+      end)
+      local emails = {}
+      for _, r in ipairs(db:query("SELECT email FROM users ORDER BY email")) do emails[#emails + 1] = r.email end
+      assert.are.same({ "a@x", "b@x", "d@x" }, emails)
+    end)
+  end)
+
+  describe("try_handle", function()
+    it("returns nil, err where the db raises", function()
+      local h = db:try_handle()
+      local rows, err = h:query("SELECT * FROM nope")
+      assert.is_nil(rows)
+      assert.are.equal("schema", err.code)
+      assert.are.equal(1, h:first("SELECT 1 AS x").x)
+      raised(db.query, db, "SELECT * FROM nope")
     end)
   end)
 
@@ -364,17 +470,13 @@ describe("zever.db", function()
       assert.is_nil(db:first("SELECT ? AS x", db.null).x)
     end)
 
-    it("reports step errors with a code and the SQL, and keeps working", function()
+    it("raises step errors with a code and the SQL, and keeps working", function()
       for _ = 1, 2 do
-        local row, err = db:first("SELECT abs(-9223372036854775807 - 1) AS x")
-        assert.is_nil(row)
+        local err = raised(db.first, db, "SELECT abs(-9223372036854775807 - 1) AS x")
         assert.are.equal("sql", err.code)
-        assert.truthy(err.message:find("SELECT abs", 1, true))
-        local rows, err2 = db:query("SELECT * FROM missing")
-        assert.is_nil(rows)
-        assert.are.equal("schema", err2.code)
-        local _, err3 = db:first("SELECT ?", 1, 2)
-        assert.are.equal("invalid", err3.code)
+        assert.are.equal("SELECT abs(-9223372036854775807 - 1) AS x", err.sql)
+        assert.are.equal("schema", raised(db.query, db, "SELECT * FROM missing").code)
+        assert.are.equal("invalid", raised(db.first, db, "SELECT ?", 1, 2).code)
       end
       assert.are.equal(3, db:first("SELECT 3 AS x").x)
     end)
@@ -395,11 +497,9 @@ describe("zever.db", function()
       assert.are.same({ "a@x/2", "b@x/2" }, seen)
     end)
 
-    it("returns closed after close", function()
+    it("raises closed after close", function()
       db:close()
-      local row, err = db:first("SELECT 1")
-      assert.is_nil(row)
-      assert.are.equal("closed", err.code)
+      assert.are.equal("closed", raised(db.first, db, "SELECT 1").code)
     end)
   end)
 end)

@@ -106,6 +106,33 @@ describe("zever.rpc", function()
       end)
     end
 
+    it("accepts an int64 beyond 53 bits as the exact int64_t cdata zever.json decodes", function()
+      local body = require("zever.json").decode('{"id":9007199254740993}')
+      local v = assert(rpc.coerce(body.id, { kind = "int64" }))
+      assert.is_true(v == 9007199254740993LL)
+      assert.is_nil(rpc.coerce(body.id, { kind = "int32" }))
+    end)
+
+    it("shapes an output: booleans, RFC 3339 timestamps, declared fields only", function()
+      local types = { ["a.T"] = { kind = "record", name = "T", fields = {
+        { name = "done", type = { kind = "bool" } },
+        { name = "at", type = { kind = "timestamp" }, optional = true },
+        { name = "n", type = { kind = "int64" } },
+      } } }
+      local out = rpc.shape({ done = 0, at = "2026-12-01 14:00:03", n = 9007199254740993LL, extra = 1 },
+        { kind = "ref", ref = "a.T" }, types)
+      assert.are.equal(false, out.done)
+      assert.are.equal("2026-12-01T14:00:03Z", out.at)
+      assert.is_true(out.n == 9007199254740993LL)
+      assert.is_nil(out.extra)
+      assert.are.equal("2026-12-01T14:00:03.5+02:00",
+        rpc.shape("2026-12-01T14:00:03.5+02:00", { kind = "timestamp" }))
+      assert.are.equal("[]", require("zever.json").encode(rpc.shape({}, { kind = "list", of = { kind = "bool" } })))
+      local ok, err = pcall(rpc.shape, { done = true, n = 1, at = "x" }, { kind = "ref", ref = "a.T" }, types)
+      assert.is_false(ok)
+      assert.are.equal("output value.at is not a timestamp: x", err)
+    end)
+
     it("says the path and the message when one field fails, else how many", function()
       local _, err = rpc.coerce("x", { kind = "int32" }, { name = "age" })
       assert.are.equal("age must be an integer", err.message)

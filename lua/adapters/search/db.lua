@@ -230,7 +230,7 @@ function DB:search(q, limit, offset, index)
   end
   if not rows then return query_error(err) end
   local decode = M.decode
-  local hits = {}
+  local hits = json.array() -- [] when nothing matches
   for i = 1, #rows do
     local r = rows[i]
     hits[i] = { id = r.id, index = r.idx, score = -r.rank, snippet = r.snippet or "",
@@ -243,6 +243,8 @@ function DB.close() return true end
 
 function M.new(db, opts)
   opts = opts or {}
+  -- zever.db raises on SQL errors; this battery reports them as values ("invalid", ...).
+  if type(db) == "table" and db.try_handle then db = db:try_handle() end
   local name = opts.table or "zever_search"
   if type(name) ~= "string" or not find(name, "^[%a_][%w_]*$") then
     error("search.db: table must be a plain identifier", 2)

@@ -316,7 +316,7 @@ end
 function DB:query(e, k, filter, opts)
   if self.dim == 0 then
     local row = self.db:first("SELECT dim FROM " .. self.qtable .. " LIMIT 1")
-    if not row then return {} end
+    if not row then return json.array() end
   end
   local ok, err = dimension(self, #e)
   if not ok then return nil, err end
@@ -331,7 +331,7 @@ function DB:query(e, k, filter, opts)
   if filter then
     mask, err = self:_mask(filter)
     if mask == nil then return fail(err.code or "unavailable", tostring(err.message or err)) end
-    if mask == false then return {} end
+    if mask == false then return json.array() end
   end
   local hits, nout = self.hits, self.nout
   local rc
@@ -345,7 +345,7 @@ function DB:query(e, k, filter, opts)
   if rc ~= 0 then return fail("unavailable", "out of memory") end
   local n = tonumber(nout[0])
   local ids, metas, decode = self.ids, self.metas, M.decode
-  local out = tnew(n, 0)
+  local out = setmetatable(tnew(n, 0), json.array_mt) -- [] when nothing is stored
   for i = 1, n do
     local h = hits[i - 1]
     local slot = h.slot + 1
@@ -371,6 +371,8 @@ end
 
 function M.new(db, opts)
   opts = opts or {}
+  -- zever.db raises on SQL errors; this battery reports them as values ("unavailable", ...).
+  if type(db) == "table" and db.try_handle then db = db:try_handle() end
   local tname = opts.table or "zever_vectors"
   if type(tname) ~= "string" or tname == "" then error("vectors.db: table must be a string", 2) end
   local qt = quote(tname)
