@@ -15,7 +15,9 @@
 # A binding too long for one file is split by phase: l_<name>.c keeps the entry points, and
 # host/<name>/lx_*.c files are its other parts. Parts are compiled into the host with the
 # binding's flags, never preloaded as modules, and left out of the cores that benchmarks and
-# fuzz targets link (they use Lua).
+# fuzz targets link (they use Lua). host/runtime/ is what bindings share (binding helpers, the
+# loop of a state, a new state for a worker): no l_*.c, so not a module; its .c files are built
+# into the host only. A binding includes runtime/, core/ and its own folder (`make check-includes`).
 
 CC       ?= cc
 PREFIX   ?= /usr/local
@@ -37,8 +39,9 @@ ALL_LDFLAGS = -Wl,-E $(LDFLAGS)
 MODULES   := $(sort $(patsubst l_%.c,%,$(notdir $(wildcard host/*/l_*.c))))
 BIND_SRC  := $(sort $(wildcard host/*/l_*.c))
 PART_SRC  := $(sort $(wildcard host/*/lx_*.c))
-CORE_SRC  := $(sort $(filter-out $(BIND_SRC) $(PART_SRC),$(wildcard host/*/*.c)))
-HOST_SRC  := host/main.c $(CORE_SRC) $(BIND_SRC) $(PART_SRC)
+RT_SRC    := $(sort $(wildcard host/runtime/*.c))
+CORE_SRC  := $(sort $(filter-out $(BIND_SRC) $(PART_SRC) $(RT_SRC),$(wildcard host/*/*.c)))
+HOST_SRC  := host/main.c $(RT_SRC) $(CORE_SRC) $(BIND_SRC) $(PART_SRC)
 HEADERS   := $(wildcard host/*.h host/*/*.h)
 
 OBJ       := $(HOST_SRC:host/%.c=build/obj/%.o)
@@ -57,7 +60,7 @@ DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         libssl-dev openssl redis-server curl wrk hyperfine python3 python3-aiosmtpd swaks \
         lua-sql-sqlite3
 
-.PHONY: all deps run test asan bench bench-http fuzz lint install clean
+.PHONY: all deps run test asan bench bench-http fuzz lint check-includes install clean
 all: deps bin/zever
 
 deps:
@@ -99,8 +102,20 @@ run: all
 
 # --- tests --------------------------------------------------------------------------------
 LUA_DIRS := $(wildcard lua cmd dsl spec bench examples)
-lint: deps
+lint: deps check-includes
 	@luacheck -q --no-color $(LUA_DIRS)
+
+# The layering rule: a binding (l_*.c, lx_*.c) includes system headers, host/runtime/,
+# host/core/ and headers of its own folder; the runtime includes no binding's header.
+check-includes:
+	@bad=$$(grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' $(BIND_SRC) $(PART_SRC) \
+	  | grep -Ev '#[[:space:]]*include[[:space:]]*"(\.\./(runtime|core)/)?[a-z0-9_]+\.h"'; \
+	  grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' host/runtime/*.[ch] \
+	  | grep -Ev '"(\.\./[a-z0-9_]+/)?[a-z0-9_]+\.h"' ; \
+	  grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"\.\./[a-z0-9_]+/l_' host/runtime/*.[ch]); \
+	if [ -n "$$bad" ]; then \
+	  echo "check-includes: a binding may include runtime/, core/ and its own folder only:" >&2; \
+	  echo "$$bad" >&2; exit 1; fi
 
 test: all lint
 	@bin/zever test

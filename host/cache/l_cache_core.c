@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "../core/zv.h"
-#include "../lbind.h"
+#include "../runtime/lbind.h"
 #include "cache.h"
 
 #define MT "zever.cache_core"

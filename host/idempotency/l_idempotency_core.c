@@ -25,7 +25,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
-#include "../lbind.h"
+#include "../runtime/lbind.h"
 #include "idem.h"
 
 #define MT "zever.idempotency_core"

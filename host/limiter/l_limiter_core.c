@@ -19,7 +19,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
-#include "../lbind.h"
+#include "../runtime/lbind.h"
 #include "limiter.h"
 
 #define MT "zever.limiter_core"

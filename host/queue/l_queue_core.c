@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "../core/zv.h"
-#include "../lbind.h"
+#include "../runtime/lbind.h"
 #include "queue.h"
 
 #define MT "zever.queue_core"

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "../core/zv.h"
-#include "../lbind.h"
+#include "../runtime/lbind.h"
 #include "ivf.h"
 #include "vectors.h"
 

@@ -10,7 +10,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "core/zv.h"
+#include "../core/zv.h"
 
 /* Returns nil, the error's name ("NOMEM") and its message: an expected failure, for Lua. */
 static inline int zv_l_fail(lua_State *L, int rc) {
