@@ -46,7 +46,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
-#include "../loop/l_loop.h"
+#include "../runtime/runtime.h"
 #include "server.h"
 
 #define REQ_MT "zever.http.request"
