@@ -43,6 +43,9 @@ RT_SRC    := $(sort $(wildcard host/runtime/*.c))
 CORE_SRC  := $(sort $(filter-out $(BIND_SRC) $(PART_SRC) $(RT_SRC),$(wildcard host/*/*.c)))
 HOST_SRC  := host/main.c $(RT_SRC) $(CORE_SRC) $(BIND_SRC) $(PART_SRC)
 HEADERS   := $(wildcard host/*.h host/*/*.h)
+# FFI declarations: host/<dir>/<name>_ffi.h, preprocessed into build/ffi.h, preloaded as
+# zever.cdef.<name> (the one declaration of each C function and type that Lua calls via the FFI).
+FFI_HDR   := $(sort $(wildcard host/*/*_ffi.h))
 
 OBJ       := $(HOST_SRC:host/%.c=build/obj/%.o)
 ASAN_OBJ  := $(HOST_SRC:host/%.c=build/asan/%.o)
@@ -88,7 +91,18 @@ build/modules.h: Makefile $(BIND_SRC)
 	@mkdir -p build
 	@printf '%s\n' $(foreach m,$(MODULES),'ZV_MODULE($(m))') > $@.tmp && mv $@.tmp $@
 
-build/obj/%.o: host/%.c $(HEADERS) build/modules.h
+# One ZV_FFI(name, "declarations") per *_ffi.h, preprocessed with -DZV_FFI_CDEF (macros expanded,
+# comments and includes gone) and quoted as a C string; a directive left over is an error.
+build/ffi.h: Makefile $(FFI_HDR)
+	@mkdir -p build
+	@for h in $(FFI_HDR); do \
+	  $(CC) $(CSTD) -E -P -DZV_FFI_CDEF -Ihost $$h > $@.one || exit 1; \
+	  if grep -q '^[[:space:]]*#' $@.one; then echo "$$h: a directive reached the FFI" >&2; exit 1; fi; \
+	  printf 'ZV_FFI(%s,\n' $$(basename $$h _ffi.h); \
+	  sed 's/\\/\\\\/g; s/"/\\"/g; s/^/  "/; s/$$/\\n"/' $@.one; printf ')\n'; \
+	done > $@.tmp && rm -f $@.one && mv $@.tmp $@
+
+build/obj/%.o: host/%.c $(HEADERS) build/modules.h build/ffi.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -122,7 +136,7 @@ test: all lint
 
 # --- sanitizers -----------------------------------------------------------------------------
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-build/asan/%.o: host/%.c $(HEADERS) build/modules.h
+build/asan/%.o: host/%.c $(HEADERS) build/modules.h build/ffi.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c $< -o $@
 

@@ -26,13 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct zv_vectors_set_s zv_vectors_set_t;
-
-/* One survivor of a scan. */
-typedef struct {
-  float score;
-  uint32_t slot;
-} zv_vectors_hit_t;
+#include "vectors_ffi.h"
 
 /* The bounded min-heap; storage is the caller's (cap entries). */
 typedef struct {
@@ -68,28 +62,13 @@ int zv_vectors_set_new(size_t dim, zv_vectors_set_t **out);
 void zv_vectors_set_free(zv_vectors_set_t *s);
 
 size_t zv_vectors_set_dim(const zv_vectors_set_t *s);
-size_t zv_vectors_set_count(const zv_vectors_set_t *s);
-
 /* Empties the set, keeping its memory. */
 void zv_vectors_set_clear(zv_vectors_set_t *s);
-
-/* Writes v (dim floats, copied) at slot: slot < n replaces, slot == n appends (may grow the
- * rows: ZV_ENOMEM leaves the set unchanged), slot > n is ZV_ERANGE. */
-int zv_vectors_set_put(zv_vectors_set_t *s, size_t slot, const float *v);
-
-/* Removes slot by moving the last row into it (slots are not stable: the caller moves its
- * id of the last slot to slot). ZV_ERANGE when slot >= n. */
-int zv_vectors_set_remove(zv_vectors_set_t *s, size_t slot);
 
 /* The k best rows for q (dim floats), best first, into hits[*n_out] (hits has room for k).
  * A zero q scores every row 0. Returns 0 or ZV_ENOMEM (growing the heap scratch). */
 int zv_vectors_set_query(zv_vectors_set_t *s, const float *q, size_t k, zv_vectors_hit_t *hits,
                          size_t *n_out);
-
-/* The same over the rows whose mask[slot] is non-zero (mask has count() bytes); mask NULL
- * scans every row. Rows outside the mask are skipped before their dot product. */
-int zv_vectors_set_query_mask(zv_vectors_set_t *s, const float *q, size_t k, const uint8_t *mask,
-                              zv_vectors_hit_t *hits, size_t *n_out);
 
 /* Raw access for the FFI: the row of slot (dim floats), valid until the next put/remove. */
 const float *zv_vectors_set_row(const zv_vectors_set_t *s, size_t slot);
