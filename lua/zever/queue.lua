@@ -41,13 +41,8 @@ local M = {}
 M.STRING, M.JSON = 1, 2
 M.MAX_TOPIC = 1024
 
-if not pcall(ffi.typeof, "struct zv_queue_timespec") then
-  ffi.cdef [[
-    struct zv_queue_timespec { long tv_sec; long tv_nsec; };
-    int clock_gettime(int clk, struct zv_queue_timespec *ts);
-  ]]
-end
-local ts = ffi.new("struct zv_queue_timespec")
+require "zever.cdef.libc" -- clock_gettime
+local ts = ffi.new("struct timespec")
 local clock_gettime = ffi.C.clock_gettime
 
 function M.wall()

@@ -26,15 +26,7 @@ local ffi_string = ffi.string
 
 local M = {}
 
-if not pcall(ffi.typeof, "zv_cache_t") then
-  ffi.cdef [[
-    typedef struct zv_cache_s zv_cache_t;
-    int zv_cache_get(zv_cache_t *c, const char *key, size_t klen, uint64_t now_ns, char *buf,
-                     size_t cap, size_t *len, int *type);
-    int zv_cache_set(zv_cache_t *c, const char *key, size_t klen, int type, const char *value,
-                     size_t vlen, uint64_t ttl_ns, uint64_t now_ns, int mode);
-  ]]
-end
+require "zever.cdef.cache"
 
 local C = ffi.C
 local has_ffi = pcall(function() return C.zv_cache_get and C.zv_cache_set end)

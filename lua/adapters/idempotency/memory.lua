@@ -29,17 +29,7 @@ local ffi_string = ffi.string
 
 local M = {}
 
-if not pcall(ffi.typeof, "zv_idem_begin_t") then
-  ffi.cdef [[
-    typedef struct zv_idem_s zv_idem_t;
-    typedef struct { int status; int type; size_t len; uint64_t token; } zv_idem_begin_t;
-    int zv_idem_begin(zv_idem_t *t, const char *key, size_t klen, const char *fp, size_t flen,
-                      uint64_t ttl_ns, uint64_t pending_ns, uint64_t now_ns, char *buf,
-                      size_t cap, zv_idem_begin_t *r);
-    int zv_idem_complete(zv_idem_t *t, const char *key, size_t klen, uint64_t token, int type,
-                         const char *result, size_t rlen, uint64_t now_ns);
-  ]]
-end
+require "zever.cdef.idempotency"
 
 local C = ffi.C
 local has_ffi = pcall(function() return C.zv_idem_begin and C.zv_idem_complete end)

@@ -24,14 +24,7 @@ local type, error, tostring, format = type, error, tostring, string.format
 
 local M = {}
 
-if not pcall(ffi.typeof, "zv_limiter_result_t") then
-  ffi.cdef [[
-    typedef struct zv_limiter_s zv_limiter_t;
-    typedef struct { int allowed; double remaining; double retry_after; } zv_limiter_result_t;
-    int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost,
-                         uint64_t now_ns, zv_limiter_result_t *r);
-  ]]
-end
+require "zever.cdef.limiter"
 
 local C = ffi.C
 local has_ffi = pcall(function() return C.zv_limiter_allow end)
