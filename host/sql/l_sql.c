@@ -7,6 +7,8 @@
  *   sql.quote(ident)          -> the quoted identifier ("users"."id")
  *   sql.null                  -> the NULL sentinel (a light userdata, NULL)
  *   sql.op                    -> the opcode table shared with lua/zever/db/expr.lua
+ *   sql.SLOT                  -> the statements' slots by name: SLOT.select.where == 6, ...
+ *                                (lx_sql.h's ZV_SQL_*_SLOTS; lua/zever/db/query.lua builds by it)
  *
  * It must never copy a value into SQL text: values are appended to the bind list and stand in
  * the text as placeholders. A grouping list above 64 terms puts its dedup scratch on the heap;
@@ -135,5 +137,23 @@ int luaopen_zever_sql(lua_State *L) {
     lua_setfield(L, -2, opcodes[i].name);
   }
   lua_setfield(L, -2, "op");
+  lua_createtable(L, 0, 4);
+#define ZV_SQL_SLOT_FIELD(kind, name, lname) \
+  lua_pushinteger(L, kind##_##name);         \
+  lua_setfield(L, -2, #lname);
+  lua_createtable(L, 0, S_END - 2);
+  ZV_SQL_SELECT_SLOTS(ZV_SQL_SLOT_FIELD)
+  lua_setfield(L, -2, "select");
+  lua_createtable(L, 0, I_END - 2);
+  ZV_SQL_INSERT_SLOTS(ZV_SQL_SLOT_FIELD)
+  lua_setfield(L, -2, "insert");
+  lua_createtable(L, 0, U_END - 2);
+  ZV_SQL_UPDATE_SLOTS(ZV_SQL_SLOT_FIELD)
+  lua_setfield(L, -2, "update");
+  lua_createtable(L, 0, D_END - 2);
+  ZV_SQL_DELETE_SLOTS(ZV_SQL_SLOT_FIELD)
+  lua_setfield(L, -2, "delete");
+#undef ZV_SQL_SLOT_FIELD
+  lua_setfield(L, -2, "SLOT");
   return 1;
 }
