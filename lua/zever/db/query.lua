@@ -18,13 +18,17 @@ local setmetatable, getmetatable, tostring, rawget = setmetatable, getmetatable,
 local sort, lower = table.sort, string.lower
 local tnew = require "table.new"
 
--- Slots of each node kind (l_sql.c documents the same layout).
+-- Slots of each node kind, by name from the C renderer (sql.SLOT: lx_sql.h's one table).
 -- (Slot 2 of every kind is the table: the constructors fill it positionally.)
-local S_COLUMNS, S_DISTINCT, S_JOINS, S_WHERE, S_GROUP, S_HAVING, S_ORDER = 3, 4, 5, 6, 7, 8, 9
-local S_LIMIT, S_OFFSET, S_CTES, S_SETOPS, S_LOCK, S_WAIT = 10, 11, 12, 13, 14, 15
-local I_COLUMNS, I_ROWS, I_CONFLICT, I_ACTION, I_SET, I_RETURNING, I_CTES = 3, 4, 5, 6, 7, 8, 9
-local U_SET, U_WHERE, U_RETURNING, U_CTES = 3, 4, 5, 6
-local D_WHERE, D_RETURNING, D_CTES = 3, 4, 5
+local S, I, U, D = sql.SLOT.select, sql.SLOT.insert, sql.SLOT.update, sql.SLOT.delete
+local S_COLUMNS, S_DISTINCT, S_JOINS, S_WHERE, S_GROUP, S_HAVING, S_ORDER = S.columns,
+  S.distinct, S.joins, S.where, S.group, S.having, S.order
+local S_LIMIT, S_OFFSET, S_CTES, S_SETOPS, S_LOCK, S_WAIT = S.limit, S.offset, S.ctes, S.setops,
+  S.lock, S.wait
+local I_COLUMNS, I_ROWS, I_CONFLICT, I_ACTION, I_SET, I_RETURNING, I_CTES = I.columns, I.rows,
+  I.conflict, I.action, I.set, I.returning, I.ctes
+local U_SET, U_WHERE, U_RETURNING, U_CTES = U.set, U.where, U.returning, U.ctes
+local D_WHERE, D_RETURNING, D_CTES = D.where, D.returning, D.ctes
 
 local M = {}
 
