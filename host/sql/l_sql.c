@@ -55,6 +55,7 @@ static int l_render(lua_State *L) {
   c.nbind = 0;
   c.depth = 0;
   c.msg[0] = '\0';
+  c.subquery = zv__sql_subquery;
   zv_sql_buf_reset(c.b);
   zv__sql_query(&c, 1);
   if (c.b->err) {

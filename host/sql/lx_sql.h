@@ -86,7 +86,8 @@ typedef struct {
   void *dedup[MAX_DEPTH + 2]; /* live dedup heap blocks, one per nesting depth */
 } state_t;
 
-typedef struct {
+typedef struct ctx_s ctx_t;
+struct ctx_s {
   lua_State *L;
   state_t *st;
   zv_sql_buf_t *b;
@@ -96,7 +97,10 @@ typedef struct {
   uint64_t nbind;
   int depth;
   char msg[256];
-} ctx_t;
+  /* Renders a statement in parentheses (zv__sql_subquery): expressions reach statements
+   * through this hook, so lx_sql_expr.c calls nothing of lx_sql_query.c (SQLite's Walker). */
+  void (*subquery)(ctx_t *c, int idx);
+};
 
 /* Records the first error message; the builder's sticky error stops further output. */
 static inline void fail(ctx_t *c, const char *fmt, ...) {
@@ -189,7 +193,11 @@ void zv__sql_group_terms(ctx_t *c, int list);
 void zv__sql_conds(ctx_t *c, int list);
 const char *zv__sql_join_op(const char *s, size_t n);
 
-/* lx_sql_query.c: a whole statement at idx (opcode Q_*), bare or in parentheses. */
+/*
+ * lx_sql_query.c: a whole statement at idx (opcode Q_*), bare or in parentheses. The parts call
+ * one way: l_sql.c -> lx_sql_query.c -> lx_sql_expr.c; an expression's subquery goes through
+ * c->subquery, which l_sql.c sets to zv__sql_subquery.
+ */
 void zv__sql_query(ctx_t *c, int idx);
 void zv__sql_subquery(ctx_t *c, int idx);
 
