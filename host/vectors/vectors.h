@@ -26,35 +26,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ivf.h"
+#include "kernel.h"
 #include "vectors_ffi.h"
-
-/* The bounded min-heap; storage is the caller's (cap entries). */
-typedef struct {
-  zv_vectors_hit_t *items;
-  size_t n, cap;
-} zv_vectors_topk_t;
-
-/* Dot product of n floats; written with 16 independent lanes so that -O2 vectorizes it. */
-float zv_vectors_dot(const float *a, const float *b, size_t n);
-
-/* Euclidean norm of n floats (same lanes as dot). */
-float zv_vectors_norm(const float *a, size_t n);
-
-/* Starts an empty heap over items[cap]; cap 0 keeps nothing. */
-void zv_vectors_topk_init(zv_vectors_topk_t *h, zv_vectors_hit_t *items, size_t cap);
-
-/* Offers (score, slot): kept when the heap has room or it beats the weakest survivor (a
- * higher score, or an equal score with a lower slot). Allocates nothing. */
-void zv_vectors_topk_push(zv_vectors_topk_t *h, float score, uint32_t slot);
-
-/* Sorts the survivors best first (score descending, then slot ascending); the heap is then
- * spent (its items are a sorted array of h->n hits). */
-void zv_vectors_topk_sort(zv_vectors_topk_t *h);
-
-/* The scan kernel: offers every row of rows[n * dim] (norms[n], slots first_slot...) scored
- * against q (|q| = qnorm > 0). Allocates nothing. */
-void zv_vectors_scan(zv_vectors_topk_t *h, const float *q, float qnorm, const float *rows,
-                     const float *norms, size_t n, size_t dim, uint32_t first_slot);
 
 /* A new empty set of dim-dimensional vectors (dim >= 1). Returns 0 or ZV_EINVAL/ZV_ENOMEM;
  * the caller owns *out and frees it with zv_vectors_set_free. */
@@ -72,5 +46,12 @@ int zv_vectors_set_query(zv_vectors_set_t *s, const float *q, size_t k, zv_vecto
 
 /* Raw access for the FFI: the row of slot (dim floats), valid until the next put/remove. */
 const float *zv_vectors_set_row(const zv_vectors_set_t *s, size_t slot);
+
+/* The set's own index (vectors.c keeps it in step with put/remove; clear and free drop it). */
+
+/* Builds an index over the set's rows now, replacing any previous one (kept on failure).
+ * Returns 0, ZV_EINVAL (an empty set) or ZV_ENOMEM. */
+int zv_vectors_set_build_index(zv_vectors_set_t *s, const zv_vectors_ivf_opts_t *opts);
+void zv_vectors_set_drop_index(zv_vectors_set_t *s);
 
 #endif
