@@ -12,8 +12,8 @@
 --
 -- Opening a name that is already open with other options raises (a programmer error). clock
 -- is for specs: a function returning seconds (a fake clock); without it the C core reads
--- CLOCK_MONOTONIC itself. allow goes through LuaJIT's FFI (one C call, no allocation); the
--- classic binding (zever.limiter_core) is the fallback when the host does not export the core.
+-- CLOCK_MONOTONIC itself. allow goes through LuaJIT's FFI (one C call, no allocation; the host
+-- always exports the core), the classic binding (zever.limiter_core) does the rest.
 -- Argument checks belong to the front-end (zever.limiter), not here.
 
 local ffi = require "ffi"
@@ -27,8 +27,7 @@ local M = {}
 require "zever.cdef.limiter"
 
 local C = ffi.C
-local has_ffi = pcall(function() return C.zv_limiter_allow end)
-local c_allow = has_ffi and C.zv_limiter_allow
+local c_allow = C.zv_limiter_allow
 local limiter_ptr = ffi.typeof("zv_limiter_t *")
 
 local Memory = {}
@@ -46,19 +45,11 @@ local function now_of(self)
   return clock() * 1e9 + 1
 end
 
-if has_ffi then
-  function Memory:allow(key, cost)
-    local r = self.result
-    local rc = c_allow(self.ptr, key, #key, cost, now_of(self), r)
-    if rc ~= 0 then return fail(rc == -4 and "TOOLONG" or "NOMEM", "cannot admit the key") end
-    return r.allowed ~= 0, r.remaining, r.retry_after
-  end
-else
-  function Memory:allow(key, cost)
-    local allowed, remaining, retry_after = self.handle:allow(key, cost, now_of(self))
-    if allowed == nil then return fail(remaining, retry_after) end
-    return allowed, remaining, retry_after
-  end
+function Memory:allow(key, cost)
+  local r = self.result
+  local rc = c_allow(self.ptr, key, #key, cost, now_of(self), r)
+  if rc ~= 0 then return fail(rc == -4 and "TOOLONG" or "NOMEM", "cannot admit the key") end
+  return r.allowed ~= 0, r.remaining, r.retry_after
 end
 
 function Memory:reset(key)
@@ -112,7 +103,7 @@ function M.new(opts)
   end
   return setmetatable({
     handle = handle,
-    ptr = has_ffi and ffi.cast(limiter_ptr, handle:ptr()) or nil,
+    ptr = ffi.cast(limiter_ptr, handle:ptr()),
     result = ffi.new("zv_limiter_result_t"),
     clock = opts.clock,
     name = name,
@@ -127,6 +118,5 @@ function M.open(section)
     max_keys = section.max_keys, idle_ttl = section.idle_ttl })
 end
 
-M.ffi = has_ffi
 
 return M
