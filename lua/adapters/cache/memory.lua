@@ -95,7 +95,7 @@ function Memory:exists(key)
 end
 
 function Memory:incr(key, n, ttl)
-  local v, code = self.handle:incr(key, n, ttl * 1e9, now_of(self))
+  local v, _, code = self.handle:incr(key, n, ttl * 1e9, now_of(self))
   if v ~= nil then return v end
   if code == "INVAL" then return nil, NOT_NUMBER end
   if code == "TOOLONG" then return nil, TOO_BIG end
@@ -133,7 +133,7 @@ function M.new(opts)
   end
   local name = opts.name or format("default:%d", max_bytes)
   if type(name) ~= "string" then error("cache: name must be a string", 2) end
-  local handle, code, msg = core.open(name, max_bytes)
+  local handle, msg, code = core.open(name, max_bytes)
   if not handle then
     if code == "CONFLICT" then
       error(format('cache: "%s" is already open with another max_bytes', name), 2)

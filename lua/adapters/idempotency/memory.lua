@@ -133,7 +133,7 @@ function M.new(opts)
   end
   local name = opts.name or format("default:%d:%d", max_keys, max_bytes)
   if type(name) ~= "string" then error("idempotency: name must be a string", 2) end
-  local handle, code, msg = core.open(name, max_keys, max_bytes)
+  local handle, msg, code = core.open(name, max_keys, max_bytes)
   if not handle then
     if code == "CONFLICT" then
       error(format('idempotency: "%s" is already open with other bounds', name), 2)

@@ -53,7 +53,7 @@ function Memory:allow(key, cost)
 end
 
 function Memory:reset(key)
-  local ok, code, msg = self.handle:reset(key)
+  local ok, msg, code = self.handle:reset(key)
   if ok == nil then return fail(code, msg) end
   return true
 end
@@ -94,7 +94,7 @@ function M.new(opts)
   local name = opts.name or format("default:%s:%s:%s:%s", tostring(rate), tostring(burst),
     tostring(max_keys), tostring(idle))
   if type(name) ~= "string" then error("limiter: name must be a string", 2) end
-  local handle, code, msg = core.open(name, rate, burst, max_keys, idle)
+  local handle, msg, code = core.open(name, rate, burst, max_keys, idle)
   if not handle then
     if code == "CONFLICT" then
       error(format('limiter: "%s" is already open with other options', name), 2)

@@ -248,7 +248,7 @@ end
 
 -- Builds the index over the loaded copy now; false when the store is empty.
 function DB:_build()
-  local ok, code, message = self.set:build_index(self.index_opts)
+  local ok, message, code = self.set:build_index(self.index_opts)
   if ok then return true end
   if code == "INVAL" then return false end
   return fail("unavailable", "vectors: cannot build the index: " .. tostring(message))
