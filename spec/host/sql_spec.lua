@@ -610,6 +610,16 @@ describe("zever.sql", function()
       end)
     end
 
+    it("check_slots accepts the layout and names a slot that drifted", function()
+      assert.has_no.errors(function() sql.check_slots("update", { set = 3, where = 4 }) end)
+      assert.has_error(function() sql.check_slots("select", { where = 7 }) end,
+        "sql: the select slot 'where' is 7 here but 6 in zever.sql (lx_sql.h)")
+      assert.has_error(function() sql.check_slots("select", { wat = 3 }) end,
+        "sql: the select slot 'wat' is 3 here but nil in zever.sql (lx_sql.h)")
+      assert.has_error(function() sql.check_slots("merge", {}) end,
+        "sql.check_slots: no statement kind 'merge'")
+    end)
+
     it("numbers each statement's slots from 2 without a gap", function()
       for kind, slots in pairs(SLOT) do
         local seen, n = {}, 0
