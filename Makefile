@@ -15,7 +15,9 @@
 # A binding too long for one file is split by phase: l_<name>.c keeps the entry points, and
 # host/<name>/lx_*.c files are its other parts. Parts are compiled into the host with the
 # binding's flags, never preloaded as modules, and left out of the cores that benchmarks and
-# fuzz targets link (they use Lua).
+# fuzz targets link (they use Lua). host/runtime/ is what bindings share (binding helpers, the
+# loop of a state, a new state for a worker): no l_*.c, so not a module; its .c files are built
+# into the host only. A binding includes runtime/, core/ and its own folder (`make check-includes`).
 
 CC       ?= cc
 PREFIX   ?= /usr/local
@@ -37,9 +39,13 @@ ALL_LDFLAGS = -Wl,-E $(LDFLAGS)
 MODULES   := $(sort $(patsubst l_%.c,%,$(notdir $(wildcard host/*/l_*.c))))
 BIND_SRC  := $(sort $(wildcard host/*/l_*.c))
 PART_SRC  := $(sort $(wildcard host/*/lx_*.c))
-CORE_SRC  := $(sort $(filter-out $(BIND_SRC) $(PART_SRC),$(wildcard host/*/*.c)))
-HOST_SRC  := host/main.c $(CORE_SRC) $(BIND_SRC) $(PART_SRC)
+RT_SRC    := $(sort $(wildcard host/runtime/*.c))
+CORE_SRC  := $(sort $(filter-out $(BIND_SRC) $(PART_SRC) $(RT_SRC),$(wildcard host/*/*.c)))
+HOST_SRC  := host/main.c $(RT_SRC) $(CORE_SRC) $(BIND_SRC) $(PART_SRC)
 HEADERS   := $(wildcard host/*.h host/*/*.h)
+# FFI declarations: host/<dir>/<name>_ffi.h, preprocessed into build/ffi.h, preloaded as
+# zever.cdef.<name> (the one declaration of each C function and type that Lua calls via the FFI).
+FFI_HDR   := $(sort $(wildcard host/*/*_ffi.h))
 
 OBJ       := $(HOST_SRC:host/%.c=build/obj/%.o)
 ASAN_OBJ  := $(HOST_SRC:host/%.c=build/asan/%.o)
@@ -57,7 +63,7 @@ DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         libssl-dev openssl redis-server curl wrk hyperfine python3 python3-aiosmtpd swaks \
         lua-sql-sqlite3
 
-.PHONY: all deps run test asan bench bench-http fuzz lint install clean
+.PHONY: all deps run test asan bench bench-http fuzz lint check-includes install clean
 all: deps bin/zever
 
 deps:
@@ -86,7 +92,18 @@ build/modules.h: Makefile $(BIND_SRC)
 	@mkdir -p build
 	@printf '%s\n' $(foreach m,$(MODULES),'ZV_MODULE($(m))') > $@.tmp && mv $@.tmp $@
 
-build/obj/%.o: host/%.c $(HEADERS) build/modules.h
+# One ZV_FFI(name, "declarations") per *_ffi.h, preprocessed with -DZV_FFI_CDEF (macros expanded,
+# comments and includes gone) and quoted as a C string; a directive left over is an error.
+build/ffi.h: Makefile $(FFI_HDR)
+	@mkdir -p build
+	@for h in $(FFI_HDR); do \
+	  $(CC) $(CSTD) -E -P -DZV_FFI_CDEF -Ihost $$h > $@.one || exit 1; \
+	  if grep -q '^[[:space:]]*#' $@.one; then echo "$$h: a directive reached the FFI" >&2; exit 1; fi; \
+	  printf 'ZV_FFI(%s,\n' $$(basename $$h _ffi.h); \
+	  sed 's/\\/\\\\/g; s/"/\\"/g; s/^/  "/; s/$$/\\n"/' $@.one; printf ')\n'; \
+	done > $@.tmp && rm -f $@.one && mv $@.tmp $@
+
+build/obj/%.o: host/%.c $(HEADERS) build/modules.h build/ffi.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -100,8 +117,20 @@ run: all
 
 # --- tests --------------------------------------------------------------------------------
 LUA_DIRS := $(wildcard lua cmd dsl spec bench examples)
-lint: deps
+lint: deps check-includes
 	@luacheck -q --no-color $(LUA_DIRS)
+
+# The layering rule: a binding (l_*.c, lx_*.c) includes system headers, host/runtime/,
+# host/core/ and headers of its own folder; the runtime includes no binding's header.
+check-includes:
+	@bad=$$(grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' $(BIND_SRC) $(PART_SRC) \
+	  | grep -Ev '#[[:space:]]*include[[:space:]]*"(\.\./(runtime|core)/)?[a-z0-9_]+\.h"'; \
+	  grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' host/runtime/*.[ch] \
+	  | grep -Ev '"(\.\./[a-z0-9_]+/)?[a-z0-9_]+\.h"' ; \
+	  grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"\.\./[a-z0-9_]+/l_' host/runtime/*.[ch]); \
+	if [ -n "$$bad" ]; then \
+	  echo "check-includes: a binding may include runtime/, core/ and its own folder only:" >&2; \
+	  echo "$$bad" >&2; exit 1; fi
 
 # Specs run in a random order, the seed printed first. SEEDS="7 1 12345" runs the whole suite
 # once per seed instead (each run ~3 min alone, ~8 min on a loaded 2-core machine).
@@ -115,7 +144,7 @@ endif
 
 # --- sanitizers -----------------------------------------------------------------------------
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-build/asan/%.o: host/%.c $(HEADERS) build/modules.h
+build/asan/%.o: host/%.c $(HEADERS) build/modules.h build/ffi.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c $< -o $@
 

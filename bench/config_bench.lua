@@ -18,10 +18,7 @@ local FIXTURE = sys.home() .. "/spec/fixtures/config/full"
 local bench = require("bench.harness").new(filter, { seconds = 0.3 })
 
 -- 100 variables that are not zever's: the usual ones, then filler.
-pcall(ffi.cdef, [[
-  int clearenv(void);
-  int setenv(const char *name, const char *value, int overwrite);
-]])
+require "zever.cdef.libc" -- clearenv, setenv
 local COMMON = { "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "PWD",
   "OLDPWD", "HOSTNAME", "EDITOR", "PAGER", "MAIL", "DISPLAY", "SSH_AUTH_SOCK", "XDG_RUNTIME_DIR",
   "LS_COLORS", "TMPDIR", "SHLVL", "GOPATH", "JAVA_HOME", "NODE_ENV", "CI", "DEBIAN_FRONTEND" }

@@ -12,7 +12,7 @@
 local reporter = require "zever.testing.reporter"
 local ffi = require "ffi"
 
-pcall(ffi.cdef, "int setenv(const char *name, const char *value, int overwrite);")
+require "zever.cdef.libc" -- setenv
 
 local function add(argv, ...)
   for i = 1, select("#", ...) do argv[#argv + 1] = select(i, ...) end

@@ -33,6 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cache_ffi.h"
+
 #define ZV_CACHE_STRIPES 64
 #define ZV_CACHE_MAX_KEY 65535
 
@@ -45,8 +47,6 @@ enum {
 
 /* zv_cache_set modes */
 enum { ZV_CACHE_SET = 0, ZV_CACHE_ADD = 1 };
-
-typedef struct zv_cache_s zv_cache_t;
 
 typedef struct {
   size_t entries;
@@ -72,23 +72,6 @@ void zv_cache_free(zv_cache_t *c);
  */
 int zv_cache_open(const char *name, size_t max_bytes, zv_cache_t **out);
 void zv_cache_release(zv_cache_t *c);
-
-/*
- * Copies key's value into buf. Returns 0 with *len and *type set; ZV_ENOTFOUND when absent or
- * expired; ZV_ERANGE when cap is too small (then *len is the size needed and nothing is
- * copied; the entry counts as read). Allocates nothing.
- */
-int zv_cache_get(zv_cache_t *c, const char *key, size_t klen, uint64_t now_ns, char *buf,
-                 size_t cap, size_t *len, int *type);
-
-/*
- * Stores a copy of value under key for ttl_ns (0: no expiry). mode ZV_CACHE_ADD stores only
- * when the key is absent or expired and returns ZV_ECONFLICT otherwise. ZV_ETOOLONG: the key
- * is over ZV_CACHE_MAX_KEY or the entry is larger than the whole budget. ZV_ENOMEM: malloc
- * failed. Allocates the entry (one zv_alloc) and may evict others.
- */
-int zv_cache_set(zv_cache_t *c, const char *key, size_t klen, int type, const char *value,
-                 size_t vlen, uint64_t ttl_ns, uint64_t now_ns, int mode);
 
 /* Removes key; *existed says whether a live entry was there. */
 int zv_cache_delete(zv_cache_t *c, const char *key, size_t klen, uint64_t now_ns, int *existed);

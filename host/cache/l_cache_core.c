@@ -2,14 +2,14 @@
  * l_cache_core.c: the zever.cache_core binding (the memory cache adapter wraps it; its get and
  * set go through LuaJIT's FFI to cache.h when the host exports the core).
  *
- *   core.open(name, max_bytes)        -> handle | nil, code_name, message
+ *   core.open(name, max_bytes)        -> handle | nil, message, code
  *   handle:get(key[, now_ns])         -> raw, type | nil        raw: string (STRING, JSON),
  *                                                                number, boolean
- *   handle:set(key, raw, type, ttl_ns, mode[, now_ns]) -> true | nil, code, message
- *                                        mode 0 set, 1 add (nil, "CONFLICT" when present)
+ *   handle:set(key, raw, type, ttl_ns, mode[, now_ns]) -> true | nil, message, code
+ *                                        mode 0 set, 1 add (code "CONFLICT" when present)
  *   handle:delete(key[, now_ns])      -> existed
  *   handle:exists(key[, now_ns])      -> boolean
- *   handle:incr(key, n, ttl_ns[, now_ns]) -> number | nil, code, message ("INVAL": not a number)
+ *   handle:incr(key, n, ttl_ns[, now_ns]) -> number | nil, message, code ("INVAL": not a number)
  *   handle:sweep(max_steps[, now_ns]) -> removed, more
  *   handle:clear()
  *   handle:stats()                    -> { entries, bytes, max_bytes, evictions, expired }
@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "../core/zv.h"
-#include "../lbind.h"
+#include "../runtime/lbind.h"
 #include "cache.h"
 
 #define MT "zever.cache_core"

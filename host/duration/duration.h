@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "duration_ffi.h"
+
 /* Formats: one bit each, so that a set of accepted formats is a mask. */
 #define ZV_DURATION_ISO8601 1u
 #define ZV_DURATION_UNITS 2u
@@ -64,43 +66,6 @@ enum zv_duration_cause_code {
 #undef ZV__X
   ZV_DURATION_CMAX
 };
-
-/*
- * The reason of a rejection: a cause code, the format it concerns (for NOTACCEPTED) and the
- * offending span input[at .. at + len). Plain int32s, so that LuaJIT's FFI can hold one in a
- * preallocated box.
- */
-typedef struct {
-  int32_t code;
-  int32_t format;
-  int32_t at;
-  int32_t len;
-} zv_duration_cause_t;
-
-/*
- * Parses s[0..len) in any of the formats in accept (a mask of ZV_DURATION_*; days != 0 allows
- * the day unit "d" and the designator "D"). The input's shape picks the parser: "P" after an
- * optional sign is iso8601, all digits is nano (units if nano is not accepted: "0"), anything else
- * is units. On success stores the value in *ns and returns 0. On failure stores the reason in
- * *cause (which may be NULL) and returns ZV_ERANGE when the value overflows int64 nanoseconds,
- * ZV_EINVAL otherwise (and for an empty accept mask). Never allocates; s need not end in NUL.
- */
-int zv_duration_parse(const char *s, size_t len, unsigned accept, int days, int64_t *ns,
-                      zv_duration_cause_t *cause);
-
-/*
- * Writes ns in the format fmt (one ZV_DURATION_* bit; days != 0 writes days in iso8601 and
- * units) into buf, NUL-terminated, and its length without the NUL into *len. Returns 0,
- * ZV_EINVAL for an unknown format, or ZV_ETOOLONG when cap is below ZV_DURATION_BUFSIZE and the
- * text does not fit. Never allocates.
- */
-int zv_duration_format(int64_t ns, unsigned fmt, int days, char *buf, size_t cap, size_t *len);
-
-/*
- * Converts seconds to nanoseconds, rounding to the nearest (halves away from zero). Returns 0,
- * or ZV_ERANGE for NaN, infinities and values outside int64 nanoseconds.
- */
-int zv_duration_from_seconds(double seconds, int64_t *ns);
 
 /* The name of a format bit ("iso8601", "units", "nano"); NULL for anything else. */
 const char *zv_duration_format_name(unsigned fmt);

@@ -71,7 +71,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
-#include "../loop/l_loop.h"
+#include "../runtime/runtime.h"
 #include "server.h"
 
 #define REQ_MT "zever.http.request"
@@ -334,20 +334,7 @@ static int r_respond(lua_State *L) {
   return 1;
 }
 
-/*
- * req:respond for LuaJIT's FFI (zever.server calls it per request; the host is linked with
- * -Wl,-E), so that the request's trace runs through the answer instead of stopping at a classic
- * C API call. req is a request object's payload (the FFI passes a full userdata to a void *
- * parameter as its payload address); hdrs holds 2 * nhdrs strings, name and value in turn,
- * which the caller keeps alive during the call. Returns 0 when the response went out, 1 when
- * the client is gone (respond's nil, "closed"), and -1, having sent nothing, for every case
- * in which respond raises (answered, streaming, a status outside 200..999, an invalid header):
- * the caller then calls req:respond, which raises with the usual message. An FFI call must not
- * re-enter Lua: zv_http_respond calls nothing of the binding but on_conn_close (plain C); the
- * next request and the drain callback run from the loop, never from inside a respond.
- */
-int zv_http_respond_ffi(void *req, int status, const char *body, size_t len,
-                        const zv_http_str_t *hdrs, size_t nhdrs);
+/* req:respond for LuaJIT's FFI: http_ffi.h says what it does. */
 int zv_http_respond_ffi(void *req, int status, const char *body, size_t len,
                         const zv_http_str_t *hdrs, size_t nhdrs) {
   lreq_t *r = req;

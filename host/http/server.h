@@ -37,6 +37,7 @@
 #include <uv.h>
 
 #include "conn.h"
+#include "http_ffi.h"
 
 typedef struct zv_http_server_s zv_http_server_t;
 typedef struct zv_http_sconn_s zv_http_sconn_t;
@@ -164,11 +165,6 @@ void zv_http_server_teardown(zv_http_server_t *s);
  * connection closes after it. Returns 0; ZV_EINVAL when a header is malformed (nothing sent);
  * ZV_EIO when the connection is closed.
  */
-typedef struct {
-  const char *p;
-  size_t n;
-} zv_http_str_t;
-
 int zv_http_respond(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, size_t nhdrs,
                     const char *body, size_t len);
 

@@ -2,11 +2,11 @@
  * l_idempotency_core.c: the zever.idempotency_core binding (the memory adapter wraps it; its
  * begin and complete go through LuaJIT's FFI to idem.h when the host exports the core).
  *
- *   core.open(name, max_keys, max_bytes)  -> handle | nil, code_name, message
+ *   core.open(name, max_keys, max_bytes)  -> handle | nil, message, code
  *   handle:begin(key, fp, ttl_ns, pending_ns[, now_ns])
  *       -> "reserved", token | "replay", raw, type | "pending" | "mismatch"
- *        | nil, code, message                       ("TOOLONG": key over 256 bytes, or too big)
- *   handle:complete(key, token, raw, type[, now_ns]) -> true | nil, code, message
+ *        | nil, message, code                       ("TOOLONG": key over 256 bytes, or too big)
+ *   handle:complete(key, token, raw, type[, now_ns]) -> true | nil, message, code
  *       ("NOTFOUND": no live reservation with that token; "CONFLICT": already complete)
  *   handle:forget(key[, token[, now_ns]]) -> existed       (token 0 or nil: whoever holds it)
  *   handle:sweep(max_steps[, now_ns])     -> removed, more
@@ -25,7 +25,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
-#include "../lbind.h"
+#include "../runtime/lbind.h"
 #include "idem.h"
 
 #define MT "zever.idempotency_core"

@@ -2,9 +2,9 @@
  * l_limiter_core.c: the zever.limiter_core binding (lua/zever/limiter.lua and the memory
  * adapter wrap it; the per-call path there goes through LuaJIT's FFI to limiter.h).
  *
- *   core.open(name, rate, burst, max_entries, idle) -> handle | nil, code_name, message
- *   handle:allow(key, cost[, now_ns])  -> allowed, remaining, retry_after | nil, code, message
- *   handle:reset(key)                  -> existed                         | nil, code, message
+ *   core.open(name, rate, burst, max_entries, idle) -> handle | nil, message, code
+ *   handle:allow(key, cost[, now_ns])  -> allowed, remaining, retry_after | nil, message, code
+ *   handle:reset(key)                  -> existed                         | nil, message, code
  *   handle:sweep(max_steps[, now_ns])  -> removed, more
  *   handle:stats()                     -> { entries, max_entries, evictions, expired }
  *   handle:ptr()                       -> lightuserdata (the zv_limiter_t *, for the FFI)
@@ -19,7 +19,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
-#include "../lbind.h"
+#include "../runtime/lbind.h"
 #include "limiter.h"
 
 #define MT "zever.limiter_core"

@@ -28,10 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "limiter_ffi.h"
+
 #define ZV_LIMITER_MAX_KEY 256
 #define ZV_LIMITER_STRIPES 64
-
-typedef struct zv_limiter_s zv_limiter_t;
 
 typedef struct {
   double rate;          /* tokens per second, >= 0 (0: a bucket never refills) */
@@ -39,12 +39,6 @@ typedef struct {
   size_t max_entries;   /* the table bound, >= 1 */
   double idle;          /* seconds without a call after which the sweep drops a key; 0: never */
 } zv_limiter_opts_t;
-
-typedef struct {
-  int allowed;          /* 1 when the cost was charged */
-  double remaining;     /* tokens left after the call (fractional) */
-  double retry_after;   /* seconds until the cost fits; 0 when allowed; +inf when rate is 0 */
-} zv_limiter_result_t;
 
 typedef struct {
   size_t entries;       /* keys in the table */
@@ -67,15 +61,6 @@ void zv_limiter_free(zv_limiter_t *l);
  */
 int zv_limiter_open(const char *name, const zv_limiter_opts_t *opts, zv_limiter_t **out);
 void zv_limiter_release(zv_limiter_t *l);
-
-/*
- * Charges cost tokens to key (a cost above burst is charged as burst; cost 0 only reads).
- * Returns 0 with *r filled (a denial is r->allowed == 0, not an error), ZV_ETOOLONG for a key
- * over ZV_LIMITER_MAX_KEY bytes, ZV_EINVAL for a negative or NaN cost, ZV_ENOMEM when a new
- * key's entry cannot be allocated. Allocates only to admit a key that is not in the table.
- */
-int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost, uint64_t now_ns,
-                     zv_limiter_result_t *r);
 
 /* Forgets key (its next call starts with a full bucket). *existed says whether it was there. */
 int zv_limiter_reset(zv_limiter_t *l, const char *key, size_t len, int *existed);

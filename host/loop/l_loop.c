@@ -45,9 +45,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
-#include "l_loop.h"
-
-static char loop_key;
+#include "../runtime/runtime.h"
 
 typedef struct hproxy_s hproxy_t;
 
@@ -72,67 +70,6 @@ struct hproxy_s {
 
 #define HANDLE_MT "zever.loop.handle"
 #define TIMER_MT "zever.loop.timer"
-
-/* --- the loop of a state -------------------------------------------------------------------- */
-
-static int traceback(lua_State *L) {
-  const char *msg = lua_tostring(L, 1);
-  if (!msg) msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-  luaL_traceback(L, L, msg, 1);
-  return 1;
-}
-
-static int loop_gc(lua_State *L) {
-  zv_loop_t *loop = lua_touserdata(L, 1);
-  if (loop->uv.data == loop) {
-    zv_loop_close(loop);
-    loop->uv.data = NULL;
-  }
-  return 0;
-}
-
-zv_loop_t *zv_loop_of(lua_State *L) {
-  zv_loop_t *loop;
-  lua_pushlightuserdata(L, &loop_key);
-  lua_rawget(L, LUA_REGISTRYINDEX);
-  loop = lua_touserdata(L, -1);
-  lua_pop(L, 1);
-  if (loop) return loop;
-  loop = lua_newuserdata(L, sizeof *loop);
-  memset(loop, 0, sizeof *loop);
-  if (zv_loop_init(loop)) {
-    lua_pop(L, 1);
-    luaL_error(L, "cannot create an event loop");
-    return NULL;
-  }
-  lua_newtable(L);
-  lua_pushcfunction(L, loop_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_setmetatable(L, -2);
-  lua_pushlightuserdata(L, &loop_key);
-  lua_pushvalue(L, -2);
-  lua_rawset(L, LUA_REGISTRYINDEX);
-  lua_pop(L, 1);
-  lua_pushcfunction(L, traceback);
-  loop->tb_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  return loop;
-}
-
-int zv_loop_pcall(lua_State *L, int nargs, int nresults, const char *what) {
-  zv_loop_t *loop = zv_loop_of(L);
-  int base = lua_gettop(L) - nargs;
-  int rc;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, loop->tb_ref);
-  lua_insert(L, base);
-  rc = lua_pcall(L, nargs, nresults, base);
-  if (rc) {
-    fprintf(stderr, "zever: %s: %s\n", what, lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
-    fflush(stderr);
-    lua_pop(L, 1);
-  }
-  lua_remove(L, base);
-  return rc;
-}
 
 static int l_run(lua_State *L) {
   static const char *const modes[] = {"default", "once", "nowait", NULL};

@@ -3,8 +3,8 @@
  * handles on it, so that closing the loop can close them all.
  *
  * It must not include lua.h: the HTTP server core (host/http/server.c) registers itself here
- * and is built into benchmarks and fuzz targets without Lua. The binding (l_loop.c) keeps one
- * zv_loop_t per lua_State and exposes it to other bindings through l_loop.h.
+ * and is built into benchmarks and fuzz targets without Lua. The runtime (runtime/loop_state.c)
+ * keeps one zv_loop_t per lua_State and gives it to the bindings (runtime/runtime.h).
  *
  *   zv_loop_t
  *   +--------------+     items: a circular list of zv_loop_item_t, one per owner of handles

@@ -50,7 +50,7 @@ typedef struct {
   uint64_t seed, counter;
 } state_t;
 
-typedef struct {
+typedef struct zv_mime_sink_s {
   int fd;
   int own;
   zv_mime_buf_t msg, line;
@@ -598,29 +598,10 @@ static int l_sink_ptr(lua_State *L) {
   return 1;
 }
 
-/*
- * The FFI entry of the log adapter (lua/adapters/mailer/log.lua): a send whose fields Lua has
- * laid out flat, without the classic C API. addrs holds counts[0] + ... + counts[4] addresses
- * (From, To, Cc, Bcc, Reply-To in ZV_MIME_FROM order); one with parse set is a whole address
- * string for zv_mime_addr_parse, else name (s NULL: none) and email as given. fields are
- * subject, text, html, date, message_id (s NULL: absent). The spans point into Lua strings the
- * caller keeps alive for the call.
- *
- * Returns 0 with *id set to the Message-ID (a span into the sink's buffer, valid until the next
- * send or close); an errno value (> 0) when the write failed; -1 for anything else (closed
- * sink, a refused message, too many addresses, out of memory): the caller then takes the
- * classic path (send_fields), which reports it with the usual kind and message. Allocates
- * nothing once the sink's buffers have grown.
- */
-typedef struct {
-  zv_mime_str_t name, email;
-  int parse;
-} zv_mime_flat_addr_t;
-
-int zv_mime_sink_send_flat(void *sink, const zv_mime_flat_addr_t *in, const int *counts,
-                           const zv_mime_str_t *fields, double max_bytes, zv_mime_str_t *id);
-int zv_mime_sink_send_flat(void *sink, const zv_mime_flat_addr_t *in, const int *counts,
-                           const zv_mime_str_t *fields, double max_bytes, zv_mime_str_t *id) {
+/* The FFI entry of the log adapter: mime_ffi.h says what it does. */
+int zv_mime_sink_send_flat(zv_mime_sink_t *sink, const zv_mime_flat_addr_t *in,
+                           const int *counts, const zv_mime_str_t *fields, double max_bytes,
+                           zv_mime_str_t *id) {
   sink_t *s = sink;
   zv_mime_addr_t addrs[POOL_ADDRS];
   zv_mime_msg_t m;

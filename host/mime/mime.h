@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "mime_ffi.h"
+
 #include "../core/zv.h"
 
 #define ZV_MIME_MAX_BYTES (10u * 1024u * 1024u) /* default size cap of a rendered message */
@@ -61,12 +63,6 @@ static inline void zv_mime_buf_put(zv_mime_buf_t *b, const void *s, size_t n) {
   }
   zv__mime_buf_put_slow(b, s, n);
 }
-
-/* A byte span; s == NULL means absent (an empty string is s != NULL, len == 0). */
-typedef struct {
-  const char *s;
-  size_t len;
-} zv_mime_str_t;
 
 typedef struct {
   zv_mime_str_t name;  /* display name, UTF-8, may be absent */

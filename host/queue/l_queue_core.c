@@ -3,7 +3,7 @@
  *
  *   core.open(name)                         -> handle        one process-wide queue per name
  *   handle:push(topic, payload, type, headers|nil, delay_ns, enqueued_ns[, now_ns])
- *                                           -> id | nil, code_name, message
+ *                                           -> id | nil, message, code
  *   handle:pop(topic, visibility_ns[, now_ns])
  *                                           -> id, lease, attempt, type, enqueued_ns, payload,
  *                                              headers|nil  | nil (nothing visible)
@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "../core/zv.h"
-#include "../lbind.h"
+#include "../runtime/lbind.h"
 #include "queue.h"
 
 #define MT "zever.queue_core"

@@ -33,7 +33,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
-#include "../loop/l_loop.h"
+#include "../runtime/runtime.h"
 #include "client.h"
 #include "redis_url.h"
 #include "sync.h"

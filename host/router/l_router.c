@@ -204,23 +204,7 @@ static int l_match(lua_State *L) {
   }
 }
 
-/*
- * The per-request match for LuaJIT's FFI (zever.app calls it through ffi.C; the host is linked
- * with -Wl,-E). The classic r:match costs a C API round trip and stops LuaJIT's compiler at the
- * call; this one is an ordinary C call inside a trace. box is a router object's payload (the
- * FFI passes a full userdata to a void * parameter as its payload address). It answers only the
- * common case: a hit whose parameters need no percent-decoding. It then fills out (the route
- * id, and each parameter as an offset and a length into path, in pattern order) and returns 0.
- * Anything else returns -1, and the caller asks r:match, which builds the 404, 405, OPTIONS and
- * redirect answers and decodes parameters. Allocates nothing.
- */
-typedef struct {
-  int32_t id, nparams;
-  int32_t spans[2 * ZV_ROUTER_MAX_PARAMS];
-} zv_router_ffi_match_t;
-
-int zv_router_match_ffi(const void *box, const char *method, size_t mlen, const char *path,
-                        size_t plen, zv_router_ffi_match_t *out);
+/* The per-request match for LuaJIT's FFI: router_ffi.h says what it does. */
 int zv_router_match_ffi(const void *box, const char *method, size_t mlen, const char *path,
                         size_t plen, zv_router_ffi_match_t *out) {
   const box_t *b = box;

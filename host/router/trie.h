@@ -35,8 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Parameters (':name' and the splat together) a pattern may hold; more is an error at add. */
-#define ZV_ROUTER_MAX_PARAMS 16
+#include "router_ffi.h"
+
 /* Distinct methods a router knows: the 7 standard ones and up to 25 other tokens. */
 #define ZV_ROUTER_MAX_METHODS 32
 /* The longest method token, and the longest pattern, in bytes. */

@@ -22,7 +22,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
-#include "../loop/l_loop.h"
+#include "../runtime/runtime.h"
 #include "conn.h"
 #include "smtp.h"
 

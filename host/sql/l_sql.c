@@ -7,6 +7,11 @@
  *   sql.quote(ident)          -> the quoted identifier ("users"."id")
  *   sql.null                  -> the NULL sentinel (a light userdata, NULL)
  *   sql.op                    -> the opcode table shared with lua/zever/db/expr.lua
+ *   sql.SLOT                  -> the statements' slots by name: SLOT.select.where == 6, ...
+ *                                (lx_sql.h's ZV_SQL_*_SLOTS; lua/zever/db/query.lua builds by it)
+ *   sql.check_slots(kind, t)  raises unless every name = slot of t is SLOT[kind]'s (the Lua
+ *                                builder keeps the slots as literals, which LuaJIT folds, and
+ *                                checks them with this when it loads)
  *
  * It must never copy a value into SQL text: values are appended to the bind list and stand in
  * the text as placeholders. A grouping list above 64 terms puts its dedup scratch on the heap;
@@ -53,6 +58,7 @@ static int l_render(lua_State *L) {
   c.nbind = 0;
   c.depth = 0;
   c.msg[0] = '\0';
+  c.subquery = zv__sql_subquery;
   zv_sql_buf_reset(c.b);
   zv__sql_query(&c, 1);
   if (c.b->err) {
@@ -107,6 +113,28 @@ static const struct {
   {"IN", C_IN}, {"BETWEEN", C_BETWEEN}, {"NULL", C_NULL}, {"LIKE", C_LIKE}, {"EXPR", C_EXPR},
 };
 
+/* sql.check_slots(kind, t): the upvalue is sql.SLOT. */
+static int l_check_slots(lua_State *L) {
+  const char *kind = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_getfield(L, lua_upvalueindex(1), kind);
+  if (!lua_istable(L, -1)) return luaL_error(L, "sql.check_slots: no statement kind '%s'", kind);
+  lua_pushnil(L);
+  while (lua_next(L, 2)) {
+    lua_pushvalue(L, -2);
+    lua_rawget(L, 3);
+    if (!lua_isnumber(L, -1) || !lua_isnumber(L, -2) ||
+        lua_tointeger(L, -1) != lua_tointeger(L, -2)) {
+      return luaL_error(L, "sql: the %s slot '%s' is %s here but %s in zever.sql (lx_sql.h)",
+                        kind, lua_tostring(L, -3) ? lua_tostring(L, -3) : "?",
+                        lua_tostring(L, -2) ? lua_tostring(L, -2) : "nil",
+                        lua_tostring(L, -1) ? lua_tostring(L, -1) : "nil");
+    }
+    lua_pop(L, 2);
+  }
+  return 0;
+}
+
 int luaopen_zever_sql(lua_State *L);
 int luaopen_zever_sql(lua_State *L) {
   static const luaL_Reg funcs[] = {
@@ -135,5 +163,26 @@ int luaopen_zever_sql(lua_State *L) {
     lua_setfield(L, -2, opcodes[i].name);
   }
   lua_setfield(L, -2, "op");
+  lua_createtable(L, 0, 4);
+#define ZV_SQL_SLOT_FIELD(kind, name, lname) \
+  lua_pushinteger(L, kind##_##name);         \
+  lua_setfield(L, -2, #lname);
+  lua_createtable(L, 0, S_END - 2);
+  ZV_SQL_SELECT_SLOTS(ZV_SQL_SLOT_FIELD)
+  lua_setfield(L, -2, "select");
+  lua_createtable(L, 0, I_END - 2);
+  ZV_SQL_INSERT_SLOTS(ZV_SQL_SLOT_FIELD)
+  lua_setfield(L, -2, "insert");
+  lua_createtable(L, 0, U_END - 2);
+  ZV_SQL_UPDATE_SLOTS(ZV_SQL_SLOT_FIELD)
+  lua_setfield(L, -2, "update");
+  lua_createtable(L, 0, D_END - 2);
+  ZV_SQL_DELETE_SLOTS(ZV_SQL_SLOT_FIELD)
+  lua_setfield(L, -2, "delete");
+#undef ZV_SQL_SLOT_FIELD
+  lua_pushvalue(L, -1);
+  lua_pushcclosure(L, l_check_slots, 1);
+  lua_setfield(L, -3, "check_slots");
+  lua_setfield(L, -2, "SLOT");
   return 1;
 }

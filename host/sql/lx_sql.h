@@ -13,8 +13,8 @@
  * above 64 terms, mirrored in module state (st->dedup) so that a Lua error raised meanwhile (out
  * of memory in the Lua API) leaks nothing.
  *
- * The AST. Every node is an array whose slot 1 is an opcode (sql.op); the Lua builder owns the
- * layout, and this file is its only reader:
+ * The AST. Every node is an array whose slot 1 is an opcode (sql.op); this file owns the
+ * statements' layout (ZV_SQL_*_SLOTS below, exported as sql.SLOT) and is its only C reader:
  *
  *   select  {SELECT, from, columns, distinct, joins, where, group, having, order, limit,
  *            offset, ctes, setops, lock, wait}
@@ -52,13 +52,31 @@ enum {
   C_CMP = 30, C_GROUP, C_IN, C_BETWEEN, C_NULL, C_LIKE, C_EXPR
 };
 
-enum {
-  S_FROM = 2, S_COLUMNS, S_DISTINCT, S_JOINS, S_WHERE, S_GROUP, S_HAVING, S_ORDER, S_LIMIT,
-  S_OFFSET, S_CTES, S_SETOPS, S_LOCK, S_WAIT
-};
-enum { I_TABLE = 2, I_COLUMNS, I_ROWS, I_CONFLICT, I_ACTION, I_SET, I_RETURNING, I_CTES };
-enum { U_TABLE = 2, U_SET, U_WHERE, U_RETURNING, U_CTES };
-enum { D_TABLE = 2, D_WHERE, D_RETURNING, D_CTES };
+/*
+ * The slots of each statement node, in order from slot 2 (slot 1 is the opcode): the one table
+ * of the layout. C reads it as S_WHERE, I_ROWS, ...; Lua as sql.SLOT.select.where,
+ * sql.SLOT.insert.rows, ... (l_sql.c exports it), so the builder never types a slot number.
+ */
+#define ZV_SQL_SELECT_SLOTS(X)                                                                  \
+  X(S, FROM, from) X(S, COLUMNS, columns) X(S, DISTINCT, distinct) X(S, JOINS, joins)           \
+  X(S, WHERE, where) X(S, GROUP, group) X(S, HAVING, having) X(S, ORDER, order)                 \
+  X(S, LIMIT, limit) X(S, OFFSET, offset) X(S, CTES, ctes) X(S, SETOPS, setops)                 \
+  X(S, LOCK, lock) X(S, WAIT, wait)
+#define ZV_SQL_INSERT_SLOTS(X)                                                                  \
+  X(I, TABLE, table) X(I, COLUMNS, columns) X(I, ROWS, rows) X(I, CONFLICT, conflict)           \
+  X(I, ACTION, action) X(I, SET, set) X(I, RETURNING, returning) X(I, CTES, ctes)
+#define ZV_SQL_UPDATE_SLOTS(X)                                                                  \
+  X(U, TABLE, table) X(U, SET, set) X(U, WHERE, where) X(U, RETURNING, returning)               \
+  X(U, CTES, ctes)
+#define ZV_SQL_DELETE_SLOTS(X)                                                                  \
+  X(D, TABLE, table) X(D, WHERE, where) X(D, RETURNING, returning) X(D, CTES, ctes)
+
+#define ZV_SQL_SLOT_ENUM(kind, name, lname) kind##_##name,
+enum { S_OPCODE = 1, ZV_SQL_SELECT_SLOTS(ZV_SQL_SLOT_ENUM) S_END };
+enum { I_OPCODE = 1, ZV_SQL_INSERT_SLOTS(ZV_SQL_SLOT_ENUM) I_END };
+enum { U_OPCODE = 1, ZV_SQL_UPDATE_SLOTS(ZV_SQL_SLOT_ENUM) U_END };
+enum { D_OPCODE = 1, ZV_SQL_DELETE_SLOTS(ZV_SQL_SLOT_ENUM) D_END };
+#undef ZV_SQL_SLOT_ENUM
 
 #define MAX_DEPTH 64
 
@@ -68,7 +86,8 @@ typedef struct {
   void *dedup[MAX_DEPTH + 2]; /* live dedup heap blocks, one per nesting depth */
 } state_t;
 
-typedef struct {
+typedef struct ctx_s ctx_t;
+struct ctx_s {
   lua_State *L;
   state_t *st;
   zv_sql_buf_t *b;
@@ -78,7 +97,10 @@ typedef struct {
   uint64_t nbind;
   int depth;
   char msg[256];
-} ctx_t;
+  /* Renders a statement in parentheses (zv__sql_subquery): expressions reach statements
+   * through this hook, so lx_sql_expr.c calls nothing of lx_sql_query.c (SQLite's Walker). */
+  void (*subquery)(ctx_t *c, int idx);
+};
 
 /* Records the first error message; the builder's sticky error stops further output. */
 static inline void fail(ctx_t *c, const char *fmt, ...) {
@@ -171,7 +193,11 @@ void zv__sql_group_terms(ctx_t *c, int list);
 void zv__sql_conds(ctx_t *c, int list);
 const char *zv__sql_join_op(const char *s, size_t n);
 
-/* lx_sql_query.c: a whole statement at idx (opcode Q_*), bare or in parentheses. */
+/*
+ * lx_sql_query.c: a whole statement at idx (opcode Q_*), bare or in parentheses. The parts call
+ * one way: l_sql.c -> lx_sql_query.c -> lx_sql_expr.c; an expression's subquery goes through
+ * c->subquery, which l_sql.c sets to zv__sql_subquery.
+ */
 void zv__sql_query(ctx_t *c, int idx);
 void zv__sql_subquery(ctx_t *c, int idx);
 

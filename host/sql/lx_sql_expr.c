@@ -239,7 +239,7 @@ static void render_node(ctx_t *c, int idx, int op) {
   case Q_INSERT:
   case Q_UPDATE:
   case Q_DELETE:
-    zv__sql_subquery(c, idx);
+    c->subquery(c, idx);
     break;
   case E_COL:
     ident_at(c, geti(c, idx, 2), 0);
@@ -306,7 +306,7 @@ static void render_node(ctx_t *c, int idx, int op) {
     break;
   case E_EXISTS:
     zv_sql_lit(c->b, "EXISTS ");
-    zv__sql_subquery(c, geti(c, idx, 2));
+    c->subquery(c, geti(c, idx, 2));
     break;
   default:
     fail(c, "unknown expression node %d", op);
@@ -352,7 +352,7 @@ static void render_in(ctx_t *c, int idx) {
   if (op == Q_SELECT) {
     zv__sql_column(c, lhs, 0);
     zv_sql_appends(c->b, neg ? " NOT IN " : " IN ");
-    zv__sql_subquery(c, list);
+    c->subquery(c, list);
     return;
   }
   if (op || lua_type(L, list) != LUA_TTABLE) {

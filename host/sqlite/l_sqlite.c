@@ -42,6 +42,7 @@
 
 #include "../core/zv.h"
 #include "sqlite.h"
+#include "sqlite_ffi.h"
 
 #define CONN_MT "zever.sqlite.conn"
 #define BLOB_MT "zever.sqlite.blob"
@@ -55,17 +56,8 @@ typedef struct {
   int active;
 } conn_t;
 
-/*
- * A statement checked out for one call. The FFI path (lua/adapters/db/sqlite.lua) declares the
- * same struct as zv_sqlite_use_t; keep the two in step.
- */
-typedef struct {
-  sqlite3_stmt *stmt;
-  size_t slot;
-  int cached;
-  int multi;
-  uint64_t born; /* the cache entry's birth tick when cached, else 0 */
-} use_t;
+/* A statement checked out for one call (sqlite_ffi.h: the FFI path reads it too). */
+typedef zv_sqlite_use_t use_t;
 
 static char key_to64, key_from64;
 
@@ -356,16 +348,7 @@ static int start(lua_State *L, call_t *k, use_t *u) {
   return r;
 }
 
-/*
- * The FFI path for reads (first/query from lua/adapters/db/sqlite.lua), which LuaJIT compiles:
- * Lua checks a statement out here, binds, steps and decodes through sqlite3_* directly, and
- * gives it back. zv_sqlite_ffi_acquire returns 0 with the statement checked out (cached or
- * private, exactly as the classic calls do) when conn is open, sql is one statement and it has
- * n placeholders; otherwise nonzero with nothing checked out, and the caller takes the classic
- * path, which repeats the work and reports the error. Every checkout must be released by
- * zv_sqlite_ffi_release before any Lua code that could raise or re-enter runs.
- */
-int zv_sqlite_ffi_acquire(void *conn, const char *sql, size_t len, int n, use_t *u);
+/* The FFI path for reads: sqlite_ffi.h says what these do. */
 int zv_sqlite_ffi_acquire(void *conn, const char *sql, size_t len, int n, use_t *u) {
   conn_t *c = conn;
   if (c->closed || acquire(c, sql, len, u) != SQLITE_OK) return 1;
@@ -377,7 +360,6 @@ int zv_sqlite_ffi_acquire(void *conn, const char *sql, size_t len, int n, use_t 
   return 0;
 }
 
-void zv_sqlite_ffi_release(void *conn, use_t *u);
 void zv_sqlite_ffi_release(void *conn, use_t *u) {
   release(conn, u);
 }

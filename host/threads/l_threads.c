@@ -3,7 +3,7 @@
  *
  *   threads.start(n, module, payload) -> pool   each worker runs
  *                                                require(module).worker(payload, index, n)
- *                                                in a fresh state (zv_host_newstate), then closes
+ *                                                in a fresh state (zv_runtime_newstate), then closes
  *                                                that state
  *   pool:send(i, message) -> boolean            i = 0: every worker; false when i has ended
  *   pool:on_exit(fn)                            fn(index, ok, err) in the owner's loop
@@ -32,8 +32,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
-#include "../host.h"
-#include "../loop/l_loop.h"
+#include "../runtime/runtime.h"
 
 #define POOL_MT "zever.threads.pool"
 #define MAX_WORKERS 1024
@@ -144,7 +143,7 @@ static int run_worker(lua_State *L, worker_t *w) {
 static void worker_main(void *arg) {
   worker_t *w = arg;
   pool_t *p = w->pool;
-  lua_State *L = zv_host_newstate();
+  lua_State *L = zv_runtime_newstate();
   char *err = NULL;
   int ok = 0;
   if (!L) {

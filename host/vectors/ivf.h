@@ -5,6 +5,7 @@
  * It must stay free of Lua and SQLite, and it does not own the rows: it is built over the
  * rows and norms of a zv_vectors_set_t (vectors.c owns one per set and keeps it in step), and
  * every call that reads rows is handed them again, so a set that grew its storage is fine.
+ * It calls only the kernel (kernel.h); the set's calls that take an index are vectors.h's.
  *
  *   zv_vectors_ivf_t
  *   +-----------+-------------------------------------------+
@@ -30,9 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vectors.h"
-
-typedef struct zv_vectors_ivf_s zv_vectors_ivf_t;
+#include "kernel.h"
+#include "vectors_ffi.h"
 
 typedef struct {
   size_t nlist;   /* lists (centroids); 0: round(sqrt(n)); clamped to [1, n] */
@@ -69,24 +69,6 @@ void zv_vectors_ivf_remove(zv_vectors_ivf_t *ix, size_t slot, size_t n);
 void zv_vectors_ivf_scan(zv_vectors_ivf_t *ix, zv_vectors_topk_t *h, const float *q, float qnorm,
                          const float *rows, const float *norms, size_t n, size_t nprobe);
 
-/* What the index looks like now, for the adapter's rebuild policy and for users. */
-typedef struct {
-  size_t nlist, nprobe, n_built, n_indexed, n_stale;
-} zv_vectors_ivf_info_t;
-void zv_vectors_ivf_info(const zv_vectors_ivf_t *ix, zv_vectors_ivf_info_t *out);
-
-/* The set's own index (vectors.c keeps it in step with put/remove; clear and free drop it). */
-
-/* Builds an index over the set's rows now, replacing any previous one (kept on failure).
- * Returns 0, ZV_EINVAL (an empty set) or ZV_ENOMEM. */
-int zv_vectors_set_build_index(zv_vectors_set_t *s, const zv_vectors_ivf_opts_t *opts);
-void zv_vectors_set_drop_index(zv_vectors_set_t *s);
-/* The set's index, or NULL. */
-const zv_vectors_ivf_t *zv_vectors_set_index(const zv_vectors_set_t *s);
-
-/* zv_vectors_set_query through the index when the set has one (probing nprobe lists; 0: the
- * index's default), else the exact scan. Same results shape, same allocation rules. */
-int zv_vectors_set_query_approx(zv_vectors_set_t *s, const float *q, size_t k, size_t nprobe,
-                                zv_vectors_hit_t *hits, size_t *n_out);
+/* zv_vectors_set_index, zv_vectors_set_query_approx and zv_vectors_ivf_info: vectors_ffi.h. */
 
 #endif

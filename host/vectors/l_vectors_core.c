@@ -4,13 +4,13 @@
  * on handle:ptr(); these methods are the classic path and what the specs drive directly.
  *
  *   core.new(dim)                  -> handle                    (raises on dim < 1)
- *   handle:put(slot, floats)       -> true | nil, code, message (floats: a string of dim float32,
+ *   handle:put(slot, floats)       -> true | nil, message, code (floats: a string of dim float32,
  *                                                                slot 0-based, n appends)
- *   handle:remove(slot)            -> true | nil, code, message (the last row moves into slot)
- *   handle:query(floats, k[, nprobe]) -> { {slot, score}, ... } best first | nil, code, message
+ *   handle:remove(slot)            -> true | nil, message, code (the last row moves into slot)
+ *   handle:query(floats, k[, nprobe]) -> { {slot, score}, ... } best first | nil, message, code
  *                                     (nprobe given: through the index if built, 0 its default)
  *   handle:build_index{nlist =, nprobe =, iters =, sample =, seed =}
- *                                  -> true | nil, code, message (options 0/absent: defaults)
+ *                                  -> true | nil, message, code (options 0/absent: defaults)
  *   handle:drop_index()
  *   handle:index_info()            -> { nlist, nprobe, built, indexed, stale } | nil (no index)
  *   handle:count(), handle:dim(), handle:clear()
@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "../core/zv.h"
-#include "../lbind.h"
+#include "../runtime/lbind.h"
 #include "ivf.h"
 #include "vectors.h"
 

@@ -26,41 +26,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct zv_vectors_set_s zv_vectors_set_t;
-
-/* One survivor of a scan. */
-typedef struct {
-  float score;
-  uint32_t slot;
-} zv_vectors_hit_t;
-
-/* The bounded min-heap; storage is the caller's (cap entries). */
-typedef struct {
-  zv_vectors_hit_t *items;
-  size_t n, cap;
-} zv_vectors_topk_t;
-
-/* Dot product of n floats; written with 16 independent lanes so that -O2 vectorizes it. */
-float zv_vectors_dot(const float *a, const float *b, size_t n);
-
-/* Euclidean norm of n floats (same lanes as dot). */
-float zv_vectors_norm(const float *a, size_t n);
-
-/* Starts an empty heap over items[cap]; cap 0 keeps nothing. */
-void zv_vectors_topk_init(zv_vectors_topk_t *h, zv_vectors_hit_t *items, size_t cap);
-
-/* Offers (score, slot): kept when the heap has room or it beats the weakest survivor (a
- * higher score, or an equal score with a lower slot). Allocates nothing. */
-void zv_vectors_topk_push(zv_vectors_topk_t *h, float score, uint32_t slot);
-
-/* Sorts the survivors best first (score descending, then slot ascending); the heap is then
- * spent (its items are a sorted array of h->n hits). */
-void zv_vectors_topk_sort(zv_vectors_topk_t *h);
-
-/* The scan kernel: offers every row of rows[n * dim] (norms[n], slots first_slot...) scored
- * against q (|q| = qnorm > 0). Allocates nothing. */
-void zv_vectors_scan(zv_vectors_topk_t *h, const float *q, float qnorm, const float *rows,
-                     const float *norms, size_t n, size_t dim, uint32_t first_slot);
+#include "ivf.h"
+#include "kernel.h"
+#include "vectors_ffi.h"
 
 /* A new empty set of dim-dimensional vectors (dim >= 1). Returns 0 or ZV_EINVAL/ZV_ENOMEM;
  * the caller owns *out and frees it with zv_vectors_set_free. */
@@ -68,30 +36,22 @@ int zv_vectors_set_new(size_t dim, zv_vectors_set_t **out);
 void zv_vectors_set_free(zv_vectors_set_t *s);
 
 size_t zv_vectors_set_dim(const zv_vectors_set_t *s);
-size_t zv_vectors_set_count(const zv_vectors_set_t *s);
-
 /* Empties the set, keeping its memory. */
 void zv_vectors_set_clear(zv_vectors_set_t *s);
-
-/* Writes v (dim floats, copied) at slot: slot < n replaces, slot == n appends (may grow the
- * rows: ZV_ENOMEM leaves the set unchanged), slot > n is ZV_ERANGE. */
-int zv_vectors_set_put(zv_vectors_set_t *s, size_t slot, const float *v);
-
-/* Removes slot by moving the last row into it (slots are not stable: the caller moves its
- * id of the last slot to slot). ZV_ERANGE when slot >= n. */
-int zv_vectors_set_remove(zv_vectors_set_t *s, size_t slot);
 
 /* The k best rows for q (dim floats), best first, into hits[*n_out] (hits has room for k).
  * A zero q scores every row 0. Returns 0 or ZV_ENOMEM (growing the heap scratch). */
 int zv_vectors_set_query(zv_vectors_set_t *s, const float *q, size_t k, zv_vectors_hit_t *hits,
                          size_t *n_out);
 
-/* The same over the rows whose mask[slot] is non-zero (mask has count() bytes); mask NULL
- * scans every row. Rows outside the mask are skipped before their dot product. */
-int zv_vectors_set_query_mask(zv_vectors_set_t *s, const float *q, size_t k, const uint8_t *mask,
-                              zv_vectors_hit_t *hits, size_t *n_out);
-
 /* Raw access for the FFI: the row of slot (dim floats), valid until the next put/remove. */
 const float *zv_vectors_set_row(const zv_vectors_set_t *s, size_t slot);
+
+/* The set's own index (vectors.c keeps it in step with put/remove; clear and free drop it). */
+
+/* Builds an index over the set's rows now, replacing any previous one (kept on failure).
+ * Returns 0, ZV_EINVAL (an empty set) or ZV_ENOMEM. */
+int zv_vectors_set_build_index(zv_vectors_set_t *s, const zv_vectors_ivf_opts_t *opts);
+void zv_vectors_set_drop_index(zv_vectors_set_t *s);
 
 #endif

@@ -27,7 +27,7 @@ function M.open(what, opts, default_name, conflict, open, a, b, c, d)
   end
   local name = opts.name or default_name
   if type(name) ~= "string" then error(what .. ": name must be a string", 3) end
-  local handle, code, msg = open(name, a, b, c, d)
+  local handle, msg, code = open(name, a, b, c, d)
   if not handle then
     if code == "CONFLICT" then
       error(format('%s: "%s" is already open with %s', what, name, conflict), 3)

@@ -32,11 +32,7 @@ local M = {}
 -- case of dispatch (a hit, no percent-encoded parameter) without the classic C API, so that
 -- LuaJIT compiles the call into the request's trace. Without the symbol (a host built without
 -- -Wl,-E) every match goes through trie:match.
-ffi.cdef(string.format([[
-typedef struct { int32_t id, nparams; int32_t spans[%d]; } zv_router_ffi_match_t;
-int zv_router_match_ffi(const void *box, const char *method, size_t mlen, const char *path,
-                        size_t plen, zv_router_ffi_match_t *out);
-]], 2 * router.MAX_PARAMS))
+require "zever.cdef.router"
 local match_ffi
 do
   local ok, fn = pcall(function() return ffi.C.zv_router_match_ffi end)

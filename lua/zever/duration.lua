@@ -65,16 +65,7 @@ local function classic_backend()
 end
 
 local function ffi_backend()
-  if not pcall(ffi.typeof, "zv_duration_cause_t") then
-    ffi.cdef [[
-      typedef struct { int32_t code, format, at, len; } zv_duration_cause_t;
-      int zv_duration_parse(const char *s, size_t len, unsigned accept, int days, int64_t *ns,
-                            zv_duration_cause_t *cause);
-      int zv_duration_format(int64_t ns, unsigned fmt, int days, char *buf, size_t cap,
-                             size_t *len);
-      int zv_duration_from_seconds(double seconds, int64_t *ns);
-    ]]
-  end
+  require "zever.cdef.duration"
   local C = ffi.C
   -- A host linked without -Wl,-E does not export the core: fall back to the classic API.
   local ok = pcall(function()

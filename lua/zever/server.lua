@@ -42,17 +42,13 @@ end
 -- with up to two headers (the content type and one more) take that way; others, and every case
 -- in which creq:respond raises, go through creq:respond. No loop here: a loop inside the
 -- request's trace makes LuaJIT abort it.
-ffi.cdef[[
-typedef struct { const char *p; size_t n; } zv_http_ffi_str_t;
-int zv_http_respond_ffi(void *req, int status, const char *body, size_t len,
-                        const zv_http_ffi_str_t *hdrs, size_t nhdrs);
-]]
+require "zever.cdef.http"
 local respond_ffi
 do
   local ok, fn = pcall(function() return ffi.C.zv_http_respond_ffi end)
   if ok then respond_ffi = fn end
 end
-local hbuf = ffi.new("zv_http_ffi_str_t[4]")
+local hbuf = ffi.new("zv_http_str_t[4]")
 
 local function respond(creq, code, body, h)
   local n = #h
@@ -282,9 +278,7 @@ function M.reexec()
   local args = {}
   for a in line:gmatch("([^%z]*)%z") do args[#args + 1] = a end
   if #args == 0 then return nil, "empty command line" end
-  -- Another module may have declared them: a second declaration raises, so each may fail.
-  pcall(ffi.cdef, "int execv(const char *path, char *const argv[]);")
-  pcall(ffi.cdef, "char *strerror(int errnum);")
+  require "zever.cdef.libc" -- execv, strerror
   local argv = ffi.new("char *[?]", #args + 1)
   local keep = {}
   for i, a in ipairs(args) do

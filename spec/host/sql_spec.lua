@@ -580,4 +580,55 @@ describe("zever.sql", function()
       assert.are.equal('SELECT * FROM "users" GROUP BY ' .. table.concat(want, ", "), text)
     end)
   end)
+
+  describe("SLOT", function()
+    local op, SLOT = sql.op, sql.SLOT
+    local S, I, U, D = SLOT.select, SLOT.insert, SLOT.update, SLOT.delete
+    local where = { { op.CMP, 0, "id", "=", 7 } }
+    local cases = {
+      { "select", { op.SELECT, [S.from] = "users", [S.columns] = { "id" }, [S.distinct] = true,
+          [S.where] = where, [S.group] = { "id" }, [S.having] = { { op.CMP, 0, "id", ">", 1 } },
+          [S.order] = { "id", 1 }, [S.limit] = 2, [S.offset] = 3 },
+        'SELECT DISTINCT "id" FROM "users" WHERE "id" = ? GROUP BY "id" HAVING "id" > ? '
+          .. 'ORDER BY "id" DESC LIMIT ? OFFSET ?', { 7, 1, 2, 3 } },
+      { "insert", { op.INSERT, [I.table] = "users", [I.columns] = { "id", "name" },
+          [I.rows] = { { 1, "a" } }, [I.conflict] = { "id" }, [I.action] = 2,
+          [I.set] = { "name", "b" }, [I.returning] = { "id" } },
+        'INSERT INTO "users" ("id", "name") VALUES (?, ?) ON CONFLICT ("id") DO UPDATE SET '
+          .. '"name" = ? RETURNING "id"', { 1, "a", "b" } },
+      { "update", { op.UPDATE, [U.table] = "users", [U.set] = { "name", "b" }, [U.where] = where,
+          [U.returning] = { "id" } },
+        'UPDATE "users" SET "name" = ? WHERE "id" = ? RETURNING "id"', { "b", 7 } },
+      { "delete", { op.DELETE, [D.table] = "users", [D.where] = where, [D.returning] = { "id" } },
+        'DELETE FROM "users" WHERE "id" = ? RETURNING "id"', { 7 } },
+    }
+    for _, row in ipairs(cases) do
+      it("names the slots the renderer reads in a " .. row[1], function()
+        local text, binds = sql.render(row[2], "sqlite")
+        assert.are.equal(row[3], text)
+        assert.are.same(row[4], binds)
+      end)
+    end
+
+    it("check_slots accepts the layout and names a slot that drifted", function()
+      assert.has_no.errors(function() sql.check_slots("update", { set = 3, where = 4 }) end)
+      assert.has_error(function() sql.check_slots("select", { where = 7 }) end,
+        "sql: the select slot 'where' is 7 here but 6 in zever.sql (lx_sql.h)")
+      assert.has_error(function() sql.check_slots("select", { wat = 3 }) end,
+        "sql: the select slot 'wat' is 3 here but nil in zever.sql (lx_sql.h)")
+      assert.has_error(function() sql.check_slots("merge", {}) end,
+        "sql.check_slots: no statement kind 'merge'")
+    end)
+
+    it("numbers each statement's slots from 2 without a gap", function()
+      for kind, slots in pairs(SLOT) do
+        local seen, n = {}, 0
+        for _, i in pairs(slots) do
+          assert.is_nil(seen[i], kind)
+          seen[i], n = true, n + 1
+        end
+        for i = 2, n + 1 do assert.is_true(seen[i], kind .. " slot " .. i) end
+      end
+    end)
+  end)
 end)

@@ -88,9 +88,9 @@ describe("zever.vectors_core", function()
 
     it("answers RANGE for a slot past the end", function()
       local s = build{ { 1, 0 } }
-      local ok, code = s:put(5, floats{ 1, 1 })
+      local ok, _, code = s:put(5, floats{ 1, 1 })
       assert.are.same({ nil, "RANGE" }, { ok, code })
-      assert.are.equal("RANGE", select(2, s:remove(1)))
+      assert.are.equal("RANGE", select(3, s:remove(1)))
       s:free()
     end)
 

@@ -113,7 +113,7 @@ describe("zever.vectors_core index", function()
 
   it("refuses to index an empty set", function()
     local empty = core.new(4)
-    local ok, code = empty:build_index()
+    local ok, _, code = empty:build_index()
     assert.is_nil(ok)
     assert.are.equal("INVAL", code)
     empty:free()

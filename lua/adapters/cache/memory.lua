@@ -27,15 +27,7 @@ local ffi_string = ffi.string
 
 local M = {}
 
-if not pcall(ffi.typeof, "zv_cache_t") then
-  ffi.cdef [[
-    typedef struct zv_cache_s zv_cache_t;
-    int zv_cache_get(zv_cache_t *c, const char *key, size_t klen, uint64_t now_ns, char *buf,
-                     size_t cap, size_t *len, int *type);
-    int zv_cache_set(zv_cache_t *c, const char *key, size_t klen, int type, const char *value,
-                     size_t vlen, uint64_t ttl_ns, uint64_t now_ns, int mode);
-  ]]
-end
+require "zever.cdef.cache"
 
 local C = ffi.C
 local has_ffi = pcall(function() return C.zv_cache_get and C.zv_cache_set end)
@@ -115,7 +107,7 @@ function Classic:set(key, value, ttl, add)
   elseif t == "table" then
     kind, value = JSON, json.encode(value)
   end
-  local ok, code = self.handle:set(key, value, kind, ttl * 1e9, add and 1 or 0, now_of(self))
+  local ok, _, code = self.handle:set(key, value, kind, ttl * 1e9, add and 1 or 0, now_of(self))
   if ok then return true end
   if code == "CONFLICT" then return false end
   if code == "TOOLONG" then return nil, TOO_BIG end
@@ -133,7 +125,7 @@ function Memory:exists(key)
 end
 
 function Memory:incr(key, n, ttl)
-  local v, code = self.handle:incr(key, n, ttl * 1e9, now_of(self))
+  local v, _, code = self.handle:incr(key, n, ttl * 1e9, now_of(self))
   if v ~= nil then return v end
   if code == "INVAL" then return nil, NOT_NUMBER end
   if code == "TOOLONG" then return nil, TOO_BIG end

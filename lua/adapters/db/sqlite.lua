@@ -24,32 +24,7 @@ local type, setmetatable, tonumber, rawequal = type, setmetatable, tonumber, raw
 local ffi_string = ffi.string
 local tnew = require "table.new"
 
-ffi.cdef [[
-typedef struct sqlite3_stmt sqlite3_stmt;
-typedef struct {
-  sqlite3_stmt *stmt;
-  size_t slot;
-  int cached;
-  int multi;
-  uint64_t born;
-} zv_sqlite_use_t;
-int zv_sqlite_ffi_acquire(void *conn, const char *sql, size_t len, int n, zv_sqlite_use_t *u);
-void zv_sqlite_ffi_release(void *conn, zv_sqlite_use_t *u);
-int sqlite3_bind_int64(sqlite3_stmt *st, int i, int64_t v);
-int sqlite3_bind_double(sqlite3_stmt *st, int i, double v);
-int sqlite3_bind_text(sqlite3_stmt *st, int i, const char *s, int n, void *destructor);
-int sqlite3_bind_null(sqlite3_stmt *st, int i);
-int sqlite3_step(sqlite3_stmt *st);
-int sqlite3_column_count(sqlite3_stmt *st);
-const char *sqlite3_column_name(sqlite3_stmt *st, int i);
-int sqlite3_column_type(sqlite3_stmt *st, int i);
-int64_t sqlite3_column_int64(sqlite3_stmt *st, int i);
-double sqlite3_column_double(sqlite3_stmt *st, int i);
-const unsigned char *sqlite3_column_text(sqlite3_stmt *st, int i);
-const void *sqlite3_column_blob(sqlite3_stmt *st, int i);
-int sqlite3_column_bytes(sqlite3_stmt *st, int i);
-int sqlite3_stmt_status(sqlite3_stmt *st, int op, int reset);
-]]
+require "zever.cdef.sqlite"
 
 local ROW, DONE = 100, 101
 local T_INTEGER, T_FLOAT, T_TEXT, T_BLOB = 1, 2, 3, 4

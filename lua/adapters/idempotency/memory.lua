@@ -31,17 +31,7 @@ local ffi_string = ffi.string
 
 local M = {}
 
-if not pcall(ffi.typeof, "zv_idem_begin_t") then
-  ffi.cdef [[
-    typedef struct zv_idem_s zv_idem_t;
-    typedef struct { int status; int type; size_t len; uint64_t token; } zv_idem_begin_t;
-    int zv_idem_begin(zv_idem_t *t, const char *key, size_t klen, const char *fp, size_t flen,
-                      uint64_t ttl_ns, uint64_t pending_ns, uint64_t now_ns, char *buf,
-                      size_t cap, zv_idem_begin_t *r);
-    int zv_idem_complete(zv_idem_t *t, const char *key, size_t klen, uint64_t token, int type,
-                         const char *result, size_t rlen, uint64_t now_ns);
-  ]]
-end
+require "zever.cdef.idempotency"
 
 local C = ffi.C
 local has_ffi = pcall(function() return C.zv_idem_begin and C.zv_idem_complete end)
@@ -103,16 +93,17 @@ end
 
 function Classic:begin(key, fp, ttl, pending)
   local status, a, b = self.handle:begin(key, fp, ttl * 1e9, pending * 1e9, now_of(self))
+  -- A failure is nil, message, code (runtime/lbind.h's zv_l_fail).
   if status == "reserved" then return { replay = false, token = a } end
   if status == "replay" then return { replay = true, result = decode(a, b) } end
   if status == "pending" then return nil, IN_PROGRESS end
   if status == "mismatch" then return nil, KEY_MISMATCH end
-  return failure(a)
+  return failure(b)
 end
 
 function Classic:complete(key, result, token)
   local raw, kind = encode(result)
-  local ok, code = self.handle:complete(key, token or 0, raw, kind, now_of(self))
+  local ok, _, code = self.handle:complete(key, token or 0, raw, kind, now_of(self))
   if ok then return true end
   return failure(code)
 end

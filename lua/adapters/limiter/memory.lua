@@ -26,14 +26,7 @@ local type, error, tostring, format = type, error, tostring, string.format
 
 local M = {}
 
-if not pcall(ffi.typeof, "zv_limiter_result_t") then
-  ffi.cdef [[
-    typedef struct zv_limiter_s zv_limiter_t;
-    typedef struct { int allowed; double remaining; double retry_after; } zv_limiter_result_t;
-    int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost,
-                         uint64_t now_ns, zv_limiter_result_t *r);
-  ]]
-end
+require "zever.cdef.limiter"
 
 local C = ffi.C
 local has_ffi = pcall(function() return C.zv_limiter_allow end)
@@ -62,14 +55,14 @@ end
 
 function Classic:allow(key, cost)
   local allowed, remaining, retry_after = self.handle:allow(key, cost, now_of(self))
-  if allowed == nil then return fail(remaining, retry_after) end
+  if allowed == nil then return fail(retry_after, remaining) end -- nil, message, code
   return allowed, remaining, retry_after
 end
 
 if not has_ffi then Memory.allow = Classic.allow end
 
 function Memory:reset(key)
-  local ok, code, msg = self.handle:reset(key)
+  local ok, msg, code = self.handle:reset(key)
   if ok == nil then return fail(code, msg) end
   return true
 end

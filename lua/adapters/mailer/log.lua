@@ -21,17 +21,8 @@ local ffi = require "ffi"
 local setmetatable, type, rawget = setmetatable, type, rawget
 local ffi_string, ffi_new, ffi_cast = ffi.string, ffi.new, ffi.cast
 
-if not pcall(ffi.typeof, "zv_mime_flat_addr_t") then
-  ffi.cdef [[
-    typedef struct zv_mime_sink_s zv_mime_sink_t;
-    typedef struct { const char *s; size_t len; } zv_mime_flat_str_t;
-    typedef struct { zv_mime_flat_str_t name, email; int parse; } zv_mime_flat_addr_t;
-    int zv_mime_sink_send_flat(zv_mime_sink_t *sink, const zv_mime_flat_addr_t *addrs,
-                               const int *counts, const zv_mime_flat_str_t *fields,
-                               double max_bytes, zv_mime_flat_str_t *id);
-  ]]
-end
-pcall(ffi.cdef, "char *strerror(int errnum);") -- fails harmlessly when declared elsewhere
+require "zever.cdef.mime"
+require "zever.cdef.libc" -- strerror
 
 local C = ffi.C
 local sink_ptr = ffi.typeof("zv_mime_sink_t *")
@@ -51,7 +42,7 @@ function M.new(section)
   -- The flat layout zv_mime_sink_send_flat reads, reused by every send of this adapter.
   return setmetatable({ sink = sink, path = path, ptr = ffi_cast(sink_ptr, sink:ptr()),
     addrs = ffi_new("zv_mime_flat_addr_t[?]", MAX_ADDRS), counts = ffi_new("int[5]"),
-    fields = ffi_new("zv_mime_flat_str_t[5]"), id = ffi_new("zv_mime_flat_str_t[1]") }, Log)
+    fields = ffi_new("zv_mime_str_t[5]"), id = ffi_new("zv_mime_str_t[1]") }, Log)
 end
 
 -- Lays out one address (a string, or { name =, email = } of strings) at slot k; returns the

@@ -64,7 +64,7 @@ function M.new(opts)
   end
   local name = opts.name or "default"
   if type(name) ~= "string" then error("queue: name must be a string", 2) end
-  local handle, _, msg = core.open(name)
+  local handle, msg = core.open(name)
   if not handle then error(format("queue: %s", msg), 2) end
   return setmetatable({ handle = handle, clock = opts.clock, name = name }, Memory)
 end

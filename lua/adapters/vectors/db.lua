@@ -38,27 +38,7 @@ local type, tostring, format, sqrt, pairs, sort, concat = type, tostring, string
 local ffi_string, ffi_new, tonumber = ffi.string, ffi.new, tonumber
 local tnew = require "table.new"
 
-if not pcall(ffi.typeof, "zv_vectors_hit_t") then
-  ffi.cdef [[
-    typedef struct zv_vectors_set_s zv_vectors_set_t;
-    typedef struct { float score; uint32_t slot; } zv_vectors_hit_t;
-    int zv_vectors_set_put(zv_vectors_set_t *s, size_t slot, const float *v);
-    int zv_vectors_set_remove(zv_vectors_set_t *s, size_t slot);
-    int zv_vectors_set_query_mask(zv_vectors_set_t *s, const float *q, size_t k,
-                                  const uint8_t *mask, zv_vectors_hit_t *hits, size_t *n_out);
-  ]]
-end
-if not pcall(ffi.typeof, "zv_vectors_ivf_info_t") then
-  ffi.cdef [[
-    typedef struct zv_vectors_ivf_s zv_vectors_ivf_t;
-    typedef struct { size_t nlist, nprobe, n_built, n_indexed, n_stale; } zv_vectors_ivf_info_t;
-    const zv_vectors_ivf_t *zv_vectors_set_index(const zv_vectors_set_t *s);
-    void zv_vectors_ivf_info(const zv_vectors_ivf_t *ix, zv_vectors_ivf_info_t *out);
-    size_t zv_vectors_set_count(const zv_vectors_set_t *s);
-    int zv_vectors_set_query_approx(zv_vectors_set_t *s, const float *q, size_t k, size_t nprobe,
-                                    zv_vectors_hit_t *hits, size_t *n_out);
-  ]]
-end
+require "zever.cdef.vectors"
 
 local C = ffi.C
 local set_ptr = ffi.typeof("zv_vectors_set_t *")
@@ -268,7 +248,7 @@ end
 
 -- Builds the index over the loaded copy now; false when the store is empty.
 function DB:_build()
-  local ok, code, message = self.set:build_index(self.index_opts)
+  local ok, message, code = self.set:build_index(self.index_opts)
   if ok then return true end
   if code == "INVAL" then return false end
   return fail("unavailable", "vectors: cannot build the index: " .. tostring(message))

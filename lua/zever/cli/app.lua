@@ -39,7 +39,7 @@ local M = {}
 
 M.FLAG = { name = "app", arg = "PATH", summary = "the app folder or app file (default: .)" }
 
-pcall(ffi.cdef, "int chdir(const char *path);")
+require "zever.cdef.libc" -- chdir
 
 function M.chdir(dir)
   if type(dir) ~= "string" or dir == "" then return nil, "-C wants a folder" end

@@ -37,9 +37,8 @@ for _, s in ipairs(schema.sections) do
   PREFIX[a * 256 + b] = true
 end
 
--- Declaring environ twice raises (another module may have), so the declaration is allowed to
--- fail; reading it is what tells whether the FFI can see it.
-pcall(ffi.cdef, "extern char **environ;")
+-- Reading environ is what tells whether the FFI can see it.
+require "zever.cdef.libc"
 local environ = pcall(function() return ffi.C.environ end)
 
 -- Calls fn(name, value) for each variable of the process environment that may be ours.

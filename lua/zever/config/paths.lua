@@ -20,8 +20,7 @@ local type, ipairs, sub, find, gsub, match = type, ipairs, string.sub, string.fi
 
 local M = {}
 
--- Another module may have declared getcwd already; a second identical declaration raises.
-pcall(ffi.cdef, "char *getcwd(char *buf, size_t size);")
+require "zever.cdef.libc" -- getcwd
 
 local buf = ffi.new("char[?]", 4096)   -- PATH_MAX; reused: config.load calls cwd() each time
 

@@ -18,13 +18,23 @@ local setmetatable, getmetatable, tostring, rawget = setmetatable, getmetatable,
 local sort, lower = table.sort, string.lower
 local tnew = require "table.new"
 
--- Slots of each node kind (l_sql.c documents the same layout).
+-- Slots of each node kind (lx_sql.h's ZV_SQL_*_SLOTS, exported as sql.SLOT). They are literals
+-- so that LuaJIT folds them into the builder's traces (names loaded from sql.SLOT cost the
+-- builder about 1% more instructions, callgrind), and they are checked against sql.SLOT below:
+-- a drift from the C layout stops this module from loading.
 -- (Slot 2 of every kind is the table: the constructors fill it positionally.)
 local S_COLUMNS, S_DISTINCT, S_JOINS, S_WHERE, S_GROUP, S_HAVING, S_ORDER = 3, 4, 5, 6, 7, 8, 9
 local S_LIMIT, S_OFFSET, S_CTES, S_SETOPS, S_LOCK, S_WAIT = 10, 11, 12, 13, 14, 15
 local I_COLUMNS, I_ROWS, I_CONFLICT, I_ACTION, I_SET, I_RETURNING, I_CTES = 3, 4, 5, 6, 7, 8, 9
 local U_SET, U_WHERE, U_RETURNING, U_CTES = 3, 4, 5, 6
 local D_WHERE, D_RETURNING, D_CTES = 3, 4, 5
+sql.check_slots("select", { columns = S_COLUMNS, distinct = S_DISTINCT, joins = S_JOINS,
+  where = S_WHERE, group = S_GROUP, having = S_HAVING, order = S_ORDER, limit = S_LIMIT,
+  offset = S_OFFSET, ctes = S_CTES, setops = S_SETOPS, lock = S_LOCK, wait = S_WAIT })
+sql.check_slots("insert", { columns = I_COLUMNS, rows = I_ROWS, conflict = I_CONFLICT,
+  action = I_ACTION, set = I_SET, returning = I_RETURNING, ctes = I_CTES })
+sql.check_slots("update", { set = U_SET, where = U_WHERE, returning = U_RETURNING, ctes = U_CTES })
+sql.check_slots("delete", { where = D_WHERE, returning = D_RETURNING, ctes = D_CTES })
 
 local M = {}
 

@@ -10,14 +10,25 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "core/zv.h"
+#include "../core/zv.h"
 
-/* Returns nil, the error's name ("NOMEM") and its message: an expected failure, for Lua. */
-static inline int zv_l_fail(lua_State *L, int rc) {
+/*
+ * An expected failure, for Lua: pushes nil, message, code and returns 3 (luv's order: the
+ * message for people, the code for programs). code is a name, never a number: zv.h's table for
+ * a core's error ("NOMEM", "TOOLONG": zv_errname, which zever.sys.E exports) or the binding's
+ * own kind when the core has a finer one (zever.sqlite's "constraint", "busy"). Misuse raises
+ * instead (luaL_error), as the standard library does. Every binding reports this way.
+ */
+static inline int zv_l_failure(lua_State *L, const char *message, const char *code) {
   lua_pushnil(L);
-  lua_pushstring(L, zv_errname(rc));
-  lua_pushstring(L, zv_strerror(rc));
+  lua_pushstring(L, message);
+  lua_pushstring(L, code);
   return 3;
+}
+
+/* zv_l_failure for a core's return code rc (< 0): nil, zv_strerror(rc), zv_errname(rc). */
+static inline int zv_l_fail(lua_State *L, int rc) {
+  return zv_l_failure(L, zv_strerror(rc), zv_errname(rc));
 }
 
 /* Argument i as a whole number of nanoseconds (a clock, a TTL): 0 when absent or not positive. */

@@ -1,0 +1,39 @@
+/*
+ * libc_ffi.h: the C library calls Lua makes through LuaJIT's FFI (zever.config.env reads environ,
+ * zever.queue's wall clock reads clock_gettime, the log mailer names errno values with strerror,
+ * bench/config_bench.lua fills the environment with clearenv and setenv, zever test sets
+ * ZEVER_ENV with setenv, zever.config.paths reads getcwd, zever.cli.app's -C calls chdir, and
+ * zever.server.reexec calls execv). Lua loads it with
+ * require("zever.cdef.libc"). The Makefile runs this file through the preprocessor with
+ * -DZV_FFI_CDEF into build/ffi.h, which the host preloads; C compiles it next to the libc headers
+ * (runtime/state.c), so the compiler rejects any drift from them.
+ *
+ * It must hold only declarations ffi.cdef parses: includes stay inside the ZV_FFI_CDEF guard,
+ * and what the libc headers define is given to the FFI in the #else branch.
+ */
+#ifndef ZV_LIBC_FFI_H
+#define ZV_LIBC_FFI_H
+
+#ifndef ZV_FFI_CDEF
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#else
+typedef int clockid_t;
+struct timespec {
+  long tv_sec;
+  long tv_nsec;
+};
+#endif
+
+extern char **environ;
+char *strerror(int errnum);
+int clock_gettime(clockid_t clk, struct timespec *ts);
+int clearenv(void);
+int setenv(const char *name, const char *value, int overwrite);
+char *getcwd(char *buf, size_t size);
+int chdir(const char *path);
+int execv(const char *path, char *const argv[]);
+
+#endif

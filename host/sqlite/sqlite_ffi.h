@@ -1,0 +1,65 @@
+/*
+ * sqlite_ffi.h: the read path of the SQLite binding that LuaJIT compiles, as LuaJIT's FFI sees it
+ * (lua/adapters/db/sqlite.lua loads it with require("zever.cdef.sqlite")). The Makefile runs this
+ * file through the preprocessor with -DZV_FFI_CDEF into build/ffi.h, which the host preloads:
+ * these are the only declarations of these functions and types, C included, so Lua never types
+ * them again.
+ *
+ * It must hold only declarations ffi.cdef parses: includes stay inside the ZV_FFI_CDEF guard,
+ * macros are expanded by the preprocessor.
+ */
+#ifndef ZV_SQLITE_FFI_H
+#define ZV_SQLITE_FFI_H
+
+#ifndef ZV_FFI_CDEF
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+#else
+typedef struct sqlite3_stmt sqlite3_stmt;
+typedef long long sqlite3_int64;
+#endif
+
+/* A statement checked out for one call (cached in the connection's statement cache or private). */
+typedef struct {
+  sqlite3_stmt *stmt;
+  size_t slot;
+  int cached;
+  int multi;
+  uint64_t born; /* the cache entry's birth tick when cached, else 0 */
+} zv_sqlite_use_t;
+
+/*
+ * The FFI path for reads (first/query from lua/adapters/db/sqlite.lua), which LuaJIT compiles:
+ * Lua checks a statement out here, binds, steps and decodes through sqlite3_* directly, and
+ * gives it back. zv_sqlite_ffi_acquire returns 0 with the statement checked out (cached or
+ * private, exactly as the classic calls do) when conn is open, sql is one statement and it has
+ * n placeholders; otherwise nonzero with nothing checked out, and the caller takes the classic
+ * path, which repeats the work and reports the error. Every checkout must be released by
+ * zv_sqlite_ffi_release before any Lua code that could raise or re-enter runs.
+ */
+
+int zv_sqlite_ffi_acquire(void *conn, const char *sql, size_t len, int n, zv_sqlite_use_t *u);
+void zv_sqlite_ffi_release(void *conn, zv_sqlite_use_t *u);
+
+/*
+ * The SQLite calls the FFI path makes between acquire and release, with sqlite3.h's own
+ * signatures: C sees these next to sqlite3.h, so the compiler rejects any drift.
+ */
+int sqlite3_bind_int64(sqlite3_stmt *st, int i, sqlite3_int64 v);
+int sqlite3_bind_double(sqlite3_stmt *st, int i, double v);
+int sqlite3_bind_text(sqlite3_stmt *st, int i, const char *s, int n, void (*destructor)(void *));
+int sqlite3_bind_null(sqlite3_stmt *st, int i);
+int sqlite3_step(sqlite3_stmt *st);
+int sqlite3_column_count(sqlite3_stmt *st);
+const char *sqlite3_column_name(sqlite3_stmt *st, int i);
+int sqlite3_column_type(sqlite3_stmt *st, int i);
+sqlite3_int64 sqlite3_column_int64(sqlite3_stmt *st, int i);
+double sqlite3_column_double(sqlite3_stmt *st, int i);
+const unsigned char *sqlite3_column_text(sqlite3_stmt *st, int i);
+const void *sqlite3_column_blob(sqlite3_stmt *st, int i);
+int sqlite3_column_bytes(sqlite3_stmt *st, int i);
+int sqlite3_stmt_status(sqlite3_stmt *st, int op, int reset);
+
+#endif

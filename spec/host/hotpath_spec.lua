@@ -1,0 +1,173 @@
+-- The paths shaped for LuaJIT's compiler (router match through dispatch, the response writer's
+-- Lua part, db exec/first with values, JSON encode of a small flat object, duration parse)
+-- compile to traces without NYI aborts. Each row runs a loop from a flushed trace cache with
+-- LuaJIT's trace events attached (spec/support/traces.lua), as lua-resty-core's tests assert
+-- the trace and the absence of NYI. The checks read trace events only, so load cannot break
+-- them; what the paths cost per call is measured by the benchmarks (BENCHMARKS.md).
+--
+-- respond itself (lua/zever/server.lua) needs a live C request and runs only inside a server;
+-- its Lua part here is the response writer (zever.response: new, apply, finish), which every
+-- request runs before respond.
+local traces = require "spec.support.traces"
+local zever = require "zever"
+local response = require "zever.response"
+local json = require "zever.json"
+local duration = require "zever.duration"
+local zdb = require "zever.db"
+
+local SPEC = "hotpath_spec.lua"
+local clock = os.clock
+local N = 2000 -- LuaJIT's hot loop threshold is 56 iterations: a wide margin
+
+-- Asserts that the loop in this file compiled into a loop trace without an NYI abort, and, when
+-- `whole`, that nothing on the path stopped the trace at a classic C call (a "stitch").
+local function assert_compiles(t, whole)
+  local all = traces.describe(t)
+  assert.are.same({}, traces.nyi(t))
+  assert.is_true(traces.looped(t, SPEC), "no loop trace in " .. SPEC .. ": " .. all)
+  if whole then assert.is_false(traces.stitched(t), "a classic C call split it: " .. all) end
+end
+
+describe("hot paths", function()
+  describe("router match", function()
+    local app = zever.app()
+    app:get("/hello", function() return "hi" end)
+    app:get("/users/:id", function(req) return req.params.id end)
+    app:get("/repos/:owner/:repo", function(req) return req.params.repo end)
+
+    for _, path in ipairs({ "/hello", "/users/42", "/repos/zever/core" }) do
+      it("compiles dispatch of " .. path .. " into one loop trace", function()
+        local sink = 0
+        local t = traces.run(function()
+          for _ = 1, N do
+            local res = app:dispatch("GET", path, "", nil)
+            sink = sink + res.code
+          end
+        end)
+        assert.are.equal(200 * N, sink)
+        assert_compiles(t, true)
+      end)
+    end
+  end)
+
+  describe("the response writer", function()
+    it("compiles new, apply and finish of a text answer into one loop trace", function()
+      local sink = 0
+      local t = traces.run(function()
+        for i = 1, N do
+          local res = response.finish(response.apply(response.new(), "hello " .. (i % 10)))
+          sink = sink + #res.body
+        end
+      end)
+      assert.are.equal(7 * N, sink)
+      assert_compiles(t, true)
+    end)
+
+    it("compiles a JSON answer of one field without an NYI abort", function()
+      -- The body is written by zever.json's C encoder (host/json: exact integers, arrays kept),
+      -- a classic C API call, so the loop is stitched at that call.
+      local sink = 0
+      local t = traces.run(function()
+        for i = 1, N do
+          local res = response.finish(response.apply(response.new(), { id = i % 10 }))
+          sink = sink + #res.body
+        end
+      end)
+      assert.are.equal(8 * N, sink)
+      assert.are.same({}, traces.nyi(t))
+      assert.is_true(#t.stops > 0, traces.describe(t))
+    end)
+  end)
+
+  describe("db", function()
+    local db
+
+    before_each(function()
+      db = assert(zdb.open("sqlite::memory:"))
+      assert(db:exec("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)"))
+    end)
+
+    after_each(function()
+      db:close()
+    end)
+
+    it("compiles exec with values without an NYI abort", function()
+      -- exec writes through the classic C API, so its loop is stitched at that call.
+      local t = traces.run(function()
+        for i = 1, N do assert(db:exec("INSERT INTO t (id, name) VALUES (?, ?)", i, "n")) end
+      end)
+      assert.are.equal(N, db:first("SELECT count(*) AS n FROM t").n)
+      assert.are.same({}, traces.nyi(t))
+      assert.is_true(#t.stops > 0, traces.describe(t))
+    end)
+
+    it("compiles first with values into one loop trace (the FFI read path)", function()
+      assert(db:exec("INSERT INTO t (id, name) VALUES (1, 'one'), (2, 'two')"))
+      local sink = 0
+      local t = traces.run(function()
+        for i = 1, N do sink = sink + #db:first("SELECT id, name FROM t WHERE id = ?", i % 2 + 1).name end
+      end)
+      assert.are.equal(3 * N, sink)
+      assert_compiles(t, true)
+    end)
+  end)
+
+  describe("json.encode", function()
+    it("compiles a one-field object without an NYI abort", function()
+      -- json.encode is the C encoder of host/json (a classic C API call): the loop is stitched.
+      local sink = 0
+      local t = traces.run(function()
+        for i = 1, N do sink = sink + #json.encode({ id = i % 10 }) end
+      end)
+      assert.are.equal(8 * N, sink)
+      assert.are.same({}, traces.nyi(t))
+      assert.is_true(#t.stops > 0, traces.describe(t))
+    end)
+
+    it("compiles a small flat object without an NYI abort", function()
+      -- The same C encoder: stitched at the call.
+      local sink = 0
+      local t = traces.run(function()
+        for i = 1, N do sink = sink + #json.encode({ id = i % 10, name = "x", ok = true }) end
+      end)
+      assert.are.equal(29 * N, sink) -- {"id":1,"name":"x","ok":true}
+      assert.are.same({}, traces.nyi(t))
+      assert.is_true(#t.stops > 0, traces.describe(t))
+    end)
+  end)
+
+  describe("duration.parse", function()
+    it("compiles into one loop trace", function()
+      local sink = 0
+      local t = traces.run(function()
+        for _ = 1, N do sink = sink + duration.parse("1h30m") end
+      end)
+      assert.are.equal(5400 * N, sink)
+      assert_compiles(t, true)
+    end)
+  end)
+
+  describe("the checker", function()
+    it("sees an NYI abort when a loop creates a closure", function()
+      -- LuaJIT 2.1 does not compile FNEW (a new closure): the loop's trace aborts with NYI.
+      local t = traces.run(function()
+        local n = 0
+        for i = 1, N do
+          local f = function() return i end
+          n = n + f()
+        end
+        return n
+      end)
+      assert.is_true(#traces.nyi(t) > 0, traces.describe(t))
+    end)
+
+    it("sees a stitch when a loop calls a classic C function", function()
+      local t = traces.run(function()
+        local n = 0
+        for _ = 1, N do n = n + clock() end
+        return n
+      end)
+      assert.is_true(traces.stitched(t), traces.describe(t))
+    end)
+  end)
+end)
