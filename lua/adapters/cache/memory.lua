@@ -10,8 +10,8 @@
 --   memory.open(section)    -> a zever.cache over it (the container's factory)
 --
 -- get and set go through LuaJIT's FFI into the core with a buffer this object owns (it grows to
--- the largest value read); the classic binding (zever.cache_core) does the rest. The host always
--- exports the core (-Wl,-E), so there is no second path. Tables are stored as JSON (zever.json).
+-- the largest value read); the classic binding (zever.cache_core) does the rest and is the
+-- fallback when the host does not export the core. Tables are stored as JSON (zever.json).
 -- clock is for specs: a function returning seconds; without it the core reads CLOCK_MONOTONIC.
 -- An open of a name with another max_bytes raises.
 
@@ -29,6 +29,7 @@ local M = {}
 require "zever.cdef.cache"
 
 local C = ffi.C
+local has_ffi = pcall(function() return C.zv_cache_get and C.zv_cache_set end)
 local cache_ptr = ffi.typeof("zv_cache_t *")
 local double_ptr = ffi.typeof("double *")
 
@@ -48,42 +49,71 @@ local function now_of(self)
   return clock() * 1e9 + 1
 end
 
-local c_get, c_set = C.zv_cache_get, C.zv_cache_set
-
-function Memory:get(key)
-  local now = now_of(self)
-  local rc = c_get(self.ptr, key, #key, now, self.buf, self.cap, self.len, self.kind)
-  if rc == ERANGE then
-    local need = tonumber(self.len[0])
-    self.cap = need
-    self.buf = ffi.new("char[?]", need)
-    rc = c_get(self.ptr, key, #key, now, self.buf, self.cap, self.len, self.kind)
-  end
-  if rc ~= 0 then return nil end
-  local kind = self.kind[0]
-  if kind == STRING then return ffi_string(self.buf, self.len[0]) end
-  if kind == NUMBER then return ffi.cast(double_ptr, self.buf)[0] end
-  if kind == BOOLEAN then return self.buf[0] ~= 0 end
-  return json.decode(ffi_string(self.buf, self.len[0]))
+local function decode(raw, kind)
+  if kind == JSON then return json.decode(raw) end
+  return raw
 end
 
-function Memory:set(key, value, ttl, add)
-  local t, kind, vlen = type(value), STRING, nil
-  if t == "number" then
-    self.num[0] = value
-    kind, value, vlen = NUMBER, self.num_bytes, 8
-  elseif t == "boolean" then
-    self.bool[0] = value and 1 or 0
-    kind, value, vlen = BOOLEAN, self.bool_bytes, 1
-  elseif t == "table" then
-    kind, value = JSON, json.encode(value)
+if has_ffi then
+  local c_get, c_set = C.zv_cache_get, C.zv_cache_set
+
+  function Memory:get(key)
+    local now = now_of(self)
+    local rc = c_get(self.ptr, key, #key, now, self.buf, self.cap, self.len, self.kind)
+    if rc == ERANGE then
+      local need = tonumber(self.len[0])
+      self.cap = need
+      self.buf = ffi.new("char[?]", need)
+      rc = c_get(self.ptr, key, #key, now, self.buf, self.cap, self.len, self.kind)
+    end
+    if rc ~= 0 then return nil end
+    local kind = self.kind[0]
+    if kind == STRING then return ffi_string(self.buf, self.len[0]) end
+    if kind == NUMBER then return ffi.cast(double_ptr, self.buf)[0] end
+    if kind == BOOLEAN then return self.buf[0] ~= 0 end
+    return json.decode(ffi_string(self.buf, self.len[0]))
   end
-  local rc = c_set(self.ptr, key, #key, kind, value, vlen or #value, ttl * 1e9,
-    now_of(self), add and 1 or 0)
-  if rc == 0 then return true end
-  if rc == ECONFLICT then return false end
-  if rc == ETOOLONG then return nil, TOO_BIG end
-  return nil, NO_MEMORY
+
+  function Memory:set(key, value, ttl, add)
+    local t, kind, vlen = type(value), STRING, nil
+    if t == "number" then
+      self.num[0] = value
+      kind, value, vlen = NUMBER, self.num_bytes, 8
+    elseif t == "boolean" then
+      self.bool[0] = value and 1 or 0
+      kind, value, vlen = BOOLEAN, self.bool_bytes, 1
+    elseif t == "table" then
+      kind, value = JSON, json.encode(value)
+    end
+    local rc = c_set(self.ptr, key, #key, kind, value, vlen or #value, ttl * 1e9,
+      now_of(self), add and 1 or 0)
+    if rc == 0 then return true end
+    if rc == ECONFLICT then return false end
+    if rc == ETOOLONG then return nil, TOO_BIG end
+    return nil, NO_MEMORY
+  end
+else
+  function Memory:get(key)
+    local raw, kind = self.handle:get(key, now_of(self))
+    if raw == nil then return nil end
+    return decode(raw, kind)
+  end
+
+  function Memory:set(key, value, ttl, add)
+    local t, kind = type(value), STRING
+    if t == "number" then
+      kind = NUMBER
+    elseif t == "boolean" then
+      kind = BOOLEAN
+    elseif t == "table" then
+      kind, value = JSON, json.encode(value)
+    end
+    local ok, code = self.handle:set(key, value, kind, ttl * 1e9, add and 1 or 0, now_of(self))
+    if ok then return true end
+    if code == "CONFLICT" then return false end
+    if code == "TOOLONG" then return nil, TOO_BIG end
+    return nil, NO_MEMORY
+  end
 end
 
 function Memory:delete(key)
@@ -144,7 +174,7 @@ function M.new(opts)
   local num, bool = ffi.new("double[1]"), ffi.new("char[1]")
   return setmetatable({
     handle = handle,
-    ptr = ffi.cast(cache_ptr, handle:ptr()),
+    ptr = has_ffi and ffi.cast(cache_ptr, handle:ptr()) or nil,
     buf = ffi.new("char[?]", cap),
     cap = cap,
     len = ffi.new("size_t[1]"),
@@ -164,5 +194,6 @@ function M.open(section)
   return cache.wrap(M.new{ max_bytes = section.max_bytes }, { ttl_default = section.ttl_default })
 end
 
+M.ffi = has_ffi
 
 return M

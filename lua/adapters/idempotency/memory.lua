@@ -12,8 +12,8 @@
 --   memory.open(section)    -> a zever.idempotency over it (the container's factory)
 --
 -- begin and complete go through LuaJIT's FFI into the core with a buffer this object owns (it
--- grows to the largest result replayed; the host always exports the core); the classic binding
--- (zever.idempotency_core) does the rest. Results are tagged: strings
+-- grows to the largest result replayed); the classic binding (zever.idempotency_core) does the
+-- rest and is the fallback when the host does not export the core. Results are tagged: strings
 -- as they are, numbers as %.17g text, booleans as one byte, tables as JSON (zever.json). clock
 -- is for specs: a function returning seconds; without it the core reads CLOCK_MONOTONIC. An
 -- open of a name with other bounds raises.
@@ -32,6 +32,7 @@ local M = {}
 require "zever.cdef.idempotency"
 
 local C = ffi.C
+local has_ffi = pcall(function() return C.zv_idem_begin and C.zv_idem_complete end)
 local idem_ptr = ffi.typeof("zv_idem_t *")
 
 local encode, decode = result_codec.encode, result_codec.decode
@@ -60,34 +61,52 @@ local function failure(code)
   return nil, NO_MEMORY
 end
 
-local c_begin, c_complete = C.zv_idem_begin, C.zv_idem_complete
+if has_ffi then
+  local c_begin, c_complete = C.zv_idem_begin, C.zv_idem_complete
 
-function Memory:begin(key, fp, ttl, pending)
-  local r, now = self.r, now_of(self)
-  local rc = c_begin(self.ptr, key, #key, fp, #fp, ttl * 1e9, pending * 1e9, now, self.buf,
-    self.cap, r)
-  while rc == ERANGE do
-    local need = tonumber(r.len)
-    self.cap = need
-    self.buf = ffi.new("char[?]", need)
-    rc = c_begin(self.ptr, key, #key, fp, #fp, ttl * 1e9, pending * 1e9, now, self.buf,
+  function Memory:begin(key, fp, ttl, pending)
+    local r, now = self.r, now_of(self)
+    local rc = c_begin(self.ptr, key, #key, fp, #fp, ttl * 1e9, pending * 1e9, now, self.buf,
       self.cap, r)
+    while rc == ERANGE do
+      local need = tonumber(r.len)
+      self.cap = need
+      self.buf = ffi.new("char[?]", need)
+      rc = c_begin(self.ptr, key, #key, fp, #fp, ttl * 1e9, pending * 1e9, now, self.buf,
+        self.cap, r)
+    end
+    if rc ~= 0 then return failure(rc) end
+    local status = r.status
+    if status == RESERVED then return { replay = false, token = tonumber(r.token) } end
+    if status == REPLAY then
+      return { replay = true, result = decode(ffi_string(self.buf, r.len), r.type) }
+    end
+    if status == PENDING then return nil, IN_PROGRESS end
+    return nil, KEY_MISMATCH
   end
-  if rc ~= 0 then return failure(rc) end
-  local status = r.status
-  if status == RESERVED then return { replay = false, token = tonumber(r.token) } end
-  if status == REPLAY then
-    return { replay = true, result = decode(ffi_string(self.buf, r.len), r.type) }
-  end
-  if status == PENDING then return nil, IN_PROGRESS end
-  return nil, KEY_MISMATCH
-end
 
-function Memory:complete(key, result, token)
-  local raw, kind = encode(result)
-  local rc = c_complete(self.ptr, key, #key, token or 0, kind, raw, #raw, now_of(self))
-  if rc == 0 then return true end
-  return failure(rc)
+  function Memory:complete(key, result, token)
+    local raw, kind = encode(result)
+    local rc = c_complete(self.ptr, key, #key, token or 0, kind, raw, #raw, now_of(self))
+    if rc == 0 then return true end
+    return failure(rc)
+  end
+else
+  function Memory:begin(key, fp, ttl, pending)
+    local status, a, b = self.handle:begin(key, fp, ttl * 1e9, pending * 1e9, now_of(self))
+    if status == "reserved" then return { replay = false, token = a } end
+    if status == "replay" then return { replay = true, result = decode(a, b) } end
+    if status == "pending" then return nil, IN_PROGRESS end
+    if status == "mismatch" then return nil, KEY_MISMATCH end
+    return failure(a)
+  end
+
+  function Memory:complete(key, result, token)
+    local raw, kind = encode(result)
+    local ok, code = self.handle:complete(key, token or 0, raw, kind, now_of(self))
+    if ok then return true end
+    return failure(code)
+  end
 end
 
 function Memory:forget(key, token)
@@ -143,10 +162,10 @@ function M.new(opts)
   local cap = 512
   return setmetatable({
     handle = handle,
-    ptr = ffi.cast(idem_ptr, handle:ptr()),
+    ptr = has_ffi and ffi.cast(idem_ptr, handle:ptr()) or nil,
     buf = ffi.new("char[?]", cap),
     cap = cap,
-    r = ffi.new("zv_idem_begin_t"),
+    r = has_ffi and ffi.new("zv_idem_begin_t") or nil,
     clock = opts.clock,
     name = name,
     max_keys = max_keys,
@@ -160,5 +179,6 @@ function M.open(section)
     { ttl = section.ttl, pending_ttl = section.pending_ttl })
 end
 
+M.ffi = has_ffi
 
 return M

@@ -12,8 +12,8 @@
 --
 -- Opening a name that is already open with other options raises (a programmer error). clock
 -- is for specs: a function returning seconds (a fake clock); without it the C core reads
--- CLOCK_MONOTONIC itself. allow goes through LuaJIT's FFI (one C call, no allocation; the host
--- always exports the core), the classic binding (zever.limiter_core) does the rest.
+-- CLOCK_MONOTONIC itself. allow goes through LuaJIT's FFI (one C call, no allocation); the
+-- classic binding (zever.limiter_core) is the fallback when the host does not export the core.
 -- Argument checks belong to the front-end (zever.limiter), not here.
 
 local ffi = require "ffi"
@@ -27,7 +27,8 @@ local M = {}
 require "zever.cdef.limiter"
 
 local C = ffi.C
-local c_allow = C.zv_limiter_allow
+local has_ffi = pcall(function() return C.zv_limiter_allow end)
+local c_allow = has_ffi and C.zv_limiter_allow
 local limiter_ptr = ffi.typeof("zv_limiter_t *")
 
 local Memory = {}
@@ -45,11 +46,19 @@ local function now_of(self)
   return clock() * 1e9 + 1
 end
 
-function Memory:allow(key, cost)
-  local r = self.result
-  local rc = c_allow(self.ptr, key, #key, cost, now_of(self), r)
-  if rc ~= 0 then return fail(rc == -4 and "TOOLONG" or "NOMEM", "cannot admit the key") end
-  return r.allowed ~= 0, r.remaining, r.retry_after
+if has_ffi then
+  function Memory:allow(key, cost)
+    local r = self.result
+    local rc = c_allow(self.ptr, key, #key, cost, now_of(self), r)
+    if rc ~= 0 then return fail(rc == -4 and "TOOLONG" or "NOMEM", "cannot admit the key") end
+    return r.allowed ~= 0, r.remaining, r.retry_after
+  end
+else
+  function Memory:allow(key, cost)
+    local allowed, remaining, retry_after = self.handle:allow(key, cost, now_of(self))
+    if allowed == nil then return fail(remaining, retry_after) end
+    return allowed, remaining, retry_after
+  end
 end
 
 function Memory:reset(key)
@@ -103,7 +112,7 @@ function M.new(opts)
   end
   return setmetatable({
     handle = handle,
-    ptr = ffi.cast(limiter_ptr, handle:ptr()),
+    ptr = has_ffi and ffi.cast(limiter_ptr, handle:ptr()) or nil,
     result = ffi.new("zv_limiter_result_t"),
     clock = opts.clock,
     name = name,
@@ -118,5 +127,6 @@ function M.open(section)
     max_keys = section.max_keys, idle_ttl = section.idle_ttl })
 end
 
+M.ffi = has_ffi
 
 return M
