@@ -108,7 +108,7 @@ else
     elseif t == "table" then
       kind, value = JSON, json.encode(value)
     end
-    local ok, code = self.handle:set(key, value, kind, ttl * 1e9, add and 1 or 0, now_of(self))
+    local ok, _, code = self.handle:set(key, value, kind, ttl * 1e9, add and 1 or 0, now_of(self))
     if ok then return true end
     if code == "CONFLICT" then return false end
     if code == "TOOLONG" then return nil, TOO_BIG end

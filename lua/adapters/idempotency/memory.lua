@@ -98,12 +98,12 @@ else
     if status == "replay" then return { replay = true, result = decode(a, b) } end
     if status == "pending" then return nil, IN_PROGRESS end
     if status == "mismatch" then return nil, KEY_MISMATCH end
-    return failure(a)
+    return failure(b)
   end
 
   function Memory:complete(key, result, token)
     local raw, kind = encode(result)
-    local ok, code = self.handle:complete(key, token or 0, raw, kind, now_of(self))
+    local ok, _, code = self.handle:complete(key, token or 0, raw, kind, now_of(self))
     if ok then return true end
     return failure(code)
   end

@@ -56,7 +56,7 @@ if has_ffi then
 else
   function Memory:allow(key, cost)
     local allowed, remaining, retry_after = self.handle:allow(key, cost, now_of(self))
-    if allowed == nil then return fail(remaining, retry_after) end
+    if allowed == nil then return fail(retry_after, remaining) end
     return allowed, remaining, retry_after
   end
 end
