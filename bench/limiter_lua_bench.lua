@@ -15,8 +15,12 @@ local bench = require("bench.harness").new(arg and arg[1], { seconds = 0.2 }).lo
 
 local limiter = require "zever.limiter"
 local cache = require "zever.cache"
+local memory_limiter = require "adapters.limiter.memory"
+local memory_cache = require "adapters.cache.memory"
 local lcore = require "zever.limiter_core"
 local ccore = require "zever.cache_core"
+
+assert(memory_limiter.ffi and memory_cache.ffi, "the adapters did not find the core through the FFI")
 
 local keys = {}
 for i = 1, 1024 do keys[i] = "user:" .. (100000 + i) end

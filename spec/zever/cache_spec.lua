@@ -3,6 +3,7 @@
 -- expiry sweeps) and the container.
 
 local cache = require "zever.cache"
+local memory = require "adapters.cache.memory"
 local threads = require "zever.threads"
 
 local fs = require "spec.support.files"
@@ -137,6 +138,10 @@ describe("adapters.cache.memory", function()
     t = t + 2
     assert.is_nil(c:get("k"))
     c:close()
+  end)
+
+  it("reaches the core through the FFI", function()
+    assert.is_true(memory.ffi)
   end)
 end)
 

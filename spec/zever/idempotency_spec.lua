@@ -147,6 +147,10 @@ describe("adapters.idempotency.memory", function()
     assert.are.equal(0, impl:stats().entries)
     store:close()
   end)
+
+  it("reaches the core through the FFI", function()
+    assert.is_true(memory.ffi)
+  end)
 end)
 
 describe("app.idempotency", function()

@@ -111,6 +111,10 @@ describe("adapters.limiter.memory", function()
     assert.are.equal(0, lim:stats().entries)
     lim:close()
   end)
+
+  it("reaches the core through the FFI", function()
+    assert.is_true(memory.ffi)
+  end)
 end)
 
 describe("app.limiter", function()
