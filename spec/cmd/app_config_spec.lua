@@ -7,51 +7,26 @@
 -- and an empty folder to run from ("elsewhere"), so nothing depends on the current directory.
 
 local process = require "spec.support.process"
+local fs = require "spec.support.files"
 local sys = require "zever.sys"
 local json = require "zever.json"
 
 local quote = process.quote
 
-local function mkdir(path)
-  assert(os.execute("mkdir -p " .. quote(path)) == 0)
-end
-
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  mkdir(dir)
-  return dir
-end
-
-local function write(dir, name, text)
-  local parent = (dir .. "/" .. name):match("^(.*)/[^/]*$")
-  mkdir(parent)
-  local f = assert(io.open(dir .. "/" .. name, "wb"))
-  f:write(text)
-  f:close()
-end
-
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+-- Temporary folders and files: spec/support/files.
+local function tmpdir() return fs.tmpdir() end
+local function write(dir, name, text) fs.write(dir .. "/" .. name, text) end
+local read = fs.slurp
 
 local function exists(path)
   return read(path) ~= nil
 end
 
 -- A folder holding files { name = text }.
-local function app_dir(files)
-  local dir = tmpdir()
-  for name, text in pairs(files) do write(dir, name, text) end
-  return dir
-end
+local function app_dir(files) return fs.tmpdir(files) end
 
 local function rm(dir)
-  if dir then os.execute("rm -rf " .. quote(dir)) end
+  if dir then fs.rm_rf(dir) end
 end
 
 -- Runs zever in cwd with env ("A=1 B=2", may be nil) and the arguments (each quoted).
@@ -452,7 +427,7 @@ describe("zever doctor pings what it resolves", function()
   local dir, elsewhere
   setup(function()
     dir = app_dir({ ["zever.yaml"] = "db:\n  dsn: sqlite:data/app.db\n" })
-    mkdir(dir .. "/data")
+    fs.write(dir .. "/data/.keep", "")
     elsewhere = tmpdir()
   end)
   teardown(function()

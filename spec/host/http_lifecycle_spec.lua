@@ -6,50 +6,11 @@
 
 local loop = require "zever.loop"
 local http = require "zever.http"
-local process = require "spec.support.process"
 
-local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec/host"
-local CLIENT = here .. "/../support/http_client.py"
-local q = process.quote
+local hs = require "spec.support.http_script"
+local client_bg, client, get = hs.client_bg, hs.client, hs.get
 
 local run_until = require("zever.testing").run_until
-
--- Runs a background shell command writing to a fresh file; returns a reader that yields the
--- file's content once it exists (nil before).
-local function spawn(make_cmd)
-  local out = os.tmpname()
-  os.remove(out)
-  os.execute("(" .. make_cmd(out) .. ") >/dev/null 2>&1 &")
-  local content
-  return function()
-    if content then return content end
-    local f = io.open(out, "rb")
-    if not f then return nil end
-    content = f:read("*a")
-    f:close()
-    os.remove(out)
-    return content
-  end
-end
-
--- Starts the scripted client in the background; returns its reader.
-local function client_bg(port, steps)
-  local args = {}
-  for i, s in ipairs(steps) do args[i] = q(s) end
-  return spawn(function(out)
-    return ("python3 %s %d %s %s"):format(q(CLIENT), port, q(out), table.concat(args, " "))
-  end)
-end
-
-local function client(port, steps)
-  local read = client_bg(port, steps)
-  assert(run_until(read, 25), "the client did not finish")
-  return read()
-end
-
-local function get(path)
-  return "send:GET " .. path .. " HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n"
-end
 
 local servers = {}
 

@@ -5,53 +5,11 @@ local loop = require "zever.loop"
 local http = require "zever.http"
 local process = require "spec.support.process"
 
-local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec/host"
-local CLIENT = here .. "/../support/http_client.py"
+local hs = require "spec.support.http_script"
+local client, curl, get = hs.client, hs.curl, hs.get
 local q = process.quote
 
 local run_until = require("zever.testing").run_until
-
--- Starts a background shell command writing to a fresh file; returns a reader that yields the
--- file's content once it exists (nil before).
-local function spawn(make_cmd)
-  local out = os.tmpname()
-  os.remove(out)
-  os.execute("(" .. make_cmd(out) .. ") >/dev/null 2>&1 &")
-  local content
-  return function()
-    if content then return content end
-    local f = io.open(out, "rb")
-    if not f then return nil end
-    content = f:read("*a")
-    f:close()
-    os.remove(out)
-    return content
-  end
-end
-
--- Runs the scripted client (see http_client.py for the steps) and returns what it received.
-local function client(port, steps)
-  local args = {}
-  for i, s in ipairs(steps) do args[i] = q(s) end
-  local read = spawn(function(out)
-    return ("python3 %s %d %s %s"):format(q(CLIENT), port, q(out), table.concat(args, " "))
-  end)
-  assert(run_until(read, 25), "the client did not finish")
-  return read()
-end
-
--- Runs curl with the given arguments; returns its output (headers included with -i).
-local function curl(args)
-  local read = spawn(function(out)
-    return ("curl -s -m 10 %s > %s.tmp; mv %s.tmp %s"):format(args, q(out), q(out), q(out))
-  end)
-  assert(run_until(read, 15), "curl did not finish")
-  return read()
-end
-
-local function get(path, extra)
-  return "send:GET " .. path .. " HTTP/1.1\\r\\nHost: t\\r\\n" .. (extra or "") .. "\\r\\n"
-end
 
 local servers = {}
 

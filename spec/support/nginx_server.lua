@@ -13,8 +13,9 @@
 -- daemonizes with a pid file, so it is stopped by PID, never by name; a server a spec forgot is
 -- stopped when the Lua state closes.
 
-local http = require "zever.http"
 local sys = require "zever.sys"
+local process = require "spec.support.process"
+local files = require "spec.support.files"
 
 local M = {}
 
@@ -27,31 +28,8 @@ local function sh(cmd)
   return out
 end
 
-local function quote(s)
-  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function free_port()
-  local srv = assert(http.listen({ host = "127.0.0.1", port = 0, reuseport = false },
-    function() end))
-  local port = srv:port()
-  srv:close()
-  return port
-end
-
-local function alive(pid)
-  if not pid then return false end
-  local r = os.execute("kill -0 " .. pid .. " 2>/dev/null")
-  return r == 0 or r == true
-end
-
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local quote, free_port, alive = process.quote, process.free_port, process.alive
+local read_file = files.slurp
 
 function M.available()
   local f = io.open(NGINX)

@@ -1,0 +1,71 @@
+-- spec.support.http_script: drive zever.http servers of this state's loop from real clients in
+-- the background (spec/support/http_client.py, a scripted raw TCP client, and curl), for the
+-- specs of host/http that serve on the spec's own loop.
+--
+--   local hs = require "spec.support.http_script"
+--   local read = hs.spawn(function(out) return "cmd > " .. out end)  -- reader: content | nil
+--   local read = hs.client_bg(port, steps)    -- the scripted client in the background
+--   hs.client(port, steps)                    -- runs it while the loop serves; what it received
+--   hs.curl(args)                             -- curl -s -m 10 args while the loop serves
+--   hs.get(path[, extra_headers])             -- a "send:" step of a GET with Host: t
+--
+-- The loop runs (zever.testing.run_until) until the client has written its output file, so the
+-- server answers meanwhile; time only bounds how long a spec waits.
+
+local process = require "spec.support.process"
+local run_until = require("zever.testing").run_until
+
+local q = process.quote
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec/support"
+local CLIENT = here .. "/http_client.py"
+
+local M = {}
+
+-- Starts a background shell command writing to a fresh file; returns a reader that yields the
+-- file's content once it exists (nil before).
+function M.spawn(make_cmd)
+  local out = os.tmpname()
+  os.remove(out)
+  os.execute("(" .. make_cmd(out) .. ") >/dev/null 2>&1 &")
+  local content
+  return function()
+    if content then return content end
+    local f = io.open(out, "rb")
+    if not f then return nil end
+    content = f:read("*a")
+    f:close()
+    os.remove(out)
+    return content
+  end
+end
+
+-- Starts the scripted client (see http_client.py for the steps) in the background.
+function M.client_bg(port, steps)
+  local args = {}
+  for i, s in ipairs(steps) do args[i] = q(s) end
+  return M.spawn(function(out)
+    return ("python3 %s %d %s %s"):format(q(CLIENT), port, q(out), table.concat(args, " "))
+  end)
+end
+
+-- Runs the scripted client while the loop serves; returns what it received.
+function M.client(port, steps)
+  local read = M.client_bg(port, steps)
+  assert(run_until(read, 25), "the client did not finish")
+  return read()
+end
+
+-- Runs curl with the given arguments; returns its output (headers included with -i).
+function M.curl(args)
+  local read = M.spawn(function(out)
+    return ("curl -s -m 10 %s > %s.tmp; mv %s.tmp %s"):format(args, q(out), q(out), q(out))
+  end)
+  assert(run_until(read, 15), "curl did not finish")
+  return read()
+end
+
+function M.get(path, extra)
+  return "send:GET " .. path .. " HTTP/1.1\\r\\nHost: t\\r\\n" .. (extra or "") .. "\\r\\n"
+end
+
+return M
