@@ -44,7 +44,103 @@ end
 
 local M = { null = core.null, array_mt = array_mt, object_mt = object_mt }
 
-M.encode = raw_encode
+-- The flat-object fast path. The C writer is a classic C API call, which LuaJIT cannot compile:
+-- a request's trace stops there ("stitch"), and for {"id":42} the call costs more than the
+-- writing. A small object without a mark (or marked json.object) whose keys are plain strings
+-- and whose values are plain strings, integers of at most 14 digits, booleans or json.null is
+-- written here instead, byte for byte what the C writer writes: the same key order (next() walks
+-- the table as lua_next does), integers in full (tostring prints every digit below 1e14), and
+-- strings with nothing the writer escapes (control bytes, DEL, '"', '\'). Anything else is the
+-- C writer's job. spec/zever/json_spec.lua holds the two to the same bytes.
+local find, concat, next = string.find, table.concat, next
+local null = core.null
+local MAX_FLAT = 16
+local UNSAFE = '[%z\1-\31"\\\127]'
+-- Keys repeat from call to call: those found plain are remembered (up to a cap), so the common
+-- case skips the pattern match.
+local MAX_PLAIN_KEYS = 4096
+local plain_keys, nplain = {}, 0
+local parts = {} -- reused: '{"', key, '":', value, ',"', key, '":"', string, '"', ..., '}'
+
+-- The JSON text of one value, false for a plain string (the caller quotes it), or nil when the
+-- fast path does not apply.
+local function scalar(v)
+  local tv = type(v)
+  if tv == "number" then
+    if v % 1 ~= 0 or v >= 1e14 or v <= -1e14 or (v == 0 and 1 / v < 0) then return nil end
+    return tostring(v)
+  elseif tv == "string" then
+    if find(v, UNSAFE) then return nil end
+    return false
+  elseif tv == "boolean" then
+    return v and "true" or "false"
+  elseif v == null then
+    return "null"
+  end
+  return nil
+end
+
+local function plain_key(k)
+  if type(k) ~= "string" then return false end
+  if plain_keys[k] then return true end
+  if find(k, UNSAFE) then return false end
+  if nplain < MAX_PLAIN_KEYS then
+    nplain = nplain + 1
+    plain_keys[k] = true
+  end
+  return true
+end
+
+-- Objects of two keys or more.
+local function flat_more(value, k, v)
+  local n = 0
+  repeat
+    if n > MAX_FLAT * 5 or not plain_key(k) then return nil end
+    local s = scalar(v)
+    if s == nil then return nil end
+    parts[n + 1] = n == 0 and '{"' or ',"'
+    parts[n + 2] = k
+    if s then
+      parts[n + 3] = '":'
+      parts[n + 4] = s
+      n = n + 4
+    else
+      parts[n + 3] = '":"'
+      parts[n + 4] = v
+      parts[n + 5] = '"'
+      n = n + 5
+    end
+    k, v = next(value, k)
+  until k == nil
+  parts[n + 1] = "}"
+  return concat(parts, "", 1, n + 1)
+end
+
+-- One key is the common case ({"id":42}) and takes no loop: a loop inside the request's trace
+-- makes LuaJIT abort it.
+local function flat(value)
+  local k, v = next(value)
+  if not plain_key(k) then return nil end
+  if next(value, k) ~= nil then return flat_more(value, k, v) end
+  local s = scalar(v)
+  if s then return '{"' .. k .. '":' .. s .. "}" end
+  if s == false then return '{"' .. k .. '":"' .. v .. '"}' end
+  return nil
+end
+
+function M.encode(value)
+  if type(value) == "table" then
+    local mt = getmetatable(value)
+    if mt == nil or mt == object_mt then
+      local s = flat(value)
+      if s then return s end
+    end
+  end
+  return raw_encode(value)
+end
+
+-- The C writer alone (specs compare the fast path with it).
+M.encode_c = raw_encode
 
 function M.decode(s)
   if type(s) ~= "string" then

@@ -69,6 +69,9 @@ end
 
 -- Starts zever in the background in cwd; waits until its stderr/stdout log shows ready (a
 -- pattern); returns { pid, log }.
+-- Processes started by the running spec; its finally kills any a failed assertion left behind.
+local started = {}
+
 local function start_in(cwd, env, ready, ...)
   local log = os.tmpname()
   local parts = { "cd", quote(cwd), "&&", env or "", "exec", quote(sys.exe()) }
@@ -76,6 +79,13 @@ local function start_in(cwd, env, ready, ...)
   local p = io.popen(table.concat(parts, " ") .. " >" .. log .. " 2>&1 & echo $!")
   local pid = tonumber(p:read("*l"))
   p:close()
+  started[#started + 1] = pid
+  finally(function()
+    for i = #started, 1, -1 do
+      if alive(started[i]) then os.execute("kill -KILL " .. started[i] .. " 2>/dev/null") end
+      started[i] = nil
+    end
+  end)
   assert(wait_for(function() return (read(log) or ""):find(ready) end, 15),
     "did not start: " .. (read(log) or ""))
   return { pid = pid, log = log }

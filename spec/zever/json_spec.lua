@@ -290,3 +290,56 @@ describe("the scheduler's list", function()
     assert.are.equal("[]", json.encode(s:list()))
   end)
 end)
+
+describe("zever.json encode's flat-object path", function()
+  -- The Lua fast path for small flat objects must write what the C writer writes, byte for
+  -- byte; random objects over keys and values chosen to sit on both sides of every rule.
+  local KEYS = { "id", "name", "ok", "a b", "q\"uote", "back\\slash", "ctl\1", "del\127", "é", "" }
+  local function random_string(rnd)
+    local n, b = rnd(0, 6), {}
+    for i = 1, n do b[i] = string.char(rnd(0, 255)) end
+    return table.concat(b)
+  end
+  local function random_value(rnd)
+    local pick = rnd(1, 12)
+    if pick == 1 then return rnd(-1000, 1000) end
+    if pick == 2 then return rnd(0, 1) == 1 and 99999999999999 or -99999999999999 end
+    if pick == 3 then return 1e14 + rnd(0, 9) end
+    if pick == 4 then return rnd(-1000, 1000) / 8 end
+    if pick == 5 then return -0.0 end
+    if pick == 6 then return random_string(rnd) end
+    if pick == 7 then return ("plain"):rep(rnd(0, 3)) end
+    if pick == 8 then return rnd(0, 1) == 1 end
+    if pick == 9 then return json.null end
+    if pick == 10 then return { rnd(1, 9) } end
+    if pick == 11 then return require("ffi").new("int64_t", 9007199254740993LL) end
+    return 2 ^ 53 + 2
+  end
+
+  it("writes the same bytes as the C writer for 3,000 random small objects", function()
+    local state = 12345
+    local function rnd(lo, hi) -- a fixed LCG: the same objects on every run
+      state = (state * 1103515245 + 12345) % 2147483648
+      return lo + state % (hi - lo + 1)
+    end
+    local same, fast = 0, 0
+    for _ = 1, 3000 do
+      local t = {}
+      for _ = 1, rnd(1, 20) do t[KEYS[rnd(1, #KEYS)]] = random_value(rnd) end
+      if rnd(1, 10) == 1 then t = json.object(t) end
+      local a, b = json.encode(t), json.encode_c(t)
+      assert.are.equal(b, a)
+      same = same + 1
+      if not a:find("[%[\\]") then fast = fast + 1 end
+    end
+    assert.are.equal(3000, same)
+    assert.is_true(fast > 100, "too few objects of the fast path's shape: " .. fast)
+  end)
+
+  it("leaves arrays, marked arrays and nested objects to the C writer", function()
+    assert.are.equal("[]", json.encode(json.array()))
+    assert.are.equal("{}", json.encode({}))
+    assert.are.equal("[1,2]", json.encode({ 1, 2 }))
+    assert.are.equal('{"a":{"b":1}}', json.encode({ a = { b = 1 } }))
+  end)
+end)
