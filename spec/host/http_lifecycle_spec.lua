@@ -123,9 +123,20 @@ describe("zever.server handler watchdog", function()
     return srv:port()
   end
 
+  -- Handlers a timeout abandoned keep sleeping on this loop; each spec waits for its own to end,
+  -- so that no timer of theirs is still armed when the next spec (in any order) runs the loop.
+  local sleeping = 0
+  local function late()
+    sleeping = sleeping + 1
+    zever.sleep(1)
+    sleeping = sleeping - 1
+    return "late"
+  end
+
   after_each(function()
     if srv then srv:close() end
     srv = nil
+    assert(run_until(function() return sleeping == 0 end, 10), "an abandoned handler still sleeps")
     loop.run("nowait")
   end)
 
@@ -138,7 +149,7 @@ describe("zever.server handler watchdog", function()
   it("answers 503 for a handler that yields past handler_timeout, and serves the next request",
     function()
       local port = start({ handler_timeout = 0.2 }, function(app)
-        app:get("/wait", function() zever.sleep(5) return "late" end)
+        app:get("/wait", late)
       end)
       local out = client(port, { get("/wait"), "read:3", "connect", get("/hello"), "read:2" })
       assert.matches("^%[eof%]HTTP/1.1 503 Service Unavailable\r\n", out)
@@ -149,7 +160,7 @@ describe("zever.server handler watchdog", function()
 
   it("applies a route's own timeout instead of the server's", function()
     local port = start({ handler_timeout = 30 }, function(app)
-      app:get("/wait", function() zever.sleep(5) return "late" end, { timeout = 0.2 })
+      app:get("/wait", late, { timeout = 0.2 })
     end)
     local out = client(port, { get("/wait"), "read:3" })
     assert.matches("^%[eof%]HTTP/1.1 503 ", out)

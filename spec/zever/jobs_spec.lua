@@ -37,6 +37,24 @@ local function run(j, opts, done, secs)
   return ok, w
 end
 
+-- A handler that sleeps until its spec lets it go. A job that a timeout or a drain abandoned
+-- keeps running on this thread's loop; a plain sleep(5) would leave its timer armed after the
+-- spec, and a later spec that runs the loop until nothing is active (in any order) would wait
+-- for it. The spec calls finish() in a finally: it releases the handlers and waits for them.
+local function holder()
+  local h = { released = false, running = 0 }
+  function h.hold()
+    h.running = h.running + 1
+    while not h.released do sched.sleep(0.01) end
+    h.running = h.running - 1
+  end
+  function h.finish()
+    h.released = true
+    assert(testing.run_until(function() return h.running == 0 end, 5), "a held job still runs")
+  end
+  return h
+end
+
 describe("zever.jobs", function()
   describe("register", function()
     it("takes attempts, backoff durations as strings, a queue and a timeout", function()
@@ -202,9 +220,11 @@ describe("zever.worker", function()
   it("fails a waiting handler at its timeout and retries it", function()
     local j = fresh()
     local starts = 0
+    local h = holder()
+    finally(h.finish)
     j:register("stuck", function()
       starts = starts + 1
-      sched.sleep(starts == 1 and 5 or 0)
+      if starts == 1 then h.hold() end
     end, { timeout = 0.05, attempts = 2, backoff = { base = 0.01, jitter = false } })
     j:dispatch("stuck")
     local _, w = run(j, nil, function() return starts == 2 and #assert(j:failed()) == 0 end)
@@ -214,7 +234,9 @@ describe("zever.worker", function()
 
   it("records a timeout as the error when the last attempt times out", function()
     local j = fresh()
-    j:register("stuck", function() sched.sleep(5) end, { timeout = 0.05, attempts = 1 })
+    local h = holder()
+    finally(h.finish)
+    j:register("stuck", h.hold, { timeout = 0.05, attempts = 1 })
     j:dispatch("stuck")
     run(j, nil, function() return #assert(j:failed()) == 1 end)
     assert.is_truthy(assert(j:failed())[1].error:find("^timeout"))
@@ -256,7 +278,9 @@ describe("zever.worker", function()
 
   it("on drain, releases a job still running at the deadline for another worker", function()
     local j, q = fresh()
-    j:register("long", function() sched.sleep(10) end)
+    local h = holder()
+    finally(h.finish)
+    j:register("long", h.hold)
     j:dispatch("long")
     local w = worker.new(j, { poll_max = 0.005 })
     w:start()
