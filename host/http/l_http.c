@@ -37,8 +37,8 @@
  * "request cancelled: handler timeout", which zever.server checks first and skips) and its
  * coroutine is abandoned: it runs on when what it waits for resumes it, and its answer goes
  * nowhere. A handler that runs handler_timeout without yielding is interrupted by a count hook
- * that a watchdog thread sets with lua_sethook (which LuaJIT allows from another thread): the
- * hook answers 500 at once, cancels the request and raises "handler timeout" in the handler,
+ * that the worker thread sets in a signal handler when its watchdog thread signals it (see
+ * WD_SIGNAL): the hook answers 500 at once, cancels the request and raises "handler timeout" in the handler,
  * which unwinds through the application's error path.
  * Compiled loops (traces) do not see hooks; docs/http-server.md says what is caught. Per
  * request the watchdog costs three stores; its thread wakes every handler_timeout / 4 (10 ms
@@ -63,6 +63,7 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -87,6 +88,7 @@ typedef struct sproxy_s sproxy_t;
  * watchdog thread reads them and sets the count hook on a handler that runs too long. */
 typedef struct {
   pthread_t thread;
+  pthread_t worker;     /* the thread that runs the server's loop and handlers */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   lua_State *L;         /* a thread of the state, pinned by L_ref (hooks are per state) */
@@ -456,6 +458,32 @@ static void wd_hook(lua_State *L, lua_Debug *ar) {
              secs);
 }
 
+/* The watchdog never calls lua_sethook itself: it would rewrite LuaJIT's dispatch table from
+ * another thread while the worker's VM runs (or records a trace). It sends WD_SIGNAL to the
+ * worker thread instead, whose handler sets the hook there, as luajit.c and lua.c do for SIGINT:
+ * lua_sethook is the call Lua allows from a signal handler of the thread running the VM. The
+ * handler checks that this thread's running watchdog still asked for it (armed). */
+#define WD_SIGNAL (SIGRTMIN + 2)
+
+static void wd_signal(int sig) {
+  wdog_t *wd = running_wd;
+  (void)sig;
+  if (wd && __atomic_load_n(&wd->armed, __ATOMIC_RELAXED) &&
+      __atomic_load_n(&wd->busy, __ATOMIC_RELAXED))
+    lua_sethook(wd->L, wd_hook, LUA_MASKCOUNT, 1000);
+}
+
+/* Installs the handler once per process (every server's watchdog signals its own worker). */
+static pthread_once_t wd_signal_once = PTHREAD_ONCE_INIT;
+static void wd_signal_install(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = wd_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(WD_SIGNAL, &sa, NULL);
+}
+
 static uint64_t mono_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -497,7 +525,7 @@ static void *wd_main(void *arg) {
       since = now;
       stuck_logged = 0;
       __atomic_store_n(&wd->armed, 1, __ATOMIC_RELAXED);
-      lua_sethook(wd->L, wd_hook, LUA_MASKCOUNT, 1000);
+      pthread_kill(wd->worker, WD_SIGNAL);
     } else if (!stuck_logged) {
       /* A whole limit with the hook set and not run: the handler loops inside a compiled
        * trace, which never checks hooks. Nothing can stop it from here; say so once. */
@@ -519,7 +547,9 @@ static int wd_start(lserver_t *ls, lua_State *L, uint64_t limit_ms) {
   lua_pushthread(L);
   wd->L_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   wd->L = L;
+  wd->worker = pthread_self();
   wd->limit_ms = limit_ms;
+  pthread_once(&wd_signal_once, wd_signal_install);
   wd->period_ms = limit_ms / 4 < 10 ? 10 : limit_ms / 4 > 100 ? 100 : limit_ms / 4;
   pthread_mutex_init(&wd->mu, NULL);
   pthread_cond_init(&wd->cv, NULL);
