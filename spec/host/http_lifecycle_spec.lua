@@ -5,32 +5,19 @@
 -- time only bounds how long a spec waits for a condition.
 
 local loop = require "zever.loop"
-local http = require "zever.http"
 
 local hs = require "spec.support.http_script"
 local client_bg, client, get = hs.client_bg, hs.client, hs.get
 
 local run_until = require("zever.testing").run_until
 
-local servers = {}
-
-local function serve(opts, handler)
-  opts.port = opts.port or 0
-  local srv = assert(http.listen(opts, handler))
-  servers[#servers + 1] = srv
-  return srv, srv:port()
-end
+local servers = hs.server_set()
+local serve = servers.serve
 
 local function ok(req) req:respond(200, "ok") end
 
 describe("zever.http lifecycle", function()
-  after_each(function()
-    for i = #servers, 1, -1 do
-      servers[i]:close()
-      servers[i] = nil
-    end
-    loop.run("nowait")
-  end)
+  after_each(servers.close)
 
   describe("write_timeout", function()
     it("closes a connection whose client never reads a large response and frees its buffers",

@@ -11,14 +11,8 @@ local q = process.quote
 
 local run_until = require("zever.testing").run_until
 
-local servers = {}
-
-local function serve(opts, handler)
-  opts.port = opts.port or 0
-  local srv = assert(http.listen(opts, handler))
-  servers[#servers + 1] = srv
-  return srv, srv:port()
-end
+local servers = hs.server_set()
+local serve = servers.serve
 
 local function echo(req, method, path, query)
   req:respond(200, method .. " " .. path .. " " .. tostring(query) .. " " .. req:body(),
@@ -26,13 +20,7 @@ local function echo(req, method, path, query)
 end
 
 describe("zever.http", function()
-  after_each(function()
-    for i = #servers, 1, -1 do
-      servers[i]:close()
-      servers[i] = nil
-    end
-    loop.run("nowait")
-  end)
+  after_each(servers.close)
 
   describe("listen", function()
     it("picks a free port when port is 0", function()

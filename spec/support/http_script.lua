@@ -8,11 +8,16 @@
 --   hs.client(port, steps)                    -- runs it while the loop serves; what it received
 --   hs.curl(args)                             -- curl -s -m 10 args while the loop serves
 --   hs.get(path[, extra_headers])             -- a "send:" step of a GET with Host: t
+--   local set = hs.server_set()               -- the zever.http servers a spec file owns:
+--   set.serve(opts, handler) -> srv, port     --   listen (port 0 unless given) and remember
+--   set.close()                               --   close them all (an after_each)
 --
 -- The loop runs (zever.testing.run_until) until the client has written its output file, so the
 -- server answers meanwhile; time only bounds how long a spec waits.
 
 local process = require "spec.support.process"
+local http = require "zever.http"
+local loop = require "zever.loop"
 local run_until = require("zever.testing").run_until
 
 local q = process.quote
@@ -66,6 +71,24 @@ end
 
 function M.get(path, extra)
   return "send:GET " .. path .. " HTTP/1.1\\r\\nHost: t\\r\\n" .. (extra or "") .. "\\r\\n"
+end
+
+function M.server_set()
+  local list, set = {}, {}
+  function set.serve(opts, handler)
+    opts.port = opts.port or 0
+    local srv = assert(http.listen(opts, handler))
+    list[#list + 1] = srv
+    return srv, srv:port()
+  end
+  function set.close()
+    for i = #list, 1, -1 do
+      list[i]:close()
+      list[i] = nil
+    end
+    loop.run("nowait")
+  end
+  return set
 end
 
 return M
