@@ -50,7 +50,7 @@ times = []
 for _ in range(15):
     port = free_port()
     t0 = time.perf_counter()
-    p = subprocess.Popen([bin, "serve", "examples/hello", "--port", str(port), "--workers", "1"],
+    p = subprocess.Popen([bin, "serve", "examples/hello", "--listen", "127.0.0.1:%d" % port, "--workers", "1"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while True:
         try:
