@@ -341,6 +341,21 @@ function Select:distinct()
   return self
 end
 
+-- DISTINCT ON (cols): the first row of each group of equal cols, in order_by's order
+-- (PostgreSQL; sqlite refuses it when rendering).
+function Select:distinct_on(...)
+  local n = select("#", ...)
+  if n == 0 then error("distinct_on: expects at least one column", 2) end
+  local list = {}
+  for i = 1, n do
+    local c = select(i, ...)
+    check_col(c, "distinct_on")
+    list[i] = c
+  end
+  self[S_DISTINCT] = list
+  return self
+end
+
 local function join(kind, fname)
   return function(self, t, left, op, right)
     t = model_table(t)
