@@ -7,7 +7,9 @@
 --   migrations/schema.snapshot.lua      the schema this run saw, and the last migration number
 --
 -- When nothing changed, only the snapshot is returned (with the same bytes as before). What the
--- diff knows: create table, create and drop index, add column, rename column (@renamed_from),
+-- diff knows: create table, create and drop index (index(...) @concurrently on an existing table:
+-- a second file, run outside a transaction, with CREATE INDEX CONCURRENTLY on postgres), add
+-- column, rename column (@renamed_from),
 -- and with opts.allow_drop drop column and drop table. Dropping without allow_drop, adding a
 -- required column without @default to an existing table, and changing an existing column (type,
 -- optionality, default, primary key, unique, foreign key) are refused with nil, err.
@@ -146,7 +148,8 @@ function M.schema(ir)
         references_columns = fk.references_columns, on_delete = fk.on_delete }
     end
     for _, ix in ipairs(e.indexes or {}) do
-      t.indexes[ix.name] = { columns = ix.columns, unique = ix.unique or nil }
+      t.indexes[ix.name] = { columns = ix.columns, unique = ix.unique or nil,
+        concurrently = ix.concurrently or nil }
     end
     tables[t.name] = t
   end
@@ -206,6 +209,24 @@ end
 local function create_index(tname, name, ix)
   return format("CREATE %sINDEX %s ON %s (%s)", ix.unique and "UNIQUE " or "", q(name), q(tname),
     list_sql(ix.columns))
+end
+
+-- An index built without locking out writes (index(...) @concurrently on an existing table):
+-- PostgreSQL's CREATE INDEX CONCURRENTLY, which cannot run in a transaction, so it goes to a
+-- migration of its own marked transaction = false. IF NOT EXISTS lets a re-run after a failure
+-- pass over an index that was built (an INVALID one left by a failed build must be dropped by
+-- hand: docs/migrations.md). SQLite builds it plainly.
+local function create_index_concurrently(tname, name, ix)
+  return {
+    sqlite = { create_index(tname, name, ix) },
+    postgres = { format("CREATE %sINDEX CONCURRENTLY IF NOT EXISTS %s ON %s (%s)",
+      ix.unique and "UNIQUE " or "", q(name), q(tname), list_sql(ix.columns)) },
+  }
+end
+
+local function drop_index_concurrently(name)
+  return { sqlite = { "DROP INDEX IF EXISTS " .. q(name) },
+    postgres = { "DROP INDEX CONCURRENTLY IF EXISTS " .. q(name) } }
 end
 
 -- Orders the new tables so that a table comes after those it references; in a cycle the first
@@ -427,9 +448,16 @@ function M.diff(old, new, allow_drop)
     end
     op(format("add_%s_%s", a.t.name, a.c.name), stmts, down)
   end
+  local concurrent = {}
   for _, x in ipairs(ix_creates) do
     local label = not x.with_table and format("add_index_%s", x.name) or nil
-    op(label, both(create_index(x.t, x.name, x.ix)), both("DROP INDEX " .. q(x.name)))
+    if x.ix.concurrently and not x.with_table then
+      -- A table created in the same run is empty: its index is built plainly, in the transaction.
+      concurrent[#concurrent + 1] = { label = label, up = create_index_concurrently(x.t, x.name, x.ix),
+        down = drop_index_concurrently(x.name) }
+    else
+      op(label, both(create_index(x.t, x.name, x.ix)), both("DROP INDEX " .. q(x.name)))
+    end
   end
   for _, x in ipairs(drops) do
     op(format("drop_%s_%s", x.t, x.c.name),
@@ -438,7 +466,7 @@ function M.diff(old, new, allow_drop)
   for _, n in ipairs(dropped) do
     op("drop_" .. n, both("DROP TABLE " .. q(n)), false)
   end
-  return { ops = ops }
+  return { ops = ops, concurrent = concurrent }
 end
 
 -- files -----------------------------------------------------------------------------------------
@@ -472,7 +500,7 @@ local TEMPLATE = [[
 -- Its steps, from the previous snapshot to the schema in migrations/schema.snapshot.lua:
 %s
 -- Apply with `zever migrate up --dir <out>/migrations`. Do not edit it once applied: change the
--- .zen schema and run zever gen again.
+-- .zen schema and run zever gen again.%s
 
 local SQL = {
 %s
@@ -485,11 +513,16 @@ local function run(db, step)
   for _, s in ipairs(list[step]) do db:exec(s) end
 end
 
-return {
+return {%s
   up = function(db) run(db, "up") end,
   down = function(%s) %s end,
 }
 ]]
+
+local NO_TRANSACTION_NOTE = [[
+
+-- It builds indexes CONCURRENTLY (PostgreSQL), which cannot run inside a transaction: zever
+-- migrate runs it outside one (transaction = false), statement by statement.]]
 
 local function migration_file(version, name, plan)
   local reversible = true
@@ -515,8 +548,9 @@ local function migration_file(version, name, plan)
   local down = reversible and 'run(db, "down")' or
     format('error("migration %s drops data: it cannot be reverted", 0)', version)
   local down_args = reversible and "db" or ""
-  return format(TEMPLATE, version, name, concat(summary, "\n"), concat(dialects, "\n"), down_args,
-    down)
+  local outside = plan.transaction == false
+  return format(TEMPLATE, version, name, concat(summary, "\n"), outside and NO_TRANSACTION_NOTE or "",
+    concat(dialects, "\n"), outside and "\n  transaction = false," or "", down_args, down)
 end
 
 -- The snapshot file: the schema tables (without renamed_from, which only steers the diff).
@@ -555,6 +589,14 @@ function M.generate(ir, opts)
     local stamp = format("%04d", version)
     local name = migration_name(plan)
     files[format("%s/%s_%s.lua", M.DIR, stamp, name)] = migration_file(stamp, name, plan)
+  end
+  -- Concurrent index builds follow in a migration of their own, outside a transaction.
+  if #plan.concurrent > 0 then
+    local cplan = { ops = plan.concurrent, transaction = false }
+    version = version + 1
+    local stamp = format("%04d", version)
+    local name = migration_name(cplan) .. "_concurrently"
+    files[format("%s/%s_%s.lua", M.DIR, stamp, name)] = migration_file(stamp, name, cplan)
   end
   files[M.SNAPSHOT] = snapshot_file(version, tables)
   return files
