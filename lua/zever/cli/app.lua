@@ -115,7 +115,8 @@ function M.open_db(dsn, opts, mkdir_parent)
   local db = require "zever.db"
   local scheme = db.parse_dsn(dsn)
   if not scheme then
-    return nil, 'not a DSN (want "sqlite:<file>", "sqlite::memory:" or "postgres://user:password@host:port/db")'
+    return nil, 'not a DSN (want "sqlite:<file>", "sqlite::memory:" or '
+      .. '"postgres://user:password@host:port/db")'
   end
   if scheme == "postgresql" then scheme = "postgres" end
   if not package.searchpath("adapters.db." .. scheme, package.path) then
