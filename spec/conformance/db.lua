@@ -556,6 +556,94 @@ return function(name, open, caps)
   end)
 
   ---------------------------------------------------------------------------------------------
+  suite("preload", { USERS, POSTS, { "tags", "CREATE TABLE tags (id {pk}, label {text} NOT NULL)" },
+    { "post_tags", "CREATE TABLE post_tags (post_id {big} NOT NULL, tag_id {big} NOT NULL, PRIMARY KEY (post_id, tag_id))" } }, function(h)
+    local model = require "zever.model"
+    local models = model.link({
+      User = model.new { name = "User", table = "users", primary_key = "id",
+        columns = { { name = "id", kind = "int64", primary = true }, { name = "email", kind = "string" } },
+        relations = { posts = { kind = "has_many", target = "Post", table = "posts", foreign_key = "user_id", references = "id" },
+          first_post = { kind = "has_one", target = "Post", table = "posts", foreign_key = "user_id", references = "id" } } },
+      Post = model.new { name = "Post", table = "posts", primary_key = "id",
+        columns = { { name = "id", kind = "int64", primary = true }, { name = "title", kind = "string" } },
+        relations = { user = { kind = "belongs_to", target = "User", table = "users", foreign_key = "user_id", references = "id" },
+          tags = { kind = "many_to_many", target = "Tag", table = "tags", join_table = "post_tags", join_key = "post_id",
+            target_key = "tag_id", references = "id", target_references = "id" } } },
+      Tag = model.new { name = "Tag", table = "tags", primary_key = "id",
+        columns = { { name = "id", kind = "int64", primary = true }, { name = "label", kind = "string" } }, relations = {} },
+    })
+    local User, Post = models.User, models.Post
+
+    -- Counts the statements db runs (the real connection does the work).
+    local function counting(db)
+      local n = 0
+      local conn = db.conn
+      db.conn = setmetatable({
+        query = function(_, ...) n = n + 1 return conn:query(...) end,
+        first = function(_, ...) n = n + 1 return conn:first(...) end,
+      }, { __index = function(_, k) local v = conn[k] if type(v) == "function" then return function(_, ...) return v(conn, ...) end end return v end })
+      return function() return n end, function() db.conn = conn end
+    end
+
+    before_each(function()
+      local db = h.db
+      local id = seed(db)
+      local tags = db:insert_into("tags"):values { { label = "x" }, { label = "y" } }:returning("id", "label"):exec()
+      local tag = {}
+      for _, t in ipairs(tags) do tag[t.label] = t.id end
+      local posts = {}
+      for _, p in ipairs(db:from("posts"):select("id", "title"):all()) do posts[p.title] = p.id end
+      db:insert_into("post_tags"):values { { post_id = posts.a1, tag_id = tag.x }, { post_id = posts.a1, tag_id = tag.y },
+        { post_id = posts.c1, tag_id = tag.y } }:exec()
+      h.id = id
+    end)
+
+    it("loads belongs_to, has_many, has_one and many_to_many with one query per relation", function()
+      local db = h.db
+      local count, restore = counting(db)
+      local ok, err = pcall(function()
+        local users = db:from(User):select("id", "name"):preload("posts", "first_post"):order_by("name"):all()
+        assert.are.equal(3, count())
+        assert.are.same({ "Ann", "Bob", "Cy", "Dee" }, pluck(users, "name"))
+        assert.are.same({ "a1", "a2" }, pluck(users[1].posts, "title"))
+        assert.are.same({}, pluck(users[2].posts, "title"))
+        assert.are.equal("[]", json.encode(users[2].posts))
+        assert.are.same({ "c1" }, pluck(users[3].posts, "title"))
+        assert.is_truthy(users[1].first_post)
+        assert.is_nil(users[2].first_post)
+        local posts = db:from(Post):preload("user", "tags"):order_by("title"):all()
+        assert.are.equal(6, count())
+        assert.are.same({ "a1", "a2", "c1" }, pluck(posts, "title"))
+        assert.are.same({ "Ann", "Ann", "Cy" }, { posts[1].user.name, posts[2].user.name, posts[3].user.name })
+        local labels = pluck(posts[1].tags, "label")
+        table.sort(labels)
+        assert.are.same({ "x", "y" }, labels)
+        assert.are.same({}, posts[2].tags)
+        assert.are.same({ "y" }, pluck(posts[3].tags, "label"))
+        assert.is_nil(posts[1].tags[1].zever_preload_owner)
+        local one = db:from(Post):where("title", "c1"):preload("user"):first()
+        assert.are.equal("Cy", one.user.name)
+        assert.are.equal(8, count())
+      end)
+      restore()
+      assert(ok, err)
+    end)
+
+    it("leaves a belongs_to nil for a NULL foreign key and refuses what it cannot do", function()
+      local db = h.db
+      db:insert_into("posts"):values { title = "orphan" }:exec()
+      local p = db:from(Post):where("title", "orphan"):preload("user"):first()
+      assert.is_nil(p.user)
+      assert.has_error(function() db:from("posts"):preload("user") end)
+      assert.has_error(function() db:from(Post):preload("nope") end, nil)
+      local ok, e = pcall(function() db:from(Post):preload("nope") end)
+      assert.is_false(ok)
+      assert.truthy(tostring(e):find("relations: tags, user", 1, true), tostring(e))
+      assert.has_error(function() db:from(Post):preload("user"):each(function() end) end)
+    end)
+  end)
+
+  ---------------------------------------------------------------------------------------------
   suite("transactions", { USERS }, function(h)
     local function emails(db) return pluck(db:from("users"):select("email"):order_by("email"):all(), "email") end
 
