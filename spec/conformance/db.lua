@@ -11,6 +11,7 @@
 --
 -- caps (what differs by design, never what is broken):
 --   bool_as_int   booleans read back as 1/0 (SQLite has no boolean type)
+--   sqlstate      errors carry sqlstate and the constraint's name (PostgreSQL)
 --
 -- Column types are spelled per dialect (db.dialect) by the DDL helper below; everything else
 -- (raw SQL with ? placeholders, the query builder, transactions, errors) is the same text on
@@ -217,6 +218,17 @@ return function(name, open, caps)
       assert.are.equal(1, db:from("vals"):where("t", s):count())
     end)
 
+    it("streams rows with each and counts them, and nests a query inside it", function()
+      local db = h.db
+      for i = 1, 5 do db:exec("INSERT INTO vals (i, t) VALUES (?, ?)", i, "r" .. i) end
+      local seen = {}
+      local n = db:from("vals"):select("i", "t"):where("i", ">", 1):order_by("i"):each(function(r)
+        seen[#seen + 1] = r.t .. "/" .. db:from("vals"):where("i", "<", r.i):count()
+      end)
+      assert.are.equal(4, n)
+      assert.are.same({ "r2/1", "r3/2", "r4/3", "r5/4" }, seen)
+    end)
+
     it("treats a bound value that looks like SQL only as data", function()
       local db = h.db
       local evil = "x'); DROP TABLE vals; --"
@@ -244,6 +256,10 @@ return function(name, open, caps)
       assert.are.equal("constraint", e2.code)
       assert.truthy(e2.sql:find("INSERT INTO", 1, true))
       assert.is_nil(tostring(e2):find("secret-dup", 1, true), tostring(e2))
+      if caps.sqlstate then
+        assert.are.equal("23505", e.sqlstate)
+        assert.are.equal("users_email_key", e.constraint)
+      end
     end)
 
     it("raises a NOT NULL violation as code constraint", function()

@@ -27,5 +27,5 @@ describe("zever.db conformance on postgres #pg", function()
     return
   end
   local fx = pg_server.fixture("db_conformance")
-  conformance("postgres", function() return zdb.open(fx.dsn) end)
+  conformance("postgres", function() return zdb.open(fx.dsn) end, { sqlstate = true })
 end)
