@@ -10,9 +10,11 @@
 -- diff knows: create table, create and drop index (index(...) @concurrently on an existing table:
 -- a second file, run outside a transaction, with CREATE INDEX CONCURRENTLY on postgres), add
 -- column, rename column (@renamed_from),
--- and with opts.allow_drop drop column and drop table. Dropping without allow_drop, adding a
--- required column without @default to an existing table, and changing an existing column (type,
--- optionality, default, primary key, unique, foreign key) are refused with nil, err.
+-- and with opts.allow_drop drop column and drop table, and a column's type (ALTER COLUMN TYPE on
+-- postgres, a table rebuild on sqlite; only on a table no foreign key touches, in a run that
+-- changes nothing else of it). Dropping without allow_drop, adding a required column without
+-- @default to an existing table, and changing an existing column otherwise (optionality, default,
+-- primary key, unique, foreign key) are refused with nil, err.
 --
 -- Identifiers are quoted by zever.sql.quote, the C renderer's quoting (it has no DDL support, so
 -- the statements themselves are assembled here). It must not read files or clocks.
@@ -321,7 +323,7 @@ function M.diff(old, new, allow_drop)
     return fail(format("the schema drops the table%s %s: refused without --allow-drop (its data " ..
       "would be lost)", #dropped == 1 and "" or "s", concat(dropped, ", ")))
   end
-  local renames, adds, drops, ix_drops, ix_creates = {}, {}, {}, {}, {}
+  local renames, adds, drops, ix_drops, ix_creates, retypes = {}, {}, {}, {}, {}, {}
   for _, name in ipairs(sorted_keys(new)) do
     local t, o = new[name], old[name]
     if o then
@@ -337,7 +339,12 @@ function M.diff(old, new, allow_drop)
         end
         if prev then
           local why = column_change(prev, c)
-          if why then
+          if why and why:match("^type ") and prev.name == c.name and
+            column_change(prev, { name = c.name, sql = prev.sql, nullable = c.nullable,
+              primary = c.primary, unique = c.unique, default = c.default,
+              default_name = c.default_name }) == nil then
+            retypes[#retypes + 1] = { t = name, c = c, from = prev }
+          elseif why then
             return fail(format("column %s.%s changed (%s): zever gen does not migrate changed " ..
               "columns yet; write that migration by hand", name, c.name, why))
           end
@@ -391,6 +398,79 @@ function M.diff(old, new, allow_drop)
       end
     end
   end
+  -- A type change: ALTER COLUMN ... TYPE on postgres; on sqlite (no ALTER COLUMN) the table is
+  -- rebuilt (a new table with the new definition, the rows copied, the old one dropped, the new
+  -- one renamed, its indexes made again). Only a table no other table references and that
+  -- changes nothing else in this run: a rebuild must not cascade or meet half-applied changes.
+  for _, r in ipairs(retypes) do
+    local c = r.c
+    if c.primary then
+      return fail(format("column %s.%s changed (type %s -> %s): zever gen does not change the " ..
+        "type of a primary key; write that migration by hand", r.t, c.name, r.from.sql, c.sql))
+    end
+    for _, other in pairs(new) do
+      for _, fk in ipairs(other.foreign_keys) do
+        local on_col = false
+        for _, col in ipairs(fk.columns) do if col == c.name and other.name == r.t then on_col = true end end
+        if fk.references == r.t or on_col then
+          return fail(format("column %s.%s changed (type %s -> %s): zever gen changes a type only " ..
+            "on a table no foreign key touches (%s); write that migration by hand", r.t, c.name,
+            r.from.sql, c.sql, other.name))
+        end
+      end
+    end
+    for _, list in ipairs { adds, renames, drops, ix_drops, ix_creates } do
+      for _, x in ipairs(list) do
+        if x.t == r.t or (type(x.t) == "table" and x.t.name == r.t) then
+          return fail(format("column %s.%s changed type while %s changes otherwise too: change " ..
+            "the type in a run of its own", r.t, c.name, r.t))
+        end
+      end
+    end
+  end
+  -- The columns of each table whose SQLite type changes (INTEGER for int32 and int64 alike: no
+  -- rebuild then); the table is rebuilt once, in the step of the first of them.
+  local sqlite_changed, rebuilt = {}, {}
+  for _, r in ipairs(retypes) do
+    if M.TYPES.sqlite[r.c.sql] ~= M.TYPES.sqlite[r.from.sql] then
+      sqlite_changed[r.t] = sqlite_changed[r.t] or {}
+      sqlite_changed[r.t][r.c.name] = true
+    end
+  end
+  for _, r in ipairs(retypes) do
+    local t, c = r.t, r.c
+    local pg_to, pg_from = M.TYPES.postgres[c.sql], M.TYPES.postgres[r.from.sql]
+    local up = { postgres = { format("ALTER TABLE %s ALTER COLUMN %s TYPE %s USING %s::%s", q(t),
+      q(c.name), pg_to, q(c.name), pg_to) }, sqlite = {} }
+    local down = { postgres = { format("ALTER TABLE %s ALTER COLUMN %s TYPE %s USING %s::%s", q(t),
+      q(c.name), pg_from, q(c.name), pg_from) }, sqlite = {} }
+    local function rebuild(def, list)
+      local tmp = t .. "__zever_rebuild"
+      local cols = {}
+      for i, col in ipairs(def.columns) do cols[i] = col.name end
+      local copy = {}
+      for i, col in ipairs(def.columns) do
+        copy[i] = sqlite_changed[t][col.name] and
+          format("CAST(%s AS %s)", q(col.name), M.TYPES.sqlite[col.sql]) or q(col.name)
+      end
+      list[#list + 1] = (create_table({ name = tmp, columns = def.columns, primary_key = def.primary_key,
+        foreign_keys = def.foreign_keys }, "sqlite"))
+      list[#list + 1] = format("INSERT INTO %s (%s) SELECT %s FROM %s", q(tmp), list_sql(cols),
+        concat(copy, ", "), q(t))
+      list[#list + 1] = "DROP TABLE " .. q(t)
+      list[#list + 1] = format("ALTER TABLE %s RENAME TO %s", q(tmp), q(t))
+      for _, ixname in ipairs(sorted_keys(def.indexes)) do
+        list[#list + 1] = create_index(t, ixname, def.indexes[ixname])
+      end
+    end
+    if sqlite_changed[t] and not rebuilt[t] then
+      rebuilt[t] = true
+      rebuild(new[t], up.sqlite)
+      rebuild(old[t], down.sqlite)
+    end
+    op(format("change_%s_%s_to_%s", t, c.name, c.sql), up, down)
+  end
+
   -- Index drops come first: an index may name a column renamed or dropped below (and so the
   -- down steps, in reverse, recreate it after the column is back).
   for _, x in ipairs(ix_drops) do

@@ -1,7 +1,7 @@
 -- luacheck: no max line length
 -- `zever gen` migrations run unchanged on SQLite and on a real PostgreSQL 15 (#pg): the files
 -- generated from dsl/testdata/tasks.zen (then a second schema version with a new column, an
--- index and an index(...) @concurrently) and spec/fixtures/zen/shop.zen (foreign keys, a
+-- index and an index(...) @concurrently, and a third that changes a column's type) and spec/fixtures/zen/shop.zen (foreign keys, a
 -- many_to_many join table, a unique index) are applied up, checked in the catalog, and rolled back
 -- down. On PostgreSQL the statements go through psql exactly as each file gives them to its db
 -- handle (one transaction per migration; a transaction = false migration one statement at a
@@ -87,7 +87,7 @@ describe("zever gen migrations on postgres through psql #pg", function()
     fs.rm_rf(dir)
   end)
 
-  it("applies tasks.zen up, a second version with a concurrent index, and everything down", function()
+  it("applies tasks.zen up, a second version with a concurrent index, a third with a type change, and everything down", function()
     local src = read(HOME .. "/dsl/testdata/tasks.zen")
     write(dir .. "/schema/tasks.zen", src)
     generate(dir)
@@ -118,7 +118,19 @@ describe("zever gen migrations on postgres through psql #pg", function()
     assert.are.same({ "normal" }, lines(fx.server, fx.dsn,
       "INSERT INTO users (id, email) VALUES ('0b9e3c1e-4a57-4d2c-9a55-6c1f0f7e2a10', 'a@x'); INSERT INTO tasks (id, title, user_id) VALUES ('5d6f7a8b-1c2d-4e3f-8a9b-0c1d2e3f4a5b', 't', '0b9e3c1e-4a57-4d2c-9a55-6c1f0f7e2a10') RETURNING priority"))
 
-    assert.are.same({ "0003_add_index_tasks_note_idx_concurrently", "0002_add_tasks_priority_and_2_more", "0001_create_tasks_users" },
+    -- Version 3 changes the type of a column: ALTER COLUMN ... TYPE, the index kept.
+    write(dir .. "/schema/tasks.zen", (tasks_v2(src):gsub("note: string%?", "note: int32?")))
+    generate(dir)
+    files = assert(migrations.list(dir .. "/generated/migrations"))
+    assert.are.equal("0004_change_tasks_note_to_integer", files[4].version .. "_" .. files[4].name)
+    r = fx.server:psql(fx.dsn, "BEGIN;\n" .. table.concat((statements(files[4].file, "up")), ";\n") .. ";\nCOMMIT;")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.same({ "integer" }, lines(fx.server, fx.dsn,
+      "SELECT data_type FROM information_schema.columns WHERE table_name = 'tasks' AND column_name = 'note'"))
+    assert.are.same({ "tasks_note_idx" }, lines(fx.server, fx.dsn, "SELECT indexname FROM pg_indexes WHERE indexname = 'tasks_note_idx'"))
+
+    assert.are.same({ "0004_change_tasks_note_to_integer", "0003_add_index_tasks_note_idx_concurrently",
+      "0002_add_tasks_priority_and_2_more", "0001_create_tasks_users" },
       psql_migrate(fx.server, fx.dsn, dir, "down"))
     assert.are.same({}, tables(fx.server, fx.dsn))
   end)
@@ -146,7 +158,7 @@ describe("zever gen migrations on sqlite, the same files", function()
   before_each(function() dir = fs.tmpdir({ schema = true }) end)
   after_each(function() fs.rm_rf(dir) end)
 
-  it("applies tasks.zen's two versions (the concurrent index too) up and down through zever.migrations", function()
+  it("applies tasks.zen's three versions (a concurrent index, a type change) up and down through zever.migrations", function()
     local src = read(HOME .. "/dsl/testdata/tasks.zen")
     write(dir .. "/schema/tasks.zen", src)
     generate(dir)
@@ -156,7 +168,16 @@ describe("zever gen migrations on sqlite, the same files", function()
     generate(dir)
     assert.are.equal(2, #assert(migrations.up(db, dir .. "/generated/migrations")))
     assert(db:first("SELECT 1 AS x FROM pragma_index_list('tasks') WHERE name = 'tasks_note_idx'"))
-    assert.are.equal(3, #assert(migrations.down(db, dir .. "/generated/migrations", 3)))
+    -- version 3: a type change, a table rebuild on sqlite that keeps the rows and the indexes
+    db:exec("INSERT INTO users (id, email) VALUES ('u1', 'a@x')")
+    db:exec("INSERT INTO tasks (id, title, user_id, note) VALUES ('t1', 'x', 'u1', '42')")
+    write(dir .. "/schema/tasks.zen", (tasks_v2(src):gsub("note: string%?", "note: int32?")))
+    generate(dir)
+    assert.are.equal(1, #assert(migrations.up(db, dir .. "/generated/migrations")))
+    assert.are.equal(42, db:first("SELECT note FROM tasks WHERE id = 't1'").note)
+    assert(db:first("SELECT 1 AS x FROM pragma_index_list('tasks') WHERE name = 'tasks_note_idx'"))
+    db:exec("DELETE FROM tasks")
+    assert.are.equal(4, #assert(migrations.down(db, dir .. "/generated/migrations", 4)))
     assert.is_nil(db:first("SELECT name FROM sqlite_master WHERE name IN ('tasks', 'users')"))
     db:close()
   end)
