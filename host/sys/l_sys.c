@@ -11,6 +11,7 @@
  *   sys.strerror(code)     -> the core's message of a code ("input too long")
  *   sys.listdir(path)      -> sorted array of entry names without "." and ".." | nil, message
  *   sys.isdir(path)        -> boolean
+ *   sys.mtime(path)        -> modification time in seconds (nanosecond resolution) | nil, message
  *   sys.isatty(fd)         -> boolean
  *   sys.getpid()           -> integer
  */
@@ -96,6 +97,18 @@ static int l_isdir(lua_State *L) {
   return 1;
 }
 
+static int l_mtime(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(errno));
+    return 2;
+  }
+  lua_pushnumber(L, (lua_Number)st.st_mtim.tv_sec + (lua_Number)st.st_mtim.tv_nsec * 1e-9);
+  return 1;
+}
+
 static int l_isatty(lua_State *L) {
   lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
   return 1;
@@ -109,7 +122,7 @@ static int l_getpid(lua_State *L) {
 static const luaL_Reg funcs[] = {
   {"home", l_home},     {"exe", l_exe},       {"now", l_now},       {"listdir", l_listdir},
   {"isdir", l_isdir},   {"isatty", l_isatty}, {"getpid", l_getpid}, {"wall", l_wall},
-  {"strerror", l_strerror}, {NULL, NULL},
+  {"strerror", l_strerror}, {"mtime", l_mtime}, {NULL, NULL},
 };
 
 int luaopen_zever_sys(lua_State *L);
