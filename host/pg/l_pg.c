@@ -123,8 +123,11 @@ static void drop_watch(pgconn_t *c) {
 static void poll_cb(uv_poll_t *h, int status, int events) {
   watch_t *w = h->data;
   (void)events;
-  (void)status; /* an error: libpq finds the socket error itself when it reads */
-  if (w->c) advance(w->c);
+  if (!w->c) return;
+  /* On an error (a reset socket) libuv has stopped the handle: forget the events, so that the
+   * next set_events starts it again, and let libpq find the socket error itself when it reads. */
+  if (status < 0) w->c->events = 0;
+  advance(w->c);
 }
 
 /* Watches the socket for events; the handle keeps the loop alive only while work runs. */
@@ -455,10 +458,23 @@ static int send_failed(lua_State *L, pgconn_t *c, int rc) {
 
 /* Arms the waiter and starts driving the statement. */
 static int started(lua_State *L, pgconn_t *c, int token) {
+  int rc = c->copy ? ZV_PG_WANT_WRITE : zv_pg_flush(c->pg);
+  if (rc == ZV_EIO || zv_pg_fd(c->pg) < 0) {
+    /* The socket is gone (the server went away while the connection sat idle): fail now,
+     * before a waiter is armed, since nothing would ever wake it. */
+    snprintf(c->err, sizeof c->err, "%s", zv_pg_errmsg(c->pg));
+    c->phase = BROKEN;
+    zv_free(c->copy);
+    c->copy = NULL;
+    drop_watch(c);
+    return send_failed(L, c, ZV_EIO);
+  }
   lua_pushvalue(L, token);
   c->token_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   c->phase = BUSY;
-  set_events(c, UV_READABLE | UV_WRITABLE);
+  /* Usually the statement went out whole: then only the reply is awaited, and the poll keeps
+   * the events it had while idle (no epoll change). A broken socket shows when reading. */
+  set_events(c, rc == ZV_PG_WANT_WRITE ? UV_READABLE | UV_WRITABLE : UV_READABLE);
   lua_pushboolean(L, 1);
   return 1;
 }
