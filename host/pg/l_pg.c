@@ -32,6 +32,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
+#include "../runtime/lbind.h"
 #include "../runtime/runtime.h"
 #include "pg.h"
 #include "pg_ffi.h"
@@ -67,10 +68,6 @@ struct pgconn_s {
   size_t copy_len, copy_off;
   char err[256];
 };
-
-typedef struct {
-  pgconn_t *c;
-} box_t;
 
 static void advance(pgconn_t *c);
 
@@ -123,8 +120,11 @@ static void drop_watch(pgconn_t *c) {
 static void poll_cb(uv_poll_t *h, int status, int events) {
   watch_t *w = h->data;
   (void)events;
-  (void)status; /* an error: libpq finds the socket error itself when it reads */
-  if (w->c) advance(w->c);
+  if (!w->c) return;
+  /* On an error (a reset socket) libuv has stopped the handle: forget the events, so that the
+   * next set_events starts it again, and let libpq find the socket error itself when it reads. */
+  if (status < 0) w->c->events = 0;
+  advance(w->c);
 }
 
 /* Watches the socket for events; the handle keeps the loop alive only while work runs. */
@@ -274,7 +274,9 @@ static void advance(pgconn_t *c) {
         set_events(c, UV_READABLE | want);
         return;
       }
-      /* done */
+      /* done (a COPY the server refused before it began never took its data: free it) */
+      zv_free(c->copy);
+      c->copy = NULL;
       c->phase = zv_pg_ok(c->pg) ? IDLE : BROKEN;
       if (c->phase == BROKEN) {
         broken(c, zv_pg_errmsg(c->pg));
@@ -329,9 +331,10 @@ static void teardown(zv_loop_item_t *item) {
   conn_close(c, NULL);
 }
 
+/* The connection of handle 1; NULL once closed (every method answers "closed" then). */
 static pgconn_t *check_conn(lua_State *L) {
-  box_t *b = luaL_checkudata(L, 1, CONN_MT);
-  return b->c;
+  void **slot = luaL_checkudata(L, 1, CONN_MT);
+  return *slot;
 }
 
 static int closed_failure(lua_State *L) {
@@ -342,23 +345,24 @@ static int closed_failure(lua_State *L) {
 }
 
 static int l_gc(lua_State *L) {
-  box_t *b = lua_touserdata(L, 1);
-  if (b->c) {
-    b->c->gc = 1;
-    b->c->cur = L;
-    if (b->c->token_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, b->c->token_ref);
-    b->c->token_ref = LUA_NOREF;
-    conn_close(b->c, L);
-    b->c = NULL;
+  void **slot = lua_touserdata(L, 1);
+  pgconn_t *c = *slot;
+  if (c) {
+    c->gc = 1;
+    c->cur = L;
+    if (c->token_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, c->token_ref);
+    c->token_ref = LUA_NOREF;
+    *slot = NULL;
+    conn_close(c, L);
   }
   return 0;
 }
 
 static int l_close(lua_State *L) {
-  box_t *b = luaL_checkudata(L, 1, CONN_MT);
-  if (b->c) {
-    pgconn_t *c = b->c;
-    b->c = NULL;
+  void **slot = luaL_checkudata(L, 1, CONN_MT);
+  pgconn_t *c = *slot;
+  if (c) {
+    *slot = NULL;
     conn_close(c, L);
   }
   return 0;
@@ -369,15 +373,12 @@ static int l_connect(lua_State *L) {
   const char *uri = luaL_checkstring(L, 1);
   const char *options = luaL_optstring(L, 2, NULL);
   double timeout = luaL_optnumber(L, 3, 10);
-  box_t *b;
+  void **slot;
   pgconn_t *c;
   int rc;
   luaL_checkany(L, 4);
   luaL_checktype(L, 5, LUA_TFUNCTION);
-  b = lua_newuserdata(L, sizeof *b);
-  b->c = NULL;
-  luaL_getmetatable(L, CONN_MT);
-  lua_setmetatable(L, -2);
+  slot = zv_l_newhandle(L, CONN_MT);
   c = zv_alloc(sizeof *c);
   if (!c) return luaL_error(L, "pg: out of memory");
   memset(c, 0, sizeof *c);
@@ -387,7 +388,7 @@ static int l_connect(lua_State *L) {
   uv_timer_init(&c->loop->uv, &c->timer);
   uv_unref((uv_handle_t *)&c->timer);
   zv_loop_add(c->loop, &c->item);
-  b->c = c;
+  *slot = c;
   lua_pushvalue(L, 5);
   c->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pushvalue(L, 4);
@@ -455,10 +456,23 @@ static int send_failed(lua_State *L, pgconn_t *c, int rc) {
 
 /* Arms the waiter and starts driving the statement. */
 static int started(lua_State *L, pgconn_t *c, int token) {
+  int rc = c->copy ? ZV_PG_WANT_WRITE : zv_pg_flush(c->pg);
+  if (rc == ZV_EIO || zv_pg_fd(c->pg) < 0) {
+    /* The socket is gone (the server went away while the connection sat idle): fail now,
+     * before a waiter is armed, since nothing would ever wake it. */
+    snprintf(c->err, sizeof c->err, "%s", zv_pg_errmsg(c->pg));
+    c->phase = BROKEN;
+    zv_free(c->copy);
+    c->copy = NULL;
+    drop_watch(c);
+    return send_failed(L, c, ZV_EIO);
+  }
   lua_pushvalue(L, token);
   c->token_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   c->phase = BUSY;
-  set_events(c, UV_READABLE | UV_WRITABLE);
+  /* Usually the statement went out whole: then only the reply is awaited, and the poll keeps
+   * the events it had while idle (no epoll change). A broken socket shows when reading. */
+  set_events(c, rc == ZV_PG_WANT_WRITE ? UV_READABLE | UV_WRITABLE : UV_READABLE);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -609,15 +623,7 @@ int luaopen_zever_pg(lua_State *L) {
     {"close", l_close}, {NULL, NULL},
   };
   static const luaL_Reg funcs[] = {{"connect", l_connect}, {NULL, NULL}};
-  luaL_newmetatable(L, CONN_MT);
-  lua_newtable(L);
-  luaL_register(L, NULL, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, l_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
-  lua_newtable(L);
-  luaL_register(L, NULL, funcs);
+  zv_l_newclass(L, CONN_MT, methods, l_gc, funcs);
   lua_pushlightuserdata(L, NULL);
   lua_setfield(L, -2, "null");
   return 1;

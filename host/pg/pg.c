@@ -5,6 +5,7 @@
  *
  * It must not include lua.h or uv.h, and must not keep a copy of the URI (the password).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -169,23 +170,34 @@ int zv_pg_flush(zv_pg_t *c) {
 }
 
 int zv_pg_input(zv_pg_t *c) {
+  if (!c->busy) {
+    char b;
+    /* Idle: a peek first (one syscall, nothing consumed). End of file is a server that closed
+     * the socket; pending bytes are notifications or a FATAL notice, which libpq reads now. */
+    int fd = PQsocket(c->pg);
+    ssize_t n;
+    if (c->dead) return ZV_EIO;
+    n = fd >= 0 ? recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) : -1;
+    if (n == 0) {
+      set_msg(c, "the server closed the connection");
+      c->dead = 1;
+      return ZV_EIO;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    if (!PQconsumeInput(c->pg)) {
+      set_msg(c, PQerrorMessage(c->pg));
+      return ZV_EIO;
+    }
+    /* PQconsumeInput only reads: PQisBusy parses, which hands a FATAL to on_notice. */
+    (void)PQisBusy(c->pg);
+    if (c->dead || PQstatus(c->pg) != CONNECTION_OK) return ZV_EIO;
+    return 0;
+  }
   if (!PQconsumeInput(c->pg)) {
     set_msg(c, PQerrorMessage(c->pg));
     c->busy = 0;
     c->copying = 0;
     return ZV_EIO;
-  }
-  if (!c->busy) {
-    char b;
-    /* Idle: a server that closed the socket shows as end of file (a peek, nothing consumed). */
-    int fd = PQsocket(c->pg);
-    if (c->dead) return ZV_EIO;
-    if (fd >= 0 && recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
-      set_msg(c, "the server closed the connection");
-      c->dead = 1;
-      return ZV_EIO;
-    }
-    return 0;
   }
   while (!PQisBusy(c->pg)) {
     PGresult *r = PQgetResult(c->pg);

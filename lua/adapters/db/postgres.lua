@@ -652,6 +652,8 @@ local function statement(self, sql, binds, n, decode, all)
     local code, message
     raw, code, message = acquire(pool)
     if not raw then return nil, code, message end
+  elseif raw == false then
+    return nil, "closed", "this pinned connection was given back"
   elseif not raw.h then
     return nil, "unavailable", "the connection of this transaction was lost"
   end
@@ -717,7 +719,7 @@ end
 
 function Conn:close()
   local pool = self.pool
-  if self.raw then return self:unpin() end
+  if self.raw ~= nil then return self:unpin() end
   if pool.closed then return end
   pool.closed = true
   for i = 1, pool.nidle do close_raw(pool.idle[i]) pool.idle[i] = nil end
