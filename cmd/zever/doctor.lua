@@ -6,6 +6,10 @@
 -- build lacks is a FAIL row saying so; batteries with no adapter at all get no row, the last
 -- line says which were skipped. Messages never contain secrets (the container scrubs them, and
 -- the dispatcher hides URL passwords in anything else).
+--
+-- The db row says more once the database answered: the server (PostgreSQL's version, or
+-- SQLite's), the latency of one SELECT 1 round trip, and for a pooled adapter the pool's state
+-- (db:pool_stats(): open, idle, busy, waiting of size). --json gives them as the row's db field.
 
 local sys = require "zever.sys"
 local cliapp = require "zever.cli.app"
@@ -28,6 +32,36 @@ local function ping_redis(cfg, section)
   c:close()
   if pong ~= "PONG" then return nil, "redis: PING: " .. tostring(perr and perr.message or pong) end
   return true
+end
+
+-- The db's details: { server =, latency_ms =, pool = } and one line saying them. Each part is
+-- asked only of a database that has it (server_version and pool_stats are postgres's); a part
+-- that fails is left out, the check itself already said whether the database answers.
+local function db_details(db)
+  local d, parts = {}, {}
+  if db.dialect == "postgres" and db.server_version then
+    local ok, _, text = pcall(db.server_version, db)
+    if ok and text then d.server = "PostgreSQL " .. text end
+  elseif db.dialect == "sqlite" then
+    local ok, r = pcall(db.first, db, "SELECT sqlite_version() AS v")
+    if ok and r then d.server = "SQLite " .. r.v end
+  end
+  if d.server then parts[#parts + 1] = d.server end
+  local t0 = sys.now()
+  local ok = pcall(db.first, db, "SELECT 1 AS ok")
+  if ok then
+    d.latency_ms = math.floor((sys.now() - t0) * 1e5 + 0.5) / 100
+    parts[#parts + 1] = format("SELECT 1 in %.2f ms", d.latency_ms)
+  end
+  if db.dialect == "postgres" and db.pool_stats then
+    local pok, p = pcall(db.pool_stats, db)
+    if pok and type(p) == "table" then
+      d.pool = { size = p.size, open = p.open, idle = p.idle, busy = p.busy, waiting = p.waiting }
+      parts[#parts + 1] = format("pool %s/%s open (%s idle, %s busy, %s waiting)", tostring(p.open),
+        tostring(p.size), tostring(p.idle), tostring(p.busy), tostring(p.waiting))
+    end
+  end
+  return d, table.concat(parts, ", ")
 end
 
 -- What the battery's check is: the adapter's own (db: SELECT 1), or PING for Redis.
@@ -90,6 +124,11 @@ return {
             if ok then
               row(rows, true, name, adapter, format("resolved%s in %.1f ms", how and (" and " .. how) or "",
                 (sys.now() - t0) * 1000))
+              if name == "db" and type(b) == "table" and b.dialect then
+                local d, line = db_details(b)
+                if line ~= "" then rows[#rows].reason = rows[#rows].reason .. "; " .. line end
+                rows[#rows].db = d
+              end
             else
               local text = type(how) == "table" and how.message or tostring(how)
               row(rows, false, name, adapter, c:scrub(text))

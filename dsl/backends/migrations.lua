@@ -7,10 +7,14 @@
 --   migrations/schema.snapshot.lua      the schema this run saw, and the last migration number
 --
 -- When nothing changed, only the snapshot is returned (with the same bytes as before). What the
--- diff knows: create table, create and drop index, add column, rename column (@renamed_from),
--- and with opts.allow_drop drop column and drop table. Dropping without allow_drop, adding a
--- required column without @default to an existing table, and changing an existing column (type,
--- optionality, default, primary key, unique, foreign key) are refused with nil, err.
+-- diff knows: create table, create and drop index (index(...) @concurrently on an existing table:
+-- a second file, run outside a transaction, with CREATE INDEX CONCURRENTLY on postgres), add
+-- column, rename column (@renamed_from),
+-- and with opts.allow_drop drop column and drop table, and a column's type (ALTER COLUMN TYPE on
+-- postgres, a table rebuild on sqlite; only on a table no foreign key touches, in a run that
+-- changes nothing else of it). Dropping without allow_drop, adding a required column without
+-- @default to an existing table, and changing an existing column otherwise (optionality, default,
+-- primary key, unique, foreign key) are refused with nil, err.
 --
 -- Identifiers are quoted by zever.sql.quote, the C renderer's quoting (it has no DDL support, so
 -- the statements themselves are assembled here). It must not read files or clocks.
@@ -146,7 +150,8 @@ function M.schema(ir)
         references_columns = fk.references_columns, on_delete = fk.on_delete }
     end
     for _, ix in ipairs(e.indexes or {}) do
-      t.indexes[ix.name] = { columns = ix.columns, unique = ix.unique or nil }
+      t.indexes[ix.name] = { columns = ix.columns, unique = ix.unique or nil,
+        concurrently = ix.concurrently or nil }
     end
     tables[t.name] = t
   end
@@ -206,6 +211,24 @@ end
 local function create_index(tname, name, ix)
   return format("CREATE %sINDEX %s ON %s (%s)", ix.unique and "UNIQUE " or "", q(name), q(tname),
     list_sql(ix.columns))
+end
+
+-- An index built without locking out writes (index(...) @concurrently on an existing table):
+-- PostgreSQL's CREATE INDEX CONCURRENTLY, which cannot run in a transaction, so it goes to a
+-- migration of its own marked transaction = false. IF NOT EXISTS lets a re-run after a failure
+-- pass over an index that was built (an INVALID one left by a failed build must be dropped by
+-- hand: docs/migrations.md). SQLite builds it plainly.
+local function create_index_concurrently(tname, name, ix)
+  return {
+    sqlite = { create_index(tname, name, ix) },
+    postgres = { format("CREATE %sINDEX CONCURRENTLY IF NOT EXISTS %s ON %s (%s)",
+      ix.unique and "UNIQUE " or "", q(name), q(tname), list_sql(ix.columns)) },
+  }
+end
+
+local function drop_index_concurrently(name)
+  return { sqlite = { "DROP INDEX IF EXISTS " .. q(name) },
+    postgres = { "DROP INDEX CONCURRENTLY IF EXISTS " .. q(name) } }
 end
 
 -- Orders the new tables so that a table comes after those it references; in a cycle the first
@@ -300,7 +323,7 @@ function M.diff(old, new, allow_drop)
     return fail(format("the schema drops the table%s %s: refused without --allow-drop (its data " ..
       "would be lost)", #dropped == 1 and "" or "s", concat(dropped, ", ")))
   end
-  local renames, adds, drops, ix_drops, ix_creates = {}, {}, {}, {}, {}
+  local renames, adds, drops, ix_drops, ix_creates, retypes = {}, {}, {}, {}, {}, {}
   for _, name in ipairs(sorted_keys(new)) do
     local t, o = new[name], old[name]
     if o then
@@ -316,7 +339,12 @@ function M.diff(old, new, allow_drop)
         end
         if prev then
           local why = column_change(prev, c)
-          if why then
+          if why and why:match("^type ") and prev.name == c.name and
+            column_change(prev, { name = c.name, sql = prev.sql, nullable = c.nullable,
+              primary = c.primary, unique = c.unique, default = c.default,
+              default_name = c.default_name }) == nil then
+            retypes[#retypes + 1] = { t = name, c = c, from = prev }
+          elseif why then
             return fail(format("column %s.%s changed (%s): zever gen does not migrate changed " ..
               "columns yet; write that migration by hand", name, c.name, why))
           end
@@ -370,6 +398,79 @@ function M.diff(old, new, allow_drop)
       end
     end
   end
+  -- A type change: ALTER COLUMN ... TYPE on postgres; on sqlite (no ALTER COLUMN) the table is
+  -- rebuilt (a new table with the new definition, the rows copied, the old one dropped, the new
+  -- one renamed, its indexes made again). Only a table no other table references and that
+  -- changes nothing else in this run: a rebuild must not cascade or meet half-applied changes.
+  for _, r in ipairs(retypes) do
+    local c = r.c
+    if c.primary then
+      return fail(format("column %s.%s changed (type %s -> %s): zever gen does not change the " ..
+        "type of a primary key; write that migration by hand", r.t, c.name, r.from.sql, c.sql))
+    end
+    for _, other in pairs(new) do
+      for _, fk in ipairs(other.foreign_keys) do
+        local on_col = false
+        for _, col in ipairs(fk.columns) do if col == c.name and other.name == r.t then on_col = true end end
+        if fk.references == r.t or on_col then
+          return fail(format("column %s.%s changed (type %s -> %s): zever gen changes a type only " ..
+            "on a table no foreign key touches (%s); write that migration by hand", r.t, c.name,
+            r.from.sql, c.sql, other.name))
+        end
+      end
+    end
+    for _, list in ipairs { adds, renames, drops, ix_drops, ix_creates } do
+      for _, x in ipairs(list) do
+        if x.t == r.t or (type(x.t) == "table" and x.t.name == r.t) then
+          return fail(format("column %s.%s changed type while %s changes otherwise too: change " ..
+            "the type in a run of its own", r.t, c.name, r.t))
+        end
+      end
+    end
+  end
+  -- The columns of each table whose SQLite type changes (INTEGER for int32 and int64 alike: no
+  -- rebuild then); the table is rebuilt once, in the step of the first of them.
+  local sqlite_changed, rebuilt = {}, {}
+  for _, r in ipairs(retypes) do
+    if M.TYPES.sqlite[r.c.sql] ~= M.TYPES.sqlite[r.from.sql] then
+      sqlite_changed[r.t] = sqlite_changed[r.t] or {}
+      sqlite_changed[r.t][r.c.name] = true
+    end
+  end
+  for _, r in ipairs(retypes) do
+    local t, c = r.t, r.c
+    local pg_to, pg_from = M.TYPES.postgres[c.sql], M.TYPES.postgres[r.from.sql]
+    local up = { postgres = { format("ALTER TABLE %s ALTER COLUMN %s TYPE %s USING %s::%s", q(t),
+      q(c.name), pg_to, q(c.name), pg_to) }, sqlite = {} }
+    local down = { postgres = { format("ALTER TABLE %s ALTER COLUMN %s TYPE %s USING %s::%s", q(t),
+      q(c.name), pg_from, q(c.name), pg_from) }, sqlite = {} }
+    local function rebuild(def, list)
+      local tmp = t .. "__zever_rebuild"
+      local cols = {}
+      for i, col in ipairs(def.columns) do cols[i] = col.name end
+      local copy = {}
+      for i, col in ipairs(def.columns) do
+        copy[i] = sqlite_changed[t][col.name] and
+          format("CAST(%s AS %s)", q(col.name), M.TYPES.sqlite[col.sql]) or q(col.name)
+      end
+      list[#list + 1] = (create_table({ name = tmp, columns = def.columns, primary_key = def.primary_key,
+        foreign_keys = def.foreign_keys }, "sqlite"))
+      list[#list + 1] = format("INSERT INTO %s (%s) SELECT %s FROM %s", q(tmp), list_sql(cols),
+        concat(copy, ", "), q(t))
+      list[#list + 1] = "DROP TABLE " .. q(t)
+      list[#list + 1] = format("ALTER TABLE %s RENAME TO %s", q(tmp), q(t))
+      for _, ixname in ipairs(sorted_keys(def.indexes)) do
+        list[#list + 1] = create_index(t, ixname, def.indexes[ixname])
+      end
+    end
+    if sqlite_changed[t] and not rebuilt[t] then
+      rebuilt[t] = true
+      rebuild(new[t], up.sqlite)
+      rebuild(old[t], down.sqlite)
+    end
+    op(format("change_%s_%s_to_%s", t, c.name, c.sql), up, down)
+  end
+
   -- Index drops come first: an index may name a column renamed or dropped below (and so the
   -- down steps, in reverse, recreate it after the column is back).
   for _, x in ipairs(ix_drops) do
@@ -427,9 +528,16 @@ function M.diff(old, new, allow_drop)
     end
     op(format("add_%s_%s", a.t.name, a.c.name), stmts, down)
   end
+  local concurrent = {}
   for _, x in ipairs(ix_creates) do
     local label = not x.with_table and format("add_index_%s", x.name) or nil
-    op(label, both(create_index(x.t, x.name, x.ix)), both("DROP INDEX " .. q(x.name)))
+    if x.ix.concurrently and not x.with_table then
+      -- A table created in the same run is empty: its index is built plainly, in the transaction.
+      concurrent[#concurrent + 1] = { label = label, up = create_index_concurrently(x.t, x.name, x.ix),
+        down = drop_index_concurrently(x.name) }
+    else
+      op(label, both(create_index(x.t, x.name, x.ix)), both("DROP INDEX " .. q(x.name)))
+    end
   end
   for _, x in ipairs(drops) do
     op(format("drop_%s_%s", x.t, x.c.name),
@@ -438,7 +546,7 @@ function M.diff(old, new, allow_drop)
   for _, n in ipairs(dropped) do
     op("drop_" .. n, both("DROP TABLE " .. q(n)), false)
   end
-  return { ops = ops }
+  return { ops = ops, concurrent = concurrent }
 end
 
 -- files -----------------------------------------------------------------------------------------
@@ -472,7 +580,7 @@ local TEMPLATE = [[
 -- Its steps, from the previous snapshot to the schema in migrations/schema.snapshot.lua:
 %s
 -- Apply with `zever migrate up --dir <out>/migrations`. Do not edit it once applied: change the
--- .zen schema and run zever gen again.
+-- .zen schema and run zever gen again.%s
 
 local SQL = {
 %s
@@ -485,11 +593,16 @@ local function run(db, step)
   for _, s in ipairs(list[step]) do db:exec(s) end
 end
 
-return {
+return {%s
   up = function(db) run(db, "up") end,
   down = function(%s) %s end,
 }
 ]]
+
+local NO_TRANSACTION_NOTE = [[
+
+-- It builds indexes CONCURRENTLY (PostgreSQL), which cannot run inside a transaction: zever
+-- migrate runs it outside one (transaction = false), statement by statement.]]
 
 local function migration_file(version, name, plan)
   local reversible = true
@@ -515,8 +628,9 @@ local function migration_file(version, name, plan)
   local down = reversible and 'run(db, "down")' or
     format('error("migration %s drops data: it cannot be reverted", 0)', version)
   local down_args = reversible and "db" or ""
-  return format(TEMPLATE, version, name, concat(summary, "\n"), concat(dialects, "\n"), down_args,
-    down)
+  local outside = plan.transaction == false
+  return format(TEMPLATE, version, name, concat(summary, "\n"), outside and NO_TRANSACTION_NOTE or "",
+    concat(dialects, "\n"), outside and "\n  transaction = false," or "", down_args, down)
 end
 
 -- The snapshot file: the schema tables (without renamed_from, which only steers the diff).
@@ -555,6 +669,14 @@ function M.generate(ir, opts)
     local stamp = format("%04d", version)
     local name = migration_name(plan)
     files[format("%s/%s_%s.lua", M.DIR, stamp, name)] = migration_file(stamp, name, plan)
+  end
+  -- Concurrent index builds follow in a migration of their own, outside a transaction.
+  if #plan.concurrent > 0 then
+    local cplan = { ops = plan.concurrent, transaction = false }
+    version = version + 1
+    local stamp = format("%04d", version)
+    local name = migration_name(cplan) .. "_concurrently"
+    files[format("%s/%s_%s.lua", M.DIR, stamp, name)] = migration_file(stamp, name, cplan)
   end
   files[M.SNAPSHOT] = snapshot_file(version, tables)
   return files

@@ -32,7 +32,7 @@ sort(ERROR_CODES)
 local FIELD_ATTRS = { "default", "primary", "renamed_from", "unique", "validate" }
 local PARAM_ATTRS = { "default", "validate" }
 local RELATION_ATTRS = { "foreign_key", "on_delete" }
-local INDEX_ATTRS = { "unique" }
+local INDEX_ATTRS = { "concurrently", "unique" }
 local VALUE_ATTRS = { "renamed_from" }
 local RELATION_OPTIONS = { "join_table" }
 local SERVICE_OPTIONS = { "prefix" }

@@ -293,7 +293,7 @@ function S:index(sym, ix)
   end
   node.indexes[#node.indexes + 1] = { kind = "index", name = node.table .. "_" ..
     concat(cols, "_") .. "_idx", line = ix.line, col = ix.col, columns = cols,
-    unique = attrs.unique and true or nil }
+    unique = attrs.unique and true or nil, concurrently = attrs.concurrently and true or nil }
 end
 
 -- options ---------------------------------------------------------------------------------------

@@ -109,7 +109,8 @@ static const struct {
   {"SELECT", Q_SELECT}, {"INSERT", Q_INSERT}, {"UPDATE", Q_UPDATE}, {"DELETE", Q_DELETE},
   {"COL", E_COL}, {"VAL", E_VAL}, {"BIN", E_BIN}, {"FN", E_FN}, {"OVER", E_OVER},
   {"ALIAS", E_ALIAS}, {"EXCLUDED", E_EXCLUDED}, {"RAW", E_RAW}, {"ROLLUP", E_ROLLUP},
-  {"CUBE", E_CUBE}, {"NEG", E_NEG}, {"EXISTS", E_EXISTS}, {"CMP", C_CMP}, {"GROUP", C_GROUP},
+  {"CUBE", E_CUBE}, {"NEG", E_NEG}, {"EXISTS", E_EXISTS}, {"ARRAY", E_ARRAY},
+  {"JSON", E_JSON}, {"CMP", C_CMP}, {"GROUP", C_GROUP},
   {"IN", C_IN}, {"BETWEEN", C_BETWEEN}, {"NULL", C_NULL}, {"LIKE", C_LIKE}, {"EXPR", C_EXPR},
 };
 

@@ -17,13 +17,13 @@
  * statements' layout (ZV_SQL_*_SLOTS below, exported as sql.SLOT) and is its only C reader:
  *
  *   select  {SELECT, from, columns, distinct, joins, where, group, having, order, limit,
- *            offset, ctes, setops, lock, wait}
+ *            offset, ctes, setops, lock, wait}   distinct: true, or a list (DISTINCT ON)
  *   insert  {INSERT, table, columns, rows, conflict_cols, action, set, returning, ctes}
  *   update  {UPDATE, table, set, where, returning, ctes}
  *   delete  {DELETE, table, where, returning, ctes}
  *   exprs   {COL, name} {VAL, v} {BIN, op, a, b} {FN, name, args} {OVER, fn, partition, order}
  *           {ALIAS, expr, name} {EXCLUDED, name} {RAW, sql, binds, nbinds} {ROLLUP, list}
- *           {CUBE, list} {NEG, expr} {EXISTS, query}
+ *           {CUBE, list} {NEG, expr} {EXISTS, query} {ARRAY, literal} {JSON, expr, key, text}
  *   conds   {CMP, conj, lhs, op, rhs} {GROUP, conj, list, negated} {IN, conj, lhs, list|q, neg}
  *           {BETWEEN, conj, lhs, a, b, neg} {NULL, conj, lhs, neg} {LIKE, conj, lhs, s, mode,
  *           neg} {EXPR, conj, expr}          conj: 0 = AND, 1 = OR (joins it to the previous one)
@@ -48,7 +48,7 @@
 enum {
   Q_SELECT = 1, Q_INSERT, Q_UPDATE, Q_DELETE,
   E_COL = 10, E_VAL, E_BIN, E_FN, E_OVER, E_ALIAS, E_EXCLUDED, E_RAW, E_ROLLUP, E_CUBE, E_NEG,
-  E_EXISTS,
+  E_EXISTS, E_ARRAY, E_JSON,
   C_CMP = 30, C_GROUP, C_IN, C_BETWEEN, C_NULL, C_LIKE, C_EXPR
 };
 

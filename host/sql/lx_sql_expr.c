@@ -69,7 +69,20 @@ static const struct {
   {"is", " IS ", -1},        {"is not", " IS NOT ", -1},
   {"is distinct from", " IS DISTINCT FROM ", -1},
   {"is not distinct from", " IS NOT DISTINCT FROM ", -1},
+  /* PostgreSQL's array and jsonb operators: containment, overlap, key existence. */
+  {"@>", " @> ", ZV_SQL_POSTGRES},   {"<@", " <@ ", ZV_SQL_POSTGRES},
+  {"&&", " && ", ZV_SQL_POSTGRES},   {"?", " ? ", ZV_SQL_POSTGRES},
+  {"?|", " ?| ", ZV_SQL_POSTGRES},   {"?&", " ?& ", ZV_SQL_POSTGRES},
 };
+
+/*
+ * The key-existence operators are spelled with '?', which the postgres adapter reads as a
+ * placeholder in text that has no $n; their right side must therefore bind a value (then the
+ * text has $n and the adapter leaves '?' alone).
+ */
+static int is_question_op(const char *in) {
+  return in[0] == '?';
+}
 
 /* The index of op in cmp_ops, or the table size. The symbolic ones are checked first, bytewise. */
 static size_t find_cmp(const char *s, size_t n) {
@@ -78,6 +91,7 @@ static size_t find_cmp(const char *s, size_t n) {
     case '=': return 0;
     case '<': return 4;
     case '>': return 6;
+    case '?': break;
     default: return ZV_ARRAY_SIZE(cmp_ops);
     }
   }
@@ -219,6 +233,27 @@ static void render_raw(ctx_t *c, int idx) {
   lua_settop(c->L, top);
 }
 
+/*
+ * expr -> key, expr ->> key (the text): a string key is an object member, an integer an array
+ * index. The key is bound and cast, so that the operator is picked without guessing the type
+ * of an untyped parameter (PostgreSQL has -> for text and for integer). SQLite (3.38+) has the
+ * same operators on its JSON text and the same CAST syntax.
+ */
+static void render_json(ctx_t *c, int idx) {
+  lua_State *L = c->L;
+  int e = geti(c, idx, 2), key = geti(c, idx, 3), text = int_at(c, idx, 4);
+  int kt = lua_type(L, key);
+  if (kt != LUA_TSTRING && kt != LUA_TNUMBER) {
+    fail(c, "a JSON key must be a string or an integer, got %s", luaL_typename(L, key));
+    return;
+  }
+  zv_sql_appendc(c->b, '(');
+  if (lua_type(L, e) == LUA_TSTRING) zv__sql_column(c, e, 0); else zv__sql_value(c, e);
+  zv_sql_appends(c->b, text ? " ->> CAST(" : " -> CAST(");
+  bind(c, key);
+  zv_sql_appends(c->b, kt == LUA_TSTRING ? " AS TEXT))" : " AS INTEGER))");
+}
+
 static void render_node(ctx_t *c, int idx, int op) {
   lua_State *L = c->L;
   int top = lua_gettop(L);
@@ -308,6 +343,18 @@ static void render_node(ctx_t *c, int idx, int op) {
     zv_sql_lit(c->b, "EXISTS ");
     c->subquery(c, geti(c, idx, 2));
     break;
+  case E_ARRAY: {
+    /* An array is bound as PostgreSQL's array literal text ({1,2}, {"a","b"}), which the server
+     * casts to the type the context wants (an untyped parameter). */
+    int lit = geti(c, idx, 2);
+    if (c->d == ZV_SQL_SQLITE) unsupported(c, "db.array");
+    else if (lua_type(L, lit) != LUA_TSTRING) fail(c, "db.array: bad node");
+    else bind(c, lit);
+    break;
+  }
+  case E_JSON:
+    render_json(c, idx);
+    break;
   default:
     fail(c, "unknown expression node %d", op);
   }
@@ -342,6 +389,13 @@ static void render_cmp(ctx_t *c, int idx) {
     return;
   }
   zv_sql_append(c->b, cmp_ops[i].out, strlen(cmp_ops[i].out));
+  if (is_question_op(cmp_ops[i].in)) {
+    uint64_t before = c->nbind;
+    zv__sql_value(c, rhs);
+    if (!failed(c) && c->nbind == before)
+      fail(c, "'%s' needs a bound value on its right (not a column or raw SQL)", cmp_ops[i].in);
+    return;
+  }
   zv__sql_value(c, rhs);
 }
 

@@ -5,7 +5,8 @@
  * them are lx_sql_expr.c's.
  *
  * It must never copy a value into SQL text, and refuses what the dialect lacks (FOR UPDATE,
- * SKIP LOCKED, ordered union members on sqlite) with a message rather than rendering it.
+ * SKIP LOCKED, DISTINCT ON, ordered union members on sqlite) with a message rather than
+ * rendering it.
  */
 #include "lx_sql.h"
 
@@ -137,7 +138,21 @@ static int has_value(ctx_t *c, int q, int slot) {
 static void render_select_core(ctx_t *c, int q) {
   int top = lua_gettop(c->L), v;
   zv_sql_lit(c->b, "SELECT ");
-  if (int_at(c, q, S_DISTINCT)) zv_sql_lit(c->b, "DISTINCT ");
+  v = geti(c, q, S_DISTINCT);
+  if (lua_type(c->L, v) == LUA_TTABLE) {
+    /* DISTINCT ON (...): PostgreSQL only; SQLite has no equivalent that keeps the row. */
+    if (c->d == ZV_SQL_SQLITE) {
+      unsupported(c, "distinct_on");
+    } else if (lua_objlen(c->L, v) == 0) {
+      fail(c, "distinct_on needs at least one column");
+    } else {
+      zv_sql_lit(c->b, "DISTINCT ON (");
+      zv__sql_list(c, v, 1, 0);
+      zv_sql_lit(c->b, ") ");
+    }
+  } else if (lua_toboolean(c->L, v)) {
+    zv_sql_lit(c->b, "DISTINCT ");
+  }
   v = geti(c, q, S_COLUMNS);
   if (lua_type(c->L, v) == LUA_TTABLE && lua_objlen(c->L, v) > 0) zv__sql_list(c, v, 1, 1);
   else zv_sql_appendc(c->b, '*');

@@ -2,7 +2,14 @@
 -- returning { up = function(db) ... end, down = function(db) ... end }. Applied versions are
 -- recorded in a schema_migrations table. Each migration runs in its own transaction on a strict
 -- handle (a failing statement raises even if the migration ignores its result), so a failure
--- rolls back that migration entirely and stops the run.
+-- rolls back that migration entirely and stops the run. The same code runs on sqlite and
+-- postgres (DDL is transactional on both).
+--
+-- A migration that sets transaction = false (PostgreSQL's CREATE INDEX CONCURRENTLY cannot run
+-- in a transaction; `zever gen` writes such files for index(...) @concurrently) runs statement
+-- by statement on a strict handle, and its version is recorded after it returns: a failure
+-- keeps what ran before it, so such a migration should hold one idempotent step
+-- (IF NOT EXISTS).
 --
 --   migrations.list(dir)              -> { {version=, name=, file=}, ... } sorted | nil, err
 --   migrations.status(db, dir)        -> { {version=, name=, applied=, applied_at=, missing=}, ... }
@@ -102,12 +109,26 @@ local function load_migration(m)
   if type(mod) ~= "table" or type(mod.up) ~= "function" then
     return nil, err("invalid", m.file .. ": must return { up = function(db) ... end, down = ... }")
   end
+  if mod.transaction ~= nil and mod.transaction ~= false and mod.transaction ~= true then
+    return nil, err("invalid", m.file .. ": transaction must be true or false")
+  end
   return mod
 end
 
--- Runs fn(strict_tx) in a transaction; turns any failure into an error naming the file.
-local function run_one(db, m, fn)
-  local ok, e = pcall(db.transaction, db, function(tx) fn(tx:strict_handle()) end)
+-- Runs fn(strict_tx) in a transaction (or, for a migration with transaction = false, on a
+-- strict handle outside one); turns any failure into an error naming the file.
+local function run_one(db, m, fn, mod)
+  local ok, e
+  if mod.transaction == false then
+    ok, e = pcall(fn, db:strict_handle())
+    if not ok then
+      local note = " (it ran outside a transaction: the statements before the failure stay)"
+      if db_mod.is_error(e) then return nil, err(e.code, m.file .. ": " .. e.message .. note) end
+      return nil, err("migration", m.file .. ": " .. tostring(e) .. note)
+    end
+    return true
+  end
+  ok, e = pcall(db.transaction, db, function(tx) fn(tx:strict_handle()) end)
   if ok then return true end
   if db_mod.is_error(e) then return nil, err(e.code, m.file .. ": " .. e.message) end
   return nil, err("migration", m.file .. ": " .. tostring(e))
@@ -132,7 +153,7 @@ function M.up(db, dir, opts)
       local ok, re = run_one(db, m, function(tx)
         mod.up(tx)
         tx:insert_into(M.TABLE):values { version = m.version, name = m.name, applied_at = now() }:exec()
-      end)
+      end, mod)
       if not ok then return nil, re, done end
       done[#done + 1] = m
     end
@@ -170,7 +191,7 @@ function M.down(db, dir, n, opts)
     local ok, re = run_one(db, m, function(tx)
       mod.down(tx)
       tx:delete_from(M.TABLE):where("version", r.version):exec()
-    end)
+    end, mod)
     if not ok then return nil, re, done end
     done[#done + 1] = m
   end

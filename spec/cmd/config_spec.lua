@@ -68,7 +68,8 @@ describe("zever doctor", function()
     assert.equal(0, r.code)
     -- Column widths follow the longest battery name, so the rows are matched loosely.
     assert.matches("^OK +config +%- +loaded from defaults only\n", r.stdout)
-    assert.matches("\nOK +db +sqlite +resolved and checked in [%d.]+ ms\n", r.stdout)
+    assert.matches("\nOK +db +sqlite +resolved and checked in [%d.]+ ms; SQLite [%d.]+, SELECT 1 in [%d.]+ ms\n",
+      r.stdout)
     assert.matches("\nOK +log +text +resolved in [%d.]+ ms\n", r.stdout)
     -- Batteries without an implementation yet are listed on one last line (while any remain).
     local skipped = r.stdout:match("\nskipped %(no adapter implementation in this build%): ([^\n]*)\n$")

@@ -322,6 +322,22 @@ local rows = {
   { "skip_locked alone", function(db) return db:from("jobs"):skip_locked() end,
     ERR "skip_locked is not supported by sqlite", ERR "skip_locked needs for_update", {} },
 
+  -- postgres-only: DISTINCT ON, arrays, containment and key-existence operators; JSON paths
+  { "distinct_on", function(db) return db:from("users"):select("team", "name"):distinct_on("team"):order_by("team") end,
+    ERR "distinct_on is not supported by sqlite", 'SELECT DISTINCT ON ("team") "team", "name" FROM "users" ORDER BY "team" ASC', {} },
+  { "distinct_on an expression", function(db) return db:from("users"):distinct_on(db.fn.lower(db.col("team")), "region") end,
+    ERR "distinct_on is not supported by sqlite", 'SELECT DISTINCT ON (lower("team"), "region") * FROM "users"', {} },
+  { "a bound array", function(db) return db:from("users"):where("id", "=", db.fn.any(require("zever.db.expr").array { 1, "b", NULL })) end,
+    ERR "db.array is not supported by sqlite", 'SELECT * FROM "users" WHERE "id" = any($1)', { '{1,"b",NULL}' } },
+  { "array containment", function(db) return db:from("users"):where("tags", "@>", "{a}"):or_where("tags", "<@", "{b}"):or_where("tags", "&&", "{c}") end,
+    ERR "@> is not supported by sqlite", 'SELECT * FROM "users" WHERE "tags" @> $1 OR "tags" <@ $2 OR "tags" && $3', { "{a}", "{b}", "{c}" } },
+  { "jsonb key existence", function(db) return db:from("users"):where("data", "?", "k"):where("data", "?|", "{a,b}"):where("data", "?&", "{c}") end,
+    ERR "? is not supported by sqlite", 'SELECT * FROM "users" WHERE "data" ? $1 AND "data" ?| $2 AND "data" ?& $3', { "k", "{a,b}", "{c}" } },
+  { "jsonb key existence against a column", function(db) return db:from("users"):where("data", "?", db.col("name")) end,
+    ERR "? is not supported by sqlite", ERR "'?' needs a bound value on its right", {} },
+  { "a JSON path: a member, an index, as text", function(db) return db:select(db.val('{"a":[5,6]}'):get("a"):get_text(1):as("x")) end,
+    'SELECT ((? -> CAST(? AS TEXT)) ->> CAST(? AS INTEGER)) AS "x"', 'SELECT (($1 -> CAST($2 AS TEXT)) ->> CAST($3 AS INTEGER)) AS "x"', { '{"a":[5,6]}', "a", 1 } },
+
   -- expressions
   { "arithmetic", function(db) return db:from("jobs"):select((db.col("attempt") + 1) * 2 - db.col("id") / 3) end,
     'SELECT ((("attempt" + ?) * ?) - ("id" / ?)) FROM "jobs"',

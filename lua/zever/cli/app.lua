@@ -96,9 +96,8 @@ function M.resolve(flags, positional, cmd)
 end
 
 -- Adapters that are configurable (the schema names them) but not written yet, and what to do.
-local NOT_YET = {
-  postgres = "PostgreSQL support is not implemented yet; use sqlite (a sqlite:<file> DSN)",
-}
+-- (PostgreSQL was one until adapters.db.postgres landed.)
+local NOT_YET = {}
 
 -- One line for a configured adapter this build does not have: which one, and what to do.
 function M.missing_adapter(battery, adapter)
@@ -115,7 +114,10 @@ end
 function M.open_db(dsn, opts, mkdir_parent)
   local db = require "zever.db"
   local scheme = db.parse_dsn(dsn)
-  if not scheme then return nil, 'not a DSN (want "sqlite:<file>", "sqlite::memory:")' end
+  if not scheme then
+    return nil, 'not a DSN (want "sqlite:<file>", "sqlite::memory:" or '
+      .. '"postgres://user:password@host:port/db")'
+  end
   if scheme == "postgresql" then scheme = "postgres" end
   if not package.searchpath("adapters.db." .. scheme, package.path) then
     return nil, M.missing_adapter("db", scheme)

@@ -11,6 +11,9 @@
 --   db.raw("CURRENT_TIMESTAMP"), db.raw("? + 1", 5)   (? are placeholders, values are bound)
 --   db.excluded("name")              -> excluded."name"        (inside on_conflict():do_update)
 --   db.rollup("a", "b"), db.cube(...)                            (inside group_by)
+--   db.array{1, 2, 3}                -> ?  bound as '{1,2,3}'       (postgres arrays; 1-D)
+--   db.col("data"):get("a")          -> ("data" -> CAST(? AS TEXT))     (json: a member, or an
+--   db.col("data"):get_text(1)       -> ("data" ->> CAST(? AS INTEGER))  array index; ->> text)
 
 local sql = require "zever.sql"
 
@@ -101,6 +104,61 @@ function Expr:over(spec)
   if type(spec) ~= "table" then error("over: expects a table {partition_by=, order_by=}", 2) end
   local order = spec.order_by ~= nil and M.order_list(spec.order_by, 2) or nil
   return node { OP.OVER, self, as_list(spec.partition_by), order }
+end
+
+-- JSON navigation: a member (string key) or an array element (integer key); get_text gives
+-- the value as text (->>), get as json (->). Keys are bound, never written into the SQL.
+local function json_key(key, fname)
+  if type(key) == "string" then return key end
+  if type(key) == "number" and key % 1 == 0 then return key end
+  error(fname .. ": the key must be a string or an integer", 3)
+end
+
+function Expr:get(key)
+  return node { OP.JSON, self, json_key(key, "get"), false }
+end
+
+function Expr:get_text(key)
+  return node { OP.JSON, self, json_key(key, "get_text"), true }
+end
+
+-- PostgreSQL's array literal for a Lua list of scalars: {1,2.5,"a \"b\"",NULL,true}. The
+-- text is bound as one value; the server casts it to the array type the context wants.
+local format, gsub, find = string.format, string.gsub, string.find
+
+local function array_item(v, i)
+  local t = type(v)
+  if t == "number" then
+    if v ~= v then return "NaN" end
+    if v == math.huge then return "Infinity" end
+    if v == -math.huge then return "-Infinity" end
+    if v % 1 == 0 and v > -2 ^ 63 and v < 2 ^ 63 then return format("%d", v) end
+    return format("%.17g", v)
+  elseif t == "string" then
+    if find(v, "\0", 1, true) then error("db.array: item " .. i .. " holds a zero byte", 3) end
+    return '"' .. gsub(v, '[\\"]', "\\%0") .. '"'
+  elseif t == "boolean" then
+    return v and "true" or "false"
+  elseif t == "cdata" then
+    return (gsub(tostring(v), "U?LL$", ""))
+  elseif v == NULL then
+    return "NULL"
+  end
+  error("db.array: item " .. i .. " is a " .. t .. " (arrays hold scalars: 1-D only)", 3)
+end
+
+function M.array(list)
+  if type(list) ~= "table" or getmetatable(list) == Expr then
+    error("db.array: expects a list of values", 2)
+  end
+  local n = list.n or #list
+  local parts = {}
+  for i = 1, n do
+    local v = list[i]
+    if v == nil then v = NULL end
+    parts[i] = array_item(v, i)
+  end
+  return node { OP.ARRAY, "{" .. table.concat(parts, ",") .. "}" }
 end
 
 function M.col(name)

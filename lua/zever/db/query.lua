@@ -17,6 +17,7 @@ local type, select, error, pairs, ipairs = type, select, error, pairs, ipairs
 local setmetatable, getmetatable, tostring, rawget = setmetatable, getmetatable, tostring, rawget
 local sort, lower = table.sort, string.lower
 local tnew = require "table.new"
+local array_mt = require("zever.json").array_mt
 
 -- Slots of each node kind (lx_sql.h's ZV_SQL_*_SLOTS, exported as sql.SLOT). They are literals
 -- so that LuaJIT folds them into the builder's traces (names loaded from sql.SLOT cost the
@@ -300,10 +301,12 @@ end
 
 -- The table is made with room for every slot, so filling them later never resizes it.
 function M.select(db, from)
+  local model = from
   from = model_table(from)
   if from ~= nil and type(from) ~= "string" then check_table(from, "from") end
   local q = tnew(S_WAIT, 1)
   q[1], q[2], q._db = SELECT, from, db
+  if model ~= from then q._model = model end
   return setmetatable(q, Select)
 end
 
@@ -338,6 +341,21 @@ end
 
 function Select:distinct()
   self[S_DISTINCT] = true
+  return self
+end
+
+-- DISTINCT ON (cols): the first row of each group of equal cols, in order_by's order
+-- (PostgreSQL; sqlite refuses it when rendering).
+function Select:distinct_on(...)
+  local n = select("#", ...)
+  if n == 0 then error("distinct_on: expects at least one column", 2) end
+  local list = {}
+  for i = 1, n do
+    local c = select(i, ...)
+    check_col(c, "distinct_on")
+    list[i] = c
+  end
+  self[S_DISTINCT] = list
   return self
 end
 
@@ -463,8 +481,152 @@ local function clone(self)
 end
 Select.clone, Insert.clone, Update.clone, Delete.clone = clone, clone, clone, clone
 
+-- --- preload ------------------------------------------------------------------------------
+--
+-- q:preload("author", "tags") on a query from a generated model (db:from(models.Post)) loads
+-- those relations of the rows all()/first() return with one query per relation (per
+-- PRELOAD_CHUNK keys), never one per row, and sets row[name]: the row (belongs_to, has_one; nil
+-- when there is none) or a list, [] when empty (has_many, many_to_many). Relations are the
+-- model's (zever.model: kind, table, foreign_key, references, join_table, join_key, target_key,
+-- target_references).
+
+local PRELOAD_CHUNK = 500
+local OWNER = "zever_preload_owner"
+
+-- A map key for a value: int64 cdata are compared by value, not identity.
+local function key_of(v)
+  if type(v) == "cdata" then return tostring(v) end
+  return v
+end
+
+-- The distinct non-NULL values of column col in rows, in first-seen order.
+local function distinct(rows, col)
+  local out, seen = {}, {}
+  for i = 1, #rows do
+    local v = rows[i][col]
+    if v ~= nil then
+      local k = key_of(v)
+      if not seen[k] then
+        seen[k] = true
+        out[#out + 1] = v
+      end
+    end
+  end
+  return out
+end
+
+-- Runs make(chunk) for each PRELOAD_CHUNK keys and gathers the rows.
+local function chunked(keys, make)
+  local all = {}
+  for i = 1, #keys, PRELOAD_CHUNK do
+    local chunk = {}
+    for k = i, math.min(i + PRELOAD_CHUNK - 1, #keys) do chunk[#chunk + 1] = keys[k] end
+    local rows = make(chunk):all()
+    for _, r in ipairs(rows) do all[#all + 1] = r end
+  end
+  return all
+end
+
+local function preload_one(db, rows, name, rel)
+  local kind = rel.kind
+  if kind == "belongs_to" then
+    local keys = distinct(rows, rel.foreign_key)
+    local found = chunked(keys, function(chunk)
+      return M.select(db, rel.table):where_in(rel.references, chunk)
+    end)
+    local by = {}
+    for _, r in ipairs(found) do by[key_of(r[rel.references])] = r end
+    for _, row in ipairs(rows) do
+      local v = row[rel.foreign_key]
+      row[name] = v ~= nil and by[key_of(v)] or nil
+    end
+  elseif kind == "has_many" or kind == "has_one" then
+    local keys = distinct(rows, rel.references)
+    local found = chunked(keys, function(chunk)
+      return M.select(db, rel.table):where_in(rel.foreign_key, chunk):order_by(rel.foreign_key)
+    end)
+    local by = {}
+    for _, r in ipairs(found) do
+      local k = key_of(r[rel.foreign_key])
+      if kind == "has_one" then
+        if by[k] == nil then by[k] = r end
+      else
+        local list = by[k]
+        if not list then
+          list = setmetatable({}, array_mt)
+          by[k] = list
+        end
+        list[#list + 1] = r
+      end
+    end
+    for _, row in ipairs(rows) do
+      local v = row[rel.references]
+      local got = v ~= nil and by[key_of(v)] or nil
+      if kind == "has_many" and got == nil then got = setmetatable({}, array_mt) end
+      row[name] = got
+    end
+  elseif kind == "many_to_many" then
+    local keys = distinct(rows, rel.references)
+    local jt, t = rel.join_table, rel.table
+    local found = chunked(keys, function(chunk)
+      return M.select(db, t):select(t .. ".*", jt .. "." .. rel.join_key .. " AS " .. OWNER)
+        :join(jt, jt .. "." .. rel.target_key, "=", t .. "." .. rel.target_references)
+        :where_in(jt .. "." .. rel.join_key, chunk):order_by(jt .. "." .. rel.join_key)
+    end)
+    local by = {}
+    for _, r in ipairs(found) do
+      local k = key_of(r[OWNER])
+      r[OWNER] = nil
+      local list = by[k]
+      if not list then
+        list = setmetatable({}, array_mt)
+        by[k] = list
+      end
+      list[#list + 1] = r
+    end
+    for _, row in ipairs(rows) do
+      local v = row[rel.references]
+      row[name] = v ~= nil and by[key_of(v)] or setmetatable({}, array_mt)
+    end
+  else
+    error("preload: relation " .. name .. " has an unknown kind " .. tostring(kind), 4)
+  end
+end
+
+local function run_preloads(q, db, rows)
+  local model = q._model
+  for _, name in ipairs(q._preload) do
+    preload_one(db, rows, name, model.relations[name])
+  end
+  return rows
+end
+
+function Select:preload(...)
+  local model = self._model
+  if type(model) ~= "table" or type(rawget(model, "relations")) ~= "table" then
+    error("preload: the query must start from a model (db:from(models.Post))", 2)
+  end
+  local list = self._preload or {}
+  for i = 1, select("#", ...) do
+    local name = select(i, ...)
+    if type(name) ~= "string" then error("preload: relation names are strings", 2) end
+    local rel = model.relations[name]
+    if type(rel) ~= "table" then
+      local known = {}
+      for k in pairs(model.relations) do known[#known + 1] = k end
+      sort(known)
+      error("preload: " .. tostring(model.name or model.table) .. " has no relation '" .. name
+        .. "' (relations: " .. (#known > 0 and table.concat(known, ", ") or "none") .. ")", 2)
+    end
+    list[#list + 1] = name
+  end
+  self._preload = list
+  return self
+end
+
 function Select:all()
   local db, text, binds = rendered(self, 2)
+  if self._preload then return run_preloads(self, db, db:_query(text, binds)) end
   return db:_query(text, binds)
 end
 
@@ -475,11 +637,17 @@ function Select:first()
   local text, binds = render(self, db.dialect)
   self[S_LIMIT] = saved
   if not text then error(binds, 2) end
+  if self._preload then
+    local row = db:_first(text, binds)
+    if row ~= nil then run_preloads(self, db, { row }) end
+    return row
+  end
   return db:_first(text, binds)
 end
 
 function Select:each(fn)
   if type(fn) ~= "function" then error("each: expects a function", 2) end
+  if self._preload then error("each: preload works with all() and first(), not each()", 2) end
   local db, text, binds = rendered(self, 2)
   return db:_each(text, binds, fn)
 end

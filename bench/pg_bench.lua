@@ -1,0 +1,107 @@
+-- bench/pg_bench.lua: a primary-key select through zever.db's query builder on PostgreSQL,
+-- side by side with pgbench -S (C + libpq) against the same server in the same run.
+--
+--   bin/zever run bench/pg_bench.lua [seconds=10] [runs=3]
+--
+-- It starts its own PostgreSQL 15 (spec/support/pg_server.lua: a temporary data directory on a
+-- free loopback port, fsync off), loads pgbench's tables at scale 1 (100,000 accounts), then
+-- for 1 and 8 clients, `runs` times each, alternating:
+--   pgbench   /usr/lib/postgresql/15/bin/pgbench -S -n -c C -j min(C,2) -T seconds
+--             (its "tps = ... (without initial connection time)")
+--   zever     C coroutines on this process's loop over one pool of C connections, each looping
+--             db:from("pgbench_accounts"):select("abalance"):where("aid", random):first()
+--             (the statement pgbench -S runs) for `seconds`; tps = statements / elapsed
+-- and prints the median TPS of each and the ratio zever / pgbench (issue #17's target: >= 0.8).
+-- pgbench runs in its own processes (one thread per 4 clients at most here: -j), zever in one
+-- thread, as a zever worker would; the machine's cores are shared by both, as in production.
+
+local sys = require "zever.sys"
+local sched = require "zever.sched"
+local loop = require "zever.loop"
+local zdb = require "zever.db"
+local pg_server = require "spec.support.pg_server"
+local process = require "spec.support.process"
+
+local SECONDS = tonumber(arg and arg[1] or "") or 10
+local RUNS = tonumber(arg and arg[2] or "") or 3
+local CLIENTS = { 1, 8 }
+local ACCOUNTS = 100000
+local format = string.format
+local PGBENCH = pg_server.BIN .. "pgbench"
+
+local function median(t)
+  local s = {}
+  for i, v in ipairs(t) do s[i] = v end
+  table.sort(s)
+  local n = #s
+  if n % 2 == 1 then return s[(n + 1) / 2] end
+  return (s[n / 2] + s[n / 2 + 1]) / 2
+end
+
+local srv = assert(pg_server.start())
+local dsn, dbname = srv:database("bench")
+-- pgbench reads the password from the environment, so no command line carries it.
+local env = format("PGPASSWORD=%s PGHOST=127.0.0.1 PGPORT=%d PGUSER=%s ", srv.password, srv.port,
+  srv.user)
+
+local function sh(cmd)
+  local r = process.run(env .. cmd)
+  if r.code ~= 0 then error("failed: " .. cmd .. "\n" .. (r.stderr or ""), 0) end
+  return r.stdout
+end
+
+sh(PGBENCH .. " -i -q -s 1 " .. dbname)
+
+local function pgbench(clients)
+  local out = sh(format("%s -S -n -c %d -j %d -T %d %s", PGBENCH, clients, math.min(clients, 2),
+    SECONDS, dbname))
+  local tps = out:match("tps = ([%d%.]+) %(without initial connection time%)")
+  return assert(tonumber(tps), "no tps in pgbench's output: " .. out)
+end
+
+local function zever(clients)
+  local db = assert(zdb.open(dsn, { pool_size = clients }))
+  -- Warm: every connection open, the statement prepared on each.
+  local warm = 0
+  for _ = 1, clients do
+    sched.spawn(function()
+      for i = 1, 50 do db:from("pgbench_accounts"):select("abalance"):where("aid", i):first() end
+      warm = warm + 1
+    end)
+  end
+  while warm < clients do loop.run("once") end
+  local count, finished = 0, 0
+  local random = math.random
+  local t0 = sys.now()
+  local deadline = t0 + SECONDS
+  for _ = 1, clients do
+    sched.spawn(function()
+      local now = sys.now
+      while now() < deadline do
+        local row = db:from("pgbench_accounts"):select("abalance"):where("aid", random(ACCOUNTS)):first()
+        if row then count = count + 1 end
+      end
+      finished = finished + 1
+    end)
+  end
+  while finished < clients do loop.run("once") end
+  local elapsed = sys.now() - t0
+  db:close()
+  return count / elapsed
+end
+
+print(format("pg_bench: PostgreSQL %s on 127.0.0.1:%d, scale 1, %d s per run, %d runs, %s",
+  sh("psql -X -A -t -c 'SHOW server_version' " .. dbname):gsub("%s+$", ""), srv.port, SECONDS,
+  RUNS, os.date("!%Y-%m-%d %H:%M UTC")))
+for _, c in ipairs(CLIENTS) do
+  local a, b = {}, {}
+  for r = 1, RUNS do
+    a[r] = pgbench(c)
+    b[r] = zever(c)
+    print(format("  clients=%d run %d: pgbench -S %.0f tps, zever builder %.0f tps", c, r, a[r], b[r]))
+  end
+  local pa, zb = median(a), median(b)
+  print(format("clients=%d  pgbench -S %.0f tps  zever %.0f tps  ratio %.2f (medians)", c, pa, zb,
+    zb / pa))
+end
+srv:stop()
