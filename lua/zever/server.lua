@@ -85,6 +85,7 @@ end
 function M.listen(app, opts)
   local conf = { host = opts.host or "127.0.0.1", port = opts.port or 8080, reuseport = true }
   for k, v in pairs(opts.limits or {}) do conf[k] = v end
+  if app.statics and #app.statics > 0 then conf.static = app.statics end
   -- A route with a timeout of its own needs the watchdog even when the server has none.
   for _, route in pairs(app.routes or {}) do
     if route.timeout then conf.watchdog = true end
