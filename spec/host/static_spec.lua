@@ -181,6 +181,21 @@ describe("app:static", function()
       assert.equal("bytes 1000000-3145727/3145728", py[3].h["content-range"])
     end)
 
+    it("finishes a large body to a client that reads slowly through a small window", function()
+      -- The socket fills long before 3 MiB are out: the rest goes on each time it drains.
+      local want = files.sh("sha256sum " .. q(dir .. "/public/big.bin")):match("^(%x+)")
+      local out = hs.client(port, { "rcvbuf:4096", "connect", "send:GET /assets/big.bin HTTP/1.1\\r\\n"
+        .. "Host: t\\r\\nConnection: close\\r\\n\\r\\n", "read:10" })
+      local body = out:match("^%[eof%].-\r\n\r\n(.*)$")
+      assert.is_truthy(body, out:sub(1, 300))
+      assert.equal(3145728, #body)
+      local tmp = os.tmpname()
+      files.write(tmp, body)
+      local got = files.sh("sha256sum " .. q(tmp)):match("^(%x+)")
+      os.remove(tmp)
+      assert.equal(want, got)
+    end)
+
     it("answers pipelined requests in order", function()
       local out = hs.client(port, { "send:GET /assets/hello.txt HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n"
         .. "GET /assets/css/site.css HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n"
