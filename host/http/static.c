@@ -9,11 +9,14 @@
  */
 #include "static.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../core/zv.h"
@@ -158,6 +161,18 @@ int zv_static_clean(const char *rest, size_t len, char *out, size_t cap, size_t 
   out[o] = 0;
   *outlen = o;
   return 0;
+}
+
+int zv_static_open(const zv_static_mount_t *m, const char *name) {
+  struct open_how how;
+  int fd;
+  memset(&how, 0, sizeof how);
+  how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  do {
+    fd = (int)syscall(SYS_openat2, m->root_fd, name[0] ? name : ".", &how, sizeof how);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
 }
 
 /* --- MIME types ------------------------------------------------------------------------------ */

@@ -63,6 +63,11 @@ const zv_static_mount_t *zv_static_find(const zv_static_t *s, const char *path, 
 int zv_static_clean(const char *rest, size_t len, char *out, size_t cap, size_t *outlen,
                     int *dir);
 
+/* Opens name (a cleaned relative name; "" is the root itself) read-only beneath the mount's
+ * root with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): the kernel refuses "..",
+ * absolute symlinks and symlinks that lead out of the root. Returns a descriptor or -1. */
+int zv_static_open(const zv_static_mount_t *m, const char *name);
+
 /* The Content-Type for a file name, by its extension (case-insensitive):
  * "text/html; charset=utf-8", ...; "application/octet-stream" when unknown. */
 const char *zv_static_mime(const char *name, size_t len);

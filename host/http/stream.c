@@ -44,14 +44,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <linux/openat2.h>
 #include <linux/sockios.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -966,20 +964,6 @@ static void file_continue(zv_http_sconn_t *c) {
   response_done(c);
 }
 
-/* Opens name (relative, cleaned) beneath the root descriptor: openat2 with RESOLVE_BENEATH
- * refuses "..", absolute symlinks and symlinks that climb out of the root, in the kernel. */
-static int open_beneath(int root, const char *name) {
-  struct open_how how;
-  int fd;
-  memset(&how, 0, sizeof how);
-  how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  do {
-    fd = (int)syscall(SYS_openat2, root, name[0] ? name : ".", &how, sizeof how);
-  } while (fd < 0 && errno == EINTR);
-  return fd;
-}
-
 /* The value of header name in c's request, or NULL (*len 0). */
 static const char *req_header(zv_http_sconn_t *c, const char *name, size_t nlen, size_t *len) {
   uint32_t from = 0;
@@ -1008,7 +992,7 @@ static int open_sibling(zv_http_sconn_t *c, const zv_static_mount_t *m, char *na
     int i = order[k], fd;
     if (q[i] <= 0) continue;
     memcpy(name + nlen, ext[i], 4);
-    fd = open_beneath(m->root_fd, name);
+    fd = zv_static_open(m, name);
     name[nlen] = 0;
     if (fd < 0) continue;
     if (fstat(fd, st) || !S_ISREG(st->st_mode)) {
@@ -1078,7 +1062,7 @@ static int serve_static(zv_http_sconn_t *c) {
     nlen += il;
   }
 open_file:
-  fd = open_beneath(m->root_fd, name);
+  fd = zv_static_open(m, name);
   if (fd < 0) return 0;
   if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
     int folder = !dir && S_ISDIR(st.st_mode) && m->index;
@@ -1090,7 +1074,7 @@ open_file:
       if (nlen + 1 + il + 1 > sizeof name) return 0;
       if (nlen) name[nlen++] = '/';
       memcpy(name + nlen, m->index, il + 1);
-      fd = open_beneath(m->root_fd, name);
+      fd = zv_static_open(m, name);
       if (fd < 0) return 0;
       close(fd);
       return redirect_slash(c);

@@ -434,6 +434,7 @@ function App:dispatch(method, path, query_string, source)
   local res = response.new()
   local ok, err = xpcall(run_chain, with_traceback, chain, 1, req, res)
   if not ok then res = on_failure(self, err, req) end
+  if rawget(req, "_tempfiles") then request.cleanup(req) end
   return finish(res), req
 end
 

@@ -7,8 +7,8 @@ usage: http_fetch.py PORT OUTFILE REQUESTS.json
 REQUESTS.json is a list of {"method", "path", "headers": {...}, "body_file": path | null}; each
 is sent in turn on the same connection (http.client reconnects by itself when the server closed
 it). OUTFILE gets a JSON list, one entry per request: {"status", "headers": [[name, value],
-...], "length", "sha256", "body"} where body is the body as latin-1 text when it is at most
-4096 bytes (else null). The output is written to OUTFILE.tmp and renamed, so that a poller sees
+...], "length", "sha256", "body"} where body is the body as text (UTF-8, or latin-1 when it is
+not UTF-8) when it is at most 1 MiB (else null). The output is written to OUTFILE.tmp and renamed, so that a poller sees
 nothing or everything.
 """
 import hashlib
@@ -16,6 +16,13 @@ import http.client
 import json
 import os
 import sys
+
+
+def text(data):
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
 
 
 def main():
@@ -35,7 +42,7 @@ def main():
             "headers": [[k, v] for k, v in resp.getheaders()],
             "length": len(data),
             "sha256": hashlib.sha256(data).hexdigest(),
-            "body": data.decode("latin-1") if len(data) <= 4096 else None,
+            "body": text(data) if len(data) <= 1 << 20 else None,
         })
     conn.close()
     with open(out + ".tmp", "w") as f:
