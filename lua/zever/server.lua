@@ -28,8 +28,9 @@ local M = {}
 M.load_app = require("zever.app").load
 
 local function access_text(req, res, bytes, started)
-  return format("%s %s %d %d %.3fms\n", req.method, req.path, res.code, bytes,
-    (now() - started) * 1000)
+  local id = rawget(req, "_request_id") -- set by zever.middleware.request_id
+  return format("%s %s %d %d %.3fms%s\n", req.method, req.path, res.code, bytes,
+    (now() - started) * 1000, id and " id=" .. id or "")
 end
 
 local function access_json(req, res, bytes, started)
