@@ -7,6 +7,12 @@
 --   req:form()         the fields of an urlencoded or multipart/form-data body, or nil, err
 --   req:files()        the files of a multipart body: { name, filename, content_type, size,
 --                      data (in memory) | path (spooled) } with f:read(); docs/forms.md
+--   req:accepts("json", "html")            the best offer for Accept (q-values, wildcards), or
+--                                          nil; no arguments: the accepted types, best first
+--   req:accepts_language("en", "fr-CA")    the same for Accept-Language
+--   req:accepts_encoding("br", "gzip")     the same for Accept-Encoding (identity rules)
+--   req:is("json", "html")                 the offer the Content-Type matches, or false
+--   (docs/negotiation.md; the grammars are LPeg, in zever.accept)
 --
 -- A request wraps a source: the C request of zever.http, or a table-backed one from
 -- zever.testing. Both answer header(name), headers() and body(). query, body and id are
@@ -15,6 +21,7 @@
 local json = require "zever.json"
 local errors = require "zever.errors"
 local multipart = require "zever.multipart"
+local accept = require "zever.accept"
 
 local char, tonumber, setmetatable, rawget, rawset = string.char, tonumber, setmetatable, rawget, rawset
 local format, gsub, find, sub = string.format, string.gsub, string.find, string.sub
@@ -236,6 +243,76 @@ function M.cleanup(req)
     for _, path in ipairs(list) do os.remove(path) end
     rawset(req, "_tempfiles", nil)
   end
+end
+
+-- --- content negotiation -------------------------------------------------------------------------
+
+local function offers_of(name, ...)
+  local n = select("#", ...)
+  local offers = ...
+  if n ~= 1 or type(offers) ~= "table" then offers = { ... } end
+  for i = 1, #offers do
+    if type(offers[i]) ~= "string" then error(name .. ": offers must be strings", 3) end
+  end
+  return offers
+end
+
+-- The parsed Accept-family header, cached on the request.
+local function parsed(req, key, header, parse)
+  local v = rawget(req, key)
+  if v == nil then
+    v = parse(req.source:header(header))
+    rawset(req, key, v)
+  end
+  return v
+end
+
+function Request:accepts(...)
+  local ranges = parsed(self, "_accept", "accept", accept.media)
+  if select("#", ...) == 0 then
+    local out = {}
+    for i, r in ipairs(accept.ordered(ranges)) do
+      if r.q > 0 then out[#out + 1] = r.type .. "/" .. r.subtype end
+      if i > 100 then break end
+    end
+    return out
+  end
+  local offers = offers_of("req:accepts", ...)
+  if not self.source:header("accept") then return offers[1] end -- no header: anything goes
+  return accept.best_media(ranges, offers)
+end
+
+function Request:accepts_language(...)
+  local offers = offers_of("req:accepts_language", ...)
+  if not self.source:header("accept-language") then return offers[1] end
+  return accept.best_language(parsed(self, "_accept_language", "accept-language", accept.tokens),
+    offers)
+end
+
+function Request:accepts_encoding(...)
+  local offers = offers_of("req:accepts_encoding", ...)
+  local present = self.source:header("accept-encoding") ~= nil
+  return accept.best_encoding(parsed(self, "_accept_encoding", "accept-encoding", accept.tokens),
+    offers, present)
+end
+
+-- Whether the request's body is of one of the offered types ("json" also matches any
+-- "+json" type, "text/*" any text): the offer that matched, false, or nil without a body type.
+function Request:is(...)
+  local offers = offers_of("req:is", ...)
+  local t, s = accept.content_type(self.source:header("content-type"))
+  if not t then
+    if self.source:header("content-type") then return false end
+    return nil
+  end
+  for _, offer in ipairs(offers) do
+    local ot, os_ = accept.offer_type(offer)
+    if ot and (ot == "*" or ot == t) and (os_ == "*" or os_ == s
+      or (os_ ~= "*" and s:sub(-#os_ - 1) == "+" .. os_)) then
+      return offer
+    end
+  end
+  return false
 end
 
 function Request:json()
