@@ -553,7 +553,15 @@ static int wd_start(lserver_t *ls, lua_State *L, uint64_t limit_ms) {
   pthread_once(&wd_signal_once, wd_signal_install);
   wd->period_ms = limit_ms / 4 < 10 ? 10 : limit_ms / 4 > 100 ? 100 : limit_ms / 4;
   pthread_mutex_init(&wd->mu, NULL);
-  pthread_cond_init(&wd->cv, NULL);
+  {
+    /* wd_main's deadlines are CLOCK_MONOTONIC: the condition variable must wait on that clock
+     * (its default, CLOCK_REALTIME, made every wait time out at once: the thread spun). */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&wd->cv, &ca);
+    pthread_condattr_destroy(&ca);
+  }
   if (pthread_create(&wd->thread, NULL, wd_main, wd)) {
     pthread_cond_destroy(&wd->cv);
     pthread_mutex_destroy(&wd->mu);
