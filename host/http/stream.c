@@ -905,7 +905,7 @@ void zv__http_pool_free(zv_http_server_t *s) {
 
 /* --- static files ---------------------------------------------------------------------------- */
 
-#define FILE_CHUNK (256u << 10) /* bytes per sendfile(2) call */
+#define FILE_CHUNK (2u << 20)   /* bytes per sendfile(2) call (nginx: sendfile_max_chunk 2m) */
 #define FILE_SMALL (16u << 10)  /* a body up to this size is read and sent with the head */
 
 /* Sets whether c's epfd entry asks for EPOLLOUT (a static body waits for room). */
