@@ -73,6 +73,7 @@
 
 #include "../core/zv.h"
 #include "../runtime/runtime.h"
+#include "lx_static.h"
 #include "server.h"
 
 #define REQ_MT "zever.http.request"
@@ -552,7 +553,15 @@ static int wd_start(lserver_t *ls, lua_State *L, uint64_t limit_ms) {
   pthread_once(&wd_signal_once, wd_signal_install);
   wd->period_ms = limit_ms / 4 < 10 ? 10 : limit_ms / 4 > 100 ? 100 : limit_ms / 4;
   pthread_mutex_init(&wd->mu, NULL);
-  pthread_cond_init(&wd->cv, NULL);
+  {
+    /* wd_main's deadlines are CLOCK_MONOTONIC: the condition variable must wait on that clock
+     * (its default, CLOCK_REALTIME, made every wait time out at once: the thread spun). */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&wd->cv, &ca);
+    pthread_condattr_destroy(&ca);
+  }
   if (pthread_create(&wd->thread, NULL, wd_main, wd)) {
     pthread_cond_destroy(&wd->cv);
     pthread_mutex_destroy(&wd->mu);
@@ -760,6 +769,8 @@ static void on_closed(zv_http_server_t *srv) {
   for (int i = 0; i < METHOD_REFS; i++) ls->method_refs[i] = LUA_NOREF;
   ls->fn_ref = ls->done_ref = ls->req_mt_ref = ls->guard_mt_ref = LUA_NOREF;
   ls->closed = 1;
+  zv__http_statics_free(ls->srv.opts.statics);
+  ls->srv.opts.statics = NULL;
   wd_stop(ls);
   if (L && !ls->loop->closing) wd_unref(ls, L);
   ls->wd.L_ref = LUA_NOREF;
@@ -891,6 +902,8 @@ static void read_opts(lua_State *L, zv_http_server_opts_t *o, int *watchdog) {
       *watchdog = lua_toboolean(L, -1);
     } else if (!strcmp(k, "max_connections")) {
       o->max_connections = (uint32_t)opt_int(L, k, 1, 1000000);
+    } else if (!strcmp(k, "static")) {
+      /* lx_static.c reads it in l_listen, once nothing else can raise */
     } else {
       luaL_error(L, "http.listen: unknown option '%s'", lua_type(L, -2) == LUA_TSTRING
                                                            ? lua_tostring(L, -2) : "?");
@@ -915,8 +928,12 @@ static int l_listen(lua_State *L) {
   p->s = NULL;
   luaL_getmetatable(L, SRV_MT);
   lua_setmetatable(L, -2);
+  o.statics = zv__http_statics_new(L, 1);
   ls = zv_alloc(sizeof *ls);
-  if (!ls) return luaL_error(L, "http.listen: out of memory");
+  if (!ls) {
+    zv__http_statics_free(o.statics);
+    return luaL_error(L, "http.listen: out of memory");
+  }
   memset(&ls->wd, 0, sizeof ls->wd);
   ls->wd.L_ref = LUA_NOREF;
   ls->loop = loop;
@@ -929,6 +946,7 @@ static int l_listen(lua_State *L) {
   ls->item.teardown = server_teardown;
   rc = zv_http_server_start(&ls->srv, &loop->uv, &o, &cb, ls);
   if (rc == ZV_EINVAL) {
+    zv__http_statics_free(o.statics);
     zv_free(ls);
     return luaL_error(L, "http.listen: host must be a numeric IP address or localhost");
   }

@@ -69,6 +69,9 @@ typedef struct {
   uint64_t handler_timeout_ms; /* a request unanswered this long after its handler yielded:
                                 * on_handler_timeout; 0: none */
   uint32_t max_connections;
+  /* Static mounts (app:static), served by stream.c before on_request, or NULL. The caller
+   * owns them and keeps them until on_closed. */
+  const struct zv_static_s *statics;
 } zv_http_server_opts_t;
 
 /* Sets the defaults: 127.0.0.1:0, reuseport, backlog 511, 8 KiB head, 1 MiB body, header 10 s,
@@ -106,6 +109,9 @@ struct zv_http_sconn_s {
   uint8_t in_read;              /* inside conn_readable */
   uint8_t in_idle;              /* on the server's idle keep-alive list */
   uint8_t want_process, want_read; /* what the idle callback does for a ready connection */
+  uint8_t file_wait;            /* a static file's body waits for the socket to drain (EPOLLOUT) */
+  int file_fd;                  /* the static file being sent, or -1 */
+  uint64_t file_off, file_end;  /* what of it is left to send */
 };
 
 struct zv_http_server_s {

@@ -10,6 +10,8 @@
 --                                                    -- http.handler_timeout for this route
 --   app:group("/admin", function(r) r:use(auth); r:get("/stats", stats) end)
 --   app:on_error(function(err, req, res) ... end)
+--   app:static("/assets", "public", { max_age = 3600, immutable = false, index = "index.html",
+--                                     precompressed = true })      -- docs/static.md
 --
 -- Routing is zever.router (a C radix trie). Middleware runs in registration order; app-level
 -- middleware also runs for 404 and 405 answers, group middleware only for the group's routes.
@@ -85,6 +87,7 @@ function M.new()
     middleware = {},      -- app-level, in order
     full_chains = setmetatable({}, { __mode = "k" }), -- chain -> chain with app middleware
     error_handler = nil,
+    statics = {},         -- app:static mounts, served by zever.http in C before dispatch
     dir = M.loading_dir or ".", -- where its zever.yaml and relative database paths live
     _configure = M.configure,   -- zever.testing's hook: fn(app, cfg) before the container is built
   }, App)
@@ -202,6 +205,46 @@ local function group(self, prefix, fn)
   return self
 end
 App.group, Group.group = group, group
+
+local STATIC_OPTS = { max_age = true, immutable = true, index = true, precompressed = true }
+
+-- Serves the files under root (relative to the app's folder) at prefix, from C with
+-- sendfile(2), before routing: a GET or HEAD of an existing file never reaches the middleware or
+-- the routes; everything else (other methods, missing files, names never served) goes on to
+-- the application. docs/static.md has the rules.
+function App:static(prefix, root, opts)
+  if type(prefix) ~= "string" or prefix:sub(1, 1) ~= "/" or (#prefix > 1 and prefix:sub(-1) == "/")
+    or prefix:find("//", 1, true) or prefix:find("[%%?#]") then
+    error('static prefix must start with "/" and not end with one, got ' .. tostring(prefix), 2)
+  end
+  if type(root) ~= "string" or root == "" then error("static root must be a folder path", 2) end
+  opts = opts or {}
+  if type(opts) ~= "table" then error("static options must be a table", 2) end
+  for k in pairs(opts) do
+    if not STATIC_OPTS[k] then error("static: unknown option '" .. tostring(k) .. "'", 2) end
+  end
+  local max_age, index = opts.max_age, opts.index
+  if max_age ~= nil and (type(max_age) ~= "number" or max_age < 0 or max_age % 1 ~= 0) then
+    error("static max_age must be a whole number of seconds >= 0", 2)
+  end
+  if opts.immutable and max_age == nil then error("static immutable needs max_age", 2) end
+  if index ~= nil and index ~= false and (type(index) ~= "string" or index == ""
+    or index:find("[/\\]") or index:sub(1, 1) == ".") then
+    error("static index must be a plain file name or false", 2)
+  end
+  if root:sub(1, 1) ~= "/" then root = self.dir .. "/" .. root end
+  if not require("zever.sys").isdir(root) then
+    error("static root " .. root .. " is not a folder", 2)
+  end
+  for _, m in ipairs(self.statics) do
+    if m.prefix == prefix then error("static prefix " .. prefix .. " is mounted already", 2) end
+  end
+  self.statics[#self.statics + 1] = { prefix = prefix, root = root, max_age = max_age,
+    immutable = opts.immutable and true or false,
+    index = (index == nil and "index.html") or index or nil,
+    precompressed = opts.precompressed ~= false }
+  return self
+end
 
 function App:on_error(fn)
   if type(fn) ~= "function" then error("on_error wants a function(err, req, res)", 2) end
@@ -391,6 +434,7 @@ function App:dispatch(method, path, query_string, source)
   local res = response.new()
   local ok, err = xpcall(run_chain, with_traceback, chain, 1, req, res)
   if not ok then res = on_failure(self, err, req) end
+  if rawget(req, "_tempfiles") then request.cleanup(req) end
   return finish(res), req
 end
 

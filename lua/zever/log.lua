@@ -7,6 +7,10 @@
 -- One line per entry, written with a single write call so lines from several worker threads
 -- do not interleave. Text: "2026-11-29T22:54:38Z INFO listening addr=127.0.0.1:8080" (fields
 -- sorted); JSON: {"time":...,"level":"info","msg":...,<fields>}.
+--
+-- Context: log.set_context(fields) adds fields to every line logged from the current coroutine
+-- (a request's, until it is set again or cleared with nil); zever.middleware.request_id puts
+-- { request_id = id } there, so every line of a request names it. A line's own fields win.
 
 local json = require "zever.json"
 
@@ -14,6 +18,22 @@ local format, concat, sort, date, type, tostring, pairs = string.format, table.c
   os.date, type, tostring, pairs
 
 local M = {}
+
+local running = coroutine.running
+local contexts = setmetatable({}, { __mode = "k" })
+
+-- Sets (or with nil clears) the fields added to the lines of the current coroutine.
+function M.set_context(fields)
+  if fields ~= nil and type(fields) ~= "table" then error("log.set_context wants a table or nil", 2) end
+  local co = running()
+  if co then contexts[co] = fields end
+end
+
+-- The current coroutine's context fields, or nil.
+function M.context()
+  local co = running()
+  return co and contexts[co]
+end
 
 local LEVELS = { debug = 10, info = 20, warn = 30, error = 40, off = 100 }
 
@@ -65,6 +85,14 @@ end
 
 function Logger:log(level, msg, fields)
   if (LEVELS[level] or 0) < self.min then return end
+  local co = running()
+  local ctx = co and contexts[co]
+  if ctx then
+    local merged = {}
+    for k, v in pairs(ctx) do merged[k] = v end
+    for k, v in pairs(fields or {}) do merged[k] = v end
+    fields = merged
+  end
   self.out:write(self.render(level, tostring(msg), fields))
 end
 

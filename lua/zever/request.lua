@@ -4,6 +4,15 @@
 --   req:header(name)   case-insensitive, nil when absent
 --   req:headers()      a table of lower-case names
 --   req:json()         the body decoded, or nil, err (code "invalid") when it is not JSON
+--   req:form()         the fields of an urlencoded or multipart/form-data body, or nil, err
+--   req:files()        the files of a multipart body: { name, filename, content_type, size,
+--                      data (in memory) | path (spooled) } with f:read(); docs/forms.md
+--   req:accepts("json", "html")            the best offer for Accept (q-values, wildcards), or
+--                                          nil; no arguments: the accepted types, best first
+--   req:accepts_language("en", "fr-CA")    the same for Accept-Language
+--   req:accepts_encoding("br", "gzip")     the same for Accept-Encoding (identity rules)
+--   req:is("json", "html")                 the offer the Content-Type matches, or false
+--   (docs/negotiation.md; the grammars are LPeg, in zever.accept)
 --
 -- A request wraps a source: the C request of zever.http, or a table-backed one from
 -- zever.testing. Both answer header(name), headers() and body(). query, body and id are
@@ -11,9 +20,12 @@
 
 local json = require "zever.json"
 local errors = require "zever.errors"
+local multipart = require "zever.multipart"
+local accept = require "zever.accept"
 
 local char, tonumber, setmetatable, rawget, rawset = string.char, tonumber, setmetatable, rawget, rawset
 local format, gsub, find, sub = string.format, string.gsub, string.find, string.sub
+local type, select, ipairs, pairs, tostring = type, select, ipairs, pairs, tostring
 
 local M = {}
 
@@ -90,6 +102,217 @@ end
 
 function Request:headers()
   return self.source:headers()
+end
+
+-- --- forms -------------------------------------------------------------------------------------
+
+-- The limits of req:form(); an app may change them (zever.request.form_limits.max_parts = 50).
+M.form_limits = {
+  max_parts = 1000,            -- fields + files of one body (urlencoded: fields); over: 413
+  max_field_bytes = 1048576,   -- one field's value; over: 413
+  max_file_bytes = nil,        -- one file (nil: only the server's max_body_bytes bounds it)
+  spool_bytes = 65536,         -- a file larger than this goes to a temporary file
+  tmpdir = os.getenv("TMPDIR") or "/tmp",
+}
+
+local STATUS = { too_large = 413, invalid = 400, unsupported = 415, unavailable = 500 }
+
+local function form_error(code, message)
+  return errors.new("form", code, message, { status = STATUS[code] or 400 })
+end
+
+local File = {}
+File.__index = File
+
+-- The file's bytes (from memory or from its temporary file).
+function File:read()
+  if self.data then return self.data end
+  local f, err = io.open(self.path, "rb")
+  if not f then return nil, form_error("unavailable", "cannot read an upload: " .. tostring(err)) end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- A client's file name without any folder part ("C:\a\b.txt" -> "b.txt"): never a path.
+local function base_name(name)
+  return (name:match("([^/\\]*)$"))
+end
+
+-- Adds value under key with parse_query's rules: "k[]" collects a list, else the last wins.
+local function put(out, k, v)
+  if sub(k, -2) == "[]" then
+    k = sub(k, 1, -3)
+    local list = out[k]
+    if type(list) ~= "table" then
+      list = {}
+      out[k] = list
+    end
+    list[#list + 1] = v
+  elseif k ~= "" then
+    out[k] = v
+  end
+end
+
+local LIMIT_KEYS = { max_parts = true, max_field_bytes = true, max_file_bytes = true,
+  spool_bytes = true, tmpdir = true }
+
+local function parse_form(req, opts)
+  local ctype = req.source:header("content-type") or ""
+  local mtype = ctype:match("^%s*([^;%s]*)"):lower()
+  local limits = M.form_limits
+  if opts then
+    local merged = {}
+    for k, v in pairs(limits) do merged[k] = v end
+    for k, v in pairs(opts) do merged[k] = v end
+    limits = merged
+  end
+  local body = req.body
+  if mtype == "application/x-www-form-urlencoded" then
+    local n = select(2, gsub(body, "[&;]", "")) + 1
+    if n > limits.max_parts then
+      return nil, form_error("too_large", format("more than %d fields", limits.max_parts))
+    end
+    return M.parse_query(body), {}
+  elseif mtype == "multipart/form-data" then
+    local parts, kind, msg = multipart.parse(body, ctype, limits)
+    if not parts then return nil, form_error(kind, msg) end
+    local fields, files = {}, {}
+    for _, p in ipairs(parts) do
+      if p.filename then
+        if p.path then
+          local list = rawget(req, "_tempfiles") or {}
+          list[#list + 1] = p.path
+          rawset(req, "_tempfiles", list)
+        end
+        -- An empty file input sends a part with filename="" and no bytes: not a file.
+        if p.filename ~= "" or p.size > 0 then
+          p.filename = base_name(p.filename)
+          files[#files + 1] = setmetatable(p, File)
+        end
+      else
+        put(fields, p.name, p.data)
+      end
+    end
+    return fields, files
+  elseif body == "" then
+    return {}, {}
+  end
+  return nil, form_error("unsupported", "the body is " .. (mtype ~= "" and mtype or "untyped")
+    .. ", not a form")
+end
+
+-- The form's fields: { name = value } (a "name[]" field is a list). nil, err when the body is
+-- malformed or over a limit: err.status is the status to answer (400, 413, 415). opts
+-- overrides M.form_limits for this request (the first call parses; later calls reuse it).
+function Request:form(opts)
+  if opts ~= nil and type(opts) ~= "table" then error("req:form(opts) wants a table", 2) end
+  if opts then
+    for k in pairs(opts) do
+      if not LIMIT_KEYS[k] then error("req:form: unknown option '" .. tostring(k) .. "'", 2) end
+    end
+  end
+  local form = rawget(self, "_form")
+  if form == nil then
+    local files
+    form, files = parse_form(self, opts)
+    if form == nil then
+      rawset(self, "_form", false)
+      rawset(self, "_form_err", files)
+      return nil, files
+    end
+    rawset(self, "_form", form)
+    rawset(self, "_files", files)
+  elseif form == false then
+    return nil, rawget(self, "_form_err")
+  end
+  return form
+end
+
+-- The uploaded files, in body order (an empty list for a form without files).
+function Request:files()
+  local form, err = self:form()
+  if form == nil then return nil, err end
+  return rawget(self, "_files")
+end
+
+-- Removes the temporary files of the request's uploads (zever.app calls it after the response).
+function M.cleanup(req)
+  local list = rawget(req, "_tempfiles")
+  if list then
+    for _, path in ipairs(list) do os.remove(path) end
+    rawset(req, "_tempfiles", nil)
+  end
+end
+
+-- --- content negotiation -------------------------------------------------------------------------
+
+local function offers_of(name, ...)
+  local n = select("#", ...)
+  local offers = ...
+  if n ~= 1 or type(offers) ~= "table" then offers = { ... } end
+  for i = 1, #offers do
+    if type(offers[i]) ~= "string" then error(name .. ": offers must be strings", 3) end
+  end
+  return offers
+end
+
+-- The parsed Accept-family header, cached on the request.
+local function parsed(req, key, header, parse)
+  local v = rawget(req, key)
+  if v == nil then
+    v = parse(req.source:header(header))
+    rawset(req, key, v)
+  end
+  return v
+end
+
+function Request:accepts(...)
+  local ranges = parsed(self, "_accept", "accept", accept.media)
+  if select("#", ...) == 0 then
+    local out = {}
+    for i, r in ipairs(accept.ordered(ranges)) do
+      if r.q > 0 then out[#out + 1] = r.type .. "/" .. r.subtype end
+      if i > 100 then break end
+    end
+    return out
+  end
+  local offers = offers_of("req:accepts", ...)
+  if not self.source:header("accept") then return offers[1] end -- no header: anything goes
+  return accept.best_media(ranges, offers)
+end
+
+function Request:accepts_language(...)
+  local offers = offers_of("req:accepts_language", ...)
+  if not self.source:header("accept-language") then return offers[1] end
+  return accept.best_language(parsed(self, "_accept_language", "accept-language", accept.tokens),
+    offers)
+end
+
+function Request:accepts_encoding(...)
+  local offers = offers_of("req:accepts_encoding", ...)
+  local present = self.source:header("accept-encoding") ~= nil
+  return accept.best_encoding(parsed(self, "_accept_encoding", "accept-encoding", accept.tokens),
+    offers, present)
+end
+
+-- Whether the request's body is of one of the offered types ("json" also matches any
+-- "+json" type, "text/*" any text): the offer that matched, false, or nil without a body type.
+function Request:is(...)
+  local offers = offers_of("req:is", ...)
+  local t, s = accept.content_type(self.source:header("content-type"))
+  if not t then
+    if self.source:header("content-type") then return false end
+    return nil
+  end
+  for _, offer in ipairs(offers) do
+    local ot, os_ = accept.offer_type(offer)
+    if ot and (ot == "*" or ot == t) and (os_ == "*" or os_ == s
+      or (os_ ~= "*" and s:sub(-#os_ - 1) == "+" .. os_)) then
+      return offer
+    end
+  end
+  return false
 end
 
 function Request:json()

@@ -28,8 +28,9 @@ local M = {}
 M.load_app = require("zever.app").load
 
 local function access_text(req, res, bytes, started)
-  return format("%s %s %d %d %.3fms\n", req.method, req.path, res.code, bytes,
-    (now() - started) * 1000)
+  local id = rawget(req, "_request_id") -- set by zever.middleware.request_id
+  return format("%s %s %d %d %.3fms%s\n", req.method, req.path, res.code, bytes,
+    (now() - started) * 1000, id and " id=" .. id or "")
 end
 
 local function access_json(req, res, bytes, started)
@@ -85,6 +86,7 @@ end
 function M.listen(app, opts)
   local conf = { host = opts.host or "127.0.0.1", port = opts.port or 8080, reuseport = true }
   for k, v in pairs(opts.limits or {}) do conf[k] = v end
+  if app.statics and #app.statics > 0 then conf.static = app.statics end
   -- A route with a timeout of its own needs the watchdog even when the server has none.
   for _, route in pairs(app.routes or {}) do
     if route.timeout then conf.watchdog = true end

@@ -1,0 +1,91 @@
+/*
+ * compress.c: gzip and brotli in one call each (see compress.h). zlib and the brotli encoder
+ * are Debian's (zlib1g-dev, libbrotli-dev); their working state goes through zv_alloc so that
+ * benchmarks count it. Nothing is kept between calls.
+ */
+#include "compress.h"
+
+#include <string.h>
+
+#include <brotli/encode.h>
+#include <zlib.h>
+
+#include "../core/zv.h"
+
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
+  (void)opaque;
+  return zv_alloc((size_t)items * size);
+}
+
+static void z_free(voidpf opaque, voidpf p) {
+  (void)opaque;
+  zv_free(p);
+}
+
+size_t zv_compress_gzip_bound(size_t n) {
+  /* deflateBound's formula for the default window and memLevel, plus the gzip wrapper
+   * (10-byte header, 8-byte trailer), without a stream to ask. */
+  return n + (n >> 12) + (n >> 14) + (n >> 25) + 13 + 18;
+}
+
+size_t zv_compress_brotli_bound(size_t n) {
+  size_t b = BrotliEncoderMaxCompressedSize(n);
+  return b ? b : n + 1024;
+}
+
+int zv_compress_gzip(const char *in, size_t n, int level, char *out, size_t cap, size_t *outlen) {
+  z_stream z;
+  int rc;
+  if (level < 1 || level > 9) return ZV_EINVAL;
+  memset(&z, 0, sizeof z);
+  z.zalloc = z_alloc;
+  z.zfree = z_free;
+  if (deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    return ZV_ENOMEM;
+  z.next_in = (Bytef *)(uintptr_t)in;
+  z.next_out = (Bytef *)out;
+  /* A body over 4 GiB is fed in pieces (uInt is 32 bits). */
+  do {
+    size_t left_in = n - (size_t)((const char *)z.next_in - in);
+    size_t left_out = cap - (size_t)((char *)z.next_out - out);
+    z.avail_in = left_in > 0x40000000u ? 0x40000000u : (uInt)left_in;
+    z.avail_out = left_out > 0x40000000u ? 0x40000000u : (uInt)left_out;
+    rc = deflate(&z, z.avail_in == left_in ? Z_FINISH : Z_NO_FLUSH);
+  } while (rc == Z_OK && z.avail_out > 0);
+  *outlen = (size_t)((char *)z.next_out - out);
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) return rc == Z_OK || rc == Z_BUF_ERROR ? ZV_ERANGE : ZV_ENOMEM;
+  return 0;
+}
+
+static void *b_alloc(void *opaque, size_t size) {
+  (void)opaque;
+  return zv_alloc(size);
+}
+
+static void b_free(void *opaque, void *p) {
+  (void)opaque;
+  zv_free(p);
+}
+
+int zv_compress_brotli(const char *in, size_t n, int quality, char *out, size_t cap,
+                       size_t *outlen) {
+  BrotliEncoderState *s;
+  const uint8_t *next_in = (const uint8_t *)in;
+  uint8_t *next_out = (uint8_t *)out;
+  size_t avail_in = n, avail_out = cap;
+  int ok;
+  if (quality < BROTLI_MIN_QUALITY || quality > BROTLI_MAX_QUALITY) return ZV_EINVAL;
+  s = BrotliEncoderCreateInstance(b_alloc, b_free, NULL);
+  if (!s) return ZV_ENOMEM;
+  BrotliEncoderSetParameter(s, BROTLI_PARAM_QUALITY, (uint32_t)quality);
+  BrotliEncoderSetParameter(s, BROTLI_PARAM_LGWIN, 22);
+  BrotliEncoderSetParameter(s, BROTLI_PARAM_MODE, BROTLI_MODE_TEXT);
+  BrotliEncoderSetParameter(s, BROTLI_PARAM_SIZE_HINT, n > (1u << 30) ? (1u << 30) : (uint32_t)n);
+  ok = BrotliEncoderCompressStream(s, BROTLI_OPERATION_FINISH, &avail_in, &next_in, &avail_out,
+                                   &next_out, NULL);
+  ok = ok && BrotliEncoderIsFinished(s);
+  *outlen = cap - avail_out;
+  BrotliEncoderDestroyInstance(s);
+  return ok ? 0 : ZV_ERANGE;
+}
