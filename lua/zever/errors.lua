@@ -9,7 +9,7 @@
 --   errors.wrap(battery, code, cause)         -- a zever error whose message is tostring(cause)
 --   errors.adopt(battery, err)                -- err's code (else "unavailable") and message,
 --                                             -- as an error of this battery
---   errors.binding(battery, kind, message)    -- a binding's (nil, kind, message) as an error
+--   errors.binding(battery, kind, message)    -- a binding's failure (its kind and message) as an error
 --   errors.E.TOOLONG                          -- a C core code by name (zever.sys.E, built from
 --                                             -- ZV_ERRNO_MAP in host/core/zv.h): never a literal
 --   errors.core(battery, rc[, message])       -- the zever error of a core code (a negative
@@ -92,8 +92,8 @@ function M.adopt(battery, err)
   return M.new(battery, "unavailable", tostring(err))
 end
 
--- The zever error of a binding's (nil, kind, message) failure, as the mime and smtp bindings
--- report one: code kind, the message said with the battery's name ("mailer: ..."), the
+-- The zever error of a binding's failure of a given kind (zever.mime_core's nil, message, kind;
+-- zever.smtp_core's sends): code kind, the message said with the battery's name ("mailer: ..."), the
 -- binding's own words kept as err.detail.
 function M.binding(battery, kind, message)
   message = tostring(message)
