@@ -116,6 +116,14 @@ local function decode(st, nm)
   return row
 end
 
+-- A failed step of read: the binding reports it (SQLite's message is read before the statement
+-- is given back), in the adapter's order.
+local function step_failed(self, rc, sql)
+  local _, message, code = self.raw:_error(rc, sql)
+  C.zv_sqlite_ffi_release(self.ptr, self.use)
+  return true, nil, code, message
+end
+
 -- The shared body of first/query: all == false returns the first row or nil.
 local function read(self, sql, binds, n, all)
   if type(sql) ~= "string" then return nil end
@@ -141,9 +149,7 @@ local function read(self, sql, binds, n, all)
     if rc == ROW then
       row = decode(st, names_of(self, u, st))
     elseif rc ~= DONE then
-      local _, message, code = self.raw:_error(rc, sql)
-      C.zv_sqlite_ffi_release(ptr, u)
-      return true, nil, code, message
+      return step_failed(self, rc, sql)
     end
     C.zv_sqlite_ffi_release(ptr, u)
     return true, row
@@ -157,11 +163,7 @@ local function read(self, sql, binds, n, all)
       rc = C.sqlite3_step(st)
     until rc ~= ROW
   end
-  if rc ~= DONE then
-    local _, message, code = self.raw:_error(rc, sql)
-    C.zv_sqlite_ffi_release(ptr, u)
-    return true, nil, code, message
-  end
+  if rc ~= DONE then return step_failed(self, rc, sql) end
   C.zv_sqlite_ffi_release(ptr, u)
   return true, rows
 end
