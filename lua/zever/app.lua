@@ -53,9 +53,20 @@ local App = {}
 local BATTERIES = { db = true, cache = true, queue = true, jobs = true, scheduler = true,
   mailer = true, limiter = true, idempotency = true, search = true, vectors = true, log = true }
 
+-- app.views: the app's templates (zever.template), in the folder http.views names (default
+-- "views" next to app.lua), with url_for among the helpers; made on first use.
+local function views_of(app)
+  local cfg = app:config()
+  local views = require("zever.template").views{ dir = cfg.http.views,
+    helpers = { url_for = function(name, params) return app:url_for(name, params) end } }
+  rawset(app, "views", views)
+  return views
+end
+
 function App.__index(app, key)
   local method = App[key]
   if method ~= nil then return method end
+  if key == "views" then return views_of(app) end
   if BATTERIES[key] then
     local battery, err = app:container():get(key)
     if battery == nil then error(tostring(err), 2) end
@@ -334,13 +345,13 @@ local function on_failure(app, err, req)
   else
     log_error(app, "handler failed", req, err)
   end
-  local fresh = response.new()
+  local fresh = response.new(app)
   if app.error_handler then
     local ok, e2 = xpcall(function() return apply(fresh, app.error_handler(err, req, fresh)) end,
       traceback)
     if ok then return fresh end
     log_error(app, "on_error failed", req, e2)
-    fresh = response.new()
+    fresh = response.new(app)
   end
   return fresh:status(500):json({ error = "internal" })
 end
@@ -388,7 +399,7 @@ function App:dispatch(method, path, query_string, source)
   end
   chain = with_app_middleware(self, chain)
   local req = request.new(method, path, query_string, params, source)
-  local res = response.new()
+  local res = response.new(self)
   local ok, err = xpcall(run_chain, with_traceback, chain, 1, req, res)
   if not ok then res = on_failure(self, err, req) end
   return finish(res), req

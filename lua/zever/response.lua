@@ -3,6 +3,7 @@
 --
 --   res:status(n)            res:header(name, value)       res:add_header(name, value)
 --   res:send(body)           res:json(value)               res:redirect(url[, code])
+--   res:render(view, data[, opts])  the app's template view as HTML (zever.template)
 --   (each returns res: chainable)
 --
 -- A handler may instead return a value; M.apply turns it into the response:
@@ -38,8 +39,10 @@ local M = {}
 local Response = {}
 Response.__index = Response
 
-function M.new()
-  return setmetatable({ code = 200, headers = tnew(4, 0), body = nil, ctype = nil }, Response)
+-- app: the app that answers (res:render finds its templates there); nil for a bare response.
+function M.new(app)
+  return setmetatable({ code = 200, headers = tnew(4, 0), body = nil, ctype = nil, app = app },
+    Response)
 end
 
 local function check_value(what, name, value, level)
@@ -166,6 +169,18 @@ function Response:redirect(url, code)
   self.code = code
   self:header("Location", url)
   self.body = ""
+  return self
+end
+
+-- Renders the app's template name with data (app.views: zever.template) as the HTML body;
+-- opts: layout (a template name, or false for none), status. Raises when the template is
+-- missing, does not compile or fails (the message names its file:line): a 500.
+function Response:render(name, data, opts)
+  local app = self.app
+  if not app then error("res:render: this response belongs to no app", 2) end
+  self.body = app.views:render(name, data, opts)
+  self.ctype = "text/html; charset=utf-8"
+  if opts and opts.status then self:status(opts.status) end
   return self
 end
 
