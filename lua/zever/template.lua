@@ -27,10 +27,12 @@
 -- template's lines (text is written with %q, which keeps its newlines), so a syntax error or
 -- a runtime error names the template's file and line. The function appends to a local buffer
 -- and concatenates it once (etlua's approach). Compiling is LPeg (the tag grammar below), done
--- once per file per view set; rendering is plain Lua that LuaJIT compiles. It must not read a
+-- once per file per view set; rendering is plain Lua that LuaJIT compiles, and escaping is C
+-- (host/html/, through the FFI). It must not read a
 -- file more than once per set (until clear) nor build an error's text from data values.
 
 local lpeg = require "lpeg"
+local tnew = require "table.new"
 local errors = require "zever.errors"
 
 local type, tostring, tonumber, setmetatable, setfenv, loadstring, pairs, rawget, error =
@@ -42,7 +44,12 @@ local M = {}
 
 -- --- escaping ---------------------------------------------------------------------------------
 
-local ENTITY = { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;" }
+-- The C escaper (host/html/) through the FFI: the scan that finds nothing to escape costs a
+-- call, and the escaped copy is written into one buffer this module keeps (grown as needed).
+local ffi = require "ffi"
+require "zever.cdef.html"
+local native, ffi_string = ffi.C, ffi.string
+local buf, cap = nil, 0
 
 -- The escaped text of v: nil is "", a number is its text (it has nothing to escape).
 local function escape(v)
@@ -51,8 +58,15 @@ local function escape(v)
     if type(v) == "number" then return tostring(v) end
     v = tostring(v)
   end
-  if not find(v, "[&<>\"']") then return v end
-  return (gsub(v, "[&<>\"']", ENTITY))
+  local len = #v
+  local n = tonumber(native.zv_html_escaped_len(v, len))
+  if n == len then return v end
+  if n > cap then
+    cap = n > 2 * cap and n or 2 * cap
+    buf = ffi.new("char[?]", cap)
+  end
+  native.zv_html_escape(v, len, buf)
+  return ffi_string(buf, n)
 end
 M.escape = escape
 
@@ -86,9 +100,11 @@ end
 
 -- The Lua source of a template. Everything before the template's first line sits on line 1, so
 -- the source's line numbers are the template's; TAIL sits on the line after the last.
-local HEAD = "local _esc, _raw, _concat, _setfenv = ... return function(_env) " ..
-  "return _setfenv(function() local _b, _n = {}, 0 "
-local TAIL = "\n return _concat(_b, '', 1, _n) end, _env)() end"
+-- The buffer starts at the size the template's largest render so far needed (_size), so a
+-- warm render does not grow it piece by piece.
+local HEAD = "local _esc, _raw, _concat, _setfenv, _tnew = ... local _size = 8 " ..
+  "return function(_env) return _setfenv(function() local _b, _n = _tnew(_size, 0), 0 "
+local TAIL = "\n if _n > _size then _size = _n end return _concat(_b, '', 1, _n) end, _env)() end"
 
 local function to_lua(source, name)
   local chunks, stop = TEMPLATE:match(source)
@@ -150,7 +166,7 @@ function M.compile(source, name)
     end
     return fail(name, 1, msg)
   end
-  return chunk(escape, raw, concat, setfenv)
+  return chunk(escape, raw, concat, setfenv, tnew)
 end
 
 -- --- view sets ---------------------------------------------------------------------------------
