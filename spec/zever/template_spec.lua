@@ -155,6 +155,15 @@ describe("zever.template", function()
         "views:render: data must be a table")
     end)
 
+    it("keeps a global a template assigns to its own render", function()
+      fs.write(dir .. "/assigns.etlua", "<% leaked_by_template = (leaked_by_template or 0) + 1 %>" ..
+        "<%= leaked_by_template %>")
+      local v = views()
+      assert.are.equal("1", v:render("assigns", {}))
+      assert.are.equal("1", v:render("assigns", {}))
+      assert.is_nil(rawget(_G, "leaked_by_template"))
+    end)
+
     it("keeps two renders of one template apart (each has its own names)", function()
       local v = views()
       local inner
