@@ -99,6 +99,7 @@ function M.new()
     dir = M.loading_dir or ".", -- where its zever.yaml and relative database paths live
     _configure = M.configure,   -- zever.testing's hook: fn(app, cfg) before the container is built
   }, App)
+  app.response_class = response.class(app)   -- res.app for res:render
   app.root = setmetatable({ app = app, prefix = "", middleware = app.middleware }, Group)
   return app
 end
@@ -345,13 +346,13 @@ local function on_failure(app, err, req)
   else
     log_error(app, "handler failed", req, err)
   end
-  local fresh = response.new(app)
+  local fresh = response.new(app.response_class)
   if app.error_handler then
     local ok, e2 = xpcall(function() return apply(fresh, app.error_handler(err, req, fresh)) end,
       traceback)
     if ok then return fresh end
     log_error(app, "on_error failed", req, e2)
-    fresh = response.new(app)
+    fresh = response.new(app.response_class)
   end
   return fresh:status(500):json({ error = "internal" })
 end
@@ -399,7 +400,7 @@ function App:dispatch(method, path, query_string, source)
   end
   chain = with_app_middleware(self, chain)
   local req = request.new(method, path, query_string, params, source)
-  local res = response.new(self)
+  local res = response.new(self.response_class)
   local ok, err = xpcall(run_chain, with_traceback, chain, 1, req, res)
   if not ok then res = on_failure(self, err, req) end
   return finish(res), req

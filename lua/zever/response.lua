@@ -39,10 +39,21 @@ local M = {}
 local Response = {}
 Response.__index = Response
 
--- app: the app that answers (res:render finds its templates there); nil for a bare response.
-function M.new(app)
-  return setmetatable({ code = 200, headers = tnew(4, 0), body = nil, ctype = nil, app = app },
-    Response)
+-- class: the metatable M.class made for the app that answers (so res.app is that app, for
+-- res:render); nil for a bare response. The app is not a field of each response: a fifth key
+-- would double the hash part every request allocates.
+function M.new(class)
+  return setmetatable({ code = 200, headers = tnew(4, 0), body = nil, ctype = nil },
+    class or Response)
+end
+
+-- The metatable of one app's responses: Response's methods and res.app, made once per app.
+function M.class(app)
+  local methods = { app = app }
+  for k, v in pairs(Response) do
+    if k ~= "__index" then methods[k] = v end
+  end
+  return { __index = methods }
 end
 
 local function check_value(what, name, value, level)
