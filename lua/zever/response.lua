@@ -40,18 +40,25 @@ local Response = {}
 Response.__index = Response
 
 -- class: the metatable M.class made for the app that answers (so res.app is that app, for
--- res:render); nil for a bare response. The app is not a field of each response: a fifth key
--- would double the hash part every request allocates.
+-- res:render); nil for a bare response (whose res.app is the first app, if any). The app is not
+-- a field of each response: a fifth key would double the hash part every request allocates.
 function M.new(class)
   return setmetatable({ code = 200, headers = tnew(4, 0), body = nil, ctype = nil },
     class or Response)
 end
 
 -- The metatable of one app's responses: Response's methods and res.app, made once per app.
+-- The process's first app gets Response itself (Response.app = that app), so a worker serving
+-- one app builds its responses exactly as without templates; a later app (specs make many) gets
+-- a copy of the methods with its own app.
 function M.class(app)
+  if rawget(Response, "app") == nil then
+    Response.app = app
+    return Response
+  end
   local methods = { app = app }
   for k, v in pairs(Response) do
-    if k ~= "__index" then methods[k] = v end
+    if k ~= "__index" and k ~= "app" then methods[k] = v end
   end
   return { __index = methods }
 end
