@@ -8,6 +8,12 @@
 -- :memory: one unless the test configuration names one). Files and the specs inside them run
 -- in a random order by default, so a spec that depends on another's leftovers fails early; the
 -- seed is printed so that a failing order can be replayed with --seed N.
+--
+-- --seeds N (CI) runs the whole selection N times, each under a random seed of its own and in a
+-- process of its own (a crash or a leak in one run cannot hide in another): each run's output
+-- goes through as it comes, its summary line said as "seed S: N passed, M failed", and the
+-- last line is the one summary of all runs, summed. A run that ends without a summary (a
+-- crash) counts as one failure.
 
 local reporter = require "zever.testing.reporter"
 local ffi = require "ffi"
@@ -20,6 +26,63 @@ end
 
 local M = {}
 
+local SUMMARY = "^(%d+) passed, (%d+) failed(.*)$"
+
+-- Runs `zever test` once per seed in child processes and sums their summaries.
+local function run_seeds(args, flags)
+  local sys = require "zever.sys"
+  local n = math.floor(flags.seeds)
+  if n < 1 then return 2, "zever test: --seeds wants a count of 1 or more" end
+  if flags.seed or flags["no-shuffle"] then
+    return 2, "zever test: --seeds picks its own seeds; it takes no --seed or --no-shuffle"
+  end
+  local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+  local base = { q(sys.exe()), "test" }
+  for _, name in ipairs { "tags", "exclude-tags", "filter", "pattern" } do
+    if flags[name] then base[#base + 1] = q("--" .. name .. "=" .. flags[name]) end
+  end
+  if flags.verbose then base[#base + 1] = "--verbose" end
+  for _, a in ipairs(args) do base[#base + 1] = q(a) end
+  local seeds, first = {}, M.random_seed()
+  for i = 1, n do seeds[i] = (first + (i - 1) * 104729) % 2147483647 end
+  io.write("seeds ", table.concat(seeds, " "), "\n")
+  io.flush()
+  local total = { passed = 0, failed = 0, skipped = 0 }
+  for _, seed in ipairs(seeds) do
+    local p = assert(io.popen(table.concat(base, " ") .. " --seed=" .. seed .. "; echo __rc=$?"))
+    local summary, rc
+    for line in p:lines() do
+      local passed, failed, rest = line:match(SUMMARY)
+      local code = line:match("^__rc=(%d+)$")
+      if code then
+        rc = tonumber(code)
+      elseif passed then
+        summary = { tonumber(passed), tonumber(failed), tonumber(rest:match("(%d+) skipped") or 0) }
+        io.write("seed ", seed, ": ", line, "\n")
+      else
+        io.write(line, "\n")
+      end
+      io.flush()
+    end
+    p:close()
+    if summary then
+      total.passed = total.passed + summary[1]
+      total.failed = total.failed + summary[2]
+      total.skipped = total.skipped + summary[3]
+      if rc ~= 0 and summary[2] == 0 then total.failed = total.failed + 1 end
+    else
+      io.write("seed ", seed, ": the run ended without a summary (exit status ", tostring(rc),
+        "): counted as 1 failure\n")
+      total.failed = total.failed + 1
+    end
+  end
+  local line = ("%d passed, %d failed"):format(total.passed, total.failed)
+  if total.skipped > 0 then line = line .. (", %d skipped"):format(total.skipped) end
+  io.write(line, "\n")
+  io.flush()
+  return total.failed > 0 and 1 or 0
+end
+
 -- A seed from the clock and the process id: two runs started in the same second differ.
 function M.random_seed()
   local sys = require "zever.sys"
@@ -29,7 +92,7 @@ end
 M.command = {
   name = "test",
   summary = "Run busted specs inside the host (default: the spec folder)",
-  usage = "zever test [paths...] [--tags a,b] [--exclude-tags a,b] [--filter PATTERN]",
+  usage = "zever test [paths...] [--tags a,b] [--exclude-tags a,b] [--filter PATTERN] [--seeds N]",
   flags = {
     { name = "tags", arg = "LIST", summary = "run only specs tagged with one of these (#redis)" },
     { name = "exclude-tags", arg = "LIST", summary = "skip specs tagged with one of these" },
@@ -38,9 +101,12 @@ M.command = {
     { name = "seed", arg = "N", type = "number",
       summary = "shuffle files and tests with this seed (default: a random one, printed)" },
     { name = "no-shuffle", summary = "run files and tests in file order" },
+    { name = "seeds", arg = "N", type = "number",
+      summary = "run everything N times, each under a random seed in its own process; one summed summary" },
     { name = "verbose", summary = "print every spec's name and tracebacks of failures" },
   },
   run = function(args, flags)
+    if flags.seeds then return run_seeds(args, flags) end
     local argv = { "--output=zever.testing.reporter" }
     if flags.tags then add(argv, "--tags=" .. flags.tags) end
     if flags["exclude-tags"] then add(argv, "--exclude-tags=" .. flags["exclude-tags"]) end

@@ -81,7 +81,6 @@
 #define SRV_MT "zever.http.server"
 #define STACK_HDRS 32
 #define METHOD_REFS 64
-#define THREAD_POOL 64
 
 typedef struct sproxy_s sproxy_t;
 
@@ -110,10 +109,6 @@ typedef struct {
   zv_loop_t *loop;
   int fn_ref, done_ref, req_mt_ref, guard_mt_ref;
   int method_refs[METHOD_REFS]; /* the method name strings, by parser method, made once */
-  /* Idle coroutines for on_request, each pinned by a registry reference (see on_request). */
-  lua_State *threads[THREAD_POOL];
-  int thread_refs[THREAD_POOL];
-  int nthreads;
   int closed;     /* on_closed came: only the memory is left */
   sproxy_t *proxy;
   wdog_t wd;
@@ -610,31 +605,14 @@ static void push_method(lua_State *L, lserver_t *ls, const zv_http_conn_t *core)
   lua_rawgeti(L, LUA_REGISTRYINDEX, ls->method_refs[m]);
 }
 
-/* Logs an error that escaped on_request in coroutine co (message on its top), with co's
- * traceback when the debug library is there. */
-static void report_failure(lua_State *L, lua_State *co) {
-  int top = lua_gettop(L);
-  const char *msg = lua_tostring(co, -1);
-  lua_getfield(L, LUA_GLOBALSINDEX, "debug");
-  if (lua_istable(L, -1)) {
-    lua_getfield(L, -1, "traceback");
-    lua_pushthread(co);
-    lua_xmove(co, L, 1);
-    lua_pushstring(L, msg ? msg : "(error object is not a string)");
-    if (!lua_pcall(L, 2, 1, 0) && lua_isstring(L, -1)) msg = lua_tostring(L, -1);
-  }
-  fprintf(stderr, "zever: http request handler: %s\n", msg ? msg : "?");
-  fflush(stderr);
-  lua_settop(L, top);
-}
-
 /*
  * Runs on_request(req, method, path, query) in a coroutine, resumed straight from here: a
  * handler may wait (zever.sleep, I/O) by yielding, and then whatever it waits on resumes it.
- * Coroutines are pooled: one whose handler returned without waiting goes back to the pool and
- * serves the next request, so a request costs no coroutine allocation and no trip through Lua
- * to start one. A coroutine that waits leaves the pool (its reference is dropped: the waker
- * holds it from then on) and is garbage once it finishes; one that fails is dropped too.
+ * Coroutines come from the state's one pool (zv_co_take, runtime.h), shared with zever.sched:
+ * one whose handler returned without waiting goes back to the pool and serves the next request
+ * (or job), so a request costs no coroutine allocation and no trip through Lua to start one. A
+ * coroutine that waits leaves the pool (its reference is dropped: the waker holds it from then
+ * on) and rejoins it when zever.sched's waker finishes it; one that fails is dropped.
  *
  * The request userdata gets no finalizer while on_request runs: a request answered before the
  * handler returns (the usual case) is plain garbage afterwards, which costs the collector
@@ -653,14 +631,7 @@ static void on_request(zv_http_server_t *srv, zv_http_sconn_t *c) {
     answer_internal(c);
     return;
   }
-  if (ls->nthreads > 0) {
-    ls->nthreads--;
-    co = ls->threads[ls->nthreads];
-    ref = ls->thread_refs[ls->nthreads];
-  } else {
-    co = lua_newthread(L);
-    ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  }
+  co = zv_co_take(ls->loop, L, &ref);
   r = lua_newuserdata(L, sizeof *r);
   r->c = c;
   r->answered = r->streaming = r->cancelled = 0;
@@ -691,18 +662,7 @@ static void on_request(zv_http_server_t *srv, zv_http_sconn_t *c) {
   } else {
     rc = lua_resume(co, 4);
   }
-  if (rc == 0) {
-    lua_settop(co, 0);
-    if (ls->nthreads < THREAD_POOL) {
-      ls->threads[ls->nthreads] = co;
-      ls->thread_refs[ls->nthreads++] = ref;
-    } else {
-      luaL_unref(L, LUA_REGISTRYINDEX, ref);
-    }
-  } else {
-    if (rc != LUA_YIELD) report_failure(L, co);
-    luaL_unref(L, LUA_REGISTRYINDEX, ref);
-  }
+  zv_co_done(ls->loop, L, co, ref, rc, "http request handler");
   /* c->data == r means unanswered and the client is there. */
   if (c->data == r && !c->closing) {
     if (rc != 0 && rc != LUA_YIELD) {
@@ -763,9 +723,7 @@ static void on_closed(zv_http_server_t *srv) {
     luaL_unref(L, LUA_REGISTRYINDEX, ls->req_mt_ref);
     luaL_unref(L, LUA_REGISTRYINDEX, ls->guard_mt_ref);
     for (int i = 0; i < METHOD_REFS; i++) luaL_unref(L, LUA_REGISTRYINDEX, ls->method_refs[i]);
-    for (int i = 0; i < ls->nthreads; i++) luaL_unref(L, LUA_REGISTRYINDEX, ls->thread_refs[i]);
   }
-  ls->nthreads = 0;
   for (int i = 0; i < METHOD_REFS; i++) ls->method_refs[i] = LUA_NOREF;
   ls->fn_ref = ls->done_ref = ls->req_mt_ref = ls->guard_mt_ref = LUA_NOREF;
   ls->closed = 1;
@@ -939,7 +897,6 @@ static int l_listen(lua_State *L) {
   ls->loop = loop;
   ls->fn_ref = ls->done_ref = ls->req_mt_ref = ls->guard_mt_ref = LUA_NOREF;
   for (int i = 0; i < METHOD_REFS; i++) ls->method_refs[i] = LUA_NOREF;
-  ls->nthreads = 0;
   ls->closed = 0;
   ls->proxy = NULL;
   ls->item.prev = ls->item.next = NULL;

@@ -14,6 +14,16 @@
  *   handle:stop()                      stops it; doing so twice is harmless
  *   handle:active()         -> boolean
  *
+ *   loop.spawn(fn, ...)     -> co      runs fn(...) now in a coroutine of the state's one pool
+ *                                      (runtime.h: the pool HTTP requests take theirs from too)
+ *                                      until it returns or first waits; a failure is reported on
+ *                                      stderr with its traceback, never raised; co is back in the
+ *                                      pool already when fn returned without waiting
+ *   loop.resume(co, ...)               resumes a coroutine that waits (yielded) with ...; when it
+ *                                      then finishes it goes back to the pool; a failure is
+ *                                      reported as above; one that does not wait is reported and
+ *                                      left alone (an idle pooled coroutine is never started here)
+ *
  *   loop.timer(fn)          -> timer   a re-armable timer, created stopped: one uv_timer_t for its
  *                                      whole life, so arming it again allocates nothing
  *   timer:start(s)                     calls fn() once, s seconds from now; starting an armed
@@ -85,6 +95,40 @@ static int l_run(lua_State *L) {
   loop->L = NULL;
   lua_pushboolean(L, more != 0);
   return 1;
+}
+
+#define CO_FAILED "a coroutine failed"
+
+static int l_spawn(lua_State *L) {
+  zv_loop_t *loop = lua_touserdata(L, lua_upvalueindex(1));
+  int n = lua_gettop(L), ref, rc;
+  lua_State *co;
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  co = zv_co_take(loop, L, &ref);
+  /* The result goes under fn and its arguments, which then move to co. */
+  lua_pushthread(co);
+  lua_xmove(co, L, 1);
+  lua_insert(L, 1);
+  lua_xmove(L, co, n);
+  rc = lua_resume(co, n - 1);
+  zv_co_done(loop, L, co, ref, rc, CO_FAILED);
+  return 1;
+}
+
+static int l_resume(lua_State *L) {
+  zv_loop_t *loop = lua_touserdata(L, lua_upvalueindex(1));
+  lua_State *co = lua_tothread(L, 1);
+  int n = lua_gettop(L) - 1, rc;
+  luaL_argcheck(L, co != NULL, 1, "coroutine expected");
+  if (co == L || lua_status(co) != LUA_YIELD) {
+    fprintf(stderr, "zever: " CO_FAILED ": cannot resume a coroutine that does not wait\n");
+    fflush(stderr);
+    return 0;
+  }
+  lua_xmove(L, co, n);
+  rc = lua_resume(co, n);
+  zv_co_done(loop, L, co, LUA_NOREF, rc, CO_FAILED);
+  return 0;
 }
 
 static int l_stop(lua_State *L) {
@@ -367,9 +411,15 @@ int luaopen_zever_loop(lua_State *L) {
     {"signal", l_signal},
     {NULL, NULL},
   };
-  zv_loop_of(L);
+  zv_loop_t *loop = zv_loop_of(L);
   lua_newtable(L);
   luaL_register(L, NULL, plain);
+  lua_pushlightuserdata(L, loop);
+  lua_pushcclosure(L, l_spawn, 1);
+  lua_setfield(L, -2, "spawn");
+  lua_pushlightuserdata(L, loop);
+  lua_pushcclosure(L, l_resume, 1);
+  lua_setfield(L, -2, "resume");
   luaL_newmetatable(L, HANDLE_MT);
   lua_newtable(L);
   luaL_register(L, NULL, methods);

@@ -11,6 +11,7 @@
  *   | uv_loop_t uv |     (a timer, a signal watcher, an HTTP server, a thread pool's async).
  *   | items  <-----+---> [timer] <-> [server] <-> [async] <-> (back to items)
  *   | L, running   |
+ *   | co[], nco    |     idle coroutines of L's state (the runtime's pool; opaque here)
  *   +--------------+
  *
  * An item's teardown closes its handles (uv_close); its close callbacks free it. zv_loop_close
@@ -20,6 +21,9 @@
 #define ZV_LOOP_H
 
 #include <uv.h>
+
+/* How many idle coroutines a loop keeps for reuse (see zv_co_take in runtime/runtime.h). */
+#define ZV_LOOP_COROUTINES 256
 
 typedef struct zv_loop_item_s zv_loop_item_t;
 struct zv_loop_item_s {
@@ -36,6 +40,11 @@ typedef struct {
   int running;           /* inside uv_run */
   int closing;           /* inside zv_loop_close: close callbacks must not call into Lua */
   int tb_ref;            /* the binding's registry reference to its traceback handler */
+  /* The state's one pool of idle coroutines (runtime/runtime.h, zv_co_take): lua_State
+   * pointers, opaque here, each pinned by the registry reference beside it. */
+  void *co[ZV_LOOP_COROUTINES];
+  int co_ref[ZV_LOOP_COROUTINES];
+  int nco;
 } zv_loop_t;
 
 /* Initializes the loop; returns 0 or ZV_ENOMEM/ZV_EIO. */

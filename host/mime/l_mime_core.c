@@ -2,20 +2,22 @@
  * l_mime_core.c: the zever.mime_core binding. lua/zever/mime.lua and lua/zever/mailer.lua wrap
  * it; applications require those.
  *
- *   core.build(msg[, default_from[, max_bytes]])  -> bytes, envelope | nil, kind, message
- *   core.sink([path])                   -> sink | nil, "unavailable", message
+ *   core.build(msg[, default_from[, max_bytes]])  -> bytes, envelope | nil, message, kind
+ *   core.sink([path])                   -> sink | nil, message, "unavailable"
  *   sink:send_fields(from, to, cc, bcc, reply_to, subject, text, html, date, message_id,
  *                    headers, attachments[, default_from[, max_bytes]])
- *                                       -> message_id | nil, kind, message
+ *                                       -> message_id | nil, message, kind
  *   sink:close()
  *   sink:ptr()                          -> lightuserdata, for zv_mime_sink_send_flat (the FFI
  *                                          entry of lua/adapters/mailer/log.lua, below)
- *   core.parse_address(s)               -> email, name | nil, message
+ *   core.parse_address(s)               -> email, name | nil, message, "invalid"
  *   core.check_address(s)               -> boolean
  *   core.base64(s), core.qp(s)          -> encoded string (the body encoders, for specs)
  *
- * kind is "misuse" (a wrong type: the Lua wrapper raises it), "invalid" (a refused message:
- * bad address, CR/LF, size cap) or "nomem". envelope = { from = "a@b.c", to = { every To, Cc
+ * Failures come as nil, message, kind: the order of every binding (runtime/lbind.h,
+ * zv_l_failure). kind is "misuse" (a wrong type: the Lua wrapper raises it), "invalid" (a
+ * refused message: bad address, CR/LF, size cap), "nomem", "unavailable" (the log file) or
+ * "closed". envelope = { from = "a@b.c", to = { every To, Cc
  * and Bcc address once, in order, compared without case } }.
  *
  * A sink appends the log mailer's JSON line to a file (O_APPEND, one write per line, so lines
@@ -37,6 +39,7 @@
 #include <unistd.h>
 
 #include "../core/zv.h"
+#include "../runtime/lbind.h"
 #include "mime.h"
 
 #define STATE_MT "zever.mime_core.state"
@@ -415,21 +418,10 @@ static void stamp(state_t *st, zv_mime_msg_t *m) {
 
 static int push_failure(lua_State *L, reader_t *r, int rc) {
   char text[256];
-  lua_pushnil(L);
-  if (rc == READ_MISUSE) {
-    lua_pushliteral(L, "misuse");
-    lua_pushstring(L, r->misuse);
-    return 3;
-  }
-  if (rc == ZV_ENOMEM) {
-    lua_pushliteral(L, "nomem");
-    lua_pushliteral(L, "out of memory");
-    return 3;
-  }
+  if (rc == READ_MISUSE) return zv_l_failure(L, r->misuse, "misuse");
+  if (rc == ZV_ENOMEM) return zv_l_failure(L, "out of memory", "nomem");
   zv_mime_cause_text(&r->cause, text, sizeof text);
-  lua_pushliteral(L, "invalid");
-  lua_pushstring(L, text);
-  return 3;
+  return zv_l_failure(L, text, "invalid");
 }
 
 static size_t opt_max(lua_State *L, int idx) {
@@ -513,10 +505,8 @@ static int l_sink(lua_State *L) {
   s->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (s->fd < 0) {
     int e = errno;
-    lua_pushnil(L);
-    lua_pushliteral(L, "unavailable");
     lua_pushfstring(L, "cannot open %s: %s", path, strerror(e));
-    return 3;
+    return zv_l_failure(L, lua_tostring(L, -1), "unavailable");
   }
   s->own = 1;
   return 1;
@@ -555,11 +545,8 @@ static int sink_deliver(lua_State *L, sink_t *s, reader_t *r, int max_idx) {
   zv_mime_log_line(&s->line, &r->m, &s->msg, &info);
   if (s->line.err) return push_failure(L, r, s->line.err);
   if (write_all(s->fd, s->line.p, s->line.len)) {
-    int e = errno;
-    lua_pushnil(L);
-    lua_pushliteral(L, "unavailable");
-    lua_pushfstring(L, "cannot write the mail log: %s", strerror(e));
-    return 3;
+    lua_pushfstring(L, "cannot write the mail log: %s", strerror(errno));
+    return zv_l_failure(L, lua_tostring(L, -1), "unavailable");
   }
   lua_pushlstring(L, s->msg.p + info.msgid_at, info.msgid_len);
   /* A rare huge message must not pin its buffers for the life of the worker. */
@@ -569,10 +556,7 @@ static int sink_deliver(lua_State *L, sink_t *s, reader_t *r, int max_idx) {
 }
 
 static int push_closed(lua_State *L) {
-  lua_pushnil(L);
-  lua_pushliteral(L, "closed");
-  lua_pushliteral(L, "the mailer is closed");
-  return 3;
+  return zv_l_failure(L, "the mailer is closed", "closed");
 }
 
 /* sink:send_fields(from, to, cc, bcc, reply_to, subject, text, html, date, message_id,
@@ -677,9 +661,7 @@ static int l_parse_address(lua_State *L) {
     zv_mime_cause_t c = {code, ZV_MIME_FMESSAGE, 0, NULL};
     char text[160];
     zv_mime_cause_text(&c, text, sizeof text);
-    lua_pushnil(L);
-    lua_pushstring(L, text + 8); /* without "message " */
-    return 2;
+    return zv_l_failure(L, text + 8, "invalid"); /* without "message " */
   }
   lua_pushlstring(L, a.email.s, a.email.len);
   if (a.name.s) {

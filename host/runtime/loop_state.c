@@ -1,6 +1,7 @@
 /*
- * loop_state.c: the event loop of a Lua state (one zv_loop_t per state, kept in the registry)
- * and the protected call that loop callbacks go through. zever.loop, zever.http, zever.redis,
+ * loop_state.c: the event loop of a Lua state (one zv_loop_t per state, kept in the registry),
+ * the protected call that loop callbacks go through, and the failure reporter of the state's
+ * coroutine pool (runtime.h). zever.loop, zever.http, zever.redis,
  * zever.smtp and zever.threads all reach the loop through here (runtime.h).
  *
  * It must not raise while it holds memory: the loop lives in a userdata the state owns.
@@ -74,3 +75,19 @@ int zv_loop_pcall(lua_State *L, int nargs, int nresults, const char *what) {
   return rc;
 }
 
+
+void zv_co_report(lua_State *L, lua_State *co, const char *what) {
+  int top = lua_gettop(L);
+  const char *msg = lua_tostring(co, -1);
+  lua_getfield(L, LUA_GLOBALSINDEX, "debug");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "traceback");
+    lua_pushthread(co);
+    lua_xmove(co, L, 1);
+    lua_pushstring(L, msg ? msg : "(error object is not a string)");
+    if (!lua_pcall(L, 2, 1, 0) && lua_isstring(L, -1)) msg = lua_tostring(L, -1);
+  }
+  fprintf(stderr, "zever: %s: %s\n", what, msg ? msg : "?");
+  fflush(stderr);
+  lua_settop(L, top);
+}

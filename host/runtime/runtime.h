@@ -10,6 +10,7 @@
 #ifndef ZV_RUNTIME_H
 #define ZV_RUNTIME_H
 
+#include <lauxlib.h>
 #include <lua.h>
 
 #include "../loop/loop.h"
@@ -26,6 +27,63 @@ zv_loop_t *zv_loop_of(lua_State *L);
  * leaves nothing; on success it leaves nresults results. Returns 0 or the lua_pcall status.
  */
 int zv_loop_pcall(lua_State *L, int nargs, int nresults, const char *what);
+
+/*
+ * The coroutine pool: the one place where code of this state gets a coroutine to run in. HTTP
+ * requests (zever.http, from C), jobs, timers and tests (zever.sched.spawn, through
+ * zever.loop.spawn) all take theirs here, so a warm pool serves every kind of work.
+ *
+ * Why in C and inline: a request takes and gives back a coroutine with a few loads and stores
+ * (no call into Lua, no allocation once warm), so the HTTP hot path costs what its own private
+ * pool cost before. A pool in Lua (a body loop that yields back to it, as zever.sched had)
+ * would cost the request a trip through the Lua VM to start.
+ *
+ *   co = zv_co_take(loop, L, &ref)      an idle coroutine (status 0, empty stack), or a new one
+ *                                        pinned by a registry reference; ref is its reference
+ *   ...push a function and its arguments on co; rc = lua_resume(co, nargs)...
+ *   zv_co_done(loop, L, co, ref, rc, what)
+ *     rc == 0: co finished; it goes back to the pool (reference kept; one is made when ref is
+ *              LUA_NOREF, as for a coroutine that waited and was resumed by its waker), or is
+ *              released when the pool is full
+ *     LUA_YIELD: co waits; its reference is dropped: whatever completes the wait holds it now
+ *     an error: reported (zv_co_report) and the reference dropped
+ * A pooled coroutine must only be started by this pair: resuming an idle one as if it waited
+ * would call whatever sits on its stack (zever.loop.resume checks for a yielded status).
+ */
+static inline lua_State *zv_co_take(zv_loop_t *loop, lua_State *L, int *ref) {
+  lua_State *co;
+  if (loop->nco > 0) {
+    loop->nco--;
+    *ref = loop->co_ref[loop->nco];
+    return loop->co[loop->nco];
+  }
+  co = lua_newthread(L);
+  *ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  return co;
+}
+
+/*
+ * The one failure reporter of coroutines: writes "zever: <what>: <message and co's traceback>"
+ * to stderr, the message being the error on co's top. Leaves both stacks as they were.
+ */
+void zv_co_report(lua_State *L, lua_State *co, const char *what);
+
+static inline void zv_co_done(zv_loop_t *loop, lua_State *L, lua_State *co, int ref, int rc,
+                              const char *what) {
+  if (rc == 0 && loop->nco < ZV_LOOP_COROUTINES) {
+    lua_settop(co, 0);
+    if (ref == LUA_NOREF) {
+      lua_pushthread(co);
+      lua_xmove(co, L, 1);
+      ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    loop->co[loop->nco] = co;
+    loop->co_ref[loop->nco++] = ref;
+    return;
+  }
+  if (rc != 0 && rc != LUA_YIELD) zv_co_report(L, co, what);
+  luaL_unref(L, LUA_REGISTRYINDEX, ref);
+}
 
 /*
  * Creates a Lua state set up exactly like the CLI's: standard libraries, every C module in

@@ -1,14 +1,14 @@
 /*
  * l_sqlite.c: the zever.sqlite binding: connections to Debian's libsqlite3 for the db adapter.
  *
- *   sqlite.open(path[, opts])   -> conn | nil, code, message
+ *   sqlite.open(path[, opts])   -> conn | nil, message, code
  *       opts: busy_timeout (ms, default 5000), statements (cache size, default 64),
  *             wal (default true; ignored for ":memory:"), foreign_keys (default true)
- *   conn:exec(sql[, binds[, n]])   -> changes, last_insert_id      | nil, code, message
- *   conn:query(sql[, binds[, n]])  -> array of rows                | nil, code, message
- *   conn:first(sql[, binds[, n]])  -> row | nil (no row)           | nil, code, message
+ *   conn:exec(sql[, binds[, n]])   -> changes, last_insert_id      | nil, message, code
+ *   conn:query(sql[, binds[, n]])  -> array of rows                | nil, message, code
+ *   conn:first(sql[, binds[, n]])  -> row | nil (no row)           | nil, message, code
  *   conn:each(sql, binds, n, fn)   -> rows seen (fn(row) returning false stops early)
- *                                                                  | nil, code, message
+ *                                                                  | nil, message, code
  *   conn:close()                   -> true (idempotent; __gc does it too)
  *   conn:is_open()                 -> boolean
  *   conn:cached()                  -> number of statements in the cache
@@ -26,10 +26,11 @@
  * Rows are tables keyed by column name; NULL columns are absent; INTEGER beyond +-2^53 comes back
  * as an int64_t cdata (exact), below it as a Lua number; BLOB and TEXT as strings.
  *
- * Errors never raise: they return nil, a code (sqlite.h: zv_sqlite_code, plus "closed" and
- * "invalid") and a message holding SQLite's text and the SQL, never the bound values. A Lua
- * error thrown by an each() callback is re-raised after the statement is reset. After close,
- * every call returns nil, "closed".
+ * Errors never raise: they return nil, a message holding SQLite's text and the SQL (never the
+ * bound values) and a code (sqlite.h: zv_sqlite_code, plus "closed" and "invalid"): the order of
+ * every binding (runtime/lbind.h, zv_l_failure). A Lua error thrown by an each() callback is
+ * re-raised after the statement is reset. After close, every call returns nil, message,
+ * "closed".
  *
  * It must not raise while a statement is checked out of the cache, except from each()'s
  * callback, which runs under lua_pcall.
@@ -41,6 +42,7 @@
 #include <string.h>
 
 #include "../core/zv.h"
+#include "../runtime/lbind.h"
 #include "sqlite.h"
 #include "sqlite_ffi.h"
 
@@ -76,9 +78,9 @@ static conn_t *check_conn(lua_State *L) {
   return luaL_checkudata(L, 1, CONN_MT);
 }
 
+/* nil, message, code (zv_l_failure's order); the message ends with the SQL when there is one
+ * (at most SQL_IN_MESSAGE bytes of it). */
 static int push_err(lua_State *L, const char *code, const char *msg, const char *sql, size_t len) {
-  lua_pushnil(L);
-  lua_pushstring(L, code);
   if (sql) {
     size_t n = len > SQL_IN_MESSAGE ? SQL_IN_MESSAGE : len;
     luaL_Buffer b;
@@ -89,9 +91,10 @@ static int push_err(lua_State *L, const char *code, const char *msg, const char 
     if (n < len) luaL_addstring(&b, "...");
     luaL_addchar(&b, ')');
     luaL_pushresult(&b);
-  } else {
-    lua_pushstring(L, msg);
+    msg = lua_tostring(L, -1);
   }
+  zv_l_failure(L, msg, code);
+  if (sql) lua_remove(L, -4);
   return 3;
 }
 
@@ -99,7 +102,7 @@ static int push_closed(lua_State *L) {
   return push_err(L, "closed", "database is closed", NULL, 0);
 }
 
-/* Copies SQLite's current error and returns nil, code, message. */
+/* Copies SQLite's current error and returns nil, message, code. */
 static int push_sqlite_err(lua_State *L, conn_t *c, int rc, const char *sql, size_t len) {
   char msg[512];
   snprintf(msg, sizeof msg, "%s", c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
@@ -370,7 +373,7 @@ static int l_ptr(lua_State *L) {
   return 1;
 }
 
-/* conn:_error(rc, sql) -> nil, code, message for a failed sqlite3_step of the FFI path. */
+/* conn:_error(rc, sql) -> nil, message, code for a failed sqlite3_step of the FFI path. */
 static int l_error(lua_State *L) {
   conn_t *c = check_conn(L);
   size_t len;

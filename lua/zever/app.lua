@@ -55,9 +55,20 @@ local App = {}
 local BATTERIES = { db = true, cache = true, queue = true, jobs = true, scheduler = true,
   mailer = true, limiter = true, idempotency = true, search = true, vectors = true, log = true }
 
+-- app.views: the app's templates (zever.template), in the folder http.views names (default
+-- "views" next to app.lua), with url_for among the helpers; made on first use.
+local function views_of(app)
+  local cfg = app:config()
+  local views = require("zever.template").views{ dir = cfg.http.views,
+    helpers = { url_for = function(name, params) return app:url_for(name, params) end } }
+  rawset(app, "views", views)
+  return views
+end
+
 function App.__index(app, key)
   local method = App[key]
   if method ~= nil then return method end
+  if key == "views" then return views_of(app) end
   if BATTERIES[key] then
     local battery, err = app:container():get(key)
     if battery == nil then error(tostring(err), 2) end
@@ -91,6 +102,7 @@ function M.new()
     dir = M.loading_dir or ".", -- where its zever.yaml and relative database paths live
     _configure = M.configure,   -- zever.testing's hook: fn(app, cfg) before the container is built
   }, App)
+  app.response_class = response.class(app)   -- res.app for res:render
   app.root = setmetatable({ app = app, prefix = "", middleware = app.middleware }, Group)
   return app
 end
@@ -377,13 +389,13 @@ local function on_failure(app, err, req)
   else
     log_error(app, "handler failed", req, err)
   end
-  local fresh = response.new()
+  local fresh = response.new(app.response_class)
   if app.error_handler then
     local ok, e2 = xpcall(function() return apply(fresh, app.error_handler(err, req, fresh)) end,
       traceback)
     if ok then return fresh end
     log_error(app, "on_error failed", req, e2)
-    fresh = response.new()
+    fresh = response.new(app.response_class)
   end
   return fresh:status(500):json({ error = "internal" })
 end
@@ -431,7 +443,7 @@ function App:dispatch(method, path, query_string, source)
   end
   chain = with_app_middleware(self, chain)
   local req = request.new(method, path, query_string, params, source)
-  local res = response.new()
+  local res = response.new(self.response_class)
   local ok, err = xpcall(run_chain, with_traceback, chain, 1, req, res)
   if not ok then res = on_failure(self, err, req) end
   if rawget(req, "_tempfiles") then request.cleanup(req) end

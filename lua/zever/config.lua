@@ -22,8 +22,9 @@
 -- Paths the schema marks (db.dsn's sqlite file, db.migrations, mailer.log_file, ...) come out
 -- absolute, resolved against dir (config/paths.lua), never against the current directory.
 -- cfg.app is the free-form section of the app's own settings (APP_<KEY> in the environment).
--- err is { code = "invalid", message = "...", errors = { {file, line, path, var, message} } }
--- with a __tostring; message has one line per problem, in reading order. No message contains
+-- err is a zever.errors error { battery = "config", code = "invalid", message = "...",
+-- errors = { {file, line, path, var, message} } } whose tostring is its message (as_is);
+-- message has one line per problem, in reading order. No message contains
 -- a configured value. This file only sequences the layers; it must not know a section by name.
 
 local schema = require "zever.config.schema"
@@ -32,6 +33,7 @@ local validate = require "zever.config.validate"
 local env = require "zever.config.env"
 local redact = require "zever.config.redact"
 local paths = require "zever.config.paths"
+local errors = require "zever.errors"
 
 local type, pairs, ipairs, next, setmetatable, format, concat, tostring, error =
   type, pairs, ipairs, next, setmetatable, string.format, table.concat, tostring, error
@@ -42,10 +44,6 @@ local M = {}
 M.schema = schema
 M.null = read.NULL
 M.ENVIRONMENTS = { "development", "test", "production" }
-
-local Error = {}
-Error.__index = Error
-Error.__tostring = function(e) return e.message end
 
 local meta = setmetatable({}, { __mode = "k" })
 
@@ -77,7 +75,7 @@ end
 local function make_error(items)
   local lines = {}
   for i, item in ipairs(items) do lines[i] = item_text(item) end
-  return setmetatable({ code = "invalid", message = concat(lines, "\n"), errors = items }, Error)
+  return errors.new("config", "invalid", concat(lines, "\n"), { errors = items, as_is = true })
 end
 M.error = make_error
 

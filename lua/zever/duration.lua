@@ -16,9 +16,11 @@
 local ffi = require "ffi"
 local bit = require "bit"
 local core = require "zever.duration_core"
+local errors = require "zever.errors"
 
-local type, tostring, tonumber, setmetatable, rawset, error = type, tostring, tonumber, setmetatable,
-  rawset, error
+local type, tostring, tonumber, setmetatable, error = type, tostring, tonumber, setmetatable,
+  error
+local lazy = errors.lazy
 local floor = math.floor
 local band, bor = bit.band, bit.bor
 local istype = ffi.istype
@@ -106,11 +108,10 @@ local function ffi_backend()
 end
 
 -- --- errors ------------------------------------------------------------------------------
--- An error is { input, codec, packed cause } with this metatable: code, message, cause and
--- reason are computed from those on first read. codec is false for a value that
--- could not be written (format/encode), whose message says so.
-
-local Error = {}
+-- A rejection is a zever.errors error of battery "duration", code "invalid", made lazy
+-- (errors.lazy): it holds the input, the codec and the packed cause, and KIND's fill computes
+-- input, message, cause and reason on first read. codec is false for a value that could not be
+-- written (format/encode), whose message says so. tostring shows the message alone (as_is).
 
 local function input_text(x)
   if type(x) == "string" then return x, true end
@@ -135,31 +136,20 @@ local function cause_of(err)
     floor(packed / 1073741824), type(input) == "string" and input or nil)
 end
 
-Error.__index = function(err, key)
-  if key == "code" then return "invalid" end
+local KIND = errors.kind("duration", "invalid", function(err, key)
   if key == "input" then return err[1] end
   if key == "reason" then return core.causes[err[3] % 32]:lower() end
-  local value
-  if key == "cause" then
-    value = cause_of(err)
-  elseif key == "message" then
+  if key == "cause" then return cause_of(err) end
+  if key == "message" then
     local codec, text, quote = err[2], input_text(err[1])
-    if codec then
-      value = core.message(text, quote, codec._write, codec._accept)
-    else
-      value = "cannot write duration " .. text .. ": " .. cause_of(err)
-    end
-  else
-    return nil
+    if codec then return core.message(text, quote, codec._write, codec._accept) end
+    return "cannot write duration " .. text .. ": " .. cause_of(err)
   end
-  rawset(err, key, value)
-  return value
-end
-
-Error.__tostring = function(err) return err.message end
+  return nil
+end, true)
 
 local function reject(codec, input, code, format, at, len)
-  return nil, setmetatable({ input, codec, pack(code, format or 0, at or 0, len or 0) }, Error)
+  return nil, lazy(KIND, input, codec, pack(code, format or 0, at or 0, len or 0))
 end
 
 -- --- the API, over one backend ------------------------------------------------------------

@@ -9,7 +9,7 @@
 --   errors.wrap(battery, code, cause)         -- a zever error whose message is tostring(cause)
 --   errors.adopt(battery, err)                -- err's code (else "unavailable") and message,
 --                                             -- as an error of this battery
---   errors.binding(battery, kind, message)    -- a binding's (nil, kind, message) as an error
+--   errors.binding(battery, kind, message)    -- a binding's failure (its kind and message) as an error
 --   errors.E.TOOLONG                          -- a C core code by name (zever.sys.E, built from
 --                                             -- ZV_ERRNO_MAP in host/core/zv.h): never a literal
 --   errors.core(battery, rc[, message])       -- the zever error of a core code (a negative
@@ -34,17 +34,30 @@
 
 local sys = require "zever.sys"
 
-local type, setmetatable, getmetatable, tostring, error, pairs, sub =
-  type, setmetatable, getmetatable, tostring, error, pairs, string.sub
+local type, setmetatable, getmetatable, tostring, error, pairs, sub, rawget, rawset =
+  type, setmetatable, getmetatable, tostring, error, pairs, string.sub, rawget, rawset
 
 local M = {}
 
 local Error = {}
-Error.__index = Error
 M.Error = Error
+
+-- A field an error does not hold is nil, unless the error was made by M.lazy: then it comes
+-- from its kind (battery, code, as_is), or its kind's fill computes it on first read (and the
+-- error keeps it).
+function Error.__index(e, key)
+  local kind = rawget(e, 4)
+  if kind == nil then return nil end
+  local v = kind[key]
+  if v ~= nil or key == "fill" then return v end
+  v = kind.fill(e, key)
+  if v ~= nil then rawset(e, key, v) end
+  return v
+end
 
 function Error.__tostring(e)
   local b, m = e.battery, e.message
+  if e.as_is then return m end
   if b then
     if sub(m, 1, #b + 2) == b .. ": " then return m end
     return b .. ": " .. e.code .. ": " .. m
@@ -54,6 +67,8 @@ end
 
 -- A new error. battery may be nil (a framework-level error); code and message are strings;
 -- fields (optional) are copied in (sql, cause, status, field, ...) but never override the three.
+-- fields.as_is = true: the message is a whole report for people (a configuration's problems,
+-- one a line; "invalid duration ..."), and tostring shows it alone, without battery and code.
 function M.new(battery, code, message, fields)
   if battery ~= nil and type(battery) ~= "string" then
     error("errors.new: battery must be a string or nil", 2)
@@ -68,6 +83,23 @@ function M.new(battery, code, message, fields)
     end
   end
   return setmetatable(e, Error)
+end
+
+-- Errors whose costly fields (the message, a cause text) are computed only when read, for
+-- failures a hot path returns and callers often drop (zever.duration's parse):
+--   local KIND = errors.kind(battery, code, fill[, as_is])   once per module
+--   return nil, errors.lazy(KIND, a, b, c)                   per failure
+-- The error holds a, b, c as err[1..3] (and its kind as err[4]): one table of four slots,
+-- which LuaJIT can sink when the caller drops the error. fill(err, key) returns the value of
+-- any other field (message, ...), or nil. as_is: tostring shows the message alone (see M.new).
+function M.kind(battery, code, fill, as_is)
+  if type(code) ~= "string" or code == "" then error("errors.kind: code must be a string", 2) end
+  if type(fill) ~= "function" then error("errors.kind: fill must be a function", 2) end
+  return { battery = battery, code = code, fill = fill, as_is = as_is or nil }
+end
+
+function M.lazy(kind, a, b, c)
+  return setmetatable({ a, b, c, kind }, Error)
 end
 
 -- True when v is a zever error, and (when code is given) has that code.
@@ -92,9 +124,9 @@ function M.adopt(battery, err)
   return M.new(battery, "unavailable", tostring(err))
 end
 
--- The zever error of a binding's (nil, kind, message) failure, as the mime and smtp bindings
--- report one: code kind, the message said with the battery's name ("mailer: ..."), the
--- binding's own words kept as err.detail.
+-- The zever error of a binding's failure of a given kind (zever.mime_core's nil, message, kind;
+-- zever.smtp_core's sends): code kind, the message said with the battery's name ("mailer:
+-- ..."), the binding's own words kept as err.detail.
 function M.binding(battery, kind, message)
   message = tostring(message)
   return M.new(battery, kind, battery .. ": " .. message, { detail = message })

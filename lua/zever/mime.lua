@@ -5,7 +5,7 @@
 --   -- envelope: { from = "z@x.io", to = { every To, Cc and Bcc address once } }
 --   -- or nil, err (err.code == "invalid", err.message names the field: "to[2] is not a valid
 --   --            email address", "subject contains CR or LF (header injection)", ...)
---   mime.parse_address("Zoë <z@x.io>") -> "z@x.io", "Zoë"  | nil, message
+--   mime.parse_address("Zoë <z@x.io>") -> "z@x.io", "Zoë"  | nil, message, "invalid"
 --   mime.check_address("z@x.io")       -> boolean
 --   mime.MAX_BYTES                      the default size cap (10 MiB)
 --
@@ -35,11 +35,12 @@ function M.build(msg, opts)
     if type(opts) ~= "table" then error("mime.build: opts must be a table", 2) end
     from, max = opts.from, opts.max_bytes
   end
-  local bytes, envelope, message = build(msg, from, max)
+  local bytes, envelope, kind = build(msg, from, max)
   if bytes then return bytes, envelope end
-  if envelope == "misuse" then error("mime.build: " .. message, 2) end
-  if envelope == "nomem" then error("mime.build: out of memory", 2) end
-  return nil, errors.binding("mime", "invalid", message)
+  -- A failure is nil, message, kind (the binding's order).
+  if kind == "misuse" then error("mime.build: " .. envelope, 2) end
+  if kind == "nomem" then error("mime.build: out of memory", 2) end
+  return nil, errors.binding("mime", "invalid", envelope)
 end
 
 return M

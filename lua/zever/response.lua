@@ -3,6 +3,7 @@
 --
 --   res:status(n)            res:header(name, value)       res:add_header(name, value)
 --   res:send(body)           res:json(value)               res:redirect(url[, code])
+--   res:render(view, data[, opts])  the app's template view as HTML (zever.template)
 --   (each returns res: chainable)
 --
 -- A handler may instead return a value; M.apply turns it into the response:
@@ -38,8 +39,28 @@ local M = {}
 local Response = {}
 Response.__index = Response
 
-function M.new()
-  return setmetatable({ code = 200, headers = tnew(4, 0), body = nil, ctype = nil }, Response)
+-- class: the metatable M.class made for the app that answers (so res.app is that app, for
+-- res:render); nil for a bare response (whose res.app is the first app, if any). The app is not
+-- a field of each response: a fifth key would double the hash part every request allocates.
+function M.new(class)
+  return setmetatable({ code = 200, headers = tnew(4, 0), body = nil, ctype = nil },
+    class or Response)
+end
+
+-- The metatable of one app's responses: Response's methods and res.app, made once per app.
+-- The process's first app gets Response itself (Response.app = that app), so a worker serving
+-- one app builds its responses exactly as without templates; a later app (specs make many) gets
+-- a copy of the methods with its own app.
+function M.class(app)
+  if rawget(Response, "app") == nil then
+    Response.app = app
+    return Response
+  end
+  local methods = { app = app }
+  for k, v in pairs(Response) do
+    if k ~= "__index" and k ~= "app" then methods[k] = v end
+  end
+  return { __index = methods }
 end
 
 local function check_value(what, name, value, level)
@@ -166,6 +187,18 @@ function Response:redirect(url, code)
   self.code = code
   self:header("Location", url)
   self.body = ""
+  return self
+end
+
+-- Renders the app's template name with data (app.views: zever.template) as the HTML body;
+-- opts: layout (a template name, or false for none), status. Raises when the template is
+-- missing, does not compile or fails (the message names its file:line): a 500.
+function Response:render(name, data, opts)
+  local app = self.app
+  if not app then error("res:render: this response belongs to no app", 2) end
+  self.body = app.views:render(name, data, opts)
+  self.ctype = "text/html; charset=utf-8"
+  if opts and opts.status then self:status(opts.status) end
   return self
 end
 

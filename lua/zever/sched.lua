@@ -5,7 +5,6 @@
 --   sched.spawn(fn, a, b, c, d)   runs fn(a, b, c, d) in a coroutine now, until it first waits
 --   sched.sleep(seconds)          waits without blocking the worker
 --   sched.wake(co, ...)           resumes a coroutine that yielded (its failure is reported)
---   sched.report(co, ok, err)     the one failure reporter: a traceback on stderr when not ok
 --
 -- The one way to wait (no module writes "yield inside a coroutine, else run the loop" again):
 --   local token = sched.token()   the running coroutine, or a fresh box outside any coroutine
@@ -16,59 +15,29 @@
 -- guards the second itself). Inside a coroutine the token is the coroutine: a wait allocates
 -- nothing. A plain caller must not be a loop callback itself (spawn a coroutine there).
 --
--- Coroutines are reused: when fn returns, its coroutine parks in a pool and serves the next
--- spawn, so a request costs no coroutine allocation once the pool is warm. fn must catch its
--- own errors (dispatch does); one that escapes is logged and that coroutine is dropped.
+-- Coroutines come from the state's one pool, kept in C beside the event loop (zever.loop.spawn
+-- and loop.resume; host/runtime/runtime.h), the pool HTTP requests take theirs from too: when
+-- fn returns, its coroutine serves the next spawn or request, so work costs no coroutine
+-- allocation once the pool is warm. fn must catch its own errors (dispatch does); one that
+-- escapes is reported on stderr with its traceback (the one reporter, in the runtime) and that
+-- coroutine is dropped.
 --
--- A coroutine that waits is resumed by whatever it waits on (the timer of sleep, say), never by
--- the pool. Outside any coroutine (a script, the CLI), sleep runs the loop until it is over.
+-- A coroutine that waits is resumed by whatever it waits on (the timer of sleep, say) through
+-- complete or wake, which give it back to the pool when it finishes. Outside any coroutine (a
+-- script, the CLI), sleep runs the loop until it is over.
 
 local loop = require "zever.loop"
 
-local create, resume, yield, running = coroutine.create, coroutine.resume, coroutine.yield,
-  coroutine.running
+local yield, running = coroutine.yield, coroutine.running
 local type, tostring = type, tostring
-local run = loop.run
+local run, resume = loop.run, loop.resume
 
 local M = {}
 
-local pool, npool = {}, 0
-local MAX_POOL = 1024
-
-local function body(fn, a, b, c, d)
-  while true do
-    fn(a, b, c, d)
-    if npool >= MAX_POOL then return end
-    npool = npool + 1
-    pool[npool] = running()
-    fn, a, b, c, d = yield()
-  end
-end
-
-local function report(co, ok, err)
-  if not ok then
-    io.stderr:write("zever: a coroutine failed: ", debug.traceback(co, tostring(err)), "\n")
-  end
-end
-M.report = report
-
-function M.spawn(fn, a, b, c, d)
-  local co
-  if npool > 0 then
-    co = pool[npool]
-    pool[npool] = nil
-    npool = npool - 1
-  else
-    co = create(body)
-  end
-  report(co, resume(co, fn, a, b, c, d))
-  return co
-end
+M.spawn = loop.spawn
 
 -- Resumes a waiting coroutine with the given values (for bindings that complete a wait).
-function M.wake(co, ...)
-  report(co, resume(co, ...))
-end
+M.wake = resume
 
 function M.token()
   return running() or { done = false }
@@ -76,7 +45,7 @@ end
 
 function M.complete(token, a, b, c)
   if type(token) == "thread" then
-    report(token, resume(token, a, b, c))
+    resume(token, a, b, c)
   else
     token[1], token[2], token[3], token.done = a, b, c, true
   end

@@ -38,10 +38,12 @@ local type, error, tostring, pcall, xpcall, pairs, ipairs, setmetatable, format 
   tostring, pcall, xpcall, pairs, ipairs, setmetatable, string.format
 local traceback, decode, encode = debug.traceback, json.decode, json.encode
 local yield, running = coroutine.yield, coroutine.running
-local now, spawn, wake = loop.now, sched.spawn, sched.wake
+local spawn, wake = sched.spawn, sched.wake
 local backoff = jobs_mod.backoff
 
 local M = {}
+
+local LOOP_CLOCK = { now = loop.now, timer = loop.timer }
 
 local W = {}
 W.__index = W
@@ -95,7 +97,7 @@ end
 -- The end of a drain: wait for running jobs up to the deadline, release the rest, close up.
 local function finish_drain(self)
   while self.nrunning > 0 do
-    local left = self.drain_deadline - now()
+    local left = self.drain_deadline - self.now()
     if left <= 0 then break end
     wait(self, left)
   end
@@ -121,6 +123,7 @@ local function finish_drain(self)
 end
 
 local function poller(self)
+  local now = self.now
   local slice = now()
   while not self.stopping do
     if self.nrunning >= self.concurrency then
@@ -190,7 +193,7 @@ local function guard_for(self, deadline)
   local at = self.guard_at
   if at and at <= deadline then return end
   self.guard_at = deadline
-  guard:start(deadline - now())
+  guard:start(deadline - self.now())
 end
 
 -- Runs one job in its own (pooled) coroutine.
@@ -214,7 +217,7 @@ function M.run_job(self, msg)
     return failed(self, slot, format('unknown job "%s" (not registered in this app)', name))
   end
   slot.entry = entry
-  slot.deadline = now() + entry.timeout
+  slot.deadline = self.now() + entry.timeout
   guard_for(self, slot.deadline)
   local job = { id = msg.id, name = name, queue = slot.queue, attempt = msg.attempt }
   local fok, err = xpcall(entry.fn, traceback, rec.args, job)
@@ -232,7 +235,7 @@ end
 -- The guard timer: fails the jobs past their timeout, then re-arms for the nearest deadline.
 local function on_guard(self)
   self.guard_at = nil
-  local t = now()
+  local t = self.now()
   local next_at
   for slot in pairs(self.slots) do
     local deadline = slot.deadline
@@ -263,8 +266,8 @@ end
 
 function W:start()
   if self.timer or self.poller then error("worker:start: already started", 2) end
-  self.timer = loop.timer(self.on_wake)
-  self.guard = loop.timer(self.on_guard)
+  self.timer = self.clock.timer(self.on_wake)
+  self.guard = self.clock.timer(self.on_guard)
   self.stopping, self.draining = false, false
   -- The poller runs until it first waits; it clears self.poller when it ends, maybe before
   -- spawn returns.
@@ -280,7 +283,7 @@ function W:drain(seconds, on_done)
   end
   self.stopping = true
   self.on_drained = on_done
-  self.drain_deadline = now() + seconds
+  self.drain_deadline = self.now() + seconds
   if not self.poller then
     if on_done then on_done() end
     return
@@ -296,7 +299,10 @@ local function list(v, what)
 end
 
 -- jobs: a zever.jobs (app.jobs). opts: queues (default: the jobs' default queue), concurrency
--- (default 1), poll_max (seconds, default 1), log (function(level, msg, fields)), random (specs).
+-- (default 1), poll_max (seconds, default 1), log (function(level, msg, fields)), random (specs),
+-- clock (specs): { now = function() -> seconds, timer = function(fn) -> timer } in place of the
+-- loop's (loop.now, loop.timer: a timer has start(s), stop(), close()), so a spec moves time
+-- itself and fires the timers the worker armed, instead of waiting on the wall clock.
 function M.new(jobs, opts)
   if type(jobs) ~= "table" or type(jobs.registry) ~= "table" then
     error("worker.new: expects a zever.jobs (app.jobs)", 2)
@@ -314,9 +320,13 @@ function M.new(jobs, opts)
   end
   local pm = opts.poll_max or 1
   if type(pm) ~= "number" or pm < 0.001 then error("worker: poll_max must be >= 0.001 s", 2) end
+  local clock = opts.clock or LOOP_CLOCK
+  if type(clock) ~= "table" or type(clock.now) ~= "function" or type(clock.timer) ~= "function" then
+    error("worker: clock must be a table with now and timer functions", 2)
+  end
   local self = setmetatable({
     jobs = jobs, impl = jobs.impl, topics = topics, queues = queues, concurrency = c,
-    poll_max = pm, log = opts.log, random = opts.random,
+    poll_max = pm, log = opts.log, random = opts.random, clock = clock, now = clock.now,
     idle = 0, nrunning = 0, slots = {}, stopping = false, draining = false,
     waiting = nil, slot_wait = false, poller = nil, timer = nil, guard = nil, guard_at = nil,
     stats = { claimed = 0, done = 0, retried = 0, dead = 0, released = 0, timeouts = 0,

@@ -130,4 +130,51 @@ end)
     assert.is_truthy(r.stdout:find("\n0 passed, 1 failed\n$"), r.stdout)
     assert.are.equal("zever test: replay this order with --seed 42\n", r.stderr)
   end)
+  it("runs everything under N seeds with --seeds, each printed, and ends with one summed line",
+    function()
+      fs.write(dir .. "/spec/two_spec.lua", [[
+describe("two", function()
+  it("a", function() io.stderr:write("PID ", require("zever.sys").getpid(), "\n") end)
+  it("b", function() end)
+end)
+]])
+      fs.write(dir .. "/spec/skip_spec.lua", 'pending("later")\n')
+      local r = zever_test(dir, "spec/two_spec.lua spec/skip_spec.lua --seeds 3")
+      assert.are.equal(0, r.code, r.stdout .. r.stderr)
+      local seeds = { r.stdout:match("^seeds (%d+) (%d+) (%d+)\n") }
+      assert.are.equal(3, #seeds, r.stdout)
+      for _, seed in ipairs(seeds) do
+        assert.is_truthy(r.stdout:find("\nseed " .. seed .. " %(replay this order"), r.stdout)
+        assert.is_truthy(r.stdout:find("\nseed " .. seed .. ": 2 passed, 0 failed, 1 skipped\n"),
+          r.stdout)
+      end
+      assert.is_truthy(r.stdout:find("\n6 passed, 0 failed, 3 skipped\n$"), r.stdout)
+      local _, nsum = r.stdout:gsub("\n%d+ passed, %d+ failed", "")
+      assert.are.equal(1, nsum, r.stdout)
+      -- Each run in a process of its own.
+      local pids = {}
+      for pid in r.stderr:gmatch("PID (%d+)") do pids[pid] = true end
+      local n = 0
+      for _ in pairs(pids) do n = n + 1 end
+      assert.are.equal(3, n, r.stderr)
+    end)
+
+  it("sums failures across seeds and exits 1, and refuses --seeds with --seed", function()
+    fs.write(dir .. "/spec/fail_spec.lua", 'it("fails", function() assert.are.equal(1, 2) end)\n')
+    local r = zever_test(dir, "spec/fail_spec.lua --seeds 2")
+    assert.are.equal(1, r.code)
+    assert.is_truthy(r.stdout:find("\n0 passed, 2 failed\n$"), r.stdout)
+    local bad = zever_test(dir, "spec/fail_spec.lua --seeds 2 --seed 4")
+    assert.are.equal(2, bad.code)
+    assert.is_truthy(bad.stderr:find("takes no --seed", 1, true), bad.stderr)
+  end)
+
+  it("counts a run that crashes without a summary as a failure", function()
+    fs.write(dir .. "/spec/crash_spec.lua",
+      'it("dies", function() io.stdout:flush(); os.exit(3) end)\n')
+    local r = zever_test(dir, "spec/crash_spec.lua --seeds 2")
+    assert.are.equal(1, r.code)
+    assert.is_truthy(r.stdout:find("ended without a summary (exit status 3)", 1, true), r.stdout)
+    assert.is_truthy(r.stdout:find("\n0 passed, 2 failed\n$"), r.stdout)
+  end)
 end)

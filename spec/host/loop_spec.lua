@@ -2,6 +2,8 @@
 
 local loop = require "zever.loop"
 local sys = require "zever.sys"
+local process = require "spec.support.process"
+local hs = require "spec.support.http_script"
 
 describe("zever.loop", function()
   describe("after", function()
@@ -227,6 +229,75 @@ describe("zever.loop", function()
 
     it("rejects an unknown signal name", function()
       assert.has_error(function() loop.signal("SIGNOPE", function() end) end)
+    end)
+  end)
+  describe("spawn and resume: the one coroutine pool", function()
+    it("runs the function at once with its arguments and returns its coroutine", function()
+      local got
+      local co = loop.spawn(function(a, b) got = { a, b, coroutine.running() } end, 1, "x")
+      assert.are.equal("thread", type(co))
+      assert.same({ 1, "x", co }, got)
+    end)
+
+    it("gives a coroutine whose function returned to the next spawn", function()
+      local first, second
+      loop.spawn(function() first = coroutine.running() end)
+      loop.spawn(function() second = coroutine.running() end)
+      assert.are.equal(first, second)
+    end)
+
+    it("takes a waiting coroutine out of the pool and puts it back when resume finishes it", function()
+      local waiter, got
+      loop.spawn(function() waiter = coroutine.running(); got = { coroutine.yield() } end)
+      local other
+      loop.spawn(function() other = coroutine.running() end)
+      assert.are_not.equal(waiter, other)
+      loop.resume(waiter, "a", "b")
+      assert.same({ "a", "b" }, got)
+      local again
+      loop.spawn(function() again = coroutine.running() end)
+      assert.are.equal(waiter, again)
+    end)
+
+    it("serves HTTP requests from the same pool as spawn", function()
+      local set = hs.server_set()
+      local handler_co
+      local _, port = set.serve({}, function(req)
+        handler_co = coroutine.running()
+        req:respond(200, "ok")
+      end)
+      local ok, out = pcall(hs.curl, "http://127.0.0.1:" .. port .. "/")
+      set.close()
+      assert(ok, out)
+      assert.are.equal("ok", out)
+      local spawned
+      loop.spawn(function() spawned = coroutine.running() end)
+      assert.are.equal(handler_co, spawned)
+    end)
+
+    it("reports a failure with its traceback instead of raising, and refuses an idle coroutine",
+      function()
+        local script = os.tmpname()
+        local f = assert(io.open(script, "w"))
+        f:write([[
+local loop = require "zever.loop"
+local idle = loop.spawn(function() end)
+loop.spawn(function() error("boom in spawn") end)
+loop.resume(idle, "never called")
+print("still running")
+]])
+        f:close()
+        local r = process.run(process.quote(sys.exe()) .. " run " .. process.quote(script))
+        os.remove(script)
+        assert.are.equal(0, r.code)
+        assert.are.equal("still running\n", r.stdout)
+        assert.matches("zever: a coroutine failed: [^\n]*boom in spawn\nstack traceback:", r.stderr)
+        assert.matches("zever: a coroutine failed: cannot resume a coroutine that does not wait",
+          r.stderr, 1, true)
+      end)
+
+    it("rejects a spawn without a function", function()
+      assert.has_error(function() loop.spawn(42) end)
     end)
   end)
 end)

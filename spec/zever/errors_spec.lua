@@ -44,4 +44,42 @@ describe("zever.errors", function()
       assert.are.equal(w, errors.wrap("x", "y", w))
     end)
   end)
+  describe("lazy and as_is", function()
+    it("computes a field the error does not hold on first read, once, and keeps it", function()
+      local calls = 0
+      local kind = errors.kind("duration", "invalid", function(err, key)
+        if key == "message" then
+          calls = calls + 1
+          return "bad " .. err[1] .. " (" .. err[2] .. ")"
+        end
+      end)
+      local e = errors.lazy(kind, "1x", "units")
+      assert.is_true(errors.is(e, "invalid"))
+      assert.are.equal("duration", e.battery)
+      assert.is_nil(rawget(e, "message"))
+      assert.are.equal("bad 1x (units)", e.message)
+      assert.are.equal("bad 1x (units)", e.message)
+      assert.are.equal(1, calls)
+      assert.is_nil(e.missing)
+      assert.are.equal("duration: invalid: bad 1x (units)", tostring(e))
+    end)
+
+    it("shows an as_is message alone", function()
+      local e = errors.new("config", "invalid", "zever.yaml:3: db.dsn: unknown field", { as_is = true })
+      assert.are.equal("zever.yaml:3: db.dsn: unknown field", tostring(e))
+      assert.are.equal("config", e.battery)
+      local kind = errors.kind("duration", "invalid", function() return "whole sentence" end, true)
+      assert.are.equal("whole sentence", tostring(errors.lazy(kind)))
+    end)
+
+    it("raises on a kind without a code or a fill", function()
+      assert.has_error(function() errors.kind("x", nil, function() end) end,
+        "errors.kind: code must be a string")
+      assert.has_error(function() errors.kind("x", "invalid") end, "errors.kind: fill must be a function")
+    end)
+
+    it("gives an error without a fill nil for a field it does not hold", function()
+      assert.is_nil(errors.new("db", "syntax", "m").sql)
+    end)
+  end)
 end)

@@ -268,7 +268,10 @@ describe("adapters.mailer.smtp #smtp", function()
     assert.equal("unavailable", err.code)
     local text = tostring(err)
     assert.is_truthy(text:find("timed out waiting for the greeting", 1, true), text)
-    assert.is_true(sys.now() - t0 < 3)
+    -- Not a speed check (benchmarks measure speed): the bound only tells the 0.3 s timeout
+    -- asked for from the adapter's 10 s default, with room for any load.
+    local elapsed = sys.now() - t0
+    assert.is_true(elapsed < 8, "took " .. elapsed .. " s: the 10 s default, not timeout = 0.3?")
     m:close()
     mute:stop()
   end)

@@ -1,7 +1,9 @@
 -- zever.worker's timers: the poller sleeps exactly its backoff delay on one re-armable timer
 -- (an idle worker wakes a few times a second, not every millisecond), a job that finishes at
 -- full concurrency resumes the poller at once, and job timeouts fire from a timer armed for the
--- nearest deadline. Jobs over a memory queue, dead letters in a :memory: database.
+-- nearest deadline. Jobs over a memory queue, dead letters in a :memory: database. The specs of
+-- delays run on a fake clock (spec/support/fake_clock.lua, the worker's opts.clock): the spec
+-- moves time and fires the timers the worker armed, so no wall-clock window can flake.
 
 local jobs = require "zever.jobs"
 local worker = require "zever.worker"
@@ -11,6 +13,7 @@ local jq = require "adapters.jobs.queue"
 local loop = require "zever.loop"
 local sched = require "zever.sched"
 local testing = require "zever.testing"
+local fake_clock = require "spec.support.fake_clock"
 
 local n = 0
 local function fresh()
@@ -25,6 +28,14 @@ local function stop(w)
   local drained = false
   w:drain(0, function() drained = true end)
   testing.run_until(function() return drained end, 5)
+  return drained
+end
+
+-- Drains a worker on a fake clock: the drain arms the wake timer for 0, which the clock fires.
+local function stop_fake(w, clock)
+  local drained = false
+  w:drain(0, function() drained = true end)
+  clock.advance(0)
   return drained
 end
 
@@ -52,66 +63,78 @@ describe("zever.worker timers", function()
   end)
 
   it("wakes an idle worker once per backoff delay, not every millisecond", function()
-    local j = fresh()
-    local w = worker.new(j, { poll_max = 0.05 })
+    local j, clock = fresh(), fake_clock.new()
+    local w = worker.new(j, { poll_max = 0.05, clock = clock })
     w:start()
-    run_for(0.5)
+    local fired = clock.advance(0.5)
     local wakes = w.stats.wakes
-    assert.is_true(stop(w))
-    -- 1, 2, 4, 8, 16, 32 ms, then every 50 ms: about 15 in 0.5 s (a 1 ms ticker: about 500).
-    assert.is_true(wakes >= 6 and wakes <= 25, "woke " .. wakes .. " times")
+    -- 1, 2, 4, 8, 16, 32 ms (63 ms), then every 50 ms: 8 more by 0.5 s (a 1 ms ticker: 500).
+    local want = { 0.001, 0.002, 0.004, 0.008, 0.016, 0.032 }
+    for i = 7, 15 do want[i] = 0.05 end
+    assert.are.same(want, clock.armed)
+    assert.are.equal(14, wakes)
+    assert.are.equal(fired, wakes)
+    assert.is_true(stop_fake(w, clock))
   end)
 
   it("allocates nothing per idle wake-up once warm", function()
-    local j = fresh()
-    local w = worker.new(j, { poll_max = 0.001 })
+    local j, clock = fresh(), fake_clock.new{ record = false }
+    local w = worker.new(j, { poll_max = 0.001, clock = clock })
     w:start()
-    local stopper = loop.timer(function() loop.stop() end)
     local grown, wakes
     for _ = 1, 3 do   -- the first rounds include the JIT's warm-up
       collectgarbage()
       collectgarbage("stop")
       local k0, w0 = collectgarbage("count"), w.stats.wakes
-      stopper:start(0.2)
-      loop.run()
+      clock.advance(0.2)
       grown, wakes = collectgarbage("count") - k0, w.stats.wakes - w0
       collectgarbage("restart")
     end
-    stopper:close()
-    assert.is_true(stop(w))
-    assert.is_true(wakes >= 50, "woke " .. wakes .. " times")
+    assert.is_true(stop_fake(w, clock))
+    assert.are.equal(200, wakes)
     assert.is_true(grown < 1, "grew " .. grown .. " KiB over " .. wakes .. " wake-ups")
   end)
 
-  it("runs a job dispatched while it sleeps within about poll_max", function()
-    local j = fresh()
+  it("runs a job dispatched while it sleeps at its next wake-up, within poll_max", function()
+    local j, clock = fresh(), fake_clock.new()
     local ran_at
-    j:register("ping", function() ran_at = loop.now() end)
-    local w = worker.new(j, { poll_max = 0.05 })
+    j:register("ping", function() ran_at = clock.now() end)
+    local w = worker.new(j, { poll_max = 0.05, clock = clock })
     w:start()
-    run_for(0.3)                      -- the poller is at its cap now
-    local sent = loop.now()
+    clock.advance(0.3)                -- the poller is at its cap now
+    local sent = clock.now()
     j:dispatch("ping")
-    assert.is_true(testing.run_until(function() return ran_at ~= nil end, 2))
-    assert.is_true(stop(w))
-    assert.is_true(ran_at - sent <= 0.05 + 0.05, "ran after " .. (ran_at - sent) .. " s")
+    assert.is_nil(ran_at)             -- dispatch does not wake it: its timer does
+    clock.advance(0.05)
+    assert.is_not_nil(ran_at)
+    assert.is_true(ran_at > sent and ran_at - sent <= 0.05, "ran after " .. (ran_at - sent) .. " s")
+    assert.is_true(stop_fake(w, clock))
   end)
 
   it("resumes the poller as soon as a job frees the only slot", function()
-    local j = fresh()
-    local order = {}
+    local j, clock = fresh(), fake_clock.new()
+    local started, tokens = {}, {}
     j:register("nap", function(args)
-      order[#order + 1] = { args, loop.now() }
-      sched.sleep(0.1)
+      started[#started + 1] = args
+      tokens[args] = sched.token()
+      sched.await(tokens[args])
     end)
     j:dispatch("nap", 1)
     j:dispatch("nap", 2)
-    local w = worker.new(j, { poll_max = 1 })
+    local w = worker.new(j, { poll_max = 1, clock = clock })
     w:start()
-    assert.is_true(testing.run_until(function() return #order == 2 end, 3))
-    assert.is_true(stop(w))
-    local gap = order[2][2] - order[1][2]
-    assert.is_true(gap >= 0.09 and gap < 0.3, "second job started " .. gap .. " s later")
+    assert.are.same({ 1 }, started)
+    -- Every slot busy: the poller waits with no wake timer armed.
+    assert.is_false(w.timer:active())
+    sched.complete(tokens[1])
+    -- Job 1 ended: the wake timer is armed for 0, not for poll_max.
+    assert.is_true(w.timer:active())
+    assert.are.equal(0, clock.armed[#clock.armed])
+    clock.advance(0)
+    assert.are.same({ 1, 2 }, started)
+    sched.complete(tokens[2])
+    assert.are.equal(2, w.stats.done)
+    assert.is_true(stop_fake(w, clock))
   end)
 
   it("fails each waiting job at its own timeout, the nearest deadline first", function()

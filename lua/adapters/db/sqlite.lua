@@ -1,6 +1,7 @@
 -- adapters.db.sqlite: the SQLite adapter of zever.db: a layer over the zever.sqlite binding
--- (host/sqlite/), which already speaks the adapter conventions (l_sqlite.c): conn:exec, query,
--- first, each(sql, binds, n[, fn]) returning nil, code, message on failure.
+-- (host/sqlite/): conn:exec, query, first, each(sql, binds, n[, fn]) returning nil, code,
+-- message on failure (zever.db's adapter contract), from the binding's nil, message, code (the
+-- order of every binding, l_sqlite.c).
 --
 -- Reads (first, query) take an FFI path that LuaJIT compiles: the statement is checked out of
 -- the binding's cache (zv_sqlite_ffi_acquire, same cache, same busy rules), bound, stepped and
@@ -115,6 +116,14 @@ local function decode(st, nm)
   return row
 end
 
+-- A failed step of read: the binding reports it (SQLite's message is read before the statement
+-- is given back), in the adapter's order.
+local function step_failed(self, rc, sql)
+  local _, message, code = self.raw:_error(rc, sql)
+  C.zv_sqlite_ffi_release(self.ptr, self.use)
+  return true, nil, code, message
+end
+
 -- The shared body of first/query: all == false returns the first row or nil.
 local function read(self, sql, binds, n, all)
   if type(sql) ~= "string" then return nil end
@@ -140,9 +149,7 @@ local function read(self, sql, binds, n, all)
     if rc == ROW then
       row = decode(st, names_of(self, u, st))
     elseif rc ~= DONE then
-      local _, code, message = self.raw:_error(rc, sql)
-      C.zv_sqlite_ffi_release(ptr, u)
-      return true, nil, code, message
+      return step_failed(self, rc, sql)
     end
     C.zv_sqlite_ffi_release(ptr, u)
     return true, row
@@ -156,33 +163,35 @@ local function read(self, sql, binds, n, all)
       rc = C.sqlite3_step(st)
     until rc ~= ROW
   end
-  if rc ~= DONE then
-    local _, code, message = self.raw:_error(rc, sql)
-    C.zv_sqlite_ffi_release(ptr, u)
-    return true, nil, code, message
-  end
+  if rc ~= DONE then return step_failed(self, rc, sql) end
   C.zv_sqlite_ffi_release(ptr, u)
   return true, rows
 end
 
+-- The binding's result a, b, c (value(s), or nil, message, code) in the adapter's order.
+local function contract(a, b, c)
+  if a == nil and c ~= nil then return nil, c, b end
+  return a, b
+end
+
 function Conn:first(sql, binds, n)
   local done, row, code, message = read(self, sql, binds, n, false)
-  if not done then return self.raw:first(sql, binds, n) end
+  if not done then return contract(self.raw:first(sql, binds, n)) end
   return row, code, message
 end
 
 function Conn:query(sql, binds, n)
   local done, rows, code, message = read(self, sql, binds, n, true)
-  if not done then return self.raw:query(sql, binds, n) end
+  if not done then return contract(self.raw:query(sql, binds, n)) end
   return rows, code, message
 end
 
 function Conn:exec(sql, binds, n)
-  return self.raw:exec(sql, binds, n)
+  return contract(self.raw:exec(sql, binds, n))
 end
 
 function Conn:each(sql, binds, n, fn)
-  return self.raw:each(sql, binds, n, fn)
+  return contract(self.raw:each(sql, binds, n, fn))
 end
 
 function Conn:close()
@@ -199,7 +208,7 @@ end
 
 -- target: a file path, or ":memory:". Returns conn | nil, code, message.
 function M.open(target, opts)
-  local raw, code, message = sqlite.open(target, opts)
+  local raw, message, code = sqlite.open(target, opts)
   if not raw then return nil, code, message end
   return setmetatable({
     raw = raw, -- keeps the connection (and so ptr) alive

@@ -37,7 +37,7 @@ Log.__index = Log
 function M.new(section)
   local path = section and section.log_file
   if path == "" then path = nil end
-  local sink, kind, message = core.sink(path)
+  local sink, message, kind = core.sink(path)
   if not sink then return nil, errors.binding("mailer", kind, message) end
   -- The flat layout zv_mime_sink_send_flat reads, reused by every send of this adapter.
   return setmetatable({ sink = sink, path = path, ptr = ffi_cast(sink_ptr, sink:ptr()),
@@ -133,7 +133,7 @@ function Log:send(msg, default_from, max_bytes)
       end
     end
   end
-  local id, kind, message = self.sink:send_fields(from, to, cc, bcc, reply_to, subject, text,
+  local id, message, kind = self.sink:send_fields(from, to, cc, bcc, reply_to, subject, text,
     html, date, message_id, headers, attachments, default_from, max_bytes)
   if id then return id end
   return nil, errors.binding("mailer", kind, message)

@@ -37,6 +37,7 @@ M.sections = {
     f("listen", "string", "127.0.0.1:8080", { doc = "host:port to bind (SO_REUSEPORT per worker)" }),
     f("workers", "integer", 0, { min = 0, doc = "worker threads; 0 = CPU count" }),
     f("app", "string", "app.lua", { relative = "file", doc = "the file `zever serve` loads" }),
+    f("views", "string", "views", { relative = "file", doc = "the folder of the templates (res:render)" }),
     f("access_log", "enum", "text", { values = { "off", "text", "json" }, doc = "access log format" }),
     f("drain", "duration", 10, { doc = "how long in-flight requests may finish on shutdown" }),
     f("max_header_bytes", "integer", 8192, { min = 1, doc = "request line + headers (431/414)" }),
