@@ -140,6 +140,7 @@ local BUILTIN = {
   search = { front = "zever.search", adapters = { db = {} } },
   vectors = { front = "zever.vectors", adapters = { db = { "zever.vectors_core" } } },
   mailer = { front = "zever.mailer", adapters = { log = {}, smtp = { "zever.smtp_core" } } },
+  crypto = { front = "zever.crypto", adapters = { ["local"] = { "zever.crypto_core" } } },
 }
 M.BUILTIN = BUILTIN
 

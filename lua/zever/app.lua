@@ -51,7 +51,8 @@ local App = {}
 -- Batteries hang off the app (app.db, app.cache, ...): the container resolves each on first use
 -- from the app's configuration (zever.yaml next to the app, then the environment).
 local BATTERIES = { db = true, cache = true, queue = true, jobs = true, scheduler = true,
-  mailer = true, limiter = true, idempotency = true, search = true, vectors = true, log = true }
+  mailer = true, limiter = true, idempotency = true, search = true, vectors = true, log = true,
+  crypto = true }
 
 function App.__index(app, key)
   local method = App[key]

@@ -3,7 +3,8 @@
 -- loader, the environment overlay, validation, `zever config show` and the container all read
 -- it, so a field added here is known everywhere. It must not read files or the environment.
 --
--- A field is { name, type, default, values = {...} (enum), min = n, relative = kind, doc = "..." }.
+-- A field is { name, type, default, values = {...} (enum), min = n, relative = kind, secret = true,
+-- doc = "..." }; secret = true hides its value in `config show` and in messages whatever its name.
 -- relative says the value names a file: "file" (a relative path is relative to the app folder,
 -- never to the current directory) or "dsn" (the same for the file of a sqlite: DSN).
 -- A section with free = true (app) has no fields: it takes any keys and values.
@@ -142,6 +143,11 @@ M.sections = {
     f("nlist", "integer", 0, { min = 0, doc = "index lists; 0 = sqrt(rows)" }),
     f("nprobe", "integer", 0, { min = 0, doc = "lists a query scans; 0 = nlist / 12" }),
     f("index_min_rows", "integer", 10000, { min = 1, doc = "below this, queries scan exactly" }),
+  } },
+  { name = "crypto", doc = "keys for encryption and signing (cookies, sessions)", fields = {
+    f("adapter", "adapter", "local", { values = { "local" } }),
+    f("keys", "string", "", { secret = true, doc = '"id:base64key,..." (32 bytes each); the first ' ..
+      "encrypts and signs, all decrypt and verify; empty = an ephemeral key per process" }),
   } },
   { name = "log", doc = "the application log", fields = {
     f("adapter", "adapter", "text", { values = { "text", "json" } }),
