@@ -141,6 +141,8 @@ local BUILTIN = {
   vectors = { front = "zever.vectors", adapters = { db = { "zever.vectors_core" } } },
   mailer = { front = "zever.mailer", adapters = { log = {}, smtp = { "zever.smtp_core" } } },
   crypto = { front = "zever.crypto", adapters = { ["local"] = { "zever.crypto_core" } } },
+  session = { front = "zever.session", adapters = { memory = { "zever.cache_core" }, db = {},
+    redis = REDIS, cookie = { "zever.crypto_core" } } },
 }
 M.BUILTIN = BUILTIN
 

@@ -11,7 +11,8 @@
 -- or it is (or ends in _ or - followed by) dsn, api_key, apikey, key, private_key,
 -- client_secret, auth, session, cookie, passwd or pwd. "max_keys" and "monkey" are not secret.
 -- A schema field marked secret = true (crypto.keys) is secret at its place in a config
--- (section.field) whatever its name says.
+-- (section.field) whatever its name says; a top-level key that names a schema section
+-- (`session`) is a section, not a secret, whatever its name says.
 -- Under a secret key every value is hidden except "" and an empty table, so one can still see
 -- that a secret is unset. Elsewhere a string with URL userinfo ("redis://:pw@host",
 -- "postgres://user:pw@host/db") keeps its user and loses the password; userinfo without a
@@ -121,6 +122,11 @@ local function secret_field(section, k)
   return secret_fields[section .. "." .. tostring(k)] == true
 end
 
+-- True when k, at the top of a config, names a section of the schema.
+local function is_section(section, k)
+  return section == nil and require("zever.config.schema").by_name[k] ~= nil
+end
+
 -- The section a child of node k is in: k itself at the top (section == nil), else none.
 local function child_section(section, k)
   if section == nil and type(k) == "string" then return k end
@@ -130,7 +136,8 @@ end
 local function copy(t, hidden, section)
   local out = {}
   for k, v in pairs(t) do
-    local hide = hidden or secret_key(k) or secret_field(section, k)
+    local hide = hidden or (not is_section(section, k) and secret_key(k)) or
+      secret_field(section, k)
     local tv = type(v)
     if tv == "table" then
       out[k] = copy(v, hide, child_section(section, k))
@@ -161,7 +168,8 @@ function M.secrets(t)
   end
   local function walk(node, hidden, section)
     for k, v in pairs(node) do
-      local hide = hidden or secret_key(k) or secret_field(section, k)
+      local hide = hidden or (not is_section(section, k) and secret_key(k)) or
+        secret_field(section, k)
       if type(v) == "table" then
         walk(v, hide, child_section(section, k))
       elseif type(v) == "string" then

@@ -149,6 +149,21 @@ M.sections = {
     f("keys", "string", "", { secret = true, doc = '"id:base64key,..." (32 bytes each); the first ' ..
       "encrypts and signs, all decrypt and verify; empty = an ephemeral key per process" }),
   } },
+  { name = "session", doc = "sessions (zever.middleware.session, req.session)", fields = {
+    f("adapter", "adapter", "memory", { values = { "memory", "db", "redis", "cookie" } }),
+    f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
+    f("prefix", "string", "", { doc = "redis adapter: key prefix; empty means zever:session:" }),
+    f("table", "string", "sessions", { doc = "db adapter: the table (created if missing)" }),
+    f("max_bytes", "integer", 64 * MiB, { min = 1, doc = "memory adapter: byte budget (LRU)" }),
+    f("idle_timeout", "duration", 7200, { doc = "a session unused this long is gone" }),
+    f("absolute_timeout", "duration", 86400, { doc = "a session older than this is gone" }),
+    f("cookie_name", "string", "zever_session", { doc = "the session cookie's name" }),
+    f("path", "string", "/", { doc = "the session cookie's Path" }),
+    f("domain", "string", "", { doc = "the session cookie's Domain; empty = this host only" }),
+    f("secure", "boolean", false, { doc = "Secure session cookie (set true behind HTTPS)" }),
+    f("same_site", "enum", "lax", { values = { "lax", "strict", "none" },
+      doc = "the session cookie's SameSite" }),
+  } },
   { name = "log", doc = "the application log", fields = {
     f("adapter", "adapter", "text", { values = { "text", "json" } }),
     f("level", "enum", "info", { values = { "debug", "info", "warn", "error", "off" } }),
