@@ -29,9 +29,9 @@ CSTD     := -std=c99 -D_GNU_SOURCE
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 CFLAGS   ?= -O2 -g
 ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) $(LUAJIT_CFLAGS) -Ihost -Ibuild
-LDLIBS   := -lluajit-5.1 -luv -lsqlite3 -lhiredis -lssl -lcrypto -lpthread -lm -ldl
+LDLIBS   := -lluajit-5.1 -luv -lsqlite3 -lhiredis -lssl -lcrypto -largon2 -lpthread -lm -ldl
 # Libraries the pure cores may need (benchmarks and fuzz targets link cores without Lua).
-CORE_LIBS := -luv -lsqlite3 -lhiredis -lssl -lcrypto -lpthread -lm
+CORE_LIBS := -luv -lsqlite3 -lhiredis -lssl -lcrypto -largon2 -lpthread -lm
 LDFLAGS  ?=
 # -Wl,-E exports the host's symbols so LuaJIT's FFI can call per-request C functions.
 ALL_LDFLAGS = -Wl,-E $(LDFLAGS)
@@ -61,7 +61,7 @@ DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         libluajit-5.1-dev luajit lua-lpeg lua-cjson lua-yaml lua-busted lua-check \
         libsqlite3-dev libhiredis-dev libuv1-dev nginx-light \
         libssl-dev openssl redis-server curl wrk hyperfine python3 python3-aiosmtpd swaks \
-        lua-sql-sqlite3 postgresql libpq-dev
+        lua-sql-sqlite3 postgresql libpq-dev libargon2-dev
 
 .PHONY: all deps run test asan bench bench-http fuzz lint check-includes install clean
 all: deps bin/zever

@@ -143,6 +143,7 @@ local BUILTIN = {
   crypto = { front = "zever.crypto", adapters = { ["local"] = { "zever.crypto_core" } } },
   session = { front = "zever.session", adapters = { memory = { "zever.cache_core" }, db = {},
     redis = REDIS, cookie = { "zever.crypto_core" } } },
+  password = { front = "zever.password", adapters = { argon2id = { "zever.password_core" } } },
 }
 M.BUILTIN = BUILTIN
 

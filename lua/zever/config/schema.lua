@@ -164,6 +164,14 @@ M.sections = {
     f("same_site", "enum", "lax", { values = { "lax", "strict", "none" },
       doc = "the session cookie's SameSite" }),
   } },
+  { name = "password", doc = "password hashing (argon2id)", fields = {
+    f("adapter", "adapter", "argon2id", { values = { "argon2id" } }),
+    f("memory_kib", "integer", 19456, { min = 8, doc = "argon2 memory per hash, KiB (OWASP: 19 MiB)" }),
+    f("iterations", "integer", 2, { min = 1, doc = "argon2 passes (OWASP: 2)" }),
+    f("parallelism", "integer", 1, { min = 1, doc = "argon2 lanes (OWASP: 1)" }),
+    f("hash_length", "integer", 32, { min = 16, doc = "tag bytes" }),
+    f("salt_length", "integer", 16, { min = 8, doc = "random salt bytes" }),
+  } },
   { name = "log", doc = "the application log", fields = {
     f("adapter", "adapter", "text", { values = { "text", "json" } }),
     f("level", "enum", "info", { values = { "debug", "info", "warn", "error", "off" } }),
