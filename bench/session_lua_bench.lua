@@ -62,3 +62,18 @@ bench("SessionLoadSave", function(n)
 end)
 
 assert(store:load(token).data.count > 0, "the sessions were not saved")
+
+-- The machine may be shared: the harness's wall-clock medians then include time other
+-- processes ran. The CPU time of this process (os.clock), best of 7 runs, is printed too.
+if not arg or not arg[1] or ("SessionReadWrite"):find(arg[1], 1, true) then
+  local best = math.huge
+  for _ = 1, 7 do
+    local n, c = 50000, os.clock()
+    for _ = 1, n do
+      local req = request.new("GET", "/", nil, {}, source)
+      mw(req, response.new(), function() return read_write(req) end)
+    end
+    best = math.min(best, (os.clock() - c) / n * 1e9)
+  end
+  print(("CPU SessionReadWrite %.0f ns/op (os.clock, best of 7 x 50000)"):format(best))
+end

@@ -9,6 +9,9 @@
  *   core.mac(bits, key)             -> m;  m:compute(msg) -> raw MAC   (keyed once)
  *   core.aead(key32)                -> a;  a:seal(iv, pt[, aad]) -> ct .. tag
  *                                          a:open(iv, ct_tag[, aad]) -> pt | nil
+ *   core.sig_key(pem)               -> k | nil, msg; k:alg() -> "EdDSA" | "ES256",
+ *                                          k:private() -> boolean, k:sign(msg) -> sig (64 bytes;
+ *                                          raises for a public key), k:verify(msg, sig) -> boolean
  *   core.b64url(s)                  -> base64url text without padding
  *   core.unb64url(s)                -> bytes | nil (not canonical base64url)
  *
@@ -23,9 +26,11 @@
 
 #include "../core/zv.h"
 #include "crypto.h"
+#include "sig.h"
 
 #define MAC_MT "zever.crypto.mac"
 #define AEAD_MT "zever.crypto.aead"
+#define SIG_MT "zever.crypto.sig_key"
 #define STACK_BYTES 4096
 
 /* Room for n bytes: buf when it fits, else a userdata left on the stack. */
@@ -170,6 +175,74 @@ static int l_aead_gc(lua_State *L) {
   return 0;
 }
 
+static zv_sig_key_t *check_sig(lua_State *L) {
+  zv_sig_key_t **slot = luaL_checkudata(L, 1, SIG_MT);
+  if (!*slot) luaL_error(L, "crypto: the key was released");
+  return *slot;
+}
+
+static int l_sig_key(lua_State *L) {
+  size_t n;
+  const char *pem = luaL_checklstring(L, 1, &n);
+  zv_sig_key_t **slot = lua_newuserdata(L, sizeof *slot + 2 * sizeof(int));
+  int *info = (int *)(slot + 1), rc;
+  *slot = NULL;
+  luaL_getmetatable(L, SIG_MT);
+  lua_setmetatable(L, -2);
+  rc = zv_sig_key_parse(pem, n, slot, &info[0], &info[1]);
+  if (rc) {
+    lua_pushnil(L);
+    lua_pushstring(L, rc == ZV_EINVAL ? "not a PEM Ed25519 or P-256 key" : zv_strerror(rc));
+    return 2;
+  }
+  return 1;
+}
+
+static int l_sig_alg(lua_State *L) {
+  zv_sig_key_t **slot = luaL_checkudata(L, 1, SIG_MT);
+  int *info = (int *)(slot + 1);
+  check_sig(L);
+  lua_pushstring(L, info[0] == ZV_SIG_ED25519 ? "EdDSA" : "ES256");
+  return 1;
+}
+
+static int l_sig_private(lua_State *L) {
+  zv_sig_key_t **slot = luaL_checkudata(L, 1, SIG_MT);
+  int *info = (int *)(slot + 1);
+  check_sig(L);
+  lua_pushboolean(L, info[1]);
+  return 1;
+}
+
+static int l_sig_sign(lua_State *L) {
+  zv_sig_key_t *k = check_sig(L);
+  zv_sig_key_t **slot = lua_touserdata(L, 1);
+  int *info = (int *)(slot + 1);
+  unsigned char out[ZV_SIG_MAX];
+  size_t n, olen;
+  const char *msg = luaL_checklstring(L, 2, &n);
+  if (!info[1]) return luaL_error(L, "crypto: a public key cannot sign");
+  if (zv_sig_sign(k, msg, n, out, &olen)) return luaL_error(L, "crypto: signing failed");
+  lua_pushlstring(L, (const char *)out, olen);
+  return 1;
+}
+
+static int l_sig_verify(lua_State *L) {
+  zv_sig_key_t *k = check_sig(L);
+  size_t n, slen;
+  const char *msg = luaL_checklstring(L, 2, &n);
+  const char *sig = luaL_checklstring(L, 3, &slen);
+  lua_pushboolean(L, zv_sig_verify(k, msg, n, (const unsigned char *)sig, slen) == 0);
+  return 1;
+}
+
+static int l_sig_gc(lua_State *L) {
+  zv_sig_key_t **slot = luaL_checkudata(L, 1, SIG_MT);
+  zv_sig_key_free(*slot);
+  *slot = NULL;
+  return 0;
+}
+
 static int l_b64url(lua_State *L) {
   char buf[STACK_BYTES], *out;
   size_t n, olen;
@@ -209,11 +282,15 @@ int luaopen_zever_crypto_core(lua_State *L) {
   static const luaL_Reg mac_methods[] = {{"compute", l_mac_compute}, {NULL, NULL}};
   static const luaL_Reg aead_methods[] = {{"seal", l_aead_seal}, {"open", l_aead_open},
                                           {NULL, NULL}};
+  static const luaL_Reg sig_methods[] = {{"alg", l_sig_alg}, {"private", l_sig_private},
+                                         {"sign", l_sig_sign}, {"verify", l_sig_verify},
+                                         {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"random", l_random}, {"process_key", l_process_key}, {"equal", l_equal}, {"hmac", l_hmac}, {"mac", l_mac},
-    {"aead", l_aead}, {"b64url", l_b64url}, {"unb64url", l_unb64url}, {NULL, NULL}};
+    {"aead", l_aead}, {"sig_key", l_sig_key}, {"b64url", l_b64url}, {"unb64url", l_unb64url}, {NULL, NULL}};
   newclass(L, MAC_MT, mac_methods, l_mac_gc);
   newclass(L, AEAD_MT, aead_methods, l_aead_gc);
+  newclass(L, SIG_MT, sig_methods, l_sig_gc);
   lua_newtable(L);
   luaL_register(L, NULL, funcs);
   return 1;

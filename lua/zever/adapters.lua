@@ -144,6 +144,7 @@ local BUILTIN = {
   session = { front = "zever.session", adapters = { memory = { "zever.cache_core" }, db = {},
     redis = REDIS, cookie = { "zever.crypto_core" } } },
   password = { front = "zever.password", adapters = { argon2id = { "zever.password_core" } } },
+  auth = { front = "zever.auth", adapters = { jwt = { "zever.crypto_core" }, session = {} } },
 }
 M.BUILTIN = BUILTIN
 

@@ -52,7 +52,7 @@ local App = {}
 -- from the app's configuration (zever.yaml next to the app, then the environment).
 local BATTERIES = { db = true, cache = true, queue = true, jobs = true, scheduler = true,
   mailer = true, limiter = true, idempotency = true, search = true, vectors = true, log = true,
-  crypto = true, session = true, password = true }
+  crypto = true, session = true, password = true, auth = true }
 
 function App.__index(app, key)
   local method = App[key]
