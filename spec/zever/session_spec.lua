@@ -55,6 +55,7 @@ describe("zever.middleware.session", function()
     opts.clock = function() return now end
     opts.name = "mw-" .. tostring(os.time()) .. "-" .. math.random(1e9)
     app = zever.app()
+    app.log = require("zever.log").new{ level = "off" }   -- /boom and /bad log their 500s
     app:use(zever.middleware.session(opts))
     app:post("/login", function(req)
       req.session:regenerate()

@@ -42,10 +42,12 @@ local function load(st)
   local s = st.s
   if s then return s end
   local store = st.store
+  local clock = store.clock
+  st.t = clock and clock() or wall()     -- the one clock read of the request
   local token = st.req:cookie(store.cookie.name)
   if token then
     local err
-    s, err = store:load(token)
+    s, err = store:load(token, st.t)
     if s == nil and err then error(tostring(err), 0) end
   end
   if s then
@@ -132,10 +134,9 @@ local function commit(st, res, touch)
     data_json = encode(s.data)
     changed = changed or data_json ~= st.before
   end
-  local clock = store.clock
-  local t = clock and clock() or wall()
+  local t = st.t
   if not changed and not st.regenerated and not st.destroyed and t - s.seen < touch then return end
-  local token, err = store:save(s, data_json)
+  local token, err = store:save(s, data_json, t)
   if not token then error(tostring(err), 0) end
   if token ~= st.token or store.impl.cookie then
     local left = s.created + store.absolute_timeout - t
