@@ -11,7 +11,8 @@
 #
 # A C module is a folder host/<name>/ with a pure core and one binding l_<name>.c exporting
 # luaopen_zever_<name>; adding the folder is all it takes to build it and preload it as
-# zever.<name>. (A binding that a Lua module wraps is named l_<name>_core.c: zever.<name>_core.)
+# zever.<name> (a folder that links a heavy library joins LAZY below: it becomes
+# lib/zever/<name>.so, loaded on first require; docs/cli.md, start-up). (A binding that a Lua module wraps is named l_<name>_core.c: zever.<name>_core.)
 # A binding too long for one file is split by phase: l_<name>.c keeps the entry points, and
 # host/<name>/lx_*.c files are its other parts. Parts are compiled into the host with the
 # binding's flags, never preloaded as modules, and left out of the cores that benchmarks and
@@ -29,7 +30,27 @@ CSTD     := -std=c99 -D_GNU_SOURCE
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 CFLAGS   ?= -O2 -g
 ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) $(LUAJIT_CFLAGS) -Ihost -Ibuild
-LDLIBS   := -lluajit-5.1 -luv -lsqlite3 -lhiredis -lssl -lcrypto -largon2 -lpthread -lm -ldl
+# The host links what every command needs; a folder listed in LAZY is built into
+# lib/<binary>/<folder>.so instead, linked with its own libraries (LIBS_<folder>), and dlopen'd
+# by the first require of one of its modules (runtime/state.c). Mapping and relocating libpq,
+# OpenSSL or SQLite costs 1-10 M instructions a start (BENCHMARKS.md, start-up), which every
+# `zever --help` would pay otherwise.
+# LuaJIT and libuv link statically when Debian's static archives are there (they are, in
+# libluajit-5.1-dev and libuv1-dev): ~290 K instructions of symbol relocation less per start.
+# Whole archives: the lazy modules and the FFI may call any of their functions.
+LIBDIR_OF = $(shell pkg-config --variable=libdir $(1) 2>/dev/null)
+STATIC_A := $(wildcard $(call LIBDIR_OF,luajit)/libluajit-5.1.a $(call LIBDIR_OF,libuv)/libuv_a.a)
+WHOLE    := -Wl,--whole-archive
+NOWHOLE  := -Wl,--no-whole-archive
+LDLIBS   := $(if $(STATIC_A),$(WHOLE) $(STATIC_A) $(NOWHOLE)) \
+            $(if $(filter %libluajit-5.1.a,$(STATIC_A)),,-lluajit-5.1) \
+            $(if $(filter %libuv_a.a,$(STATIC_A)),,-luv) -lpthread -lm -ldl
+LAZY     := sqlite redis smtp crypto password
+LIBS_sqlite := -lsqlite3
+LIBS_redis  := -lhiredis
+LIBS_smtp   := -lssl -lcrypto
+LIBS_crypto := -lcrypto
+LIBS_password := -largon2
 # Libraries the pure cores may need (benchmarks and fuzz targets link cores without Lua).
 CORE_LIBS := -luv -lsqlite3 -lhiredis -lssl -lcrypto -largon2 -lpthread -lm
 LDFLAGS  ?=
@@ -41,7 +62,11 @@ BIND_SRC  := $(sort $(wildcard host/*/l_*.c))
 PART_SRC  := $(sort $(wildcard host/*/lx_*.c))
 RT_SRC    := $(sort $(wildcard host/runtime/*.c))
 CORE_SRC  := $(sort $(filter-out $(BIND_SRC) $(PART_SRC) $(RT_SRC),$(wildcard host/*/*.c)))
-HOST_SRC  := host/main.c $(RT_SRC) $(CORE_SRC) $(BIND_SRC) $(PART_SRC)
+ALL_SRC   := host/main.c $(RT_SRC) $(CORE_SRC) $(BIND_SRC) $(PART_SRC)
+LAZY_SRC  := $(foreach f,$(LAZY),$(wildcard host/$(f)/*.c))
+HOST_SRC  := $(filter-out $(LAZY_SRC),$(ALL_SRC))
+LAZY_SO   := $(LAZY:%=lib/zever/%.so)
+LAZY_ASAN_SO := $(LAZY:%=lib/zever-asan/%.so)
 HEADERS   := $(wildcard host/*.h host/*/*.h)
 # FFI declarations: host/<dir>/<name>_ffi.h, preprocessed into build/ffi.h, preloaded as
 # zever.cdef.<name> (the one declaration of each C function and type that Lua calls via the FFI).
@@ -49,6 +74,8 @@ FFI_HDR   := $(sort $(wildcard host/*/*_ffi.h))
 
 OBJ       := $(HOST_SRC:host/%.c=build/obj/%.o)
 ASAN_OBJ  := $(HOST_SRC:host/%.c=build/asan/%.o)
+# The module a binding's file opens, and the folder it lives in: host/<folder>/l_<module>.c.
+lazy_of    = $(filter $(LAZY),$(notdir $(patsubst %/,%,$(dir $(1)))))
 BENCH_SRC := $(sort $(wildcard bench/*_bench.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=build/bench/%)
 LUA_BENCH := $(sort $(wildcard bench/*_bench.lua) bench/limiter_redis_accuracy.lua \
@@ -64,7 +91,7 @@ DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         lua-sql-sqlite3 postgresql libpq-dev libargon2-dev
 
 .PHONY: all deps run test asan bench bench-http fuzz lint check-includes install clean
-all: deps bin/zever
+all: deps bin/zever $(LAZY_SO) build/bc/.stamp build/commands.lua
 
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
@@ -88,9 +115,13 @@ deps:
 	  npm ci --prefix spec/support/openapi --no-audit --no-fund --loglevel=error >/dev/null || \
 	  echo "deps: npm ci failed: the OpenAPI validator rows will be skipped" >&2
 
+# ZV_MODULE(name) for a module built into the host, ZV_LAZY(name, folder) for one in a LAZY
+# folder's shared object.
 build/modules.h: Makefile $(BIND_SRC)
 	@mkdir -p build
-	@printf '%s\n' $(foreach m,$(MODULES),'ZV_MODULE($(m))') > $@.tmp && mv $@.tmp $@
+	@printf '%s\n' $(foreach b,$(BIND_SRC),$(if $(call lazy_of,$(b)),\
+	  'ZV_LAZY($(patsubst l_%.c,%,$(notdir $(b))), $(call lazy_of,$(b)))',\
+	  'ZV_MODULE($(patsubst l_%.c,%,$(notdir $(b))))')) > $@.tmp && mv $@.tmp $@
 
 # One ZV_FFI(name, "declarations") per *_ffi.h, preprocessed with -DZV_FFI_CDEF (macros expanded,
 # comments and includes gone) and quoted as a C string; a directive left over is an error.
@@ -110,6 +141,29 @@ build/obj/%.o: host/%.c $(HEADERS) build/modules.h build/ffi.h
 bin/zever: $(OBJ)
 	@mkdir -p bin
 	$(CC) $(ALL_LDFLAGS) $(OBJ) $(LDLIBS) -o $@
+
+# LuaJIT bytecode of the Lua tree (build/bc/, found before the sources while newer than them:
+# host/runtime/state.c). $? is what changed since the last run.
+LUA_TREE := $(shell find lua cmd dsl -name '*.lua' 2>/dev/null)
+build/bc/.stamp: $(LUA_TREE) | bin/zever $(LAZY_SO)
+	@bin/zever run lua/zever/cli/bytecode.lua $?
+	@touch $@
+
+# The command index `zever --help` lists from (lua/zever/cli/index.lua).
+build/commands.lua: $(wildcard cmd/zever/*.lua) | bin/zever $(LAZY_SO) build/bc/.stamp
+	@bin/zever run lua/zever/cli/index.lua $@
+
+# A LAZY folder's shared object: its core, binding and parts, position-independent. Symbols of
+# the host it uses (runtime/, core/, loop/) resolve against the host, which exports them (-E).
+build/pic/%.o: host/%.c $(HEADERS) build/modules.h build/ffi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
+
+.SECONDEXPANSION:
+pic_objs  = $(patsubst host/%.c,build/$(2)/%.o,$(wildcard host/$(1)/*.c))
+lib/zever/%.so: $$(call pic_objs,$$*,pic)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) $^ $(LIBS_$*) -o $@
 
 # The README's first command: build and serve the example app on its embedded defaults.
 run: all
@@ -148,9 +202,17 @@ build/asan/%.o: host/%.c $(HEADERS) build/modules.h build/ffi.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c $< -o $@
 
-bin/zever-asan: $(ASAN_OBJ)
+bin/zever-asan: $(ASAN_OBJ) $(LAZY_ASAN_SO)
 	@mkdir -p bin
 	$(CC) $(ALL_LDFLAGS) $(SAN) $(ASAN_OBJ) $(LDLIBS) -o $@
+
+build/asan-pic/%.o: host/%.c $(HEADERS) build/modules.h build/ffi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -fPIC -c $< -o $@
+
+lib/zever-asan/%.so: $$(call pic_objs,$$*,asan-pic)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(SAN) $(LDFLAGS) $^ $(LIBS_$*) -o $@
 
 asan: deps bin/zever bin/zever-asan
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -198,9 +260,10 @@ fuzz: deps $(FUZZ_BIN)
 
 # --- install ------------------------------------------------------------------------------
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/zever
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/zever $(DESTDIR)$(PREFIX)/lib/zever
 	install -m 755 bin/zever $(DESTDIR)$(PREFIX)/bin/zever
+	install -m 644 $(LAZY_SO) $(DESTDIR)$(PREFIX)/lib/zever/
 	cp -R $(wildcard lua cmd dsl) $(DESTDIR)$(PREFIX)/share/zever/
 
 clean:
-	rm -rf build bin
+	rm -rf build bin lib

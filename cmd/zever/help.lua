@@ -19,12 +19,12 @@ return {
       print(dispatch.command_help(cmd))
       return 0
     end
-    local names, rows, width = dispatch.names(), {}, 0
+    local names, summaries, rows, width = dispatch.names(), dispatch.summaries(), {}, 0
     for _, name in ipairs(names) do
       if #name > width then width = #name end
     end
     for _, name in ipairs(names) do
-      rows[#rows + 1] = format("  %-" .. width .. "s  %s", name, dispatch.load(name).summary or "")
+      rows[#rows + 1] = format("  %-" .. width .. "s  %s", name, summaries[name])
     end
     print(format([[
 zever %s: a batteries-included application framework for Lua

@@ -52,6 +52,33 @@ function M.load(name)
   return cmd
 end
 
+local function load_index(home, names)
+  local path = home .. "/build/commands.lua"
+  local built = sys.mtime(path)
+  if not built then return nil end
+  local ok, index = pcall(dofile, path)
+  if not ok or type(index) ~= "table" then return nil end
+  local count = 0
+  for _ in pairs(index) do count = count + 1 end
+  if count ~= #names then return nil end
+  for _, name in ipairs(names) do
+    local changed = sys.mtime(home .. "/cmd/zever/" .. name .. ".lua")
+    if type(index[name]) ~= "string" or not changed or changed >= built then return nil end
+  end
+  return index
+end
+
+-- { [name] = summary } of every command: from the index `make` writes (zever.cli.index) while
+-- it is up to date, otherwise by loading each command.
+function M.summaries()
+  local names = M.names()
+  local index = load_index(sys.home(), names)
+  if index then return index end
+  index = {}
+  for _, name in ipairs(names) do index[name] = M.load(name).summary or "" end
+  return index
+end
+
 -- "Did you mean ...?" for word among candidates, or "" when nothing is close.
 function M.suggest(word, candidates)
   local best = text.closest(word, candidates)

@@ -1,0 +1,195 @@
+-- What keeps start-up short (issue #26): bytecode of the Lua tree found before the sources but
+-- never when stale, the command index `zever --help` lists from, and the libraries only some
+-- commands need loaded from lib/<binary>/<folder>.so on first require. Each describe builds its
+-- own zever home in a temporary folder (ZEVER_HOME), linking the real tree's folders into it.
+
+local files = require "spec.support.files"
+local process = require "spec.support.process"
+local sys = require "zever.sys"
+
+local quote, run = process.quote, process.run
+
+local HOME = sys.home()
+
+-- Runs the zever binary with ZEVER_HOME=home and the given (already quoted) arguments.
+local function zever_in(home, args)
+  return run("ZEVER_HOME=" .. quote(home) .. " " .. quote(sys.exe()) .. " " .. args)
+end
+
+-- Waits until the clock has moved past the modification time of path, so that a file written
+-- next is strictly newer (file systems keep nanoseconds; the kernel's tick is coarser).
+local function after_mtime(path)
+  local t = assert(sys.mtime(path))
+  assert(process.wait_for(function()
+    local probe = path .. ".tick"
+    files.write(probe, "")
+    local newer = sys.mtime(probe) > t
+    os.remove(probe)
+    return newer
+  end, 5))
+end
+
+describe("start-up", function()
+  describe("the bytecode searcher", function()
+    local home, script
+
+    before_each(function()
+      home = files.tmpdir(nil, "zever-bc")
+      for _, d in ipairs({ "cmd", "dsl" }) do
+        assert(os.execute("ln -s " .. quote(HOME .. "/" .. d) .. " " .. quote(home .. "/" .. d)))
+      end
+      assert(os.execute("mkdir -p " .. quote(home .. "/lua") .. " && ln -s " ..
+        quote(HOME .. "/lua/zever") .. " " .. quote(home .. "/lua/zever") .. " && ln -s " ..
+        quote(HOME .. "/lua/adapters") .. " " .. quote(home .. "/lua/adapters")))
+      script = files.write(home .. "/probe_main.lua", 'io.write(require("bc_probe"))')
+    end)
+
+    after_each(function() files.rm_rf(home) end)
+
+    local function compile()
+      local r = zever_in(home, "run " .. quote(HOME .. "/lua/zever/cli/bytecode.lua") ..
+        " lua/bc_probe.lua")
+      assert.are.equal(0, r.code, r.stderr)
+    end
+
+    it("loads the compiled copy while it is newer than the source", function()
+      files.write(home .. "/lua/bc_probe.lua", 'return "compiled"')
+      compile()
+      -- The source changes under the compiled copy, which keeps its later mtime: the searcher
+      -- still picks the copy (this is how a build is used), proving it is read at all.
+      local bc = home .. "/build/bc/lua/bc_probe.lua"
+      assert.is_truthy(files.read(bc):sub(1, 3) == "\27LJ")
+      local t = sys.mtime(bc)
+      files.write(home .. "/lua/bc_probe.lua", 'return "source"')
+      assert(os.execute("touch -d @" .. ("%.0f"):format(t - 60) .. " " ..
+        quote(home .. "/lua/bc_probe.lua")))
+      local r = zever_in(home, "run " .. quote(script))
+      assert.are.equal(0, r.code, r.stderr)
+      assert.are.equal("compiled", r.stdout)
+    end)
+
+    it("never uses a compiled copy older than its source", function()
+      files.write(home .. "/lua/bc_probe.lua", 'return "old"')
+      compile()
+      after_mtime(home .. "/build/bc/lua/bc_probe.lua")
+      files.write(home .. "/lua/bc_probe.lua", 'return "new"')
+      local r = zever_in(home, "run " .. quote(script))
+      assert.are.equal(0, r.code, r.stderr)
+      assert.are.equal("new", r.stdout)
+    end)
+
+    it("keeps the source's name in tracebacks of compiled code", function()
+      files.write(home .. "/lua/bc_probe.lua", '\n\nerror("boom")')
+      compile()
+      local r = zever_in(home, "run " .. quote(script))
+      assert.are.equal(1, r.code)
+      assert.is_truthy(r.stderr:find(home .. "/lua/bc_probe.lua:3: boom", 1, true), r.stderr)
+    end)
+
+    it("reports a source that does not compile, and writes nothing", function()
+      files.write(home .. "/lua/bc_probe.lua", 'return (')
+      local r = zever_in(home, "run " .. quote(HOME .. "/lua/zever/cli/bytecode.lua") ..
+        " lua/bc_probe.lua")
+      assert.are_not.equal(0, r.code)
+      assert.is_truthy(r.stderr:find("bc_probe.lua:1:", 1, true), r.stderr)
+      assert.is_nil(files.slurp(home .. "/build/bc/lua/bc_probe.lua"))
+    end)
+  end)
+
+  describe("the command index", function()
+    local home
+
+    before_each(function()
+      home = files.tmpdir(nil, "zever-index")
+      for _, d in ipairs({ "lua", "dsl" }) do
+        assert(os.execute("ln -s " .. quote(HOME .. "/" .. d) .. " " .. quote(home .. "/" .. d)))
+      end
+      assert(os.execute("mkdir -p " .. quote(home .. "/cmd/zever") .. " " ..
+        quote(home .. "/build") .. " && cp " .. quote(HOME) .. "/cmd/zever/*.lua " ..
+        quote(home .. "/cmd/zever/")))
+    end)
+
+    after_each(function() files.rm_rf(home) end)
+
+    local function write_index()
+      local r = zever_in(home, "run " .. quote(HOME .. "/lua/zever/cli/index.lua") .. " " ..
+        quote(home .. "/build/commands.lua"))
+      assert.are.equal(0, r.code, r.stderr)
+    end
+
+    it("lists from the index while it is up to date", function()
+      write_index()
+      -- An index entry that differs from the command's file shows that help read the index.
+      local index = files.read(home .. "/build/commands.lua")
+      local edited = index:gsub('%["version"%] = "[^"]*"', '["version"] = "from the index"')
+      assert.are_not.equal(index, edited)
+      after_mtime(home .. "/cmd/zever/version.lua")
+      files.write(home .. "/build/commands.lua", edited)
+      local r = zever_in(home, "--help")
+      assert.are.equal(0, r.code, r.stderr)
+      assert.is_truthy(r.stdout:find("version +from the index"), r.stdout)
+    end)
+
+    it("ignores an index older than a command file", function()
+      write_index()
+      after_mtime(home .. "/build/commands.lua")
+      local v = files.read(home .. "/cmd/zever/version.lua")
+      files.write(home .. "/cmd/zever/version.lua",
+        (v:gsub('summary = "[^"]*"', 'summary = "a changed summary"', 1)))
+      local r = zever_in(home, "--help")
+      assert.are.equal(0, r.code, r.stderr)
+      assert.is_truthy(r.stdout:find("version +a changed summary"), r.stdout)
+    end)
+
+    it("ignores an index that misses a command", function()
+      write_index()
+      after_mtime(home .. "/build/commands.lua")
+      files.write(home .. "/build/commands.lua", 'return { version = "x" }')
+      local r = zever_in(home, "--help")
+      assert.are.equal(0, r.code, r.stderr)
+      assert.is_truthy(r.stdout:find("  serve +"), r.stdout)
+    end)
+
+    it("renders the same bytes for the same commands", function()
+      local index = require "zever.cli.index"
+      local a = index.render({ b = "two", a = "one", ["x-y"] = 'quote " and \\ back' })
+      assert.are.equal(a, index.render({ ["x-y"] = 'quote " and \\ back', a = "one", b = "two" }))
+      assert.are.same({ a = "one", b = "two", ["x-y"] = 'quote " and \\ back' },
+        assert(loadstring(a))())
+    end)
+  end)
+
+  describe("lazy libraries", function()
+    it("keeps libpq, OpenSSL, SQLite and hiredis out of the binary", function()
+      local ldd = process.output("ldd " .. quote(sys.exe()))
+      assert.is_truthy(ldd:find("libc.so", 1, true), ldd)
+      for _, lib in ipairs({ "libssl", "libcrypto", "libsqlite3", "libhiredis", "libpq" }) do
+        assert.is_nil(ldd:find(lib, 1, true), lib .. " is linked: " .. ldd)
+      end
+    end)
+
+    it("loads a lazy module's library on first require", function()
+      local dir = files.tmpdir(nil, "zever-lazy")
+      local r = run(quote(sys.exe()) .. " run " .. quote(files.write(dir .. "/lazy.lua", [[
+          local db = require("zever.db").open("sqlite::memory:")
+          io.write(db:first("select sqlite_version() as v").v)
+        ]])))
+      files.rm_rf(dir)
+      assert.are.equal(0, r.code, r.stderr)
+      assert.is_truthy(r.stdout:match("^3%.%d+"), r.stdout)
+    end)
+
+    it("names the missing shared object when a lazy module cannot load", function()
+      local dir = files.tmpdir(nil, "zever-nolib")
+      assert(os.execute("mkdir -p " .. quote(dir .. "/bin") .. " && cp " .. quote(sys.exe()) ..
+        " " .. quote(dir .. "/bin/zever")))
+      local script = files.write(dir .. "/s.lua", 'require "zever.sqlite"')
+      local r = run("ZEVER_HOME=" .. quote(HOME) .. " " .. quote(dir .. "/bin/zever") .. " run " ..
+        quote(script))
+      files.rm_rf(dir)
+      assert.are.equal(1, r.code)
+      assert.is_truthy(r.stderr:find("cannot load " .. dir .. "/bin/../lib/zever/sqlite.so", 1,
+        true), r.stderr)
+    end)
+  end)
+end)
