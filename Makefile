@@ -48,14 +48,16 @@ NOWHOLE  := -Wl,--no-whole-archive
 LDLIBS   := $(if $(STATIC_A),$(WHOLE) $(STATIC_A) $(NOWHOLE)) \
             $(if $(filter %libluajit-5.1.a,$(STATIC_A)),,-lluajit-5.1) \
             $(if $(filter %libuv_a.a,$(STATIC_A)),,-luv) -lpthread -lm -ldl
-LAZY     := sqlite redis smtp pg compress
+LAZY     := sqlite redis smtp pg compress crypto password
 LIBS_sqlite := -lsqlite3
 LIBS_redis  := -lhiredis
 LIBS_smtp   := -lssl -lcrypto
 LIBS_pg     := $(PQ_LIBS)
 LIBS_compress := -lz -lbrotlienc
+LIBS_crypto := -lcrypto
+LIBS_password := -largon2
 # Libraries the pure cores may need (benchmarks and fuzz targets link cores without Lua).
-CORE_LIBS := -luv -lsqlite3 -lhiredis $(PQ_LIBS) -lssl -lcrypto -lz -lbrotlienc -lpthread -lm
+CORE_LIBS := -luv -lsqlite3 -lhiredis $(PQ_LIBS) -lssl -lcrypto -lz -lbrotlienc -largon2 -lpthread -lm
 LDFLAGS  ?=
 # -Wl,-E exports the host's symbols so LuaJIT's FFI can call per-request C functions.
 ALL_LDFLAGS = -Wl,-E $(LDFLAGS)
@@ -91,7 +93,7 @@ DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         libluajit-5.1-dev luajit lua-lpeg lua-cjson lua-yaml lua-busted lua-check \
         libsqlite3-dev libhiredis-dev libuv1-dev nginx-light \
         libssl-dev openssl redis-server curl wrk hyperfine python3 python3-aiosmtpd swaks \
-        lua-sql-sqlite3 postgresql libpq-dev sqlite3 zlib1g-dev libbrotli-dev
+        lua-sql-sqlite3 postgresql libpq-dev sqlite3 zlib1g-dev libbrotli-dev libargon2-dev
 
 .PHONY: all deps run test asan bench bench-http fuzz lint check-includes install clean
 all: deps bin/zever $(LAZY_SO) build/bc/.stamp build/commands.lua

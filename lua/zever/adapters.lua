@@ -154,6 +154,11 @@ local BUILTIN = {
   search = { front = "zever.search", adapters = { db = {} } },
   vectors = { front = "zever.vectors", adapters = { db = { "zever.vectors_core" } } },
   mailer = { front = "zever.mailer", adapters = { log = {}, smtp = { "zever.smtp_core" } } },
+  crypto = { front = "zever.crypto", adapters = { ["local"] = { "zever.crypto_core" } } },
+  session = { front = "zever.session", adapters = { memory = { "zever.cache_core" }, db = {},
+    redis = REDIS, cookie = { "zever.crypto_core" } } },
+  password = { front = "zever.password", adapters = { argon2id = { "zever.password_core" } } },
+  auth = { front = "zever.auth", adapters = { jwt = { "zever.crypto_core" }, session = {} } },
 }
 M.BUILTIN = BUILTIN
 

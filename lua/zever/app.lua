@@ -53,7 +53,8 @@ local App = {}
 -- Batteries hang off the app (app.db, app.cache, ...): the container resolves each on first use
 -- from the app's configuration (zever.yaml next to the app, then the environment).
 local BATTERIES = { db = true, cache = true, queue = true, jobs = true, scheduler = true,
-  mailer = true, limiter = true, idempotency = true, search = true, vectors = true, log = true }
+  mailer = true, limiter = true, idempotency = true, search = true, vectors = true, log = true,
+  crypto = true, session = true, password = true, auth = true }
 
 -- app.views: the app's templates (zever.template), in the folder http.views names (default
 -- "views" next to app.lua), with url_for among the helpers; made on first use.

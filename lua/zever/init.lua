@@ -12,6 +12,14 @@ function M.app()
   return require("zever.app").new()
 end
 
+-- zever.middleware.<name>: the middleware modules, loaded on first use
+-- (zever.middleware.session{...} is require("zever.middleware.session"){...}).
+M.middleware = setmetatable({}, { __index = function(t, name)
+  local mw = require("zever.middleware." .. name)
+  rawset(t, name, mw)
+  return mw
+end })
+
 function M.sleep(seconds)
   return require("zever.sched").sleep(seconds)
 end

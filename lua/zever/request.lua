@@ -13,6 +13,10 @@
 --   req:accepts_encoding("br", "gzip")     the same for Accept-Encoding (identity rules)
 --   req:is("json", "html")                 the offer the Content-Type matches, or false
 --   (docs/negotiation.md; the grammars are LPeg, in zever.accept)
+--   req.cookies        the Cookie header as a table (zever.cookie; first of a name wins)
+--   req:cookie(name[, {signed = true} | {encrypted = true}[, crypto = keyring]])
+--                      one cookie's value, or nil; a signed or encrypted one that does not
+--                      verify is nil, err (code "invalid")
 --
 -- A request wraps a source: the C request of zever.http, or a table-backed one from
 -- zever.testing. Both answer header(name), headers() and body(). query, body and id are
@@ -332,6 +336,31 @@ function M.new(method, path, query_string, params, source)
     Request)
   if query_string then req.query_string = query_string end
   return req
+end
+
+-- --- cookies (zever.cookie; signed and encrypted ones through zever.crypto) ----------------
+
+local cookie = require "zever.cookie"
+
+lazy.cookies = function(req) return cookie.parse(req.source:header("cookie")) end
+
+local function keyring(opts)
+  local c = opts.crypto
+  if c == nil then return require("zever.crypto").default() end
+  return c
+end
+
+function Request:cookie(name, opts)
+  if type(name) ~= "string" then error("req:cookie(name) wants a string", 2) end
+  local all = rawget(self, "cookies")
+  local v
+  if all then v = all[name] else v = cookie.get(self.source:header("cookie"), name) end
+  if opts == nil then return v end
+  if type(opts) ~= "table" then error("req:cookie: opts must be a table", 2) end
+  if v == nil then return nil end
+  if opts.encrypted then return keyring(opts):decrypt_cookie(name, v) end
+  if opts.signed then return keyring(opts):verify_cookie(name, v) end
+  return v
 end
 
 M.Request = Request

@@ -4,6 +4,7 @@
 --   res:status(n)            res:header(name, value)       res:add_header(name, value)
 --   res:send(body)           res:json(value)               res:redirect(url[, code])
 --   res:render(view, data[, opts])  the app's template view as HTML (zever.template)
+--   res:cookie(name, value[, opts])   res:clear_cookie(name[, opts])   (zever.cookie)
 --   (each returns res: chainable)
 --
 -- A handler may instead return a value; M.apply turns it into the response:
@@ -199,6 +200,47 @@ function Response:render(name, data, opts)
   self.body = app.views:render(name, data, opts)
   self.ctype = "text/html; charset=utf-8"
   if opts and opts.status then self:status(opts.status) end
+  return self
+end
+
+-- --- cookies (zever.cookie; signed and encrypted ones through zever.crypto) ----------------
+
+local cookie = require "zever.cookie"
+
+-- Options cookie.build leaves to us.
+local COOKIE_EXTRA = { signed = true, encrypted = true, crypto = true }
+
+-- Adds one Set-Cookie header (several cookies: several headers). opts: path, domain, max_age,
+-- expires, secure, http_only, same_site, partitioned (zever.cookie), and signed = true or
+-- encrypted = true (with the app's keyring, or opts.crypto). An invalid name, value or
+-- attribute raises: nothing reaches the header that could end it or add another.
+function Response:cookie(name, value, opts)
+  if opts ~= nil and type(opts) ~= "table" then error("res:cookie: opts must be a table", 2) end
+  if opts and (opts.signed or opts.encrypted) then
+    if type(name) ~= "string" or not cookie.is_token(name) then
+      error("res:cookie: invalid cookie name " .. tostring(name), 2)
+    end
+    if type(value) == "number" then value = tostring(value) end
+    if type(value) ~= "string" then error("res:cookie: value must be a string", 2) end
+    local c = opts.crypto or require("zever.crypto").default()
+    if opts.encrypted then value = c:encrypt_cookie(name, value)
+    else value = c:sign_cookie(name, value) end
+  end
+  append(self.headers, "Set-Cookie", cookie.build(name, value, opts, 2, COOKIE_EXTRA))
+  return self
+end
+
+-- Tells the client to drop a cookie: an empty value, Max-Age=0 and an Expires in the past. Give
+-- the path and domain it was set with (a cookie is named by name, path and domain).
+function Response:clear_cookie(name, opts)
+  if opts ~= nil and type(opts) ~= "table" then error("res:clear_cookie: opts must be a table", 2) end
+  local o = { max_age = 0, expires = 0 }
+  if opts then
+    for k, v in pairs(opts) do
+      if k ~= "max_age" and k ~= "expires" then o[k] = v end
+    end
+  end
+  append(self.headers, "Set-Cookie", cookie.build(name, "", o, 2, COOKIE_EXTRA))
   return self
 end
 

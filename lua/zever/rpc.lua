@@ -494,6 +494,8 @@ local function serve(mod, app, rpc, fn, opts, req, res)
   if rpc.auth == "required" then
     local principal = opts.auth(req, ctx)
     if principal == nil or principal == false then
+      -- opts.challenge (auth:rpc_options()): the WWW-Authenticate a 401 carries (RFC 6750).
+      if type(opts.challenge) == "string" then res:header("WWW-Authenticate", opts.challenge) end
       return failure(error_status, "unauthenticated", "authentication required")
     end
     ctx.principal = principal
@@ -575,6 +577,8 @@ function M.routes(def)
   -- the generated one: require "generated.handlers.<service>").
   -- opts.auth(req, ctx) -> principal | nil is required when an rpc says auth: required;
   -- opts.authorize(principal, permission, req, ctx) -> bool when one has permission:.
+  -- opts.challenge: the WWW-Authenticate header of an unauthenticated 401 (app.auth:rpc_options()
+  -- gives auth and challenge).
   -- opts.page_size (50) and opts.max_page_size (1000) bound paginated rpcs.
   function mod.register(app, handlers, opts)
     if type(app) ~= "table" or type(app.route) ~= "function" then

@@ -179,7 +179,7 @@ describe("zever.config", function()
       { "an unknown section far from any name, listing the known ones",
         "zzzzzzzz:\n  a: 1\n",
         "zever.yaml:1: zzzzzzzz: unknown section (known sections: http, redis, db, cache, queue, " ..
-        "jobs, scheduler, mailer, limiter, idempotency, search, vectors, log, app)" },
+        "jobs, scheduler, mailer, limiter, idempotency, search, vectors, crypto, session, password, auth, log, app)" },
       { "a string where an integer belongs",
         "http:\n  workers: many\n",
         "zever.yaml:2: http.workers: expected an integer, got a string" },

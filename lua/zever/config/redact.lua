@@ -10,6 +10,9 @@
 -- A key is secret when, lower-cased, it contains password, secret, token, bearer or credential,
 -- or it is (or ends in _ or - followed by) dsn, api_key, apikey, key, private_key,
 -- client_secret, auth, session, cookie, passwd or pwd. "max_keys" and "monkey" are not secret.
+-- A schema field marked secret = true (crypto.keys) is secret at its place in a config
+-- (section.field) whatever its name says; a top-level key that names a schema section
+-- (`session`) is a section, not a secret, whatever its name says.
 -- Under a secret key every value is hidden except "" and an empty table, so one can still see
 -- that a secret is unset. Elsewhere a string with URL userinfo ("redis://:pw@host",
 -- "postgres://user:pw@host/db") keeps its user and loses the password; userinfo without a
@@ -17,7 +20,8 @@
 
 local find, lower, sub, gsub, match, byte = string.find, string.lower, string.sub, string.gsub,
   string.match, string.byte
-local type, pairs, sort, tostring = type, pairs, table.sort, tostring
+local type, pairs, ipairs, sort, tostring, require = type, pairs, ipairs, table.sort, tostring,
+  require
 
 local M = {}
 
@@ -103,13 +107,40 @@ local function redact_string(s)
 end
 M.redact_string = redact_string
 
-local function copy(t, hidden)
+-- "section.field" -> true for the schema's fields marked secret (read on first use).
+local secret_fields
+local function secret_field(section, k)
+  if not section then return false end
+  if not secret_fields then
+    secret_fields = {}
+    for _, s in ipairs(require("zever.config.schema").sections) do
+      for _, field in ipairs(s.fields) do
+        if field.secret then secret_fields[s.name .. "." .. field.name] = true end
+      end
+    end
+  end
+  return secret_fields[section .. "." .. tostring(k)] == true
+end
+
+-- True when k, at the top of a config, names a section of the schema.
+local function is_section(section, k)
+  return section == nil and require("zever.config.schema").by_name[k] ~= nil
+end
+
+-- The section a child of node k is in: k itself at the top (section == nil), else none.
+local function child_section(section, k)
+  if section == nil and type(k) == "string" then return k end
+  return false
+end
+
+local function copy(t, hidden, section)
   local out = {}
   for k, v in pairs(t) do
-    local hide = hidden or secret_key(k)
+    local hide = hidden or (not is_section(section, k) and secret_key(k)) or
+      secret_field(section, k)
     local tv = type(v)
     if tv == "table" then
-      out[k] = copy(v, hide)
+      out[k] = copy(v, hide, child_section(section, k))
     elseif hide then
       out[k] = (v == "") and v or REDACTED
     elseif tv == "string" then
@@ -123,7 +154,7 @@ end
 
 function M.copy(t)
   if type(t) ~= "table" then error("redact: expects a table, got " .. type(t), 2) end
-  return copy(t, false)
+  return copy(t, false, nil)
 end
 
 -- Secret strings of t: what scrub must remove from messages.
@@ -135,11 +166,12 @@ function M.secrets(t)
       list[#list + 1] = s
     end
   end
-  local function walk(node, hidden)
+  local function walk(node, hidden, section)
     for k, v in pairs(node) do
-      local hide = hidden or secret_key(k)
+      local hide = hidden or (not is_section(section, k) and secret_key(k)) or
+        secret_field(section, k)
       if type(v) == "table" then
-        walk(v, hide)
+        walk(v, hide, child_section(section, k))
       elseif type(v) == "string" then
         if hide then add(v) end
         for userinfo in v:gmatch("%a[%w+.-]*://([^/@%s]*)@") do
@@ -150,7 +182,7 @@ function M.secrets(t)
       end
     end
   end
-  walk(t, false)
+  walk(t, false, nil)
   sort(list, function(a, b) return #a > #b end)
   return list
 end

@@ -3,7 +3,8 @@
 -- loader, the environment overlay, validation, `zever config show` and the container all read
 -- it, so a field added here is known everywhere. It must not read files or the environment.
 --
--- A field is { name, type, default, values = {...} (enum), min = n, relative = kind, doc = "..." }.
+-- A field is { name, type, default, values = {...} (enum), min = n, relative = kind, secret = true,
+-- doc = "..." }; secret = true hides its value in `config show` and in messages whatever its name.
 -- relative says the value names a file: "file" (a relative path is relative to the app folder,
 -- never to the current directory) or "dsn" (the same for the file of a sqlite: DSN).
 -- A section with free = true (app) has no fields: it takes any keys and values.
@@ -149,6 +150,48 @@ M.sections = {
     f("nlist", "integer", 0, { min = 0, doc = "index lists; 0 = sqrt(rows)" }),
     f("nprobe", "integer", 0, { min = 0, doc = "lists a query scans; 0 = nlist / 12" }),
     f("index_min_rows", "integer", 10000, { min = 1, doc = "below this, queries scan exactly" }),
+  } },
+  { name = "crypto", doc = "keys for encryption and signing (cookies, sessions)", fields = {
+    f("adapter", "adapter", "local", { values = { "local" } }),
+    f("keys", "string", "", { secret = true, doc = '"id:base64key,..." (32 bytes each); the first ' ..
+      "encrypts and signs, all decrypt and verify; empty = an ephemeral key per process" }),
+  } },
+  { name = "session", doc = "sessions (zever.middleware.session, req.session)", fields = {
+    f("adapter", "adapter", "memory", { values = { "memory", "db", "redis", "cookie" } }),
+    f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
+    f("prefix", "string", "", { doc = "redis adapter: key prefix; empty means zever:session:" }),
+    f("table", "string", "sessions", { doc = "db adapter: the table (created if missing)" }),
+    f("max_bytes", "integer", 64 * MiB, { min = 1, doc = "memory adapter: byte budget (LRU)" }),
+    f("idle_timeout", "duration", 7200, { doc = "a session unused this long is gone" }),
+    f("absolute_timeout", "duration", 86400, { doc = "a session older than this is gone" }),
+    f("cookie_name", "string", "zever_session", { doc = "the session cookie's name" }),
+    f("path", "string", "/", { doc = "the session cookie's Path" }),
+    f("domain", "string", "", { doc = "the session cookie's Domain; empty = this host only" }),
+    f("secure", "boolean", false, { doc = "Secure session cookie (set true behind HTTPS)" }),
+    f("same_site", "enum", "lax", { values = { "lax", "strict", "none" },
+      doc = "the session cookie's SameSite" }),
+  } },
+  { name = "password", doc = "password hashing (argon2id)", fields = {
+    f("adapter", "adapter", "argon2id", { values = { "argon2id" } }),
+    f("memory_kib", "integer", 19456, { min = 8, doc = "argon2 memory per hash, KiB (OWASP: 19 MiB)" }),
+    f("iterations", "integer", 2, { min = 1, doc = "argon2 passes (OWASP: 2)" }),
+    f("parallelism", "integer", 1, { min = 1, doc = "argon2 lanes (OWASP: 1)" }),
+    f("hash_length", "integer", 32, { min = 16, doc = "tag bytes" }),
+    f("salt_length", "integer", 16, { min = 8, doc = "random salt bytes" }),
+  } },
+  { name = "auth", doc = "authentication (JWT or opaque tokens on the session store)", fields = {
+    f("adapter", "adapter", "jwt", { values = { "jwt", "session" } }),
+    f("algorithm", "enum", "HS256", { values = { "HS256", "HS384", "HS512", "EdDSA", "ES256" },
+      doc = "jwt: the one algorithm tokens must use" }),
+    f("secret", "string", "", { doc = "jwt HS*: >= 32 bytes; empty = derived from crypto.keys" }),
+    f("private_key_file", "string", "", { relative = "file", doc = "jwt EdDSA/ES256: PEM, signs" }),
+    f("public_key_file", "string", "", { relative = "file", doc = "jwt EdDSA/ES256: PEM, verifies" }),
+    f("issuer", "string", "", { doc = "jwt: iss written and required; empty = none" }),
+    f("audience", "string", "", { doc = "jwt: aud written and required; empty = none" }),
+    f("ttl", "duration", 3600, { doc = "lifetime of an issued token" }),
+    f("leeway", "duration", 60, { doc = "jwt: clock skew allowed on exp, nbf, iat" }),
+    f("revocation", "boolean", true, { doc = "jwt: keep revoked ids on the cache battery" }),
+    f("realm", "string", "zever", { doc = "the realm of WWW-Authenticate" }),
   } },
   { name = "log", doc = "the application log", fields = {
     f("adapter", "adapter", "text", { values = { "text", "json" } }),

@@ -1,0 +1,25 @@
+-- adapters.session.db: sessions in a table of the app's database (SQLite or PostgreSQL), shared
+-- by every process that opens it; expired rows are swept in bounded batches on writes.
+--
+--   dbs.new(db, { table = "sessions", clock = nil }) -> impl
+--   impl:get(id) / set(id, blob, ttl) / delete(id) / close()   (adapters.cache.db's)
+--
+-- It is adapters.cache.db over its own table: key TEXT PRIMARY KEY, value, expires_at.
+
+local cache_db = require "adapters.cache.db"
+
+local M = {}
+
+function M.new(db, opts)
+  opts = opts or {}
+  return cache_db.new(db, { table = opts.table or "sessions", clock = opts.clock })
+end
+
+-- The adapter contract: the database is the app's (ctx:get("db")).
+function M.open(section, ctx)
+  local db, err = ctx:get("db")
+  if not db then return nil, err end
+  return M.new(db, { table = section.table })
+end
+
+return M

@@ -1,0 +1,100 @@
+-- zever.middleware.csrf: the synchronizer token over a session, through a real client (curl
+-- with a cookie jar): header and form field, wrong and foreign tokens, Origin checks, masking,
+-- logout, exemptions.
+
+local testing = require "zever.testing"
+local hs = require "spec.support.http_script"
+local json = require "zever.json"
+
+describe("zever.middleware.csrf", function()
+  local zever = require "zever"
+  local csrf = zever.middleware.csrf
+  local app, srv, jar, jar2
+
+  before_each(function()
+    app = zever.app()
+    app:use(zever.middleware.session{ name = "csrf-" .. math.random(1e9) })
+    app:use(csrf{ trusted_origins = { "https://app.example.com" },
+      skip = function(req) return req.path == "/webhook" end })
+    app:get("/form", function(req) return { csrf = csrf.token(req) } end)
+    app:post("/transfer", function() return { ok = true } end)
+    app:post("/webhook", function() return { ok = true } end)
+    app:post("/logout", function(req) req.session:destroy(); return { ok = true } end)
+    srv = testing.serve(app)
+    jar, jar2 = os.tmpname(), os.tmpname()
+  end)
+  after_each(function()
+    srv:close()
+    app:close()
+    os.remove(jar)
+    os.remove(jar2)
+  end)
+
+  local function curl(args, j)
+    local out = hs.curl(("-D - -b %s -c %s %s"):format(j or jar, j or jar, args))
+    local head, body = out:match("^(.-\r\n\r\n)(.*)$")
+    return tonumber(head:match("^HTTP/1.1 (%d+)")), body ~= "" and json.decode(body) or nil
+  end
+  local function token(j) return select(2, curl(srv:url("/form"), j)).csrf end
+  local function post(path, extra, j) return curl("-X POST " .. (extra or "") .. " " .. srv:url(path), j) end
+
+  it("lets safe methods through and refuses a POST without a token", function()
+    assert.equal(200, (curl(srv:url("/form"))))
+    local status, body = post("/transfer")
+    assert.equal(403, status)
+    assert.same({ error = "csrf", message = "missing or invalid CSRF token" }, body)
+  end)
+
+  it("accepts the token in the header and in an urlencoded form field", function()
+    local t = token()
+    assert.equal(200, (post("/transfer", "-H 'X-CSRF-Token: " .. t .. "'")))
+    assert.equal(200, (post("/transfer", "--data-urlencode '_csrf=" .. t .. "' --data 'amount=5'")))
+  end)
+
+  it("masks the token differently in every response, each one valid", function()
+    local a, b = token(), token()
+    assert.not_equal(a, b)
+    assert.equal(200, (post("/transfer", "-H 'X-CSRF-Token: " .. a .. "'")))
+    assert.equal(200, (post("/transfer", "-H 'X-CSRF-Token: " .. b .. "'")))
+  end)
+
+  it("refuses a wrong token and a token of another session", function()
+    local mine = token()
+    local theirs = token(jar2)
+    local forged = mine:sub(1, -2) .. (mine:sub(-1) == "A" and "B" or "A")
+    for _, t in ipairs({ theirs, forged, "x", ("A"):rep(86), "" }) do
+      assert.equal(403, (post("/transfer", "-H 'X-CSRF-Token: " .. t .. "'")), t)
+    end
+  end)
+
+  it("refuses a cross-site Origin even with a valid token, and accepts same-site and trusted", function()
+    local t = token()
+    local h = "-H 'X-CSRF-Token: " .. t .. "' "
+    local status, body = post("/transfer", h .. "-H 'Origin: https://evil.example'")
+    assert.equal(403, status)
+    assert.equal("cross-origin request refused", body.message)
+    assert.equal(403, (post("/transfer", h .. "-H 'Origin: null'")))
+    assert.equal(200, (post("/transfer", h .. "-H 'Origin: http://127.0.0.1:" .. srv.port .. "'")))
+    assert.equal(200, (post("/transfer", h .. "-H 'Origin: https://app.example.com'")))
+  end)
+
+  it("drops the token on logout", function()
+    local t = token()
+    assert.equal(200, (post("/logout", "-H 'X-CSRF-Token: " .. t .. "'")))
+    assert.equal(403, (post("/transfer", "-H 'X-CSRF-Token: " .. t .. "'")))
+  end)
+
+  it("exempts what skip says", function()
+    assert.equal(200, (post("/webhook")))
+  end)
+
+  it("raises without the session middleware, and on bad options", function()
+    local bare = zever.app()
+    bare:use(csrf{})
+    bare:post("/x", function() return "x" end)
+    local res = testing.request(bare, "POST", "/x", { headers = { ["x-csrf-token"] = "t" } })
+    assert.equal(500, res.status)
+    assert.has_error(function() csrf{ trusted_origins = { "app.example.com" } } end)
+    assert.has_error(function() csrf{ skip = true } end)
+  end)
+end)
