@@ -50,7 +50,12 @@ describe("hot paths", function()
   end)
 
   describe("the response writer", function()
-    it("compiles new, apply and finish of a text answer into one loop trace", function()
+    it("compiles new, apply and finish of a text answer without an NYI abort or a stitch", function()
+      -- Whether LuaJIT closes the spec's loop into one trace, or compiles the three functions
+      -- as traces of their own first, depends on their hot counters, which earlier specs in a
+      -- shuffled order have moved (a seed where new's function trace aborted with "leaving loop
+      -- in root trace", not an NYI, left no loop trace). What must hold in any order: traces
+      -- compile, no NYI aborts them and no classic C call splits them.
       local sink = 0
       local t = traces.run(function()
         for i = 1, N do
@@ -59,7 +64,9 @@ describe("hot paths", function()
         end
       end)
       assert.are.equal(7 * N, sink)
-      assert_compiles(t, true)
+      assert.are.same({}, traces.nyi(t))
+      assert.is_true(#t.stops > 0, traces.describe(t))
+      assert.is_false(traces.stitched(t), "a classic C call split it: " .. traces.describe(t))
     end)
 
     it("compiles a JSON answer of one field without an NYI abort", function()
