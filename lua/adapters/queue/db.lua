@@ -6,6 +6,8 @@
 --   impl:push / pop / ack / nack / len / close     (zever.queue's adapter interface)
 --   impl:sweep([ids]) -> reclaimed, more     the queue sweep (below); ids: a batch chosen earlier
 --   impl:stale_ids()  -> array of ids        the batch the next sweep would select
+--   impl:sweep_update(now[, ids]) -> the sweep's UPDATE as a query builder (to_sql: EXPLAIN)
+--   dbq.schema(dialect, t), dbq.statements(dialect, t)   the DDL and the raw statements
 --   impl:ensure()     -> true | nil, err     CREATE TABLE IF NOT EXISTS (run by the first call)
 --   dbq.open(section, ctx) -> impl over ctx:get("db") (the adapter contract)
 --
@@ -113,18 +115,21 @@ function Q:stale_ids()
   return ids
 end
 
--- One UPDATE over one batch: the stale rows the subquery selects (or the ids given), each still
--- under the same lease guard when the update reaches it. Returns reclaimed, more.
-function Q:sweep(ids)
-  local ready, why = self:ensure()
-  if not ready then return nil, why end
-  local now = now_of(self)
-  local r, uerr = self.db:update(self.table)
+-- The sweep's UPDATE (a query builder, not run): every stale row the subquery selects (or the
+-- ids given), each still under the same lease guard when the update reaches it.
+function Q:sweep_update(now, ids)
+  return self.db:update(self.table)
     :set{ attempt = zdb.col("attempt") + 1, claimed_by = zdb.null, claimed_until = zdb.null,
       available_at = now }
     :where_in("id", ids or self:stale_query(now))
     :where_not_null("claimed_by"):where("claimed_until", "<", now)
-    :exec()
+end
+
+-- One UPDATE over one batch (sweep_update). Returns reclaimed, more.
+function Q:sweep(ids)
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
+  local r, uerr = self:sweep_update(now_of(self), ids):exec()
   if not r then return fail(uerr) end
   local n = type(r) == "table" and r.changes or r
   return n, n >= self.sweep_batch

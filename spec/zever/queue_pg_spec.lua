@@ -1,0 +1,80 @@
+-- adapters.queue.db on PostgreSQL: the plans of the claim and of the stale-lease sweep, read
+-- with EXPLAIN on a real PostgreSQL 15 (spec/support/pg_server) over a table with enough rows
+-- that a sequential scan would be the planner's choice without the indexes. enable_seqscan
+-- stays at its default: the planner picks the index because it is cheaper, not because it has
+-- to.
+
+local pg_server = require "spec.support.pg_server"
+local dbq = require "adapters.queue.db"
+local zdb = require "zever.db"
+
+-- PostgreSQL's literal of a bound value (the spec's own values: numbers, plain strings, NULL).
+local function literal(v)
+  if v == zdb.null then return "NULL" end
+  if type(v) == "number" then return string.format("%.17g", v) end
+  return "'" .. tostring(v):gsub("'", "''") .. "'"
+end
+
+-- The text of EXPLAIN EXECUTE for sql (? or $n placeholders) with binds, as one psql script.
+local function explain(sql, binds)
+  local n = 0
+  if not sql:find("%$%d") then
+    sql = sql:gsub("%?", function() n = n + 1; return "$" .. n end)
+  end
+  local args = {}
+  for i = 1, (binds.n or #binds) do args[i] = literal(binds[i]) end
+  return "PREPARE q AS " .. sql .. "; EXPLAIN EXECUTE q(" .. table.concat(args, ", ") .. ")"
+end
+
+-- True when a line of plan scans index (Index Scan, Index Only Scan or Bitmap Index Scan).
+local function uses_index(plan, index)
+  for line in plan:gmatch("[^\n]+") do
+    if line:find("Index", 1, true) and line:find(index, 1, true) then return true end
+  end
+  return false
+end
+
+describe("adapters.queue.db plans on postgres #pg", function()
+  local fx = pg_server.fixture("queue_plans")
+  local T = "queue_plans"
+  local NOW = 1000000
+
+  local function psql(sql)
+    local r = fx.server:psql(fx.dsn, sql)
+    assert(r.code == 0, r.stderr)
+    return r.stdout
+  end
+
+  setup(function()
+    for _, s in ipairs(dbq.schema("postgres", T)) do psql(s) end
+    -- 60,000 rows: 50,000 leased until later, 500 stale leases, 9,500 ready on 10 topics.
+    psql(([[
+INSERT INTO %s (topic, kind, payload, attempt, enqueued_at, available_at, claimed_by,
+  claimed_until)
+SELECT 't' || (g %% 10), 1, '\x00'::bytea, 1, %d, %d + (g %% 100),
+  CASE WHEN g <= 50500 THEN 'w:' || g END,
+  CASE WHEN g <= 50000 THEN %d + 30 WHEN g <= 50500 THEN %d - 5 END
+FROM generate_series(1, 60000) AS g;
+ANALYZE %s]]):format(T, NOW, NOW, NOW, NOW, T))
+  end)
+
+  it("claims through the ready index, never a sequential scan", function()
+    local sql = dbq.statements("postgres", T).pop
+    assert.is_truthy(sql:find("FOR UPDATE SKIP LOCKED", 1, true))
+    local plan = psql(explain(sql, { "w:claim", NOW + 30, "t3", NOW, n = 4 }))
+    assert.is_true(uses_index(plan, T .. "_ready"), plan)
+    assert.is_nil(plan:find("Seq Scan", 1, true), plan)
+  end)
+
+  it("sweeps stale leases through the leased index in one statement", function()
+    -- The sweep's own statement, rendered by the query builder for postgres.
+    local sdb = assert(zdb.open("sqlite::memory:"))
+    local impl = dbq.new(sdb, { table = T, sweep_batch = 100 })
+    local sql, binds = impl:sweep_update(NOW):to_sql("postgres")
+    sdb:close()
+    local plan = psql(explain(sql, binds))
+    assert.is_true(uses_index(plan, T .. "_leased"), plan)
+    assert.is_nil(plan:find("Seq Scan", 1, true), plan)
+    assert.are.equal(1, select(2, plan:gsub("Update on", "")))
+  end)
+end)
