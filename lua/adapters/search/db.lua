@@ -244,7 +244,7 @@ function DB:search(q, limit, offset, index)
   if self.pg and find(q, "\0", 1, true) then
     return fail("invalid", "the search query cannot be parsed: it contains a zero byte")
   end
-  local total_row, err = true, nil
+  local total_row, err
   if not self.pg then   -- PostgreSQL's GIN searches its pending list itself
     total_row, err = self:flush()
     if not total_row then return nil, err end
