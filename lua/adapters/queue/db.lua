@@ -9,6 +9,8 @@
 --   impl:sweep_update(now[, ids]) -> the sweep's UPDATE as a query builder (to_sql: EXPLAIN)
 --   dbq.schema(dialect, t), dbq.statements(dialect, t)   the DDL and the raw statements
 --   impl:ensure()     -> true | nil, err     CREATE TABLE IF NOT EXISTS (run by the first call)
+--   impl:next_due(topics) -> wall-clock seconds | nil   when a message may next become claimable
+--   impl:subscribe(fn) -> sub | nil          fn(topic) on every push/requeue (PostgreSQL only)
 --   dbq.open(section, ctx) -> impl over ctx:get("db") (the adapter contract)
 --
 -- A message is a row; a claim is a compare-and-set lease: one UPDATE sets claimed_by (a token
@@ -25,9 +27,10 @@
 -- Time is wall-clock seconds (a REAL column; processes share it); clock is for specs.
 
 local zdb = require "zever.db"
+local errors = require "zever.errors"
 local db_table = require "adapters.db_table"
 
-local type, format, setmetatable = type, string.format, setmetatable
+local type, format, setmetatable, pcall = type, string.format, setmetatable, pcall
 
 local M = {}
 
@@ -165,12 +168,49 @@ function Q:nack(id, lease, requeue, delay)
   if requeue then
     local b = self.binds
     b[1], b[2], b[3], b.n = now_of(self) + delay, id, lease, 3
-    r, err = self.db:exec(self.sql.requeue, b)
+    if self.pg then   -- a SELECT over the UPDATE (it notifies): its one row has changes
+      r, err = self.db:first(self.sql.requeue, b)
+    else
+      r, err = self.db:exec(self.sql.requeue, b)
+    end
   else
     r, err = self.db:exec(self.sql.ack, id, lease)
   end
   if not r then return fail(err) end
   return r.changes == 1
+end
+
+-- The wall-clock time at which a message of topics (a list) may become claimable without a
+-- notification (see statements): a delayed message's time, or a lease's expiry (not before
+-- the next sweep this adapter will run); nil when nothing is waiting. Two indexed reads.
+function Q:next_due(topics)
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
+  local due
+  for i = 1, #topics do
+    local row, err = self.db:first(self.sql.due_ready, topics[i])
+    if not row then return fail(err) end
+    if row.at and (not due or row.at < due) then due = row.at end
+  end
+  local row, err = self.db:first(self.sql.due_lease)
+  if not row then return fail(err) end
+  local at = row.at
+  if at then
+    if at < self.next_sweep then at = self.next_sweep end
+    if not due or at < due then due = at end
+  end
+  return due
+end
+
+-- Calls fn(topic) from the event loop when a message of the table is pushed or requeued by any
+-- process: PostgreSQL only (LISTEN on the table's channel through zever.db's db:listen).
+-- Returns the subscription (sub:close()), or nil where the database cannot notify.
+function Q:subscribe(fn)
+  local db = self.db
+  if not self.pg or not db or type(db.listen) ~= "function" then return nil end
+  local ok, sub = pcall(db.listen, db, self.channel, function(payload) fn(payload) end)
+  if not ok then return nil, errors.adopt("queue", sub) end
+  return sub
 end
 
 function Q:len(topic)
@@ -191,28 +231,54 @@ end
 -- it picks with FOR UPDATE SKIP LOCKED, so concurrent claimers skip a row another transaction
 -- is claiming instead of queueing behind its lock and then finding it taken (the outer
 -- "claimed_by IS NULL" guard stays: it is what SQLite's single writer relies on).
+--
+-- On PostgreSQL, push and requeue also notify the table's channel (pg_notify in the same
+-- statement, so the notification is sent at commit, with the row) with the topic as payload:
+-- a worker that listens sleeps until then instead of polling. next_due is the time of the next
+-- message that can become claimable without a notification: the earliest delayed message of
+-- the topics, or the earliest lease to expire (reclaimed by a sweep); each is read from its
+-- partial index (min over the index's leading column).
 local function statements(dialect, t)
-  local lock = dialect == "postgres" and " FOR UPDATE SKIP LOCKED" or ""
+  local pg = dialect == "postgres"
+  local lock = pg and " FOR UPDATE SKIP LOCKED" or ""
+  local ch = M.channel(t)
+  local requeue = format('UPDATE "%s" SET claimed_by = NULL, claimed_until = NULL, '
+      .. 'attempt = attempt + 1, available_at = ? WHERE id = ? AND claimed_by = ?', t)
+  local push = format('INSERT INTO "%s" (topic, kind, payload, headers, enqueued_at, '
+      .. 'available_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id', t)
+  if pg then
+    push = format("WITH m AS (%s, topic) SELECT m.id FROM m, "
+      .. "LATERAL (SELECT pg_notify('%s', m.topic)) n", push, ch)
+    requeue = format("WITH u AS (%s RETURNING topic) SELECT count(*) AS changes FROM u, "
+      .. "LATERAL (SELECT pg_notify('%s', u.topic)) n", requeue, ch)
+  end
   return {
-    push = format('INSERT INTO "%s" (topic, kind, payload, headers, enqueued_at, available_at) '
-      .. 'VALUES (?, ?, ?, ?, ?, ?) RETURNING id', t),
+    push = push,
     pop = format('UPDATE "%s" SET claimed_by = ?, claimed_until = ? WHERE id = '
       .. '(SELECT id FROM "%s" WHERE topic = ? AND claimed_by IS NULL AND available_at <= ? '
       .. 'ORDER BY available_at, id LIMIT 1%s) AND claimed_by IS NULL '
       .. 'RETURNING id, attempt, kind, enqueued_at, payload, headers', t, t, lock),
     ack = format('DELETE FROM "%s" WHERE id = ? AND claimed_by = ?', t),
-    requeue = format('UPDATE "%s" SET claimed_by = NULL, claimed_until = NULL, '
-      .. 'attempt = attempt + 1, available_at = ? WHERE id = ? AND claimed_by = ?', t),
+    requeue = requeue,
     len = format('SELECT count(*) AS n FROM "%s" WHERE topic = ?', t),
+    due_ready = format('SELECT min(available_at) AS at FROM "%s" WHERE topic = ? '
+      .. 'AND claimed_by IS NULL', t),
+    due_lease = format('SELECT min(claimed_until) AS at FROM "%s" WHERE claimed_by IS NOT NULL',
+      t),
   }
 end
 M.statements = statements
+
+-- The LISTEN/NOTIFY channel of table t (an identifier of at most 63 bytes).
+function M.channel(t)
+  return ("zever_queue_" .. t):sub(1, 63)
+end
 
 function M.new(db, opts)
   local self = db_table.new("queue.db", db, opts,
     { table = "queue_messages", sweep_interval = 30, sweep_batch = 100 })
   local t, dialect = self.table, db_table.dialect(self.db)
-  self.dialect = dialect
+  self.dialect, self.pg, self.channel = dialect, dialect == "postgres", M.channel(t)
   self.sql, self.schema = statements(dialect, t), schema(dialect, t)
   self.claims, self.worker = 0, db_table.token_prefix()
   self.blob = db_table.blob(self.db)
