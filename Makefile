@@ -28,10 +28,13 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 CSTD     := -std=c99 -D_GNU_SOURCE
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 CFLAGS   ?= -O2 -g
-ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) $(LUAJIT_CFLAGS) -Ihost -Ibuild
-LDLIBS   := -lluajit-5.1 -luv -lsqlite3 -lhiredis -lssl -lcrypto -lpthread -lm -ldl
+# libpq (Debian libpq-dev): host/pg/ includes <libpq-fe.h>.
+PQ_CFLAGS := $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
+PQ_LIBS   := $(shell pkg-config --libs libpq 2>/dev/null || echo -lpq)
+ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) $(LUAJIT_CFLAGS) $(PQ_CFLAGS) -Ihost -Ibuild
+LDLIBS   := -lluajit-5.1 -luv -lsqlite3 -lhiredis $(PQ_LIBS) -lssl -lcrypto -lpthread -lm -ldl
 # Libraries the pure cores may need (benchmarks and fuzz targets link cores without Lua).
-CORE_LIBS := -luv -lsqlite3 -lhiredis -lssl -lcrypto -lpthread -lm
+CORE_LIBS := -luv -lsqlite3 -lhiredis $(PQ_LIBS) -lssl -lcrypto -lpthread -lm
 LDFLAGS  ?=
 # -Wl,-E exports the host's symbols so LuaJIT's FFI can call per-request C functions.
 ALL_LDFLAGS = -Wl,-E $(LDFLAGS)
@@ -159,7 +162,7 @@ asan: deps bin/zever bin/zever-asan
 # --- benchmarks -----------------------------------------------------------------------------
 build/bench/%: bench/%.c bench/bench.h $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) -O2 -g -DZV_ALLOC_STATS -Ihost $< $(CORE_SRC) $(CORE_LIBS) -o $@
+	$(CC) $(CSTD) $(WARN) -O2 -g -DZV_ALLOC_STATS $(PQ_CFLAGS) -Ihost $< $(CORE_SRC) $(CORE_LIBS) -o $@
 
 # C benchmarks filter by benchmark name; Lua ones (run in the host) and scripts by file name.
 bench: deps bin/zever $(BENCH_BIN)
@@ -178,12 +181,12 @@ bench-http: deps bin/zever
 # --- fuzzing ------------------------------------------------------------------------------
 build/fuzz/%: fuzz/%.c $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
-	clang $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined -Ihost $< $(CORE_SRC) $(CORE_LIBS) -o $@
+	clang $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined $(PQ_CFLAGS) -Ihost $< $(CORE_SRC) $(CORE_LIBS) -o $@
 
 # zen_parse_fuzz runs the Lua parser: it embeds LuaJIT and links the lexer's binding.
 build/fuzz/zen_parse_fuzz: fuzz/zen_parse_fuzz.c $(CORE_SRC) host/lexer/l_lexer.c $(HEADERS)
 	@mkdir -p $(dir $@)
-	clang $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined $(LUAJIT_CFLAGS) -Ihost $< $(CORE_SRC) \
+	clang $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined $(LUAJIT_CFLAGS) $(PQ_CFLAGS) -Ihost $< $(CORE_SRC) \
 	  host/lexer/l_lexer.c $(CORE_LIBS) -lluajit-5.1 -ldl -o $@
 
 fuzz: deps $(FUZZ_BIN)

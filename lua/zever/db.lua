@@ -21,7 +21,15 @@
 --
 -- An adapter module exports dialect, begin_sql and open(target, opts) -> conn | nil, code,
 -- message; conn has exec/query/first/each(sql, binds, n[, fn]) and close/is_open with the
--- conventions of zever.sqlite (l_sqlite.c). This file must not know any adapter's internals.
+-- conventions of zever.sqlite (l_sqlite.c); a failure may carry a 4th value, fields (sqlstate,
+-- constraint, column, table), copied onto the error. A conn with a pool (postgres) also has
+-- pin() -> a conn on one connection, and unpin(): a transaction runs on a pinned conn with a
+-- state of its own, so coroutines sharing the db each get their own transaction. It may also
+-- have listen/notify/copy_in/pool_stats/server_version, which db forwards (and refuses with
+-- "unsupported" on an adapter without them). This file must not know any adapter's internals.
+--
+-- DSNs: "sqlite:app.db", "sqlite::memory:", "postgres://user:pw@host:5432/db" (also
+-- "postgresql://"). Messages never contain a DSN's password (redact_dsn).
 
 local expr = require "zever.db.expr"
 local query = require "zever.db.query"
@@ -44,6 +52,15 @@ function M.error(code, message, fields)
   return errors.new("db", code, message, fields)
 end
 
+-- The DSN with its password replaced by "***" (for messages and logs).
+local function redact_dsn(dsn)
+  return (tostring(dsn):gsub("^([%a][%w+.-]*://[^:/@]*):[^@/]*@", "%1:***@"))
+end
+M.redact_dsn = redact_dsn
+
+-- A value that binds as a BLOB on sqlite and as bytea on postgres (strings bind as text).
+M.blob = require("zever.sqlite").blob
+
 local function is_error(v)
   return errors.is(v) and v.battery == "db"
 end
@@ -56,11 +73,18 @@ M.DB = DB
 -- Helpers reachable from an instance too: db.col("x"), db.fn.lower(...), db.null, ...
 DB.null, DB.col, DB.val, DB.raw, DB.fn = M.null, M.col, M.val, M.raw, M.fn
 DB.excluded, DB.rollup, DB.cube, DB.exists = M.excluded, M.rollup, M.cube, M.exists
+DB.blob = M.blob
 
 -- Raises the db error of a failed statement: its code, the adapter's message, the SQL text
 -- (binds are never part of it). A try handle (DB:try_handle) returns nil, err instead.
-local function fail(self, code, message, text)
-  local e = M.error(code or "error", message or "database error", text and { sql = text } or nil)
+local function fail(self, code, message, text, fields)
+  local f = text and { sql = text } or nil
+  if fields then
+    f = f or {}
+    f.sqlstate, f.constraint, f.column, f.table, f.position =
+      fields.sqlstate, fields.constraint, fields.column, fields.table, fields.position
+  end
+  local e = M.error(code or "error", message or "database error", f)
   if self.soft then return nil, e end
   error(e, 0)
 end
@@ -69,10 +93,14 @@ local function check_live(self)
   if self.finished then error("db: this transaction has finished; use the outer handle", 3) end
 end
 
--- Parses "scheme:target": "sqlite:app.db", "sqlite::memory:", "sqlite:///abs/path.db".
+-- Parses "scheme:target": "sqlite:app.db", "sqlite::memory:", "sqlite:///abs/path.db",
+-- "postgres://u:p@h/db" (target "//u:p@h/db"; "postgresql" is the same adapter).
+local SCHEME_ALIAS = { postgresql = "postgres" }
+
 local function parse_dsn(dsn)
   local scheme, target = dsn:match("^([%a][%w+.-]*):(.*)$")
   if not scheme then return nil end
+  scheme = SCHEME_ALIAS[scheme] or scheme
   if scheme == "sqlite" and target:sub(1, 2) == "//" then target = target:sub(3) end
   return scheme, target
 end
@@ -84,14 +112,18 @@ function M.open(dsn, opts)
   if type(dsn) ~= "string" then error("db.open: expects a DSN string like 'sqlite:app.db'", 2) end
   if opts ~= nil and type(opts) ~= "table" then error("db.open: opts must be a table", 2) end
   local scheme, target = parse_dsn(dsn)
-  if not scheme then return nil, M.error("invalid", "bad DSN '" .. dsn .. "' (expected scheme:target)") end
-  if target == "" then return nil, M.error("invalid", "DSN '" .. dsn .. "' names no database") end
+  local shown = redact_dsn(dsn)
+  if not scheme then return nil, M.error("invalid", "bad DSN '" .. shown .. "' (expected scheme:target)") end
+  if target == "" then return nil, M.error("invalid", "DSN '" .. shown .. "' names no database") end
+  if not scheme:match("^[%w_]+$") then
+    return nil, M.error("invalid", "no database adapter for '" .. scheme .. "'")
+  end
   local ok, adapter = pcall(require, "adapters.db." .. scheme)
   if not ok then
     return nil, M.error("unavailable", "no database adapter for '" .. scheme .. "': " .. tostring(adapter))
   end
   local conn, code, message = adapter.open(target, opts)
-  if not conn then return nil, M.error(code, message) end
+  if not conn then return nil, M.error(code, message and redact_dsn(message)) end
   return setmetatable({
     conn = conn,
     adapter = adapter,
@@ -162,28 +194,28 @@ end
 -- vararg functions: LuaJIT cannot compile the return of a vararg function to the frame below
 -- a trace's start (the trace stitched after the adapter's C call starts there), so DB:exec and
 -- friends only tail-call them.
-local function exec_result(self, text, changes, id, message)
-  if not changes then return fail(self, id, message, text) end
+local function exec_result(self, text, changes, id, message, fields)
+  if not changes then return fail(self, id, message, text, fields) end
   return { changes = changes, last_insert_id = id }
 end
 
 -- Rows are a json.array: a query with no rows encodes as [].
-local function query_result(self, text, rows, code, message)
-  if not rows then return fail(self, code, message, text) end
+local function query_result(self, text, rows, code, message, fields)
+  if not rows then return fail(self, code, message, text, fields) end
   if getmetatable(rows) == nil then setmetatable(rows, array_mt) end
   return rows
 end
 
-local function first_result(self, text, row, code, message)
-  if row == nil and code then return fail(self, code, message, text) end
+local function first_result(self, text, row, code, message, fields)
+  if row == nil and code then return fail(self, code, message, text, fields) end
   return row
 end
 
 local function exec_values(self, text, n, a1, a2, a3, a4, a5, a6, a7, a8)
   if self.finished then check_live(self) end
-  local changes, id, message = self.conn:exec(text, take(a1, a2, a3, a4, a5, a6, a7, a8), n)
+  local changes, id, message, fields = self.conn:exec(text, take(a1, a2, a3, a4, a5, a6, a7, a8), n)
   give_back()
-  return exec_result(self, text, changes, id, message)
+  return exec_result(self, text, changes, id, message, fields)
 end
 
 function DB:exec(text, ...)
@@ -197,9 +229,9 @@ end
 
 local function query_values(self, text, n, a1, a2, a3, a4, a5, a6, a7, a8)
   if self.finished then check_live(self) end
-  local rows, code, message = self.conn:query(text, take(a1, a2, a3, a4, a5, a6, a7, a8), n)
+  local rows, code, message, fields = self.conn:query(text, take(a1, a2, a3, a4, a5, a6, a7, a8), n)
   give_back()
-  return query_result(self, text, rows, code, message)
+  return query_result(self, text, rows, code, message, fields)
 end
 
 function DB:query(text, ...)
@@ -213,9 +245,9 @@ end
 
 local function first_values(self, text, n, a1, a2, a3, a4, a5, a6, a7, a8)
   if self.finished then check_live(self) end
-  local row, code, message = self.conn:first(text, take(a1, a2, a3, a4, a5, a6, a7, a8), n)
+  local row, code, message, fields = self.conn:first(text, take(a1, a2, a3, a4, a5, a6, a7, a8), n)
   give_back()
-  return first_result(self, text, row, code, message)
+  return first_result(self, text, row, code, message, fields)
 end
 
 function DB:first(text, ...)
@@ -230,26 +262,26 @@ end
 -- The calls every path ends in (the builder uses them with rendered SQL).
 function DB:_exec(text, binds, n)
   if self.finished then check_live(self) end
-  local changes, id, message = self.conn:exec(text, binds, n)
-  return exec_result(self, text, changes, id, message)
+  local changes, id, message, fields = self.conn:exec(text, binds, n)
+  return exec_result(self, text, changes, id, message, fields)
 end
 
 function DB:_query(text, binds, n)
   if self.finished then check_live(self) end
-  local rows, code, message = self.conn:query(text, binds, n)
-  return query_result(self, text, rows, code, message)
+  local rows, code, message, fields = self.conn:query(text, binds, n)
+  return query_result(self, text, rows, code, message, fields)
 end
 
 function DB:_first(text, binds, n)
   if self.finished then check_live(self) end
-  local row, code, message = self.conn:first(text, binds, n)
-  return first_result(self, text, row, code, message)
+  local row, code, message, fields = self.conn:first(text, binds, n)
+  return first_result(self, text, row, code, message, fields)
 end
 
 function DB:_each(text, binds, fn)
   if self.finished then check_live(self) end
-  local count, code, message = self.conn:each(text, binds, nil, fn)
-  if not count then return fail(self, code, message, text) end
+  local count, code, message, fields = self.conn:each(text, binds, nil, fn)
+  if not count then return fail(self, code, message, text, fields) end
   return count
 end
 
@@ -288,6 +320,15 @@ function DB:transaction(fn)
   check_live(self)
   local st = self.state
   local depth = st.depth
+  local conn = self.conn
+  local pinned
+  if depth == 0 and conn.pin then
+    -- A pool: the transaction keeps one connection, and has a state of its own.
+    local code, message, fields
+    pinned, code, message, fields = conn:pin()
+    if not pinned then return fail(self, code, message, self.adapter.begin_sql or "BEGIN", fields) end
+    conn, st = pinned, { depth = 0 }
+  end
   local begin, commit, rollback, release
   if depth == 0 then
     begin, commit, rollback = self.adapter.begin_sql or "BEGIN", "COMMIT", "ROLLBACK"
@@ -296,9 +337,11 @@ function DB:transaction(fn)
     begin, commit = "SAVEPOINT " .. name, "RELEASE SAVEPOINT " .. name
     rollback, release = "ROLLBACK TO SAVEPOINT " .. name, "RELEASE SAVEPOINT " .. name
   end
-  local conn = self.conn
-  local ok, code, message = conn:exec(begin)
-  if not ok then return fail(self, code, message, begin) end
+  local ok, code, message, fields = conn:exec(begin)
+  if not ok then
+    if pinned then pinned:unpin() end
+    return fail(self, code, message, begin, fields)
+  end
   st.depth = depth + 1
   local tx = setmetatable({
     conn = conn, adapter = self.adapter, dialect = self.dialect, dsn = self.dsn, state = st,
@@ -307,19 +350,22 @@ function DB:transaction(fn)
   local res = pack(pcall(fn, tx))
   tx.finished = true
   if res[1] then
-    ok, code, message = conn:exec(commit)
+    ok, code, message, fields = conn:exec(commit)
     if ok then
       st.depth = depth
+      if pinned then pinned:unpin() end
       return unpack(res, 2, res.n)
     end
     conn:exec(rollback)
     if release then conn:exec(release) end
     st.depth = depth
-    return fail(self, code, message, commit)
+    if pinned then pinned:unpin() end
+    return fail(self, code, message, commit, fields)
   end
   conn:exec(rollback)
   if release then conn:exec(release) end
   st.depth = depth
+  if pinned then pinned:unpin() end
   error(res[2], 0)
 end
 
@@ -369,6 +415,64 @@ end
 -- (cache, queue, idempotency, search, ... answer "unavailable"). Applications use db:try.
 function DB:try_handle()
   return handle(self, true)
+end
+
+-- Extras of a server database (postgres): LISTEN/NOTIFY, COPY, pool state, version. On an
+-- adapter without them they raise a db error "unsupported".
+local function extra(self, name)
+  local f = self.conn[name]
+  if not f then
+    error(M.error("unsupported", "db: unsupported on " .. tostring(self.dialect), { operation = name }), 0)
+  end
+  return f
+end
+
+local function checked(self, text, r1, code, message, fields)
+  if r1 == nil and code then return fail(self, code, message, text, fields) end
+  return r1
+end
+
+-- db:listen(channel, fn(payload, channel)) -> sub (sub:close()); fn runs in a coroutine.
+function DB:listen(channel, fn)
+  if type(channel) ~= "string" or channel == "" then error("listen: expects a channel name", 2) end
+  if type(fn) ~= "function" then error("listen: expects a function", 2) end
+  return checked(self, "LISTEN", extra(self, "listen")(self.conn, channel, fn))
+end
+
+-- db:notify(channel[, payload]) -> true
+function DB:notify(channel, payload)
+  if type(channel) ~= "string" or channel == "" then error("notify: expects a channel name", 2) end
+  if payload ~= nil and type(payload) ~= "string" then error("notify: payload must be a string", 2) end
+  local f = extra(self, "notify")
+  local row, code, message, fields = f(self.conn, channel, payload)
+  if row == nil and code then return fail(self, code, message, "NOTIFY", fields) end
+  return true
+end
+
+-- db:copy_in(table, columns, rows) -> number of rows loaded (COPY FROM STDIN).
+function DB:copy_in(tbl, columns, rows)
+  if type(tbl) ~= "string" or tbl == "" then error("copy_in: expects a table name", 2) end
+  if type(columns) ~= "table" or #columns == 0 then error("copy_in: expects a list of columns", 2) end
+  if type(rows) ~= "table" then error("copy_in: expects a list of rows", 2) end
+  for i = 1, #rows do
+    if type(rows[i]) ~= "table" then error("copy_in: row " .. i .. " is not a list", 2) end
+  end
+  for i = 1, #columns do
+    if type(columns[i]) ~= "string" then error("copy_in: column " .. i .. " is not a name", 2) end
+  end
+  return checked(self, "COPY " .. tbl, extra(self, "copy_in")(self.conn, tbl, columns, rows))
+end
+
+-- db:pool_stats() -> { size, open, idle, busy, waiting, connects, connect_failures, ... }
+function DB:pool_stats()
+  return extra(self, "pool_stats")(self.conn)
+end
+
+-- db:server_version() -> 150004, "15.4"
+function DB:server_version()
+  local v, text, message = extra(self, "server_version")(self.conn)
+  if v == nil then return fail(self, text, message, nil) end
+  return v, text
 end
 
 function DB:close()

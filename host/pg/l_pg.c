@@ -1,0 +1,624 @@
+/*
+ * l_pg.c: the zever.pg binding: PostgreSQL connections (pg.h) driven by the Lua state's event
+ * loop, wrapped by lua/adapters/db/postgres.lua (which owns pooling, types and errors).
+ *
+ *   pg.connect(uri, options, timeout, token, dispatch) -> conn
+ *        connects in the background; later dispatch(token, true) or
+ *        dispatch(token, false, "unavailable", message)
+ *   conn:send(token, mode, sql, binds, n[, name]) -> true | nil, code, message
+ *        mode "simple" | "params" | "prepare" | "prepared"; binds[1..n] are strings, numbers,
+ *        booleans, nil or pg.null (light userdata NULL); later dispatch(token, true),
+ *        dispatch(token, false, "server") (conn:error() says what) or
+ *        dispatch(token, false, "unavailable" | "closed", message)
+ *   conn:copy(token, sql, data) -> true | nil, code, message   COPY ... FROM STDIN with data
+ *   conn:result()   -> light userdata PGresult * | nil   (decoded with the FFI: pg_ffi.h)
+ *   conn:error()    -> sqlstate, message, constraint, column, table, position | nil
+ *   conn:check()    -> true when usable (reads what the server sent while idle, no waiting)
+ *   conn:listen(fn) -> fn(channel, payload) per notification, fn(nil, message) when it broke
+ *   conn:info()     -> usable, busy, server_version, last_error
+ *   conn:close()    a pending statement completes with "closed"
+ *
+ * Loop handles: the poll handle keeps the loop alive only while a connect or a statement is
+ * running; an idle connection (listening or not) never does. The connect timer likewise.
+ *
+ * It must not raise while it holds memory of its own (binds are read before anything is
+ * allocated) and must not call Lua while the loop is closing or from __gc.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "../core/zv.h"
+#include "../runtime/runtime.h"
+#include "pg.h"
+#include "pg_ffi.h"
+
+#define CONN_MT "zever.pg.conn"
+#define STACK_BINDS 16
+#define COPY_CHUNK 65536
+
+enum { CONNECTING, IDLE, BUSY, COPY, BROKEN, CLOSED };
+
+typedef struct pgconn_s pgconn_t;
+
+typedef struct {
+  uv_poll_t h;
+  pgconn_t *c; /* NULL once the connection let go of it */
+} watch_t;
+
+struct pgconn_s {
+  zv_loop_item_t item;
+  zv_loop_t *loop;
+  uv_timer_t timer;    /* the connect deadline */
+  watch_t *w;
+  int wfd;
+  int events;
+  zv_pg_t *pg;
+  int phase;
+  int token_ref;       /* the waiter of the running connect or statement */
+  int dispatch_ref;
+  int notify_ref;      /* LISTEN callback, LUA_NOREF when none */
+  lua_State *cur;      /* set while close() runs outside the loop */
+  int gc;              /* inside __gc: call nothing */
+  char *copy;          /* COPY data still to send (copy_off..copy_len) */
+  size_t copy_len, copy_off;
+  char err[256];
+};
+
+typedef struct {
+  pgconn_t *c;
+} box_t;
+
+static void advance(pgconn_t *c);
+
+/* --- completion ----------------------------------------------------------------------------- */
+
+static lua_State *state_of(pgconn_t *c) {
+  if (c->gc || c->loop->closing) return NULL;
+  return c->cur ? c->cur : (lua_State *)c->loop->L;
+}
+
+/* Completes the waiter: dispatch(token, ok[, code[, message]]). */
+static void finish(pgconn_t *c, int ok, const char *code, const char *msg) {
+  lua_State *L = state_of(c);
+  int ref = c->token_ref, n = 2;
+  c->token_ref = LUA_NOREF;
+  if (ref == LUA_NOREF) return;
+  if (!L) {
+    if (c->cur) luaL_unref(c->cur, LUA_REGISTRYINDEX, ref);
+    return;
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->dispatch_ref);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+  luaL_unref(L, LUA_REGISTRYINDEX, ref);
+  lua_pushboolean(L, ok);
+  if (code) {
+    lua_pushstring(L, code);
+    n++;
+    if (msg) {
+      lua_pushstring(L, msg);
+      n++;
+    }
+  }
+  zv_loop_pcall(L, n, 0, "pg reply");
+}
+
+/* --- the poll handle ------------------------------------------------------------------------ */
+
+static void watch_closed(uv_handle_t *h) {
+  zv_free(h->data);
+}
+
+static void drop_watch(pgconn_t *c) {
+  if (!c->w) return;
+  c->w->c = NULL;
+  uv_close((uv_handle_t *)&c->w->h, watch_closed);
+  c->w = NULL;
+  c->events = 0;
+}
+
+static void poll_cb(uv_poll_t *h, int status, int events) {
+  watch_t *w = h->data;
+  (void)events;
+  (void)status; /* an error: libpq finds the socket error itself when it reads */
+  if (w->c) advance(w->c);
+}
+
+/* Watches the socket for events; the handle keeps the loop alive only while work runs. */
+static void set_events(pgconn_t *c, int events) {
+  int fd = zv_pg_fd(c->pg);
+  if (fd < 0) return;
+  if (c->w && c->wfd != fd) drop_watch(c);
+  if (!c->w) {
+    watch_t *w = zv_alloc(sizeof *w);
+    if (!w) return;
+    memset(w, 0, sizeof *w);
+    if (uv_poll_init(&c->loop->uv, &w->h, fd)) {
+      zv_free(w);
+      return;
+    }
+    w->h.data = w;
+    w->c = c;
+    c->w = w;
+    c->wfd = fd;
+    c->events = 0;
+  }
+  if (events != c->events) {
+    c->events = events;
+    if (events) uv_poll_start(&c->w->h, events, poll_cb);
+    else uv_poll_stop(&c->w->h);
+  }
+  if (c->phase == IDLE) uv_unref((uv_handle_t *)&c->w->h);
+  else uv_ref((uv_handle_t *)&c->w->h);
+}
+
+/* --- state machine -------------------------------------------------------------------------- */
+
+static void broken(pgconn_t *c, const char *why) {
+  snprintf(c->err, sizeof c->err, "%s", why && *why ? why : "the connection broke");
+  c->phase = BROKEN;
+  uv_timer_stop(&c->timer);
+  zv_free(c->copy);
+  c->copy = NULL;
+  drop_watch(c);
+  finish(c, 0, "unavailable", c->err);
+  if (c->phase == BROKEN && c->notify_ref != LUA_NOREF) {
+    lua_State *L = state_of(c);
+    if (L) {
+      lua_rawgeti(L, LUA_REGISTRYINDEX, c->notify_ref);
+      lua_pushnil(L);
+      lua_pushstring(L, c->err);
+      zv_loop_pcall(L, 2, 0, "pg listen");
+    }
+  }
+}
+
+/* Hands out the notifications that arrived; stops when the callback closed the connection. */
+static void deliver(pgconn_t *c) {
+  const char *channel, *payload;
+  while (c->phase == IDLE && c->notify_ref != LUA_NOREF && zv_pg_notify(c->pg, &channel, &payload)) {
+    lua_State *L = state_of(c);
+    if (!L) return;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->notify_ref);
+    lua_pushstring(L, channel);
+    lua_pushstring(L, payload);
+    zv_loop_pcall(L, 2, 0, "pg listen");
+  }
+}
+
+static void step_connect(pgconn_t *c) {
+  int rc = zv_pg_connect_poll(c->pg);
+  if (rc == ZV_EIO) {
+    broken(c, zv_pg_errmsg(c->pg));
+  } else if (rc == 0) {
+    uv_timer_stop(&c->timer);
+    c->phase = IDLE;
+    set_events(c, UV_READABLE);
+    finish(c, 1, NULL, NULL);
+  } else {
+    set_events(c, rc == ZV_PG_WANT_READ ? UV_READABLE : UV_WRITABLE);
+  }
+}
+
+/* Sends COPY data and the end; returns 1 when all went, 0 when it waits, -1 when it broke. */
+static int step_copy(pgconn_t *c) {
+  while (c->copy && c->copy_off < c->copy_len) {
+    size_t n = c->copy_len - c->copy_off;
+    int rc;
+    if (n > COPY_CHUNK) n = COPY_CHUNK;
+    rc = zv_pg_put_copy(c->pg, c->copy + c->copy_off, n);
+    if (rc == ZV_PG_WANT_WRITE) return 0;
+    if (rc) return -1;
+    c->copy_off += n;
+  }
+  {
+    int rc = zv_pg_end_copy(c->pg, NULL);
+    if (rc == ZV_PG_WANT_WRITE) return 0;
+    if (rc) return -1;
+  }
+  zv_free(c->copy);
+  c->copy = NULL;
+  return 1;
+}
+
+static void advance(pgconn_t *c) {
+  for (;;) {
+    int rc, want = 0;
+    switch (c->phase) {
+    case CONNECTING:
+      step_connect(c);
+      return;
+    case IDLE:
+      if (zv_pg_input(c->pg) == ZV_EIO || !zv_pg_ok(c->pg)) {
+        broken(c, zv_pg_errmsg(c->pg));
+        return;
+      }
+      deliver(c);
+      return;
+    case COPY:
+      rc = step_copy(c);
+      if (rc < 0) {
+        broken(c, zv_pg_errmsg(c->pg));
+        return;
+      }
+      if (rc == 0) {
+        set_events(c, UV_READABLE | UV_WRITABLE);
+        return;
+      }
+      c->phase = BUSY;
+      break;
+    case BUSY:
+      rc = zv_pg_flush(c->pg);
+      if (rc == ZV_EIO) {
+        broken(c, zv_pg_errmsg(c->pg));
+        return;
+      }
+      if (rc == ZV_PG_WANT_WRITE) want = UV_WRITABLE;
+      rc = zv_pg_input(c->pg);
+      if (rc == ZV_EIO) {
+        broken(c, zv_pg_errmsg(c->pg));
+        return;
+      }
+      if (rc == ZV_PG_COPY) {
+        if (!c->copy) { /* a COPY FROM STDIN sent by exec: refuse the data */
+          zv_pg_end_copy(c->pg, "zever: use db:copy_in for COPY FROM STDIN");
+        } else {
+          c->phase = COPY;
+        }
+        break;
+      }
+      if (rc == ZV_PG_WANT_READ) {
+        set_events(c, UV_READABLE | want);
+        return;
+      }
+      /* done */
+      c->phase = zv_pg_ok(c->pg) ? IDLE : BROKEN;
+      if (c->phase == BROKEN) {
+        broken(c, zv_pg_errmsg(c->pg));
+        return;
+      }
+      set_events(c, UV_READABLE);
+      finish(c, zv_pg_error(c->pg) == NULL, zv_pg_error(c->pg) ? "server" : NULL, NULL);
+      deliver(c);
+      return;
+    default:
+      return;
+    }
+  }
+}
+
+static void timer_cb(uv_timer_t *t) {
+  pgconn_t *c = ZV_CONTAINER_OF(t, pgconn_t, timer);
+  if (c->phase == CONNECTING) broken(c, "connect timed out");
+}
+
+/* --- lifetime ------------------------------------------------------------------------------- */
+
+static void timer_closed(uv_handle_t *h) {
+  pgconn_t *c = ZV_CONTAINER_OF((uv_timer_t *)h, pgconn_t, timer);
+  zv_free(c);
+}
+
+/* Closes the connection; a waiter gets "closed". The memory goes in the timer's close callback. */
+static void conn_close(pgconn_t *c, lua_State *L) {
+  if (c->phase == CLOSED) return;
+  c->phase = CLOSED;
+  zv_loop_remove(&c->item);
+  uv_timer_stop(&c->timer);
+  drop_watch(c);
+  zv_pg_free(c->pg);
+  c->pg = NULL;
+  zv_free(c->copy);
+  c->copy = NULL;
+  c->cur = L;
+  finish(c, 0, "closed", "the connection is closed");
+  if (L) {
+    luaL_unref(L, LUA_REGISTRYINDEX, c->notify_ref);
+    luaL_unref(L, LUA_REGISTRYINDEX, c->dispatch_ref);
+  }
+  c->notify_ref = c->dispatch_ref = LUA_NOREF;
+  c->cur = NULL;
+  uv_close((uv_handle_t *)&c->timer, timer_closed);
+}
+
+static void teardown(zv_loop_item_t *item) {
+  pgconn_t *c = ZV_CONTAINER_OF(item, pgconn_t, item);
+  conn_close(c, NULL);
+}
+
+static pgconn_t *check_conn(lua_State *L) {
+  box_t *b = luaL_checkudata(L, 1, CONN_MT);
+  return b->c;
+}
+
+static int closed_failure(lua_State *L) {
+  lua_pushnil(L);
+  lua_pushliteral(L, "closed");
+  lua_pushliteral(L, "the connection is closed");
+  return 3;
+}
+
+static int l_gc(lua_State *L) {
+  box_t *b = lua_touserdata(L, 1);
+  if (b->c) {
+    b->c->gc = 1;
+    b->c->cur = L;
+    if (b->c->token_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, b->c->token_ref);
+    b->c->token_ref = LUA_NOREF;
+    conn_close(b->c, L);
+    b->c = NULL;
+  }
+  return 0;
+}
+
+static int l_close(lua_State *L) {
+  box_t *b = luaL_checkudata(L, 1, CONN_MT);
+  if (b->c) {
+    pgconn_t *c = b->c;
+    b->c = NULL;
+    conn_close(c, L);
+  }
+  return 0;
+}
+
+/* pg.connect(uri, options, timeout, token, dispatch) -> conn */
+static int l_connect(lua_State *L) {
+  const char *uri = luaL_checkstring(L, 1);
+  const char *options = luaL_optstring(L, 2, NULL);
+  double timeout = luaL_optnumber(L, 3, 10);
+  box_t *b;
+  pgconn_t *c;
+  int rc;
+  luaL_checkany(L, 4);
+  luaL_checktype(L, 5, LUA_TFUNCTION);
+  b = lua_newuserdata(L, sizeof *b);
+  b->c = NULL;
+  luaL_getmetatable(L, CONN_MT);
+  lua_setmetatable(L, -2);
+  c = zv_alloc(sizeof *c);
+  if (!c) return luaL_error(L, "pg: out of memory");
+  memset(c, 0, sizeof *c);
+  c->loop = zv_loop_of(L);
+  c->token_ref = c->notify_ref = c->dispatch_ref = LUA_NOREF;
+  c->item.teardown = teardown;
+  uv_timer_init(&c->loop->uv, &c->timer);
+  uv_unref((uv_handle_t *)&c->timer);
+  zv_loop_add(c->loop, &c->item);
+  b->c = c;
+  lua_pushvalue(L, 5);
+  c->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pushvalue(L, 4);
+  c->token_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  c->phase = CONNECTING;
+  rc = zv_pg_connect_start(uri, options, &c->pg);
+  if (rc) {
+    /* Report through the token, as every other connect failure: the caller awaits it. */
+    snprintf(c->err, sizeof c->err, "%s", c->pg ? zv_pg_errmsg(c->pg) : "out of memory");
+    c->phase = BROKEN;
+    c->cur = L;
+    finish(c, 0, "unavailable", c->err);
+    c->cur = NULL;
+    return 1;
+  }
+  if (timeout > 0) {
+    uv_update_time(&c->loop->uv);
+    uv_timer_start(&c->timer, timer_cb, (uint64_t)(timeout * 1000 + 0.5), 0);
+    uv_ref((uv_handle_t *)&c->timer);
+  }
+  set_events(c, UV_WRITABLE);
+  return 1;
+}
+
+/* Reads binds[1..n] into values/lens (numbers formatted into nums); raises on a bad type. */
+static void read_binds(lua_State *L, int t, int n, const char **values, int *lens,
+                       char (*nums)[32]) {
+  for (int i = 0; i < n; i++) {
+    int ty;
+    lua_rawgeti(L, t, i + 1);
+    ty = lua_type(L, -1);
+    if (ty == LUA_TSTRING) {
+      size_t len;
+      values[i] = lua_tolstring(L, -1, &len);
+      if (len > 0x7fffffff) luaL_error(L, "db: parameter %d is too long", i + 1);
+      lens[i] = (int)len;
+    } else if (ty == LUA_TNUMBER) {
+      double v = lua_tonumber(L, -1);
+      int k;
+      if (isnan(v)) k = snprintf(nums[i], 32, "NaN");
+      else if (isinf(v)) k = snprintf(nums[i], 32, v > 0 ? "Infinity" : "-Infinity");
+      else if (v == floor(v) && fabs(v) < 9.2e18) k = snprintf(nums[i], 32, "%lld", (long long)v);
+      else k = snprintf(nums[i], 32, "%.17g", v);
+      values[i] = nums[i];
+      lens[i] = k;
+    } else if (ty == LUA_TBOOLEAN) {
+      values[i] = lua_toboolean(L, -1) ? "t" : "f";
+      lens[i] = 1;
+    } else if (ty == LUA_TNIL || (ty == LUA_TLIGHTUSERDATA && !lua_touserdata(L, -1))) {
+      values[i] = NULL;
+      lens[i] = 0;
+    } else {
+      luaL_error(L, "db: cannot bind a %s (parameter %d)", luaL_typename(L, -1), i + 1);
+    }
+  }
+}
+
+static int send_failed(lua_State *L, pgconn_t *c, int rc) {
+  if (rc == ZV_EINVAL) return luaL_error(L, "pg: a statement is already running on this connection");
+  lua_pushnil(L);
+  lua_pushliteral(L, "unavailable");
+  lua_pushstring(L, c->phase == BROKEN && c->err[0] ? c->err : zv_pg_errmsg(c->pg));
+  return 3;
+}
+
+/* Arms the waiter and starts driving the statement. */
+static int started(lua_State *L, pgconn_t *c, int token) {
+  lua_pushvalue(L, token);
+  c->token_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  c->phase = BUSY;
+  set_events(c, UV_READABLE | UV_WRITABLE);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* conn:send(token, mode, sql, binds, n[, name]) */
+static int l_send(lua_State *L) {
+  static const char *const modes[] = {"simple", "params", "prepare", "prepared", NULL};
+  pgconn_t *c = check_conn(L);
+  int mode = luaL_checkoption(L, 3, NULL, modes);
+  const char *sql = luaL_checkstring(L, 4);
+  int n = (int)luaL_optinteger(L, 6, 0);
+  const char *name = luaL_optstring(L, 7, "");
+  const char *svalues[STACK_BINDS], **values = svalues;
+  int slens[STACK_BINDS], *lens = slens;
+  char snums[STACK_BINDS][32], (*nums)[32] = snums;
+  int rc;
+  luaL_checkany(L, 2);
+  if (!c) return closed_failure(L);
+  if (n < 0 || n > 65535) return luaL_error(L, "db: too many parameters (%d)", n);
+  if (n > 0) {
+    luaL_checktype(L, 5, LUA_TTABLE);
+    luaL_checkstack(L, n + 4, "db: too many parameters");
+    if (n > STACK_BINDS) {
+      char *mem = lua_newuserdata(L, (size_t)n * (sizeof *values + sizeof *lens + 32));
+      values = (const char **)(void *)mem;
+      lens = (int *)(void *)(mem + (size_t)n * sizeof *values);
+      nums = (char (*)[32])(void *)(mem + (size_t)n * (sizeof *values + sizeof *lens));
+    }
+    read_binds(L, 5, n, values, lens, nums);
+  }
+  if (c->phase == BROKEN) return send_failed(L, c, ZV_EIO);
+  if (c->phase != IDLE) return send_failed(L, c, ZV_EINVAL);
+  switch (mode) {
+  case 0: rc = zv_pg_send_simple(c->pg, sql); break;
+  case 1: rc = zv_pg_send_params(c->pg, sql, n, values, lens); break;
+  case 2: rc = zv_pg_send_prepare(c->pg, name, sql); break;
+  default: rc = zv_pg_send_prepared(c->pg, name, n, values, lens); break;
+  }
+  if (rc) return send_failed(L, c, rc);
+  return started(L, c, 2);
+}
+
+/* conn:copy(token, sql, data) */
+static int l_copy(lua_State *L) {
+  pgconn_t *c = check_conn(L);
+  const char *sql = luaL_checkstring(L, 3);
+  size_t len;
+  const char *data = luaL_checklstring(L, 4, &len);
+  int rc;
+  luaL_checkany(L, 2);
+  if (!c) return closed_failure(L);
+  if (c->phase == BROKEN) return send_failed(L, c, ZV_EIO);
+  if (c->phase != IDLE) return send_failed(L, c, ZV_EINVAL);
+  c->copy = zv_alloc(len ? len : 1);
+  if (!c->copy) return luaL_error(L, "pg: out of memory");
+  memcpy(c->copy, data, len);
+  c->copy_len = len;
+  c->copy_off = 0;
+  rc = zv_pg_send_simple(c->pg, sql);
+  if (rc) {
+    zv_free(c->copy);
+    c->copy = NULL;
+    return send_failed(L, c, rc);
+  }
+  return started(L, c, 2);
+}
+
+static int l_result(lua_State *L) {
+  pgconn_t *c = check_conn(L);
+  PGresult *r = c && c->pg ? zv_pg_result(c->pg) : NULL;
+  if (!r) return 0;
+  lua_pushlightuserdata(L, r);
+  return 1;
+}
+
+static void push_field(lua_State *L, const PGresult *r, int field) {
+  const char *s = PQresultErrorField(r, field);
+  if (s) lua_pushstring(L, s);
+  else lua_pushnil(L);
+}
+
+/* The failed statement's fields; never the DETAIL (it holds values). */
+static int l_error(lua_State *L) {
+  pgconn_t *c = check_conn(L);
+  PGresult *r = c && c->pg ? zv_pg_error(c->pg) : NULL;
+  if (!r) return 0;
+  push_field(L, r, PG_DIAG_SQLSTATE);
+  push_field(L, r, PG_DIAG_MESSAGE_PRIMARY);
+  push_field(L, r, PG_DIAG_CONSTRAINT_NAME);
+  push_field(L, r, PG_DIAG_COLUMN_NAME);
+  push_field(L, r, PG_DIAG_TABLE_NAME);
+  push_field(L, r, PG_DIAG_STATEMENT_POSITION);
+  return 6;
+}
+
+static int l_clear(lua_State *L) {
+  pgconn_t *c = check_conn(L);
+  if (c && c->pg) zv_pg_clear(c->pg);
+  return 0;
+}
+
+static int l_check(lua_State *L) {
+  pgconn_t *c = check_conn(L);
+  if (!c || c->phase != IDLE) {
+    lua_pushboolean(L, c && (c->phase == BUSY || c->phase == COPY || c->phase == CONNECTING));
+    return 1;
+  }
+  c->cur = L;
+  advance(c); /* reads what came while idle: a server that went away shows up now */
+  c->cur = NULL;
+  lua_pushboolean(L, c->phase == IDLE);
+  return 1;
+}
+
+static int l_listen(lua_State *L) {
+  pgconn_t *c = check_conn(L);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  if (!c) return closed_failure(L);
+  luaL_unref(L, LUA_REGISTRYINDEX, c->notify_ref);
+  lua_pushvalue(L, 2);
+  c->notify_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int l_info(lua_State *L) {
+  pgconn_t *c = check_conn(L);
+  if (!c) {
+    lua_pushboolean(L, 0);
+    lua_pushboolean(L, 0);
+    lua_pushinteger(L, 0);
+    lua_pushliteral(L, "the connection is closed");
+    return 4;
+  }
+  lua_pushboolean(L, c->phase == IDLE);
+  lua_pushboolean(L, c->phase == BUSY || c->phase == COPY || c->phase == CONNECTING);
+  lua_pushinteger(L, c->pg ? zv_pg_server_version(c->pg) : 0);
+  if (c->err[0]) lua_pushstring(L, c->err);
+  else lua_pushnil(L);
+  return 4;
+}
+
+int luaopen_zever_pg(lua_State *L);
+int luaopen_zever_pg(lua_State *L) {
+  static const luaL_Reg methods[] = {
+    {"send", l_send},   {"copy", l_copy},     {"result", l_result}, {"error", l_error},
+    {"clear", l_clear}, {"check", l_check},   {"listen", l_listen}, {"info", l_info},
+    {"close", l_close}, {NULL, NULL},
+  };
+  static const luaL_Reg funcs[] = {{"connect", l_connect}, {NULL, NULL}};
+  luaL_newmetatable(L, CONN_MT);
+  lua_newtable(L);
+  luaL_register(L, NULL, methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, l_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+  lua_newtable(L);
+  luaL_register(L, NULL, funcs);
+  lua_pushlightuserdata(L, NULL);
+  lua_setfield(L, -2, "null");
+  return 1;
+}

@@ -1,0 +1,134 @@
+-- zever.db on PostgreSQL (#pg): adapters.db.postgres over the zever.pg binding (host/pg/),
+-- against a real PostgreSQL 15 started by spec/support/pg_server.lua. Each describe owns its
+-- database (pg_server.fixture) and opens its own handles.
+
+local zever_db = require "zever.db"
+local pg_adapter = require "adapters.db.postgres"
+local sched = require "zever.sched"
+local loop = require "zever.loop"
+local json = require "zever.json"
+local pg_server = require "spec.support.pg_server"
+
+describe("zever.db postgres #pg", function()
+  local fx = pg_server.fixture("dbpg")
+  local db
+
+  setup(function()
+    db = assert(zever_db.open(fx.dsn))
+  end)
+
+  teardown(function()
+    if db then db:close() end
+  end)
+
+  describe("open", function()
+    it("names the postgres dialect and accepts the postgresql:// alias", function()
+      assert.are.equal("postgres", db.dialect)
+      local d2 = assert(zever_db.open((fx.dsn:gsub("^postgres:", "postgresql:"))))
+      assert.are.equal("postgres", d2.dialect)
+      assert.are.equal(1, d2:first("SELECT 1 AS one").one)
+      d2:close()
+    end)
+
+    it("fails with unavailable and no password in the message for a wrong password", function()
+      local bad = fx.dsn:gsub(":" .. fx.server.password .. "@", ":wrong" .. "@")
+      local d, err = zever_db.open(bad)
+      assert.is_nil(d)
+      assert.are.equal("unavailable", err.code)
+      assert.is_nil(tostring(err):find("wrong", 1, true))
+      assert.is_nil(tostring(err):find(fx.server.password, 1, true))
+    end)
+
+    it("fails with unavailable for a port where nothing listens, without the password", function()
+      local port = require("spec.support.process").free_port()
+      local dsn = ("postgres://zever:%s@127.0.0.1:%d/x"):format(fx.server.password, port)
+      local d, err = zever_db.open(dsn, { connect_timeout = 5 })
+      assert.is_nil(d)
+      assert.are.equal("unavailable", err.code)
+      assert.is_nil(tostring(err):find(fx.server.password, 1, true))
+    end)
+  end)
+
+  describe("statements", function()
+    it("runs DDL, inserts with ? binds and reads rows back through the builder", function()
+      db:exec("CREATE TABLE people (id serial PRIMARY KEY, name text NOT NULL, age int)")
+      assert.are.equal(1, db:exec("INSERT INTO people (name, age) VALUES (?, ?)", "ann", 31).changes)
+      db:insert_into("people"):values({ name = "bob", age = 40 }):exec()
+      local rows = db:from("people"):where("age", ">", 30):order_by("id"):all()
+      assert.are.equal(2, #rows)
+      assert.are.same({ id = 1, name = "ann", age = 31 }, rows[1])
+      local bob = db:from("people"):where("name", "bob"):first()
+      assert.are.equal(40, bob.age)
+      assert.is_nil(db:from("people"):where("name", "nobody"):first())
+      assert.are.equal(0, #db:query("SELECT * FROM people WHERE age > ?", 100))
+    end)
+
+    it("yields to the loop inside a coroutine instead of blocking the worker", function()
+      local other_ran, got = false, nil
+      local co = sched.spawn(function() got = db:first("SELECT 41 + 1 AS v").v end)
+      -- The statement is on the wire: the coroutine is parked, the worker is free.
+      assert.are.equal("suspended", coroutine.status(co))
+      sched.spawn(function() other_ran = true end)
+      assert.is_true(other_ran)
+      while got == nil do loop.run("once") end
+      assert.are.equal(42, got)
+    end)
+
+    it("raises a db error with sqlstate, constraint and table, never the bound values", function()
+      db:exec("CREATE TABLE uniq (email text UNIQUE)")
+      db:exec("INSERT INTO uniq VALUES (?)", "secret-value@example.com")
+      local ok, err = pcall(db.exec, db, "INSERT INTO uniq VALUES (?)", "secret-value@example.com")
+      assert.is_false(ok)
+      assert.is_true(zever_db.is_error(err))
+      assert.are.equal("constraint", err.code)
+      assert.are.equal("23505", err.sqlstate)
+      assert.are.equal("uniq_email_key", err.constraint)
+      assert.are.equal("uniq", err.table)
+      assert.is_nil(tostring(err):find("secret-value", 1, true))
+    end)
+  end)
+
+  describe("types", function()
+    it("decodes each type by its OID", function()
+      local row = db:first([[SELECT 1::int2 AS i2, -7::int4 AS i4, 9007199254740993::int8 AS big,
+        42::int8 AS small8, 1.25::float8 AS f8, 'NaN'::float8 AS nan, 'Infinity'::float4 AS inf,
+        12345678901234567890.5::numeric AS num, true AS t, false AS f, 'héllo'::text AS s,
+        '\x00ff10'::bytea AS bin, '{"a":[1,2],"b":null}'::jsonb AS jb, '[]'::json AS ja,
+        '2024-02-03 04:05:06.5+02'::timestamptz AS ts, '2024-02-03'::date AS d,
+        'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid AS u, ARRAY[1,2,NULL]::int[] AS ai,
+        ARRAY['x','y,z','q"'] AS at, NULL::int AS nothing]])
+      assert.are.equal(1, row.i2)
+      assert.are.equal(-7, row.i4)
+      assert.are.equal("cdata", type(row.big))
+      assert.are.equal("9007199254740993LL", tostring(row.big))
+      assert.are.equal(42, row.small8)
+      assert.are.equal(1.25, row.f8)
+      assert.is_true(row.nan ~= row.nan)
+      assert.are.equal(math.huge, row.inf)
+      assert.are.equal("12345678901234567890.5", row.num)
+      assert.is_true(row.t)
+      assert.is_false(row.f)
+      assert.are.equal("héllo", row.s)
+      assert.are.equal("\0\255\16", row.bin)
+      assert.are.same({ 1, 2 }, row.jb.a)
+      assert.are.equal(json.null, row.jb.b)
+      assert.are.equal("[]", json.encode(row.ja))
+      assert.are.equal("2024-02-03T02:05:06.5Z", row.ts)
+      assert.are.equal("2024-02-03", row.d)
+      assert.are.equal("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", row.u)
+      assert.are.equal(3, #row.ai)
+      assert.are.equal(1, row.ai[1])
+      assert.are.equal(zever_db.null, row.ai[3])
+      assert.are.same({ "x", "y,z", 'q"' }, row.at)
+      assert.is_nil(row.nothing)
+    end)
+  end)
+end)
+
+describe("adapters.db.postgres", function()
+  it("exports the dialect and begin_sql of the adapter contract", function()
+    assert.are.equal("postgres", pg_adapter.dialect)
+    assert.are.equal("BEGIN", pg_adapter.begin_sql)
+    assert.are.equal("function", type(pg_adapter.open))
+  end)
+end)
