@@ -1,5 +1,6 @@
--- adapters.queue.db on PostgreSQL: the plans of the claim and of the stale-lease sweep, read
--- with EXPLAIN on a real PostgreSQL 15 (spec/support/pg_server) over a table with enough rows
+-- adapters.queue.db on PostgreSQL: the conformance suite (each queue in a table of its own,
+-- the sweep on every pop), the jobs conformance suite over it, and the plans of the claim and
+-- of the stale-lease sweep, read with EXPLAIN on a real PostgreSQL 15 (spec/support/pg_server) over a table with enough rows
 -- that a sequential scan would be the planner's choice without the indexes. enable_seqscan
 -- stays at its default: the planner picks the index because it is cheaper, not because it has
 -- to.
@@ -7,6 +8,50 @@
 local pg_server = require "spec.support.pg_server"
 local dbq = require "adapters.queue.db"
 local zdb = require "zever.db"
+local queue = require "zever.queue"
+local jobs = require "zever.jobs"
+local jq = require "adapters.jobs.queue"
+local fs = require "spec.support.files"
+local unique = fs.unique_ident
+
+describe("adapters.queue.db on postgres #pg", function()
+  local fx = pg_server.fixture("queue")
+  local db
+  setup(function() db = assert(zdb.open(fx.dsn)) end)
+  teardown(function() pcall(db.close, db) end)
+
+  require("spec.conformance.queue")("db (postgres)", function(opts)
+    local impl = dbq.new(db, { table = unique("conf"), clock = opts.clock, sweep_interval = 0 })
+    return queue.wrap(impl, { visibility_timeout = opts.visibility_timeout })
+  end)
+
+  require("spec.conformance.jobs")("db queue (postgres)", function()
+    local q = queue.wrap(dbq.new(db, { table = unique("q") }), { visibility_timeout = 30 })
+    return jobs.wrap(jq.new(q, { db = db, table = unique("failed") }),
+      { attempts = 3, base = 0.01, cap = 0.1, jitter = false, timeout = 5 })
+  end)
+
+  it("never hands one message to two claimers on two connections", function()
+    local name = unique("two")
+    local other = assert(zdb.open(fx.dsn))
+    local a = queue.wrap(dbq.new(db, { table = name }), { visibility_timeout = 30 })
+    local b = queue.wrap(dbq.new(other, { table = name }), { visibility_timeout = 30 })
+    for i = 1, 20 do assert(a:push("t", { i = i })) end
+    local seen, n = {}, 0
+    while true do
+      local m1, m2 = a:pop("t"), b:pop("t")
+      if not m1 and not m2 then break end
+      for _, m in ipairs{ m1, m2 } do
+        if m then
+          assert.is_nil(seen[m.payload.i])
+          seen[m.payload.i], n = true, n + 1
+        end
+      end
+    end
+    assert.are.equal(20, n)
+    a:close(); b:close(); other:close()
+  end)
+end)
 
 -- PostgreSQL's literal of a bound value (the spec's own values: numbers, plain strings, NULL).
 local function literal(v)
@@ -23,6 +68,7 @@ local function explain(sql, binds)
   end
   local args = {}
   for i = 1, (binds.n or #binds) do args[i] = literal(binds[i]) end
+  if #args == 0 then return "EXPLAIN " .. sql end
   return "PREPARE q AS " .. sql .. "; EXPLAIN EXECUTE q(" .. table.concat(args, ", ") .. ")"
 end
 
@@ -63,6 +109,16 @@ ANALYZE %s]]):format(T, NOW, NOW, NOW, NOW, T))
     assert.is_truthy(sql:find("FOR UPDATE SKIP LOCKED", 1, true))
     local plan = psql(explain(sql, { "w:claim", NOW + 30, "t3", NOW, n = 4 }))
     assert.is_true(uses_index(plan, T .. "_ready"), plan)
+    assert.is_nil(plan:find("Seq Scan", 1, true), plan)
+  end)
+
+  it("reads the next due time of a worker's sleep from the two partial indexes", function()
+    local sql = dbq.statements("postgres", T)
+    local plan = psql(explain(sql.due_ready, { "t3", n = 1 }))
+    assert.is_true(uses_index(plan, T .. "_ready"), plan)
+    assert.is_nil(plan:find("Seq Scan", 1, true), plan)
+    plan = psql(explain(sql.due_lease, { n = 0 }))
+    assert.is_true(uses_index(plan, T .. "_leased"), plan)
     assert.is_nil(plan:find("Seq Scan", 1, true), plan)
   end)
 

@@ -290,8 +290,9 @@ DO $zever$ BEGIN
 END $zever$]]
 
 local function default_config(db)
-  local ok, res = pcall(db_table.run_schema, db, { "CREATE EXTENSION IF NOT EXISTS unaccent",
-    TS_CONFIG }, "search_config")
+  local ok, res = pcall(db_table.run_schema, db, { "DO $zever$ BEGIN IF NOT EXISTS " ..
+    "(SELECT 1 FROM pg_extension WHERE extname = 'unaccent') THEN CREATE EXTENSION unaccent; " ..
+    "END IF; END $zever$", TS_CONFIG }, "search_config")
   if ok and res then return "zever_search" end
   return "simple"
 end
