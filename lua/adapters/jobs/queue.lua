@@ -13,6 +13,8 @@
 --   impl:retry(id | nil, prefix) -> n: dispatches the failed jobs again (on topic prefix ..
 --                           queue), removing their rows
 --   impl:forget(id | nil)   -> n: removes failed_jobs rows (nil: all)
+--   impl:subscribe(topics, fn) -> sub | nil; impl:next_due(topics) -> seconds | nil   (the
+--                           queue adapter's, when it has them: zever.worker sleeps until told)
 --   jq.open(section, ctx)   -> impl over ctx:get("queue") (the adapter contract; the registry
 --                              wraps it with zever.jobs' wrap_config)
 --
@@ -81,6 +83,23 @@ function J:claim(topic)
   local msg, err = self.queue:pop(topic)
   if msg == nil and err then return fail(err) end
   return msg
+end
+
+-- The queue adapter's notification and due time, for a worker that sleeps until told (the db
+-- queue on PostgreSQL; see zever.worker): subscribe -> sub | nil (nil: the worker polls),
+-- next_due(topics) -> wall-clock seconds | nil.
+function J:subscribe(_, fn)
+  local qi = self.queue and self.queue.impl
+  if not qi or type(qi.subscribe) ~= "function" then return nil end
+  return qi:subscribe(fn)
+end
+
+function J:next_due(topics)
+  local qi = self.queue.impl
+  if type(qi.next_due) ~= "function" then return nil end
+  local due, err = qi:next_due(topics)
+  if err then return fail(err) end
+  return due
 end
 
 function J:complete(msg)

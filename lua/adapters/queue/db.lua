@@ -208,8 +208,9 @@ end
 function Q:subscribe(fn)
   local db = self.db
   if not self.pg or not db or type(db.listen) ~= "function" then return nil end
-  local ok, sub = pcall(db.listen, db, self.channel, function(payload) fn(payload) end)
+  local ok, sub, err = pcall(db.listen, db, self.channel, function(payload) fn(payload) end)
   if not ok then return nil, errors.adopt("queue", sub) end
+  if not sub then return nil, errors.adopt("queue", err) end
   return sub
 end
 
