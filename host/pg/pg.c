@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "../core/zv.h"
 #include "pg.h"
@@ -18,6 +19,7 @@ struct zv_pg_s {
   PGnotify *note;    /* the last notification handed out */
   int busy;          /* an operation was sent and is not done */
   int copying;       /* the server waits for COPY data */
+  int dead;          /* the server said FATAL outside a statement (shutdown, terminate) */
   char msg[256];
 };
 
@@ -29,6 +31,20 @@ static void set_msg(zv_pg_t *c, const char *s) {
   while (s[n] && s[n] != '\n' && n < sizeof c->msg - 1) n++;
   memcpy(c->msg, s, n);
   c->msg[n] = '\0';
+}
+
+/*
+ * Notices go here instead of libpq's default (stderr). A FATAL that arrives while no statement
+ * runs (an administrator shutdown, pg_terminate_backend) comes as a notice too: it marks the
+ * connection dead, so the pool drops it before using it.
+ */
+static void on_notice(void *arg, const PGresult *r) {
+  zv_pg_t *c = arg;
+  const char *sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+  if (sev && (!strcmp(sev, "FATAL") || !strcmp(sev, "PANIC"))) {
+    c->dead = 1;
+    set_msg(c, PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
+  }
 }
 
 int zv_pg_connect_start(const char *uri, const char *options, zv_pg_t **out) {
@@ -54,6 +70,7 @@ int zv_pg_connect_start(const char *uri, const char *options, zv_pg_t **out) {
     set_msg(c, PQerrorMessage(c->pg));
     return ZV_EIO;
   }
+  PQsetNoticeReceiver(c->pg, on_notice, c);
   if (PQsetnonblocking(c->pg, 1) != 0) {
     set_msg(c, PQerrorMessage(c->pg));
     return ZV_EIO;
@@ -85,7 +102,7 @@ const char *zv_pg_errmsg(zv_pg_t *c) {
 }
 
 int zv_pg_ok(const zv_pg_t *c) {
-  return c->pg && PQstatus(c->pg) == CONNECTION_OK;
+  return c->pg && !c->dead && PQstatus(c->pg) == CONNECTION_OK;
 }
 
 int zv_pg_server_version(const zv_pg_t *c) {
@@ -158,7 +175,18 @@ int zv_pg_input(zv_pg_t *c) {
     c->copying = 0;
     return ZV_EIO;
   }
-  if (!c->busy) return 0;
+  if (!c->busy) {
+    char b;
+    /* Idle: a server that closed the socket shows as end of file (a peek, nothing consumed). */
+    int fd = PQsocket(c->pg);
+    if (c->dead) return ZV_EIO;
+    if (fd >= 0 && recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+      set_msg(c, "the server closed the connection");
+      c->dead = 1;
+      return ZV_EIO;
+    }
+    return 0;
+  }
   while (!PQisBusy(c->pg)) {
     PGresult *r = PQgetResult(c->pg);
     ExecStatusType st;

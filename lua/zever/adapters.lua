@@ -96,10 +96,22 @@ end
 
 -- --- built-in adapters ---------------------------------------------------------------------
 
-local function sqlite_open(section, ctx)
+-- The db entry: one zever.db per worker per DSN (ctx:shared), so every battery on the db shares
+-- one SQLite connection or one PostgreSQL pool.
+local function db_options(section)
+  local ms = function(s) return s and math.floor(s * 1000) end
+  if section.adapter == "postgres" then
+    return { pool_size = section.pool_size, idle_timeout = section.idle_timeout,
+      max_lifetime = section.max_lifetime, connect_timeout = section.connect_timeout,
+      statement_timeout = section.statement_timeout }
+  end
+  return { busy_timeout = ms(section.busy_timeout) }
+end
+
+local function db_open(section, ctx)
   local dsn = section.dsn
   local conn, err = ctx:shared("db", dsn, function()
-    return require("zever.db").open(dsn, { busy_timeout = math.floor(section.busy_timeout * 1000) })
+    return require("zever.db").open(dsn, db_options(section))
   end, function(db) db:close() end)
   if not conn then
     return nil, errors.new("db", err and err.code or "unavailable",
@@ -108,7 +120,7 @@ local function sqlite_open(section, ctx)
   return conn
 end
 
-local function sqlite_check(db)
+local function db_check(db)
   -- zever.db raises on SQL errors; doctor wants the failure as a value.
   local row, err = db:try(function(d) return d:first("SELECT 1 AS ok") end)
   if not row then return nil, err end
@@ -123,7 +135,9 @@ local REDIS = { "zever.redis" }
 
 local BUILTIN = {
   db = { adapters = {
-    sqlite = { "zever.db", "adapters.db.sqlite", open = sqlite_open, check = sqlite_check } } },
+    sqlite = { "zever.db", "adapters.db.sqlite", open = db_open, check = db_check },
+    postgres = { "zever.db", "adapters.db.postgres", "zever.pg", open = db_open,
+      check = db_check } } },
   log = { adapters = { text = { "zever.log", open = logger }, json = { "zever.log", open = logger } } },
   cache = { front = "zever.cache",
     adapters = { memory = { "zever.cache_core" }, db = {}, redis = REDIS } },

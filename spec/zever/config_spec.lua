@@ -209,9 +209,9 @@ describe("zever.config", function()
       { "a YAML syntax error, with its position",
         "http:\n  workers: [1,\n",
         "zever.yaml:3: did not find expected node content (column 1)" },
-      { "a DSN of another adapter, without echoing it",
-        "db:\n  dsn: postgres://app:pw@db/app\n",
-        'zever.yaml:2: db.dsn: the DSN does not belong to db.adapter "sqlite" ' ..
+      { "a DSN of another adapter than the one set, without echoing it",
+        "db:\n  adapter: sqlite\n  dsn: postgres://app:pw@db/app\n",
+        'zever.yaml:3: db.dsn: the DSN does not belong to db.adapter "sqlite" ' ..
         "(want sqlite:<path> or sqlite::memory:)" },
       { "a malformed Redis URL, without echoing it",
         "redis:\n  url: http://:pw@h\n",

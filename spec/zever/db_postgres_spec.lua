@@ -132,3 +132,64 @@ describe("adapters.db.postgres", function()
     assert.are.equal("function", type(pg_adapter.open))
   end)
 end)
+
+describe("adapters.db.postgres ? placeholders", function()
+  local rows = {
+    { "numbers each ? in order", "SELECT * FROM t WHERE a = ? AND b = ?", "SELECT * FROM t WHERE a = $1 AND b = $2" },
+    { "leaves text without ? alone", "SELECT 1", "SELECT 1" },
+    { "skips ? inside a string", "SELECT '?' , ?", "SELECT '?' , $1" },
+    { "skips a doubled quote inside a string", "SELECT 'it''s ?', ?", "SELECT 'it''s ?', $1" },
+    { "skips ? inside an E'' string with a backslash quote", [[SELECT E'a\'?', ?]], [[SELECT E'a\'?', $1]] },
+    { "skips ? inside a quoted identifier", [[SELECT "what?" FROM t WHERE x = ?]], [[SELECT "what?" FROM t WHERE x = $1]] },
+    { "skips ? inside a dollar-quoted body", "SELECT $$ ? $$, ?", "SELECT $$ ? $$, $1" },
+    { "skips ? inside a tagged dollar quote", "SELECT $fn$ a ? $x$ ? $fn$, ?", "SELECT $fn$ a ? $x$ ? $fn$, $1" },
+    { "skips ? inside a line comment", "SELECT ? -- why?\n, ?", "SELECT $1 -- why?\n, $2" },
+    { "skips ? inside nested block comments", "SELECT /* a /* ? */ ? */ ?", "SELECT /* a /* ? */ ? */ $1" },
+    { "turns ?? into a literal ?", "SELECT data ?? 'k' FROM t WHERE id = ?", "SELECT data ? 'k' FROM t WHERE id = $1" },
+    { "leaves text that already uses $n", "SELECT $1, '?'", "SELECT $1, '?'" },
+    { "leaves $n text with a ? operator alone", "SELECT data ? $1 FROM t", "SELECT data ? $1 FROM t" },
+    { "does not take an identifier's $ for a parameter", "SELECT a$1, ?", "SELECT a$1, $1" },
+    { "numbers past nine", ("?,"):rep(10) .. "?", "$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11" },
+  }
+  for _, row in ipairs(rows) do
+    it(row[1], function()
+      assert.are.equal(row[3], pg_adapter.rewrite(row[2]))
+    end)
+  end
+end)
+
+describe("adapters.db.postgres SQLSTATE codes", function()
+  local rows = {
+    { "23505", "constraint" }, { "23503", "constraint" }, { "23502", "constraint" },
+    { "42601", "syntax" }, { "42P01", "schema" }, { "42703", "schema" }, { "42883", "schema" },
+    { "40001", "busy" }, { "40P01", "busy" }, { "55P03", "busy" }, { "57014", "timeout" },
+    { "08006", "unavailable" }, { "57P01", "unavailable" }, { "22P02", "invalid" },
+    { "22012", "invalid" }, { "25P02", "aborted" }, { "0A000", "unsupported" },
+    { "XX000", "error" },
+  }
+  for _, row in ipairs(rows) do
+    it("maps " .. row[1] .. " to " .. row[2], function()
+      assert.are.equal(row[2], pg_adapter.code_of(row[1]))
+    end)
+  end
+end)
+
+describe("zever.db on sqlite refuses the postgres extras", function()
+  it("raises unsupported for listen, notify, copy_in, pool_stats and server_version", function()
+    local db = assert(zever_db.open("sqlite::memory:"))
+    local calls = {
+      function() return db:listen("c", function() end) end,
+      function() return db:notify("c", "x") end,
+      function() return db:copy_in("t", { "a" }, { { 1 } }) end,
+      function() return db:pool_stats() end,
+      function() return db:server_version() end,
+    }
+    for _, call in ipairs(calls) do
+      local ok, err = pcall(call)
+      assert.is_false(ok)
+      assert.are.equal("unsupported", err.code)
+      assert.are.equal("db: unsupported on sqlite", tostring(err))
+    end
+    db:close()
+  end)
+end)

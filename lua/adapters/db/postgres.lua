@@ -457,7 +457,13 @@ local function run(raw, mode, sql, binds, n, name)
   end
   ok, code, message = await(token)
   if ok then return true end
-  if code == "server" then return nil, server_error(raw.h) end
+  if code == "server" then
+    local fields
+    code, message, fields = server_error(raw.h)
+    -- An administrator shutdown or a terminated backend (57P01...): the session is gone.
+    if code == "unavailable" then raw.broken = true end
+    return nil, code, message, fields
+  end
   raw.broken = true
   return nil, code, message
 end
@@ -735,7 +741,8 @@ function Conn:pool_stats()
   local w = p.waiters
   return { size = p.size, open = p.open, idle = p.nidle, busy = p.busy,
     waiting = w.last - w.first + 1, connects = p.connects, connect_failures = p.failures,
-    statements = p.statements, listening = p.listener ~= nil }
+    statements = p.statements, listening = p.listener ~= nil,
+    listener_connects = p.listener_connects }
 end
 
 -- The server's version: number (150004) and text ("15.4").
@@ -851,6 +858,7 @@ function start_listener(pool)
     if not ok then close_raw(raw) return nil, code, message end
   end
   pool.listener = raw
+  pool.listener_connects = pool.listener_connects + 1
   pool.reconnecting = true
   return true
 end
@@ -942,7 +950,7 @@ function M.open(target, opts)
     decode_opts = { numeric_number = opts.numeric == "number" },
     idle = {}, nidle = 0, open = 0, busy = 0,
     waiters = { first = 1, last = 0 },
-    backoff = 0, next_try = 0, connects = 0, failures = 0, statements = 0,
+    backoff = 0, next_try = 0, connects = 0, failures = 0, statements = 0, listener_connects = 0,
     channels = {},
   }, Pool)
   -- One connection now: a wrong host, user or password is an error of open, not of the

@@ -59,6 +59,12 @@ M.sections = {
     f("dsn", "string", "sqlite:app.db", { relative = "dsn",
       doc = "sqlite:app.db, sqlite::memory:, postgres://..." }),
     f("busy_timeout", "duration", 5, { doc = "SQLite: wait this long for a lock" }),
+    f("pool_size", "integer", 10, { min = 1, doc = "PostgreSQL: connections per worker" }),
+    f("idle_timeout", "duration", 300, { doc = "PostgreSQL: close a connection idle this long; 0 = never" }),
+    f("max_lifetime", "duration", 3600, { doc = "PostgreSQL: replace a connection this old; 0 = never" }),
+    f("connect_timeout", "duration", 10, { doc = "PostgreSQL: give up a connect after this long" }),
+    f("statement_timeout", "duration", 0,
+      { doc = "PostgreSQL: the server cancels a statement after this long (timeout); 0 = none" }),
     f("migrations", "string", "migrations", { relative = "file", doc = "the folder of `zever migrate`" }),
   } },
   { name = "cache", doc = "the cache battery", fields = {

@@ -247,6 +247,15 @@ function M.check(cfg, state)
   -- db: the DSN's scheme must belong to the adapter.
   local db = cfg.db
   local scheme = match(db.dsn, "^([%a][%w+.-]*):")
+  -- The DSN alone picks the adapter (DB_DSN=postgres://... with no DB_ADAPTER): the scheme
+  -- decides unless a layer set db.adapter itself.
+  if state.origin["db.adapter"] == nil then
+    for adapter, schemes in pairs(DSN_SCHEMES) do
+      for _, s in ipairs(schemes) do
+        if s == scheme then db.adapter = adapter end
+      end
+    end
+  end
   local ok = false
   for _, s in ipairs(DSN_SCHEMES[db.adapter] or {}) do
     if s == scheme then ok = true end
