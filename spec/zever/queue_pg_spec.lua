@@ -31,6 +31,49 @@ describe("adapters.queue.db on postgres #pg", function()
       { attempts = 3, base = 0.01, cap = 0.1, jitter = false, timeout = 5 })
   end)
 
+  it("claims up to prefetch rows in one statement and hands them out oldest first", function()
+    local impl = dbq.new(db, { table = unique("pf"), prefetch = 8 })
+    local q = queue.wrap(impl, { visibility_timeout = 30 })
+    for i = 1, 5 do assert(q:push("t", { i = i })) end
+    local claims, orig = 0, impl.db.query
+    impl.db.query = function(...)
+      claims = claims + 1
+      return orig(...)
+    end
+    for i = 1, 5 do assert.are.equal(i, assert(q:pop("t")).payload.i) end
+    assert.is_nil(q:pop("t"))
+    assert.are.equal(2, claims)   -- one claim took the five; one found nothing
+    q:close()
+  end)
+
+  it("gives back on close the prefetched rows it never handed out, attempt unchanged", function()
+    local name = unique("pfclose")
+    local other = assert(zdb.open(fx.dsn))
+    local a = queue.wrap(dbq.new(db, { table = name, prefetch = 8 }), { visibility_timeout = 30 })
+    local b = queue.wrap(dbq.new(other, { table = name, prefetch = 1 }), { visibility_timeout = 30 })
+    for i = 1, 3 do assert(a:push("t", { i = i })) end
+    assert.are.equal(1, assert(a:pop("t")).payload.i)
+    assert.is_nil(b:pop("t"))   -- the other two wait in a's buffer, claimed
+    a:close()
+    local m = assert(b:pop("t"))
+    assert.are.equal(2, m.payload.i)
+    assert.are.equal(1, m.attempt)
+    b:close(); other:close()
+  end)
+
+  it("drops a prefetched row whose lease ran out; the sweep gives it back", function()
+    local t = 1000
+    local q = queue.wrap(dbq.new(db, { table = unique("pfexp"), prefetch = 8, sweep_interval = 0,
+      clock = function() return t end }), { visibility_timeout = 10 })
+    for i = 1, 2 do assert(q:push("t", { i = i })) end
+    assert.are.equal(1, assert(q:pop("t")).payload.i)
+    t = t + 11
+    local m = assert(q:pop("t"))
+    assert.are.equal(1, m.payload.i)
+    assert.are.equal(2, m.attempt)
+    q:close()
+  end)
+
   it("never hands one message to two claimers on two connections", function()
     local name = unique("two")
     local other = assert(zdb.open(fx.dsn))
@@ -105,9 +148,13 @@ ANALYZE %s]]):format(T, NOW, NOW, NOW, NOW, T))
   end)
 
   it("claims through the ready index, never a sequential scan", function()
-    local sql = dbq.statements("postgres", T).pop
-    assert.is_truthy(sql:find("FOR UPDATE SKIP LOCKED", 1, true))
-    local plan = psql(explain(sql, { "w:claim", NOW + 30, "t3", NOW, n = 4 }))
+    local sql = dbq.statements("postgres", T)
+    assert.is_truthy(sql.pop:find("FOR UPDATE SKIP LOCKED", 1, true))
+    local plan = psql(explain(sql.pop, { "w:claim", NOW + 30, "t3", NOW, n = 4 }))
+    assert.is_true(uses_index(plan, T .. "_ready"), plan)
+    assert.is_nil(plan:find("Seq Scan", 1, true), plan)
+    assert.is_truthy(sql.pop_batch:find("FOR UPDATE SKIP LOCKED", 1, true))
+    plan = psql(explain(sql.pop_batch, { "w:claim", NOW + 30, "t3", NOW, 8, n = 5 }))
     assert.is_true(uses_index(plan, T .. "_ready"), plan)
     assert.is_nil(plan:find("Seq Scan", 1, true), plan)
   end)

@@ -25,12 +25,20 @@
 -- It runs on pop, at most once per sweep_interval (bounded work: one batch), so there is no
 -- timer to own and it works the same under `zever serve`, `zever worker` and a script.
 -- Time is wall-clock seconds (a REAL column; processes share it); clock is for specs.
+--
+-- Prefetch (PostgreSQL: 8 by default, opts.prefetch; SQLite: 1): one claim takes up to
+-- prefetch rows with one token and lease; pop hands them out oldest first, the rest waiting in
+-- this object, so a backlog costs one claim statement per prefetch jobs instead of one per job.
+-- A buffered row whose lease ran out is dropped (the sweep gives it back, attempt + 1); close
+-- gives back what was never handed out (claim cleared, attempt kept). The cost: a buffered job
+-- waits for this process's next pop, which comes when a worker slot frees up.
 
 local zdb = require "zever.db"
 local errors = require "zever.errors"
 local db_table = require "adapters.db_table"
 
-local type, format, setmetatable, pcall = type, string.format, setmetatable, pcall
+local type, format, setmetatable, pcall, pairs, sort = type, string.format, setmetatable, pcall,
+  pairs, table.sort
 
 local M = {}
 
@@ -138,10 +146,38 @@ function Q:sweep(ids)
   return n, n >= self.sweep_batch
 end
 
+-- The next prefetched row of topic whose lease still runs at now (older ones are dropped: the
+-- sweep gives them back), or nil.
+local function buffered(self, topic, now)
+  local buf = self.prefetched[topic]
+  if not buf then return nil end
+  local i = buf.next
+  while i <= buf.n do
+    local row = buf[i]
+    buf[i] = nil
+    i = i + 1
+    if row.lease_end > now then
+      buf.next = i
+      return row
+    end
+  end
+  self.prefetched[topic] = nil
+  return nil
+end
+
+local function by_order(a, b)
+  if a.available_at ~= b.available_at then return a.available_at < b.available_at end
+  return a.id < b.id
+end
+
 function Q:pop(topic, visibility)
   local ready, why = self:ensure()
   if not ready then return nil, why end
   local now = now_of(self)
+  local row = self.prefetch > 1 and buffered(self, topic, now)
+  if row then
+    return row.id, row.token, row.attempt, row.kind, row.enqueued_at, row.payload, row.headers
+  end
   if db_table.due(self, now) then
     local _, err = self:sweep()
     if err then return nil, err end
@@ -150,10 +186,29 @@ function Q:pop(topic, visibility)
   local token = self.worker .. self.claims
   local b = self.binds
   b[1], b[2], b[3], b[4], b.n = token, now + visibility, topic, now, 4
-  local rows, err = self.db:query(self.sql.pop, b)
+  local rows, err
+  if self.prefetch > 1 then
+    b[5], b.n = self.prefetch, 5
+    rows, err = self.db:query(self.sql.pop_batch, b)
+  else
+    rows, err = self.db:query(self.sql.pop, b)
+  end
   if not rows then return fail(err) end
-  local row = rows[1]
+  row = rows[1]
   if not row then return nil end
+  local n = #rows
+  if n > 1 then
+    -- RETURNING has no order: hand the batch out oldest first; the rest waits in the buffer.
+    sort(rows, by_order)
+    row = rows[1]
+    local buf = { next = 1, n = n - 1 }
+    for i = 2, n do
+      local r = rows[i]
+      r.token, r.lease_end = token, now + visibility
+      buf[i - 1] = r
+    end
+    self.prefetched[topic] = buf
+  end
   return row.id, token, row.attempt, row.kind, row.enqueued_at, row.payload, row.headers
 end
 
@@ -222,8 +277,17 @@ function Q:len(topic)
   return row.n
 end
 
--- The database belongs to whoever opened it (the container): close only stops using it.
+-- The database belongs to whoever opened it (the container): close only stops using it, after
+-- giving back the prefetched rows it never handed out (their claim is cleared, attempt kept).
 function Q:close()
+  local db = self.db
+  for _, buf in pairs(self.prefetched) do
+    for i = buf.next, buf.n do
+      local r = buf[i]
+      if db then pcall(db.exec, db, self.sql.release, r.id, r.token) end
+    end
+  end
+  self.prefetched = {}
   self.db = nil
   return true
 end
@@ -259,6 +323,13 @@ local function statements(dialect, t)
       .. '(SELECT id FROM "%s" WHERE topic = ? AND claimed_by IS NULL AND available_at <= ? '
       .. 'ORDER BY available_at, id LIMIT 1%s) AND claimed_by IS NULL '
       .. 'RETURNING id, attempt, kind, enqueued_at, payload, headers', t, t, lock),
+    -- The same claim for up to ? rows (prefetch; their order is restored in Lua).
+    pop_batch = format('UPDATE "%s" SET claimed_by = ?, claimed_until = ? WHERE id IN '
+      .. '(SELECT id FROM "%s" WHERE topic = ? AND claimed_by IS NULL AND available_at <= ? '
+      .. 'ORDER BY available_at, id LIMIT ?%s) AND claimed_by IS NULL '
+      .. 'RETURNING id, attempt, kind, enqueued_at, payload, headers, available_at', t, t, lock),
+    release = format('UPDATE "%s" SET claimed_by = NULL, claimed_until = NULL '
+      .. 'WHERE id = ? AND claimed_by = ?', t),
     ack = format('DELETE FROM "%s" WHERE id = ? AND claimed_by = ?', t),
     requeue = requeue,
     len = format('SELECT count(*) AS n FROM "%s" WHERE topic = ?', t),
@@ -275,6 +346,9 @@ function M.channel(t)
   return ("zever_queue_" .. t):sub(1, 63)
 end
 
+-- Rows one claim takes on PostgreSQL (opts.prefetch; 1 on SQLite): see the top.
+M.PREFETCH = 8
+
 function M.new(db, opts)
   local self = db_table.new("queue.db", db, opts,
     { table = "queue_messages", sweep_interval = 30, sweep_batch = 100 })
@@ -283,6 +357,11 @@ function M.new(db, opts)
   self.sql, self.schema = statements(dialect, t), schema(dialect, t)
   self.claims, self.worker = 0, db_table.token_prefix()
   self.blob = db_table.blob(self.db)
+  local pf = opts and opts.prefetch or (self.pg and M.PREFETCH or 1)
+  if type(pf) ~= "number" or pf < 1 or pf % 1 ~= 0 or pf > 1000 then
+    error("queue.db: prefetch must be an integer from 1 to 1000", 2)
+  end
+  self.prefetch, self.prefetched = pf, {}
   return setmetatable(self, Q)
 end
 
