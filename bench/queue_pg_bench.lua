@@ -14,6 +14,8 @@
 --   dispatch   jobs / dispatch time (this process, one INSERT a job)
 --   run        jobs / (last job - first job) in the worker: claim + handler + ack
 --   both       jobs / (dispatch time + run time): dispatch and run one after the other
+-- Prefetch: the same run in this process (a zever.worker with 4 slots) with the postgres
+-- adapter claiming 1 row a statement and 8 (the default).
 -- Idle: a zever.worker with 4 slots in this process, on an empty queue, for idle_seconds after
 -- its first empty poll; the statements its queue adapter sends are counted (a wrapper around
 -- the handle's exec/query/first). On PostgreSQL the server counts too: log_statement = 'all'
@@ -198,6 +200,30 @@ local function idle(backend)
   return n / secs, server and server / secs, listening, warmup
 end
 
+-- In this process: a zever.worker with 4 slots runs N pre-dispatched jobs from a queue whose
+-- adapter claims `prefetch` rows a statement (PostgreSQL); returns jobs/s from start to the
+-- last job.
+local function in_process(prefetch)
+  local dsn, cleanup = fresh("postgres", 100 + prefetch)
+  local db = assert(zdb.open(dsn))
+  local j = jobs.wrap(jq.new(queue.wrap(dbq.new(db, { prefetch = prefetch }),
+    { visibility_timeout = 30 }), { db = db }), {})
+  local n = 0
+  j:register("noop", function() n = n + 1 end)
+  for _ = 1, N do assert(j:dispatch("noop", { k = 1 })) end
+  local w = worker.new(j, { concurrency = 4 })
+  local t0 = sys.now()
+  w:start()
+  assert(testing.run_until(function() return n >= N end, 300), "the jobs did not run")
+  local rate = N / (sys.now() - t0)
+  local drained = false
+  w:drain(0, function() drained = true end)
+  testing.run_until(function() return drained end, 5)
+  db:close()
+  cleanup()
+  return rate
+end
+
 local function list(t)
   local s = {}
   for i, v in ipairs(t) do s[i] = format("%.0f", v) end
@@ -222,6 +248,13 @@ for _, backend in ipairs{ "sqlite", "postgres" } do
     backend, IDLE, qps, server and format(", %.2f statements/s logged by the server (%d logged "
     .. "before the window)", server, warmup) or "",
     listening and " (LISTEN)" or " (polling, poll_max 1 s)"))
+end
+
+for _, prefetch in ipairs{ 1, 8 } do
+  local rates = {}
+  for i = 1, math.max(RUNS, 1) do rates[i] = in_process(prefetch) end
+  print(format("BenchmarkQueuePgPrefetch/%d %6d jobs %8.0f jobs/s run (in process, 4 slots; "
+    .. "median of %d: %s)", prefetch, N, median(rates), #rates, list(rates)))
 end
 
 srv:stop()
