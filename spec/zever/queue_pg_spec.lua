@@ -11,6 +11,8 @@ local zdb = require "zever.db"
 local queue = require "zever.queue"
 local jobs = require "zever.jobs"
 local jq = require "adapters.jobs.queue"
+local sched = require "zever.sched"
+local testing = require "zever.testing"
 local fs = require "spec.support.files"
 local unique = fs.unique_ident
 
@@ -71,6 +73,32 @@ describe("adapters.queue.db on postgres #pg", function()
     local m = assert(q:pop("t"))
     assert.are.equal(1, m.payload.i)
     assert.are.equal(2, m.attempt)
+    q:close()
+  end)
+
+  it("sends the acks of coroutines that meet in one loop turn as one statement", function()
+    local impl = dbq.new(db, { table = unique("acks") })
+    local q = queue.wrap(impl, { visibility_timeout = 30 })
+    for i = 1, 5 do assert(q:push("t", { i = i })) end
+    local msgs = {}
+    for i = 1, 5 do msgs[i] = assert(q:pop("t")) end
+    local statements, orig = 0, impl.db.query
+    impl.db.query = function(...)
+      statements = statements + 1
+      return orig(...)
+    end
+    local results, n = {}, 0
+    local function ack(k, id, lease)
+      results[k] = impl:ack(id, lease)
+      n = n + 1
+    end
+    sched.spawn(ack, 0, msgs[1].id, "not the lease")
+    for i = 1, 5 do sched.spawn(ack, i, msgs[i].id, msgs[i]._lease) end
+    assert.is_true(testing.run_until(function() return n == 6 end, 10))
+    assert.are.equal(1, statements)
+    assert.is_false(results[0])
+    for i = 1, 5 do assert.is_true(results[i]) end
+    assert.are.equal(0, q:len("t"))
     q:close()
   end)
 

@@ -35,10 +35,14 @@
 
 local zdb = require "zever.db"
 local errors = require "zever.errors"
+local loop = require "zever.loop"
+local sched = require "zever.sched"
 local db_table = require "adapters.db_table"
 
-local type, format, setmetatable, pcall, pairs, sort = type, string.format, setmetatable, pcall,
-  pairs, table.sort
+local type, format, setmetatable, pcall, pairs, sort, concat, tostring = type, string.format,
+  setmetatable, pcall, pairs, table.sort, table.concat, tostring
+local running = coroutine.running
+local spawn, token_of, await, complete = sched.spawn, sched.token, sched.await, sched.complete
 
 local M = {}
 
@@ -212,7 +216,70 @@ function Q:pop(topic, visibility)
   return row.id, token, row.attempt, row.kind, row.enqueued_at, row.payload, row.headers
 end
 
+-- The DELETE of n acks (PostgreSQL), cached per n.
+local function acks_sql(self, n)
+  local sql = self.acks_sql[n]
+  if sql then return sql end
+  local rows = { "(?::bigint, ?::text)" }
+  for i = 2, n do rows[i] = "(?, ?)" end
+  sql = format('DELETE FROM "%s" WHERE (id, claimed_by) IN (VALUES %s) RETURNING id, claimed_by', self.table,
+    concat(rows, ", "))
+  self.acks_sql[n] = sql
+  return sql
+end
+
+-- Runs one batch of acks (in a coroutine of its own), then hands each caller its result from a
+-- loop callback (sched's rule: a waiter is completed from the loop, not from a coroutine).
+local function run_acks(self, batch)
+  local n, b = batch.n, {}
+  for i = 1, n do
+    local e = batch[i]
+    b[2 * i - 1], b[2 * i] = e.id, e.lease
+  end
+  b.n = 2 * n
+  local rows, err
+  if batch.db then
+    rows, err = batch.db:query(acks_sql(self, n), b)
+  else
+    err = "the queue is closed"
+  end
+  local gone = {}
+  if rows then
+    for i = 1, #rows do gone[tostring(rows[i].id) .. "\0" .. rows[i].claimed_by] = true end
+  end
+  loop.after(0, function()
+    for i = 1, n do
+      local e = batch[i]
+      if rows then
+        complete(e.token, gone[tostring(e.id) .. "\0" .. tostring(e.lease)] == true)
+      else
+        complete(e.token, fail(err))
+      end
+    end
+  end)
+end
+
+-- On PostgreSQL, acks from coroutines (the worker's jobs) that meet in one loop turn go as one
+-- statement (at most ACK_BATCH a statement): each caller waits for its batch and gets its own
+-- result. From a plain caller, and on SQLite, an ack is its own statement.
+M.ACK_BATCH = 64
+
 function Q:ack(id, lease)
+  if self.pg and running() then
+    local batch = self.acks
+    if not batch or batch.n >= M.ACK_BATCH then
+      batch = { n = 0, db = self.db }
+      self.acks = batch
+      loop.after(0, function()
+        if self.acks == batch then self.acks = nil end
+        spawn(run_acks, self, batch)
+      end)
+    end
+    local token = token_of()
+    local n = batch.n + 1
+    batch[n], batch.n = { id = id, lease = lease, token = token }, n
+    return await(token)
+  end
   local r, err = self.db:exec(self.sql.ack, id, lease)
   if not r then return fail(err) end
   return r.changes == 1
@@ -361,7 +428,7 @@ function M.new(db, opts)
   if type(pf) ~= "number" or pf < 1 or pf % 1 ~= 0 or pf > 1000 then
     error("queue.db: prefetch must be an integer from 1 to 1000", 2)
   end
-  self.prefetch, self.prefetched = pf, {}
+  self.prefetch, self.prefetched, self.acks, self.acks_sql = pf, {}, nil, {}
   return setmetatable(self, Q)
 end
 
