@@ -15,6 +15,14 @@
 --   db_table.now(self)           -> seconds          self.clock() (specs) or the wall clock
 --   db_table.due(self, now)      -> boolean          true once per sweep_interval
 --   db_table.token_prefix()      -> "pid:addr:usec:" a prefix unique to this process for tokens
+--   db_table.dialect(db)         -> "sqlite" | "postgres"   (db.dialect; sqlite when unset)
+--   db_table.blob(db)            -> the function that marks a string as a BLOB / bytea value
+--
+-- self.schema is one string or a list of statements (PostgreSQL's extended protocol runs one
+-- statement per call). On PostgreSQL the list runs in one transaction that first takes a
+-- transaction-scoped advisory lock on the table's name: two processes creating the same table
+-- at once would otherwise race in the catalogue (CREATE TABLE IF NOT EXISTS is not atomic
+-- there: the loser fails on pg_type's unique index).
 --
 -- The object new returns has db, table, clock, wall, sweep_interval, sweep_batch (an integer),
 -- next_sweep, ready (false) and binds (a reused list of values for db:exec); the adapter adds
@@ -23,8 +31,8 @@
 local sys = require "zever.sys"
 local errors = require "zever.errors"
 
-local type, error, format, tostring, floor, huge = type, error, string.format, tostring,
-  math.floor, math.huge
+local type, error, format, tostring, floor, huge, pcall = type, error, string.format, tostring,
+  math.floor, math.huge, pcall
 
 local M = {}
 
@@ -78,8 +86,44 @@ function M.new(who, db, opts, defaults)
   }
 end
 
+-- The dialect of db and its bytea/BLOB marker (zever.db's db.blob; zever.sqlite's before it).
+function M.dialect(db)
+  return db and db.dialect or "sqlite"
+end
+
+function M.blob(db)
+  return db and db.blob or require("zever.sqlite").blob
+end
+
+-- Runs schema (a string or a list of statements) on db; true or nil, err.
+local function run_schema(db, schema, name)
+  if type(schema) == "string" then return db:exec(schema) end
+  if M.dialect(db) ~= "postgres" then
+    for i = 1, #schema do
+      local ok, err = db:exec(schema[i])
+      if not ok then return nil, err end
+    end
+    return true
+  end
+  local ok, res, terr = pcall(db.transaction, db, function(tx)
+    local r, lerr = tx:exec("SELECT pg_advisory_xact_lock(hashtext(?))", "zever.schema." .. name)
+    if not r then error(lerr, 0) end
+    for i = 1, #schema do
+      local s, serr = tx:exec(schema[i])
+      if not s then error(serr, 0) end
+    end
+    return true
+  end)
+  if not ok then return nil, res end
+  if not res then return nil, terr end   -- BEGIN or COMMIT failed (a try handle's nil, err)
+  return true
+end
+M.run_schema = run_schema
+
 -- The database of an adapter that resolves it on first use (self.db: a database, or a function
--- returning one | nil, err) and then runs schema once (CREATE ... IF NOT EXISTS); db or fail(err).
+-- returning one | nil, err) and then runs schema once (CREATE ... IF NOT EXISTS: a string, a
+-- list, or a function of the database returning one, for a schema that depends on the
+-- dialect); db or fail(err).
 function M.resolve(self, schema, fail)
   local db = self.db
   if self.ready then return db end
@@ -91,7 +135,8 @@ function M.resolve(self, schema, fail)
   -- zever.db raises on SQL errors; these batteries report them as values ("unavailable", ...).
   if db.try_handle and not db.soft then db = db:try_handle() end
   self.db = db
-  local ok, err = db:exec(schema)
+  if type(schema) == "function" then schema = schema(db) end
+  local ok, err = run_schema(db, schema, self.table)
   if not ok then return fail(err) end
   self.ready = true
   return db
@@ -100,7 +145,7 @@ end
 -- Creates the table (self.schema, IF NOT EXISTS) on the first call; true or fail(err).
 function M.ensure(self, fail)
   if self.ready then return true end
-  local ok, err = self.db:exec(self.schema)
+  local ok, err = run_schema(self.db, self.schema, self.table)
   if not ok then return fail(err) end
   self.ready = true
   return true

@@ -8,7 +8,8 @@
 --                              released (requeued at once) for another worker; then on_done()
 --   w:poll()                   -> the delay before the next poll (0 after a claim): one step of
 --                                 the poller without waiting (the empty-poll benchmark)
---   w.stats                    { claimed, done, retried, dead, released, timeouts, wakes }
+--   w.stats                    { claimed, done, retried, dead, released, timeouts, wakes,
+--                                notified }
 --
 --   poller (one coroutine)                     wake timer (loop.timer, re-armed, never reallocated)
 --   +-> claim from queues in order --job--> spawn(run, job) -- handler may wait (zever.sleep)
@@ -27,6 +28,15 @@
 -- it returns. The end of a drain (releasing what still runs) happens in the poller coroutine,
 -- so an adapter that waits on I/O (Redis) may do so. The worker must not know the queue's
 -- storage (zever.jobs' adapter does).
+--
+-- Woken instead of polling: when the jobs adapter can subscribe (impl:subscribe(topics, fn):
+-- the db queue on PostgreSQL, LISTEN/NOTIFY), an empty poll asks impl:next_due(topics) when a
+-- message may next become claimable without a notification (a delayed message, an expiring
+-- lease) and sleeps until then, or listen_max seconds (default 30: a safety net for a
+-- notification lost while the listen connection reconnects) when nothing waits; a
+-- notification for one of its topics wakes it at once. An idle worker then sends no query. A
+-- notification that arrives while the poller is querying sets self.notified, and the poller
+-- polls again instead of sleeping (none is lost between the empty claim and the wait).
 
 local loop = require "zever.loop"
 local sched = require "zever.sched"
@@ -57,6 +67,7 @@ end
 -- 0, 1 ms, 2 ms, 4 ms, ... at most poll_max.
 function W:poll()
   local impl, topics = self.impl, self.topics
+  self.notified = false
   for i = 1, #topics do
     local msg, err = impl:claim(topics[i])
     if msg then
@@ -69,6 +80,7 @@ function W:poll()
       break
     end
   end
+  if self.sub then return self:listen_delay() end
   local k = self.idle
   self.idle = k + 1
   if k == 0 then return 0 end
@@ -78,6 +90,30 @@ function W:poll()
     return self.poll_max
   end
   return d
+end
+
+-- After an empty poll with a subscription: the delay until impl:next_due (at least 1 ms, at most
+-- listen_max), or 0 when a notification came meanwhile.
+function W:listen_delay()
+  local due, err = self.impl:next_due(self.topics)
+  if err then
+    log(self, "error", "worker: next_due failed", { error = tostring(err) })
+    return self.poll_max
+  end
+  if self.notified then return 0 end
+  local d = due and due - sys.wall() or self.listen_max
+  if d < 0.001 then return 0.001 end
+  if d > self.listen_max then return self.listen_max end
+  return d
+end
+
+-- A notification from the subscription: wakes the poller when it sleeps (not when every slot
+-- is busy: a finishing job wakes it then), or marks that it must poll again.
+local function on_notify(self, topic)
+  if not self.topic_set[topic] then return end
+  self.stats.notified = self.stats.notified + 1
+  self.notified = true
+  if self.waiting and not self.slot_wait and self.timer then self.timer:start(0) end
 end
 
 -- The poller waits here: until `delay` seconds passed (nil: until a slot frees up), or a drain.
@@ -115,6 +151,10 @@ local function finish_drain(self)
   self.timer:close()
   self.guard:close()
   self.timer, self.guard, self.guard_at = nil, nil, nil
+  if self.sub then
+    self.sub:close()
+    self.sub = nil
+  end
   self.draining = false
   self.poller = nil
   local done = self.on_drained
@@ -130,7 +170,10 @@ local function poller(self)
       wait(self, nil)
     else
       local d = self:poll()
-      if d > 0 then
+      if self.stopping then
+        -- A drain began while the poll waited on I/O (its nudge found no sleeper): no sleep.
+        break
+      elseif d > 0 then
         wait(self, d)
         slice = now()
       elseif now() - slice > 0.02 then
@@ -269,6 +312,11 @@ function W:start()
   self.timer = self.clock.timer(self.on_wake)
   self.guard = self.clock.timer(self.on_guard)
   self.stopping, self.draining = false, false
+  if type(self.impl.subscribe) == "function" then
+    local sub, err = self.impl:subscribe(self.topics, self.on_notify)
+    if err then log(self, "warn", "worker: cannot subscribe, polling", { error = tostring(err) }) end
+    self.sub = sub
+  end
   -- The poller runs until it first waits; it clears self.poller when it ends, maybe before
   -- spawn returns.
   self.poller = true
@@ -299,7 +347,8 @@ local function list(v, what)
 end
 
 -- jobs: a zever.jobs (app.jobs). opts: queues (default: the jobs' default queue), concurrency
--- (default 1), poll_max (seconds, default 1), log (function(level, msg, fields)), random (specs),
+-- (default 1), poll_max (seconds, default 1), listen_max (seconds, default 30: the longest sleep
+-- of a subscribed worker), log (function(level, msg, fields)), random (specs),
 -- clock (specs): { now = function() -> seconds, timer = function(fn) -> timer } in place of the
 -- loop's (loop.now, loop.timer: a timer has start(s), stop(), close()), so a spec moves time
 -- itself and fires the timers the worker armed, instead of waiting on the wall clock.
@@ -320,20 +369,26 @@ function M.new(jobs, opts)
   end
   local pm = opts.poll_max or 1
   if type(pm) ~= "number" or pm < 0.001 then error("worker: poll_max must be >= 0.001 s", 2) end
+  local lm = opts.listen_max or 30
+  if type(lm) ~= "number" or lm < 0.001 then error("worker: listen_max must be >= 0.001 s", 2) end
+  local topic_set = {}
+  for _, t in ipairs(topics) do topic_set[t] = true end
   local clock = opts.clock or LOOP_CLOCK
   if type(clock) ~= "table" or type(clock.now) ~= "function" or type(clock.timer) ~= "function" then
     error("worker: clock must be a table with now and timer functions", 2)
   end
   local self = setmetatable({
     jobs = jobs, impl = jobs.impl, topics = topics, queues = queues, concurrency = c,
-    poll_max = pm, log = opts.log, random = opts.random, clock = clock, now = clock.now,
+    poll_max = pm, listen_max = lm, topic_set = topic_set, sub = nil, notified = false,
+    log = opts.log, random = opts.random, clock = clock, now = clock.now,
     idle = 0, nrunning = 0, slots = {}, stopping = false, draining = false,
     waiting = nil, slot_wait = false, poller = nil, timer = nil, guard = nil, guard_at = nil,
     stats = { claimed = 0, done = 0, retried = 0, dead = 0, released = 0, timeouts = 0,
-      wakes = 0 },
+      wakes = 0, notified = 0 },
     run_job = M.run_job,
   }, W)
   self.on_wake = function() on_wake(self) end
+  self.on_notify = function(topic) on_notify(self, topic) end
   self.on_guard = function() on_guard(self) end
   return self
 end

@@ -44,6 +44,19 @@ return function(name, new, caps)
       s:close()
     end)
 
+    it("orders every page by score, highest first, and pages in that order", function()
+      local s = loaded()
+      local all = assert(s:search("fox", { limit = 10 }))
+      assert.are.equal(3, all.total)
+      for i = 2, #all.hits do
+        assert.is_true(all.hits[i - 1].score >= all.hits[i].score)
+      end
+      assert.are.equal("2", all.hits[1].id)
+      local second = assert(s:search("fox", { limit = 1, offset = 1 }))
+      assert.are.same({ all.hits[2].id }, ids(second))
+      s:close()
+    end)
+
     it("highlights the matches in the snippet", function()
       local s = loaded()
       local res = assert(s:search("lazy"))

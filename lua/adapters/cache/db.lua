@@ -23,6 +23,7 @@
 -- This file must not evict live rows nor cache anything in the process.
 
 local errors = require "zever.errors"
+local zdb = require "zever.db"
 local json = require "zever.json"
 local db_table = require "adapters.db_table"
 
@@ -32,22 +33,44 @@ local type, error, format, setmetatable, tonumber, floor = type, error, string.f
 local M = {}
 
 local STRING, NUMBER, BOOLEAN, JSON = 1, 2, 3, 4
+local NULL = zdb.null
 
 local NOT_NUMBER = errors.new("cache", "invalid", "the value is not a number")
 local NAN = errors.new("cache", "invalid", "the db cache cannot store NaN")
 
-local SCHEMA = [[
-CREATE TABLE IF NOT EXISTS "%s" (
+local SCHEMA = {
+  sqlite = {
+    [[CREATE TABLE IF NOT EXISTS "%s" (
   key TEXT NOT NULL PRIMARY KEY,
   kind INTEGER NOT NULL,
   value BLOB,
   expires_at REAL NOT NULL DEFAULT 0
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS "%s_expires" ON "%s" (expires_at) WHERE expires_at > 0;
-]]
+) WITHOUT ROWID]],
+    'CREATE INDEX IF NOT EXISTS "%s_expires" ON "%s" (expires_at) WHERE expires_at > 0',
+  },
+  -- UNLOGGED: no WAL for the cache's writes (cheaper, and no replication traffic); after a
+  -- crash PostgreSQL empties the table, which a cache may lose (docs/cache.md). Numbers live in
+  -- a numeric column (exact, so incr is one statement), the rest as bytea (any bytes).
+  postgres = {
+    [[CREATE UNLOGGED TABLE IF NOT EXISTS "%s" (
+  key text NOT NULL PRIMARY KEY,
+  kind integer NOT NULL,
+  value bytea,
+  num numeric,
+  expires_at double precision NOT NULL DEFAULT 0
+)]],
+    'CREATE INDEX IF NOT EXISTS "%s_expires" ON "%s" (expires_at) WHERE expires_at > 0',
+  },
+}
+
+local function schema(dialect, t)
+  local s = SCHEMA[dialect]
+  return { format(s[1], t), format(s[2], t, t) }
+end
+M.schema = schema
 
 -- "live" is the guard every read repeats: a row whose expires_at has passed is absent.
-local function statements(t)
+local function sqlite_statements(t)
   local live = "(expires_at = 0 OR expires_at > ?)"
   local upsert = format('INSERT INTO "%s" (key, kind, value, expires_at) VALUES (?, ?, ?, ?) '
     .. "ON CONFLICT (key) DO UPDATE SET kind = excluded.kind, value = excluded.value, "
@@ -73,6 +96,41 @@ local function statements(t)
   }
 end
 
+-- The same statements on PostgreSQL, with $n placeholders. set and add bind key, kind, value
+-- (bytea; NULL for a number), expires_at, num (NULL unless a number) and, for add, now ($6).
+-- The existing row is named by the table ("t".col): PostgreSQL's DO UPDATE sees two rows.
+local function postgres_statements(t)
+  local live = "(expires_at = 0 OR expires_at > $2)"
+  local q = '"' .. t .. '"'
+  local upsert = format('INSERT INTO %s (key, kind, value, num, expires_at) '
+    .. "VALUES ($1, $2, $3, $5, $4) ON CONFLICT (key) DO UPDATE SET kind = excluded.kind, "
+    .. "value = excluded.value, num = excluded.num, expires_at = excluded.expires_at", q)
+  local expired = format("(%s.expires_at > 0 AND %s.expires_at <= $4)", q, q)
+  return {
+    get = format('SELECT kind, value, num FROM %s WHERE key = $1 AND %s', q, live),
+    exists = format('SELECT 1 AS ok FROM %s WHERE key = $1 AND %s', q, live),
+    set = upsert,
+    add = upsert .. format(" WHERE %s.expires_at > 0 AND %s.expires_at <= $6", q, q),
+    delete = format('DELETE FROM %s WHERE key = $1 RETURNING expires_at', q),
+    -- binds: key, n, expires_at (for a new or re-claimed row), now
+    incr = format('INSERT INTO %s (key, kind, num, expires_at) VALUES ($1, 2, $2, $3) '
+      .. "ON CONFLICT (key) DO UPDATE SET "
+      .. "num = CASE WHEN %s THEN excluded.num ELSE %s.num + excluded.num END, "
+      .. "value = NULL, kind = 2, "
+      .. "expires_at = CASE WHEN %s THEN excluded.expires_at ELSE %s.expires_at END "
+      .. "WHERE %s.kind = 2 OR %s RETURNING num AS value", q, expired, q, expired, q, q,
+      expired),
+    sweep = format('DELETE FROM %s WHERE key IN (SELECT key FROM %s WHERE expires_at > 0 '
+      .. "AND expires_at <= $1 ORDER BY expires_at LIMIT $2)", q, q),
+  }
+end
+
+local function statements(dialect, t)
+  if dialect == "postgres" then return postgres_statements(t) end
+  return sqlite_statements(t)
+end
+M.statements = statements
+
 local D = {}
 D.__index = D
 
@@ -92,7 +150,7 @@ end
 local function decode(kind, v)
   if kind == STRING then return v end
   if kind == NUMBER then return tonumber(v) end   -- an int64 cdata beyond 2^53 too
-  if kind == BOOLEAN then return v ~= 0 end
+  if kind == BOOLEAN then return v ~= 0 and v ~= "0" end   -- PostgreSQL: bytea "1" / "0"
   return json.decode(v)
 end
 
@@ -104,7 +162,7 @@ function D:get(key)
     if err then return fail(err) end
     return nil
   end
-  return decode(row.kind, row.value)
+  return decode(row.kind, row.num or row.value)
 end
 
 function D:exists(key)
@@ -134,10 +192,22 @@ function D:set(key, value, ttl, add)
   end
   local now = now_of(self)
   local b = self.binds
-  b[1], b[2], b[3], b[4], b[5], b.n = self.prefix .. key, kind, value, expiry(now, ttl), now, 4
   local r, err
+  if self.pg then
+    -- key, kind, value (bytea), expires_at, num, now: see postgres_statements.
+    local num = NULL
+    if kind == NUMBER then
+      num, value = value, NULL
+    else
+      value = self.blob(kind == BOOLEAN and (value == 1 and "1" or "0") or value)
+    end
+    b[1], b[2], b[3], b[4], b[5], b[6], b.n = self.prefix .. key, kind, value, expiry(now, ttl),
+      num, now, add and 6 or 5
+  else
+    b[1], b[2], b[3], b[4], b[5], b.n = self.prefix .. key, kind, value, expiry(now, ttl), now,
+      add and 5 or 4
+  end
   if add then
-    b.n = 5
     r, err = self.db:exec(self.sql.add, b)
   else
     r, err = self.db:exec(self.sql.set, b)
@@ -198,7 +268,9 @@ function M.new(db, opts)
   local prefix = opts and opts.prefix or ""
   if type(prefix) ~= "string" then error("cache.db: prefix must be a string", 2) end
   local t = self.table
-  self.prefix, self.sql, self.schema = prefix, statements(t), format(SCHEMA, t, t, t)
+  local dialect = db_table.dialect(self.db)
+  self.prefix, self.sql, self.schema = prefix, statements(dialect, t), schema(dialect, t)
+  self.pg, self.blob = dialect == "postgres", db_table.blob(self.db)
   return setmetatable(self, D)
 end
 

@@ -33,7 +33,8 @@ local type, format, setmetatable = type, string.format, setmetatable
 
 local M = {}
 
-local SCHEMA = [[
+local SCHEMA = {
+  sqlite = [[
 CREATE TABLE IF NOT EXISTS "%s" (
   "key" BLOB PRIMARY KEY,
   fingerprint BLOB NOT NULL,
@@ -43,10 +44,29 @@ CREATE TABLE IF NOT EXISTS "%s" (
   kind INTEGER,
   result BLOB,
   expires_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS "%s_expires" ON "%s" (expires_at);
-]]
+)]],
+  -- A logged table on purpose, unlike the cache's: see docs/idempotency.md (a crash must not
+  -- forget which requests already ran).
+  postgres = [[
+CREATE TABLE IF NOT EXISTS "%s" (
+  "key" bytea PRIMARY KEY,
+  fingerprint bytea NOT NULL,
+  state integer NOT NULL,
+  token text NOT NULL,
+  ttl double precision NOT NULL,
+  kind integer,
+  result bytea,
+  expires_at double precision NOT NULL
+)]],
+}
 
+local function schema(dialect, t)
+  return { format(SCHEMA[dialect], t),
+    format('CREATE INDEX IF NOT EXISTS "%s_expires" ON "%s" (expires_at)', t, t) }
+end
+M.schema = schema
+
+-- The statements read the same on both dialects (zever.db's postgres adapter numbers the ?).
 local function statements(t)
   return {
     read = format('SELECT fingerprint, state, kind, result, expires_at FROM "%s" WHERE "key" = ?',
@@ -67,6 +87,8 @@ local function statements(t)
       .. "WHERE expires_at <= ? LIMIT ?)", t, t),
   }
 end
+
+M.statements = statements
 
 local BUSY = errors.new("idempotency", "in_progress", "the key changed hands while it was reserved")
 
@@ -167,9 +189,9 @@ function M.new(db, opts)
   local self = db_table.new("idempotency.db", db, opts,
     { table = "idempotency_keys", sweep_interval = 60, sweep_batch = 500 })
   local t = self.table
-  self.sql, self.schema = statements(t), format(SCHEMA, t, t, t)
+  self.sql, self.schema = statements(t), schema(db_table.dialect(self.db), t)
   self.claims, self.worker = 0, db_table.token_prefix()
-  self.blob = require("zever.sqlite").blob
+  self.blob = db_table.blob(self.db)
   self.closed = false
   return setmetatable(self, D)
 end

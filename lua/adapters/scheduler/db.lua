@@ -1,7 +1,8 @@
 -- adapters.scheduler.db: the one-run-per-slot lock in a table of the app's database, shared by
 -- every process that uses the database: the first INSERT of a (name, slot) row wins; the others
 -- hit the primary key and change nothing (INSERT ... ON CONFLICT DO NOTHING; SQLite and
--- PostgreSQL both read it).
+-- PostgreSQL both read it). On PostgreSQL this slots table is chosen over advisory locks (see
+-- docs/scheduler.md): the row outlives the process and the connection that won.
 --
 --   local lock = db_lock.new{ db = db | function() return db end, table = "scheduler_locks",
 --                             clock = fn }
@@ -24,13 +25,27 @@ local type, error, format, setmetatable, floor = type, error, string.format, set
 
 local M = {}
 
-local SCHEMA = [[
+local SCHEMA = {
+  sqlite = [[
 CREATE TABLE IF NOT EXISTS "%s" (
   name TEXT NOT NULL,
   slot INTEGER NOT NULL,
   taken_at REAL NOT NULL,
   PRIMARY KEY (name, slot)
-)]]
+)]],
+  postgres = [[
+CREATE TABLE IF NOT EXISTS "%s" (
+  name text NOT NULL,
+  slot bigint NOT NULL,
+  taken_at double precision NOT NULL,
+  PRIMARY KEY (name, slot)
+)]],
+}
+
+-- The CREATE TABLE of db's dialect for table t.
+function M.schema(dialect, t)
+  return { format(SCHEMA[dialect] or SCHEMA.sqlite, t) }
+end
 
 local L = {}
 L.__index = L
@@ -42,7 +57,8 @@ end
 local CLOSED = errors.new("scheduler", "closed", "lock closed")
 
 function L:database()
-  return db_table.resolve(self, format(SCHEMA, self.table), fail)
+  local t = self.table
+  return db_table.resolve(self, function(db) return M.schema(db_table.dialect(db), t) end, fail)
 end
 
 function L:cleanup(before)

@@ -1,6 +1,7 @@
--- adapters.search.db: the search battery on SQLite FTS5.
+-- adapters.search.db: the search battery on SQLite FTS5, or on PostgreSQL's tsvector + GIN.
 --
---   local impl = db_search.new(db[, { table = "zever_search", fts = "unicode61 remove_diacritics 2" }])
+--   local impl = db_search.new(db[, { table = "zever_search", fts = "unicode61 remove_diacritics 2",
+--                                     ts_config = nil }])
 --   impl:write(rows)  rows = { {id, index, content, metadata_json}, ... }  -> n | nil, err
 --   impl:delete(id, index)                                                 -> true | nil, err
 --   impl:search(q, limit, offset, index)              -> { total =, hits = {...} } | nil, err
@@ -34,11 +35,27 @@
 -- SQLite raises for the query text (FTS5 syntax, an unknown column filter) become code
 -- "invalid". Arguments were checked by the front-end (zever.search), which also encoded the
 -- metadata.
+--
+-- On PostgreSQL (db.dialect == "postgres") the same table carries a generated column
+-- tsv = to_tsvector(config, content) under a GIN index, so the index is in step with every
+-- committed write (GIN's own pending list plays the part of the pending table; flush and
+-- optimize run gin_clean_pending_list). The query goes through websearch_to_tsquery (quoted
+-- phrases, "or", "-word"; it never fails on syntax), ranking is ts_rank (the score; ties by id)
+-- and snippets are ts_headline's (up to 12 words, matches in <b>..</b>). The text search
+-- configuration is opts.ts_config, or by default "zever_search": the "simple" parser and
+-- dictionary (no stemming, no stop words, like unicode61) behind the unaccent dictionary (the
+-- unaccent extension of postgresql-contrib, part of Debian's postgresql-15), so that "cafe"
+-- finds "café" as FTS5's remove_diacritics does. Without the extension the default falls back
+-- to "simple" (diacritics then count). reindex recomputes the tsvector of the rows it covers
+-- (an UPDATE of content to itself, in chunks) and rebuilds nothing else.
 
 local errors = require "zever.errors"
 local json = require "zever.json"
 
-local type, tostring, find, concat, rep = type, tostring, string.find, table.concat, string.rep
+local db_table = require "adapters.db_table"
+
+local type, tostring, find, concat, rep, pcall = type, tostring, string.find, table.concat,
+  string.rep, pcall
 
 local M = {}
 
@@ -101,6 +118,11 @@ end
 
 -- Feeds the pending rows to FTS5 (see the top); nothing to do costs one indexed read.
 function DB:flush()
+  if self.pg then
+    local r, err = self.db:first(self.pending_sql)
+    if not r then return pass(err) end
+    return true
+  end
   if not self.db:first(self.pending_sql) then return true end
   local ok, err = pcall(self.db.transaction, self.db, function(tx)
     for i = 1, #self.flush_sql do
@@ -136,7 +158,9 @@ function DB:reindex(index, progress)
       return r
     end
     local ft, qt = self.ft, self.qt
-    if index then
+    if self.pg then
+      ft = nil   -- no FTS5 table: the chunks below recompute the generated tsvector
+    elseif index then
       for i = 1, #self.flush_sql do run(self.flush_sql[i]) end
       run("INSERT INTO " .. ft .. "(" .. ft .. ", rowid, content) SELECT 'delete', seq, content " ..
         "FROM " .. qt .. ' WHERE "index" = ?', index)
@@ -149,10 +173,15 @@ function DB:reindex(index, progress)
       run("DELETE FROM " .. self.pt)
     end
     local where = index and ' AND "index" = ?' or ""
-    local chunk = "INSERT INTO " .. ft .. "(rowid, content) SELECT seq, content FROM " .. qt ..
-      " WHERE seq > ? AND seq <= ?" .. where
+    local chunk
+    if self.pg then
+      chunk = "UPDATE " .. qt .. " SET content = content WHERE seq > ? AND seq <= ?" .. where
+    else
+      chunk = "INSERT INTO " .. ft .. "(rowid, content) SELECT seq, content FROM " .. qt ..
+        " WHERE seq > ? AND seq <= ?" .. where
+    end
     local bounds = "SELECT max(seq) AS hi, count(*) AS n FROM (SELECT seq FROM " .. qt ..
-      " WHERE seq > ?" .. where .. " ORDER BY seq LIMIT ?)"
+      " WHERE seq > ?" .. where .. " ORDER BY seq LIMIT ?) AS b"
     local last, done = -1, 0
     if progress then progress(0, total) end
     while true do
@@ -184,6 +213,7 @@ end
 function DB:optimize()
   local ok, err = self:flush()
   if not ok then return nil, err end
+  if self.pg then return true end   -- flush cleaned GIN's pending list
   local ft = self.ft
   local r, oerr = self.db:exec("INSERT INTO " .. ft .. "(" .. ft .. ") VALUES ('optimize')")
   if not r then return pass(oerr) end
@@ -211,8 +241,14 @@ local function query_error(err)
 end
 
 function DB:search(q, limit, offset, index)
-  local total_row, err = self:flush()
-  if not total_row then return nil, err end
+  if self.pg and find(q, "\0", 1, true) then
+    return fail("invalid", "the search query cannot be parsed: it contains a zero byte")
+  end
+  local total_row, err
+  if not self.pg then   -- PostgreSQL's GIN searches its pending list itself
+    total_row, err = self:flush()
+    if not total_row then return nil, err end
+  end
   if index then
     total_row, err = self.db:first(self.count_index_sql, q, index)
   else
@@ -241,6 +277,60 @@ end
 
 function DB.close() return true end
 
+-- The default text search configuration on PostgreSQL: "zever_search" (simple + unaccent),
+-- created once per database when the unaccent extension can be had; "simple" otherwise.
+local TS_CONFIG = [[
+DO $zever$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = 'zever_search') THEN
+    CREATE TEXT SEARCH CONFIGURATION zever_search (COPY = simple);
+    ALTER TEXT SEARCH CONFIGURATION zever_search
+      ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
+      WITH unaccent, simple;
+  END IF;
+END $zever$]]
+
+local function default_config(db)
+  local ok, res = pcall(db_table.run_schema, db, { "DO $zever$ BEGIN IF NOT EXISTS " ..
+    "(SELECT 1 FROM pg_extension WHERE extname = 'unaccent') THEN CREATE EXTENSION unaccent; " ..
+    "END IF; END $zever$", TS_CONFIG }, "search_config")
+  if ok and res then return "zever_search" end
+  return "simple"
+end
+
+-- The PostgreSQL form of new (see the top); the statements take their values in the order of
+-- SQLite's, so write, delete and search run the same code on both.
+local function new_postgres(db, name, config)
+  if config ~= nil and (type(config) ~= "string" or not find(config, "^[%a_][%w_.]*$")) then
+    error("search.db: ts_config must be the name of a text search configuration", 3)
+  end
+  config = config or default_config(db)
+  local qt = quote(name)
+  local cfg = "'" .. config .. "'::regconfig"
+  local ok, err = db_table.run_schema(db, {
+    "CREATE TABLE IF NOT EXISTS " .. qt .. " (seq bigint GENERATED BY DEFAULT AS IDENTITY " ..
+      'PRIMARY KEY, id text NOT NULL, "index" text NOT NULL, content text NOT NULL, ' ..
+      "metadata text NOT NULL, tsv tsvector GENERATED ALWAYS AS (to_tsvector(" .. cfg ..
+      ', content)) STORED, UNIQUE (id, "index"))',
+    "CREATE INDEX IF NOT EXISTS " .. quote(name .. "_tsv") .. " ON " .. qt .. " USING gin (tsv)",
+  }, name)
+  if not ok then return pass(err) end
+  local from = " FROM " .. qt .. " d, websearch_to_tsquery(" .. cfg .. ", ?) q WHERE d.tsv @@ q"
+  local page = 'SELECT d.id AS id, d."index" AS idx, d.metadata AS metadata, ' ..
+    "-ts_rank(d.tsv, q) AS rank, ts_headline(" .. cfg .. ", d.content, q, " ..
+    "'StartSel=<b>, StopSel=</b>, MaxWords=12, MinWords=3, ShortWord=0, MaxFragments=1, " ..
+    "FragmentDelimiter=…') AS snippet" .. from
+  return setmetatable({
+    db = db, qt = qt, pg = true, config = config, insert_cache = {}, binds = {},
+    pending_sql = "SELECT gin_clean_pending_list('" .. quote(name .. "_tsv"):gsub("'", "''") ..
+      "'::regclass) AS n",
+    delete_sql = "DELETE FROM " .. qt .. ' WHERE id = ? AND "index" = ?',
+    count_sql = "SELECT count(*) AS n" .. from,
+    count_index_sql = "SELECT count(*) AS n" .. from .. ' AND d."index" = ?',
+    page_sql = page .. " ORDER BY rank, d.id LIMIT ? OFFSET ?",
+    page_index_sql = page .. ' AND d."index" = ? ORDER BY rank, d.id LIMIT ? OFFSET ?',
+  }, DB)
+end
+
 function M.new(db, opts)
   opts = opts or {}
   -- zever.db raises on SQL errors; this battery reports them as values ("invalid", ...).
@@ -249,6 +339,7 @@ function M.new(db, opts)
   if type(name) ~= "string" or not find(name, "^[%a_][%w_]*$") then
     error("search.db: table must be a plain identifier", 2)
   end
+  if db_table.dialect(db) == "postgres" then return new_postgres(db, name, opts.ts_config) end
   local fts = opts.fts or "unicode61 remove_diacritics 2"
   if type(fts) ~= "string" then error("search.db: fts must be a string", 2) end
   local qt, ft, pt = quote(name), quote(name .. "_fts"), quote(name .. "_pending")

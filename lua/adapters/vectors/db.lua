@@ -1,4 +1,4 @@
--- adapters.vectors.db: the vector battery on the SQL database (SQLite today).
+-- adapters.vectors.db: the vector battery on the SQL database (SQLite or PostgreSQL).
 --
 --   local impl = db_vectors.new(db[, { table = "zever_vectors", dimensions = 0, index = nil }])
 --   impl:upsert(id, embedding, metadata) / upsert_batch(items) / delete(id)
@@ -26,12 +26,23 @@
 -- is none and the store has min_rows rows or more (after a reload, which drops it). A filtered
 -- query, or opts.exact, always scans exactly. Reads of PRAGMA data_version go through the db
 -- adapter's FFI statement path when it has one (no row table per query).
+--
+-- On PostgreSQL (db.dialect == "postgres") the row is the same (bytea embedding, text JSON
+-- metadata) and the scan is the same C kernel over the copy fetched from the table: pgvector
+-- is not packaged for Debian 12 (docs/vectors.md). PostgreSQL has no data_version, so a
+-- one-row table <table>_version counts the writes: every write of this adapter is one
+-- statement that writes the row and bumps the counter (a data-modifying WITH), returning the
+-- new count; the copy stays in step when the count is its own plus one, and is reloaded before
+-- the next query otherwise (another process wrote). Not noticed there: writes to the table by
+-- code other than this adapter. A metadata filter is one containment test,
+-- metadata::jsonb @> the filter as JSON. new() reports in self.pgvector whether the server
+-- offers the pgvector extension (pg_available_extensions); the scan does not use it yet.
 
 local ffi = require "ffi"
 local core = require "zever.vectors_core"
 local errors = require "zever.errors"
 local json = require "zever.json"
-local blob = require("zever.sqlite").blob
+local db_table = require "adapters.db_table"
 
 local type, tostring, format, sqrt, pairs, sort, concat = type, tostring, string.format,
   math.sqrt, pairs, table.sort, table.concat
@@ -111,6 +122,11 @@ end
 -- connection has one (adapters.db.sqlite: conn.ptr), so a query allocates no row table.
 local SQLITE_ROW, DATA_VERSION = 100, "PRAGMA data_version"
 local function data_version(self)
+  if self.pg then
+    local row, err = self.db:first(self.version_sql)
+    if not row then return nil, err end
+    return row.v
+  end
   local conn = self.db.conn
   local ptr, use = conn and conn.ptr, self.use
   if ptr and use and C.zv_sqlite_ffi_acquire(ptr, DATA_VERSION, #DATA_VERSION, 0, use) == 0 then
@@ -142,8 +158,13 @@ function DB:_write(id, e, metadata)
   local norm = fill(self, e)
   local floats = ffi_string(self.buf, self.dim * 4)
   local meta = metadata and json.encode(metadata) or "{}"
-  local r, err = self.db:exec(self.upsert_sql, id, self.dim, norm, blob(floats), meta)
+  local r, err = self.db[self.pg and "first" or "exec"](self.db, self.upsert_sql, id, self.dim,
+    norm, self.blob(floats), meta)
   if not r then return nil, err end
+  if self.pg then   -- r.v: the write count after this write (see the top)
+    if r.v ~= (self.version or -1) + 1 then self.ids = nil end
+    self.version = r.v
+  end
   if self.ids then
     local slot = self.slot_of[id]
     if not slot then
@@ -189,8 +210,12 @@ function DB:upsert_batch(items)
 end
 
 function DB:delete(id)
-  local r, err = self.db:exec(self.delete_sql, id)
+  local r, err = self.db[self.pg and "first" or "exec"](self.db, self.delete_sql, id)
   if not r then return fail(err.code or "unavailable", tostring(err.message or err)) end
+  if self.pg then
+    if r.v ~= (self.version or -1) + r.changes then self.ids = nil end
+    self.version = r.v
+  end
   if r.changes == 0 then return fail("not_found", "no vector with that id") end
   if self.ids then
     local slot = self.slot_of[id]
@@ -211,6 +236,13 @@ end
 -- The mask of the slots whose metadata matches filter, selected by SQLite (json_extract), so
 -- no metadata is decoded in Lua; nil when nothing matches.
 function DB:_mask(filter)
+  local rows, err
+  if self.pg then
+    rows, err = self.db:query("SELECT id FROM " .. self.qtable ..
+      " WHERE metadata::jsonb @> ?::jsonb", json.encode(filter))
+    if not rows then return nil, err end
+    return self:_fill_mask(rows)
+  end
   local keys, binds = {}, {}
   for key in pairs(filter) do keys[#keys + 1] = key end
   sort(keys)
@@ -220,9 +252,14 @@ function DB:_mask(filter)
     binds[#binds + 1] = '$."' .. key .. '"'
     binds[#binds + 1] = filter[key]
   end
-  local rows, err = self.db:query("SELECT id FROM " .. self.qtable .. " WHERE " ..
+  rows, err = self.db:query("SELECT id FROM " .. self.qtable .. " WHERE " ..
     concat(where, " AND "), binds)
   if not rows then return nil, err end
+  return self:_fill_mask(rows)
+end
+
+-- The mask of the slots of rows (each with an id); false when rows is empty.
+function DB:_fill_mask(rows)
   if #rows == 0 then return false end
   local n = #self.ids
   if not self.mask or self.nmask < n then
@@ -349,6 +386,18 @@ function DB:close()
   return true
 end
 
+-- PostgreSQL's DDL for table t: the rows and the one-row write counter (see the top).
+function M.schema_postgres(t)
+  local qt, vq = quote(t), quote(t .. "_version")
+  return {
+    "CREATE TABLE IF NOT EXISTS " .. qt .. " (id text PRIMARY KEY, dim integer NOT NULL, " ..
+      "norm double precision NOT NULL, embedding bytea NOT NULL, metadata text NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS " .. vq .. " (one boolean PRIMARY KEY DEFAULT true CHECK (one), " ..
+      "v bigint NOT NULL)",
+    "INSERT INTO " .. vq .. " (one, v) VALUES (true, 0) ON CONFLICT DO NOTHING",
+  }
+end
+
 function M.new(db, opts)
   opts = opts or {}
   -- zever.db raises on SQL errors; this battery reports them as values ("unavailable", ...).
@@ -356,18 +405,35 @@ function M.new(db, opts)
   local tname = opts.table or "zever_vectors"
   if type(tname) ~= "string" or tname == "" then error("vectors.db: table must be a string", 2) end
   local qt = quote(tname)
-  local ok, err = db:exec(("CREATE TABLE IF NOT EXISTS %s (id TEXT PRIMARY KEY, dim INTEGER NOT NULL, " ..
-    "norm REAL NOT NULL, embedding BLOB NOT NULL, metadata TEXT NOT NULL)"):format(qt))
+  local pg = db_table.dialect(db) == "postgres"
+  local ok, err
+  if pg then
+    ok, err = db_table.run_schema(db, M.schema_postgres(tname), tname)
+  else
+    ok, err = db:exec(("CREATE TABLE IF NOT EXISTS %s (id TEXT PRIMARY KEY, dim INTEGER NOT NULL, " ..
+      "norm REAL NOT NULL, embedding BLOB NOT NULL, metadata TEXT NOT NULL)"):format(qt))
+  end
   if not ok then return fail(err.code or "unavailable", tostring(err.message or err)) end
   local idx = opts.index
   if idx ~= nil and idx ~= false and type(idx) ~= "table" and idx ~= true then
     error("vectors.db: index must be a table of options, true or false", 2)
   end
-  local self = setmetatable({ db = db, qtable = qt, dim = 0,
+  local self = setmetatable({ db = db, qtable = qt, dim = 0, pg = pg, blob = db_table.blob(db),
     upsert_sql = UPSERT:format(qt), delete_sql = "DELETE FROM " .. qt .. " WHERE id = ?",
     index_opts = idx and index_options(idx == true and {} or idx, 10000) or nil,
     info = ffi_new("zv_vectors_ivf_info_t"),
     use = pcall(ffi.typeof, "zv_sqlite_use_t") and ffi_new("zv_sqlite_use_t") or nil }, DB)
+  if pg then
+    local vq = quote(tname .. "_version")
+    self.version_sql = "SELECT v FROM " .. vq
+    self.upsert_sql = "WITH w AS (" .. self.upsert_sql .. " RETURNING 1) UPDATE " .. vq ..
+      " SET v = v + 1 RETURNING v"
+    self.delete_sql = "WITH d AS (DELETE FROM " .. qt .. " WHERE id = ? RETURNING 1), " ..
+      "n AS (SELECT count(*) AS n FROM d) UPDATE " .. vq .. " SET v = v + n.n FROM n " ..
+      "RETURNING v, n.n AS changes"
+    self.pgvector = db:first("SELECT 1 AS ok FROM pg_available_extensions WHERE name = 'vector'")
+      ~= nil
+  end
   local dim = opts.dimensions or 0
   local row = db:first("SELECT dim FROM " .. qt .. " LIMIT 1")
   if row then dim = row.dim end

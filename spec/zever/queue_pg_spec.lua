@@ -1,0 +1,211 @@
+-- adapters.queue.db on PostgreSQL: the conformance suite (each queue in a table of its own,
+-- the sweep on every pop), the jobs conformance suite over it, and the plans of the claim and
+-- of the stale-lease sweep, read with EXPLAIN on a real PostgreSQL 15 (spec/support/pg_server) over a table with enough rows
+-- that a sequential scan would be the planner's choice without the indexes. enable_seqscan
+-- stays at its default: the planner picks the index because it is cheaper, not because it has
+-- to.
+
+local pg_server = require "spec.support.pg_server"
+local dbq = require "adapters.queue.db"
+local zdb = require "zever.db"
+local queue = require "zever.queue"
+local jobs = require "zever.jobs"
+local jq = require "adapters.jobs.queue"
+local sched = require "zever.sched"
+local testing = require "zever.testing"
+local fs = require "spec.support.files"
+local unique = fs.unique_ident
+
+describe("adapters.queue.db on postgres #pg", function()
+  local fx = pg_server.fixture("queue")
+  local db
+  setup(function() db = assert(zdb.open(fx.dsn)) end)
+  teardown(function() pcall(db.close, db) end)
+
+  require("spec.conformance.queue")("db (postgres)", function(opts)
+    local impl = dbq.new(db, { table = unique("conf"), clock = opts.clock, sweep_interval = 0 })
+    return queue.wrap(impl, { visibility_timeout = opts.visibility_timeout })
+  end)
+
+  require("spec.conformance.jobs")("db queue (postgres)", function()
+    local q = queue.wrap(dbq.new(db, { table = unique("q") }), { visibility_timeout = 30 })
+    return jobs.wrap(jq.new(q, { db = db, table = unique("failed") }),
+      { attempts = 3, base = 0.01, cap = 0.1, jitter = false, timeout = 5 })
+  end)
+
+  it("claims up to prefetch rows in one statement and hands them out oldest first", function()
+    local impl = dbq.new(db, { table = unique("pf"), prefetch = 8 })
+    local q = queue.wrap(impl, { visibility_timeout = 30 })
+    for i = 1, 5 do assert(q:push("t", { i = i })) end
+    local claims, orig = 0, impl.db.query
+    impl.db.query = function(...)
+      claims = claims + 1
+      return orig(...)
+    end
+    for i = 1, 5 do assert.are.equal(i, assert(q:pop("t")).payload.i) end
+    assert.is_nil(q:pop("t"))
+    assert.are.equal(2, claims)   -- one claim took the five; one found nothing
+    q:close()
+  end)
+
+  it("gives back on close the prefetched rows it never handed out, attempt unchanged", function()
+    local name = unique("pfclose")
+    local other = assert(zdb.open(fx.dsn))
+    local a = queue.wrap(dbq.new(db, { table = name, prefetch = 8 }), { visibility_timeout = 30 })
+    local b = queue.wrap(dbq.new(other, { table = name, prefetch = 1 }), { visibility_timeout = 30 })
+    for i = 1, 3 do assert(a:push("t", { i = i })) end
+    assert.are.equal(1, assert(a:pop("t")).payload.i)
+    assert.is_nil(b:pop("t"))   -- the other two wait in a's buffer, claimed
+    a:close()
+    local m = assert(b:pop("t"))
+    assert.are.equal(2, m.payload.i)
+    assert.are.equal(1, m.attempt)
+    b:close(); other:close()
+  end)
+
+  it("drops a prefetched row whose lease ran out; the sweep gives it back", function()
+    local t = 1000
+    local q = queue.wrap(dbq.new(db, { table = unique("pfexp"), prefetch = 8, sweep_interval = 0,
+      clock = function() return t end }), { visibility_timeout = 10 })
+    for i = 1, 2 do assert(q:push("t", { i = i })) end
+    assert.are.equal(1, assert(q:pop("t")).payload.i)
+    t = t + 11
+    local m = assert(q:pop("t"))
+    assert.are.equal(1, m.payload.i)
+    assert.are.equal(2, m.attempt)
+    q:close()
+  end)
+
+  it("sends the acks of coroutines that meet in one loop turn as one statement", function()
+    local impl = dbq.new(db, { table = unique("acks") })
+    local q = queue.wrap(impl, { visibility_timeout = 30 })
+    for i = 1, 5 do assert(q:push("t", { i = i })) end
+    local msgs = {}
+    for i = 1, 5 do msgs[i] = assert(q:pop("t")) end
+    local statements, orig = 0, impl.db.query
+    impl.db.query = function(...)
+      statements = statements + 1
+      return orig(...)
+    end
+    local results, n = {}, 0
+    local function ack(k, id, lease)
+      results[k] = impl:ack(id, lease)
+      n = n + 1
+    end
+    sched.spawn(ack, 0, msgs[1].id, "not the lease")
+    for i = 1, 5 do sched.spawn(ack, i, msgs[i].id, msgs[i]._lease) end
+    assert.is_true(testing.run_until(function() return n == 6 end, 10))
+    assert.are.equal(1, statements)
+    assert.is_false(results[0])
+    for i = 1, 5 do assert.is_true(results[i]) end
+    assert.are.equal(0, q:len("t"))
+    q:close()
+  end)
+
+  it("never hands one message to two claimers on two connections", function()
+    local name = unique("two")
+    local other = assert(zdb.open(fx.dsn))
+    local a = queue.wrap(dbq.new(db, { table = name }), { visibility_timeout = 30 })
+    local b = queue.wrap(dbq.new(other, { table = name }), { visibility_timeout = 30 })
+    for i = 1, 20 do assert(a:push("t", { i = i })) end
+    local seen, n = {}, 0
+    while true do
+      local m1, m2 = a:pop("t"), b:pop("t")
+      if not m1 and not m2 then break end
+      for _, m in ipairs{ m1, m2 } do
+        if m then
+          assert.is_nil(seen[m.payload.i])
+          seen[m.payload.i], n = true, n + 1
+        end
+      end
+    end
+    assert.are.equal(20, n)
+    a:close(); b:close(); other:close()
+  end)
+end)
+
+-- PostgreSQL's literal of a bound value (the spec's own values: numbers, plain strings, NULL).
+local function literal(v)
+  if v == zdb.null then return "NULL" end
+  if type(v) == "number" then return string.format("%.17g", v) end
+  return "'" .. tostring(v):gsub("'", "''") .. "'"
+end
+
+-- The text of EXPLAIN EXECUTE for sql (? or $n placeholders) with binds, as one psql script.
+local function explain(sql, binds)
+  local n = 0
+  if not sql:find("%$%d") then
+    sql = sql:gsub("%?", function() n = n + 1; return "$" .. n end)
+  end
+  local args = {}
+  for i = 1, (binds.n or #binds) do args[i] = literal(binds[i]) end
+  if #args == 0 then return "EXPLAIN " .. sql end
+  return "PREPARE q AS " .. sql .. "; EXPLAIN EXECUTE q(" .. table.concat(args, ", ") .. ")"
+end
+
+-- True when a line of plan scans index (Index Scan, Index Only Scan or Bitmap Index Scan).
+local function uses_index(plan, index)
+  for line in plan:gmatch("[^\n]+") do
+    if line:find("Index", 1, true) and line:find(index, 1, true) then return true end
+  end
+  return false
+end
+
+describe("adapters.queue.db plans on postgres #pg", function()
+  local fx = pg_server.fixture("queue_plans")
+  local T = "queue_plans"
+  local NOW = 1000000
+
+  local function psql(sql)
+    local r = fx.server:psql(fx.dsn, sql)
+    assert(r.code == 0, r.stderr)
+    return r.stdout
+  end
+
+  setup(function()
+    for _, s in ipairs(dbq.schema("postgres", T)) do psql(s) end
+    -- 60,000 rows: 50,000 leased until later, 500 stale leases, 9,500 ready on 10 topics.
+    psql(([[
+INSERT INTO %s (topic, kind, payload, attempt, enqueued_at, available_at, claimed_by,
+  claimed_until)
+SELECT 't' || (g %% 10), 1, '\x00'::bytea, 1, %d, %d + (g %% 100),
+  CASE WHEN g <= 50500 THEN 'w:' || g END,
+  CASE WHEN g <= 50000 THEN %d + 30 WHEN g <= 50500 THEN %d - 5 END
+FROM generate_series(1, 60000) AS g;
+ANALYZE %s]]):format(T, NOW, NOW, NOW, NOW, T))
+  end)
+
+  it("claims through the ready index, never a sequential scan", function()
+    local sql = dbq.statements("postgres", T)
+    assert.is_truthy(sql.pop:find("FOR UPDATE SKIP LOCKED", 1, true))
+    local plan = psql(explain(sql.pop, { "w:claim", NOW + 30, "t3", NOW, n = 4 }))
+    assert.is_true(uses_index(plan, T .. "_ready"), plan)
+    assert.is_nil(plan:find("Seq Scan", 1, true), plan)
+    assert.is_truthy(sql.pop_batch:find("FOR UPDATE SKIP LOCKED", 1, true))
+    plan = psql(explain(sql.pop_batch, { "w:claim", NOW + 30, "t3", NOW, 8, n = 5 }))
+    assert.is_true(uses_index(plan, T .. "_ready"), plan)
+    assert.is_nil(plan:find("Seq Scan", 1, true), plan)
+  end)
+
+  it("reads the next due time of a worker's sleep from the two partial indexes", function()
+    local sql = dbq.statements("postgres", T)
+    local plan = psql(explain(sql.due_ready, { "t3", n = 1 }))
+    assert.is_true(uses_index(plan, T .. "_ready"), plan)
+    assert.is_nil(plan:find("Seq Scan", 1, true), plan)
+    plan = psql(explain(sql.due_lease, { n = 0 }))
+    assert.is_true(uses_index(plan, T .. "_leased"), plan)
+    assert.is_nil(plan:find("Seq Scan", 1, true), plan)
+  end)
+
+  it("sweeps stale leases through the leased index in one statement", function()
+    -- The sweep's own statement, rendered by the query builder for postgres.
+    local sdb = assert(zdb.open("sqlite::memory:"))
+    local impl = dbq.new(sdb, { table = T, sweep_batch = 100 })
+    local sql, binds = impl:sweep_update(NOW):to_sql("postgres")
+    sdb:close()
+    local plan = psql(explain(sql, binds))
+    assert.is_true(uses_index(plan, T .. "_leased"), plan)
+    assert.is_nil(plan:find("Seq Scan", 1, true), plan)
+    assert.are.equal(1, select(2, plan:gsub("Update on", "")))
+  end)
+end)
