@@ -95,9 +95,10 @@ function M.resolve(flags, positional, cmd)
   return { dir = paths.dirname(abs), file = abs }
 end
 
--- Adapters that are configurable (the schema names them) but not written yet, and what to do
--- (none today: postgres landed with issue 17).
-local NOT_YET = {}
+-- Adapters that are configurable (the schema names them) but not written yet, and what to do.
+local NOT_YET = {
+  postgres = "PostgreSQL support is not implemented yet; use sqlite (a sqlite:<file> DSN)",
+}
 
 -- One line for a configured adapter this build does not have: which one, and what to do.
 function M.missing_adapter(battery, adapter)
