@@ -7,11 +7,14 @@
 -- free loopback port, fsync off), loads pgbench's tables at scale 1 (100,000 accounts), then
 -- for 1 and 8 clients, `runs` times each, alternating:
 --   pgbench   /usr/lib/postgresql/15/bin/pgbench -S -n -c C -j min(C,2) -T seconds
---             (its "tps = ... (without initial connection time)")
+--             (its "tps = ... (without initial connection time)"; the simple protocol, pgbench's
+--             default), and the same with -M prepared (the protocol zever uses: prepared once
+--             per connection, then Bind/Execute)
 --   zever     C coroutines on this process's loop over one pool of C connections, each looping
 --             db:from("pgbench_accounts"):select("abalance"):where("aid", random):first()
 --             (the statement pgbench -S runs) for `seconds`; tps = statements / elapsed
--- and prints the median TPS of each and the ratio zever / pgbench (issue #17's target: >= 0.8).
+-- and prints the median TPS of each and the ratios zever / pgbench -S and zever / pgbench -S
+-- -M prepared (issue #17's target: >= 0.8 against pgbench -S).
 -- pgbench runs in its own processes (one thread per 4 clients at most here: -j), zever in one
 -- thread, as a zever worker would; the machine's cores are shared by both, as in production.
 
@@ -52,9 +55,9 @@ end
 
 sh(PGBENCH .. " -i -q -s 1 " .. dbname)
 
-local function pgbench(clients)
-  local out = sh(format("%s -S -n -c %d -j %d -T %d %s", PGBENCH, clients, math.min(clients, 2),
-    SECONDS, dbname))
+local function pgbench(clients, mode)
+  local out = sh(format("%s -S -n -M %s -c %d -j %d -T %d %s", PGBENCH, mode, clients,
+    math.min(clients, 2), SECONDS, dbname))
   local tps = out:match("tps = ([%d%.]+) %(without initial connection time%)")
   return assert(tonumber(tps), "no tps in pgbench's output: " .. out)
 end
@@ -94,14 +97,16 @@ print(format("pg_bench: PostgreSQL %s on 127.0.0.1:%d, scale 1, %d s per run, %d
   sh("psql -X -A -t -c 'SHOW server_version' " .. dbname):gsub("%s+$", ""), srv.port, SECONDS,
   RUNS, os.date("!%Y-%m-%d %H:%M UTC")))
 for _, c in ipairs(CLIENTS) do
-  local a, b = {}, {}
+  local a, p, b = {}, {}, {}
   for r = 1, RUNS do
-    a[r] = pgbench(c)
+    a[r] = pgbench(c, "simple")
+    p[r] = pgbench(c, "prepared")
     b[r] = zever(c)
-    print(format("  clients=%d run %d: pgbench -S %.0f tps, zever builder %.0f tps", c, r, a[r], b[r]))
+    print(format("  clients=%d run %d: pgbench -S %.0f tps, -S -M prepared %.0f tps, " ..
+      "zever builder %.0f tps", c, r, a[r], p[r], b[r]))
   end
-  local pa, zb = median(a), median(b)
-  print(format("clients=%d  pgbench -S %.0f tps  zever %.0f tps  ratio %.2f (medians)", c, pa, zb,
-    zb / pa))
+  local pa, pp, zb = median(a), median(p), median(b)
+  print(format("clients=%d  pgbench -S %.0f  -S -M prepared %.0f  zever %.0f tps  " ..
+    "ratio %.2f / %.2f (medians)", c, pa, pp, zb, zb / pa, zb / pp))
 end
 srv:stop()
