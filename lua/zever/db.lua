@@ -46,6 +46,7 @@ local M = {}
 M.null = expr.null
 M.col, M.val, M.raw, M.fn = expr.col, expr.val, expr.raw, expr.fn
 M.excluded, M.rollup, M.cube, M.exists = expr.excluded, expr.rollup, expr.cube, expr.exists
+M.array = expr.array
 
 -- A db error: a zever error of battery "db" (fields: sql, ...).
 function M.error(code, message, fields)
@@ -73,6 +74,7 @@ M.DB = DB
 -- Helpers reachable from an instance too: db.col("x"), db.fn.lower(...), db.null, ...
 DB.null, DB.col, DB.val, DB.raw, DB.fn = M.null, M.col, M.val, M.raw, M.fn
 DB.excluded, DB.rollup, DB.cube, DB.exists = M.excluded, M.rollup, M.cube, M.exists
+DB.array = M.array
 DB.blob = M.blob
 
 -- Raises the db error of a failed statement: its code, the adapter's message, the SQL text
