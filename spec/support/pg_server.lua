@@ -20,6 +20,11 @@
 -- spec that stops or restarts a server starts its own (pg_server.start()), never the shared one.
 -- The password is random per server and is what the redaction specs look for in outputs.
 -- fsync is off: the data is thrown away after the run.
+--
+-- A server outlives its spec run only when that run was killed (a timeout, ^C): its __gc
+-- sentinel never ran. Each data folder records the PID of the process that started it
+-- (owner.pid); the first start of a later run stops, by their postmaster PIDs, the servers of
+-- folders whose owner is gone, and removes those folders (M.reap).
 
 local sys = require "zever.sys"
 local process = require "spec.support.process"
@@ -129,12 +134,44 @@ function Server:drop(dsn)
   self:psql("postgres", 'DROP DATABASE IF EXISTS "' .. db .. '" WITH (FORCE)')
 end
 
+-- Whether pid is a live process (a zombie, killed and not yet waited for, is not).
+local function running(pid)
+  local stat = read_file("/proc/" .. pid .. "/stat")
+  return stat ~= nil and stat:match("^%d+ %b() (%a)") ~= "Z"
+end
+
+-- Stops the servers of earlier runs that were killed before they could stop their own (see the
+-- header): a /tmp/zever-pg-* folder whose owner.pid names a dead process. Returns how many.
+function M.reap()
+  local count = 0
+  local dirs = run("ls -d /tmp/zever-pg-* 2>/dev/null").stdout or ""
+  for dir in dirs:gmatch("[^\n]+") do
+    local owner = tonumber((read_file(dir .. "/owner.pid") or ""):match("^(%d+)"))
+    if owner and not running(owner) then
+      local pm = read_file(dir .. "/data/postmaster.pid")
+      local stale = setmetatable({ dir = dir, pid = pm and tonumber(pm:match("^(%d+)")) }, Server)
+      stale:stop()
+      count = count + 1
+    end
+  end
+  return count
+end
+
+local reaped = false
+
 -- Makes the data directory and starts the server: self, or nil, message.
 function Server:start()
+  if not reaped then
+    reaped = true
+    M.reap()
+  end
   if not is_root and run("test -x " .. BIN .. "initdb").code ~= 0 then
     return nil, "PostgreSQL 15 is not installed (make deps installs postgresql)"
   end
   self.dir = run("mktemp -d /tmp/zever-pg-XXXXXX").stdout:gsub("%s+$", "")
+  local owner = assert(io.open(self.dir .. "/owner.pid", "w"))
+  owner:write(require("zever.sys").getpid(), "\n")
+  owner:close()
   local sentinel = newproxy(true)
   getmetatable(sentinel).__gc = function() self:stop() end
   self.sentinel = sentinel
