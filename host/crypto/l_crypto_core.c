@@ -25,6 +25,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
+#include "../runtime/lbind.h"
 #include "crypto.h"
 #include "sig.h"
 
@@ -267,16 +268,6 @@ static int l_unb64url(lua_State *L) {
   return 1;
 }
 
-static void newclass(lua_State *L, const char *mt, const luaL_Reg *methods, lua_CFunction gc) {
-  luaL_newmetatable(L, mt);
-  lua_newtable(L);
-  luaL_register(L, NULL, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
-}
-
 int luaopen_zever_crypto_core(lua_State *L);
 int luaopen_zever_crypto_core(lua_State *L) {
   static const luaL_Reg mac_methods[] = {{"compute", l_mac_compute}, {NULL, NULL}};
@@ -288,9 +279,9 @@ int luaopen_zever_crypto_core(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"random", l_random}, {"process_key", l_process_key}, {"equal", l_equal}, {"hmac", l_hmac}, {"mac", l_mac},
     {"aead", l_aead}, {"sig_key", l_sig_key}, {"b64url", l_b64url}, {"unb64url", l_unb64url}, {NULL, NULL}};
-  newclass(L, MAC_MT, mac_methods, l_mac_gc);
-  newclass(L, AEAD_MT, aead_methods, l_aead_gc);
-  newclass(L, SIG_MT, sig_methods, l_sig_gc);
+  zv_l_newmeta(L, MAC_MT, mac_methods, l_mac_gc);
+  zv_l_newmeta(L, AEAD_MT, aead_methods, l_aead_gc);
+  zv_l_newmeta(L, SIG_MT, sig_methods, l_sig_gc);
   lua_newtable(L);
   luaL_register(L, NULL, funcs);
   return 1;

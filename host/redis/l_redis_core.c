@@ -33,6 +33,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
+#include "../runtime/lbind.h"
 #include "../runtime/runtime.h"
 #include "client.h"
 #include "redis_url.h"
@@ -563,16 +564,6 @@ static int l_parse_url(lua_State *L) {
   return 1;
 }
 
-static void new_mt(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc) {
-  luaL_newmetatable(L, name);
-  lua_newtable(L);
-  luaL_register(L, NULL, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
-}
-
 int luaopen_zever_redis_core(lua_State *L);
 int luaopen_zever_redis_core(lua_State *L) {
   static const luaL_Reg amethods[] = {
@@ -586,8 +577,8 @@ int luaopen_zever_redis_core(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"parse_url", l_parse_url}, {"async", l_async}, {"sync", l_sync}, {NULL, NULL},
   };
-  new_mt(L, ACLIENT_MT, amethods, a_gc);
-  new_mt(L, SCLIENT_MT, smethods, s_gc);
+  zv_l_newmeta(L, ACLIENT_MT, amethods, a_gc);
+  zv_l_newmeta(L, SCLIENT_MT, smethods, s_gc);
   lua_newtable(L);
   luaL_register(L, NULL, funcs);
   lua_pushlightuserdata(L, NULL);

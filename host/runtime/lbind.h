@@ -39,14 +39,14 @@ static inline uint64_t zv_l_opt_u64(lua_State *L, int i) {
 
 /*
  * Handle classes: a userdata holding one pointer to a process-wide core object (a cache, a
- * limiter, ...). zv_l_newclass registers the metatable mt (methods as __index, gc as __gc) and
- * leaves a new table of funcs on the stack: the module. zv_l_newhandle pushes a handle with a
+ * limiter, ...). zv_l_newmeta registers the metatable mt (methods as __index, gc as __gc);
+ * zv_l_newclass does that and leaves a new table of funcs on the stack: the module. zv_l_newhandle pushes a handle with a
  * NULL pointer, so that __gc of a failed open has nothing to release; the caller fills the slot
  * it returns. zv_l_checkhandle returns the pointer of handle 1 and raises "<what>: the handle
  * was released" once release cleared it.
  */
-static inline void zv_l_newclass(lua_State *L, const char *mt, const luaL_Reg *methods,
-                                 lua_CFunction gc, const luaL_Reg *funcs) {
+static inline void zv_l_newmeta(lua_State *L, const char *mt, const luaL_Reg *methods,
+                                lua_CFunction gc) {
   luaL_newmetatable(L, mt);
   lua_newtable(L);
   luaL_register(L, NULL, methods);
@@ -54,6 +54,11 @@ static inline void zv_l_newclass(lua_State *L, const char *mt, const luaL_Reg *m
   lua_pushcfunction(L, gc);
   lua_setfield(L, -2, "__gc");
   lua_pop(L, 1);
+}
+
+static inline void zv_l_newclass(lua_State *L, const char *mt, const luaL_Reg *methods,
+                                 lua_CFunction gc, const luaL_Reg *funcs) {
+  zv_l_newmeta(L, mt, methods, gc);
   lua_newtable(L);
   luaL_register(L, NULL, funcs);
 }

@@ -44,6 +44,21 @@ function M.unescape(s, plus)
   return s
 end
 
+-- Adds value under key with the query string's rules: "k[]" collects a list, else the last wins.
+local function put(out, k, v)
+  if sub(k, -2) == "[]" then
+    k = sub(k, 1, -3)
+    local list = out[k]
+    if type(list) ~= "table" then
+      list = {}
+      out[k] = list
+    end
+    list[#list + 1] = v
+  elseif k ~= "" then
+    out[k] = v
+  end
+end
+
 -- Parses a query string: "a=1&b=x+y" -> { a = "1", b = "x y" }. A repeated key keeps the last
 -- value, as Lapis and Laravel do; "k[]=1&k[]=2" collects an array; a key without "=" is "".
 function M.parse_query(qs)
@@ -53,17 +68,7 @@ function M.parse_query(qs)
     local eq = find(pair, "=", 1, true)
     local k = M.unescape(eq and sub(pair, 1, eq - 1) or pair, true)
     local v = eq and M.unescape(sub(pair, eq + 1), true) or ""
-    if sub(k, -2) == "[]" then
-      k = sub(k, 1, -3)
-      local list = out[k]
-      if type(list) ~= "table" then
-        list = {}
-        out[k] = list
-      end
-      list[#list + 1] = v
-    elseif k ~= "" then
-      out[k] = v
-    end
+    put(out, k, v)
   end
   return out
 end
@@ -141,21 +146,6 @@ end
 -- A client's file name without any folder part ("C:\a\b.txt" -> "b.txt"): never a path.
 local function base_name(name)
   return (name:match("([^/\\]*)$"))
-end
-
--- Adds value under key with parse_query's rules: "k[]" collects a list, else the last wins.
-local function put(out, k, v)
-  if sub(k, -2) == "[]" then
-    k = sub(k, 1, -3)
-    local list = out[k]
-    if type(list) ~= "table" then
-      list = {}
-      out[k] = list
-    end
-    list[#list + 1] = v
-  elseif k ~= "" then
-    out[k] = v
-  end
 end
 
 local LIMIT_KEYS = { max_parts = true, max_field_bytes = true, max_file_bytes = true,
