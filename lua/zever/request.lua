@@ -24,8 +24,18 @@
 
 local json = require "zever.json"
 local errors = require "zever.errors"
-local multipart = require "zever.multipart"
-local accept = require "zever.accept"
+-- zever.multipart and zever.accept (whose LPeg grammars cost ~0.9 M instructions to build) load
+-- on the first request that parses a form or negotiates, not with every worker's app.
+local multipart = setmetatable({}, { __index = function(t, k)
+  local m = require "zever.multipart"
+  setmetatable(t, { __index = m })
+  return m[k]
+end })
+local accept = setmetatable({}, { __index = function(t, k)
+  local m = require "zever.accept"
+  setmetatable(t, { __index = m })
+  return m[k]
+end })
 
 local char, tonumber, setmetatable, rawget, rawset = string.char, tonumber, setmetatable, rawget, rawset
 local format, gsub, find, sub = string.format, string.gsub, string.find, string.sub
