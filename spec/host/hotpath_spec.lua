@@ -15,15 +15,18 @@ local json = require "zever.json"
 local duration = require "zever.duration"
 local zdb = require "zever.db"
 
-local SPEC = "hotpath_spec.lua"
 local N = 2000 -- LuaJIT's hot loop threshold is 56 iterations: a wide margin
 
--- Asserts that the loop in this file compiled into a loop trace without an NYI abort, and, when
--- `whole`, that nothing on the path stopped the trace at a classic C call (a "stitch").
+-- Asserts that the path compiled to traces without an NYI abort, and, when `whole`, that nothing
+-- on it stopped a trace at a classic C call (a "stitch"). Whether LuaJIT closes the spec's own
+-- loop into one trace or first compiles the path's functions as traces of their own depends on
+-- their hot counters, which the specs before this one moved (CI shuffles: with seed 911844813
+-- app.lua's functions were hot already and the loop never became a root trace, with no NYI in
+-- sight), so the loop trace is reported when present, not required.
 local function assert_compiles(t, whole)
   local all = traces.describe(t)
   assert.are.same({}, traces.nyi(t))
-  assert.is_true(traces.looped(t, SPEC), "no loop trace in " .. SPEC .. ": " .. all)
+  assert.is_true(#t.stops > 0, "nothing compiled: " .. all)
   if whole then assert.is_false(traces.stitched(t), "a classic C call split it: " .. all) end
 end
 
@@ -35,7 +38,7 @@ describe("hot paths", function()
     app:get("/repos/:owner/:repo", function(req) return req.params.repo end)
 
     for _, path in ipairs({ "/hello", "/users/42", "/repos/zever/core" }) do
-      it("compiles dispatch of " .. path .. " into one loop trace", function()
+      it("compiles dispatch of " .. path .. " without an NYI abort or a stitch", function()
         local sink = 0
         local t = traces.run(function()
           for _ = 1, N do
@@ -108,7 +111,7 @@ describe("hot paths", function()
       assert.is_true(#t.stops > 0, traces.describe(t))
     end)
 
-    it("compiles first with values into one loop trace (the FFI read path)", function()
+    it("compiles first with values without an NYI abort or a stitch (the FFI read path)", function()
       assert(db:exec("INSERT INTO t (id, name) VALUES (1, 'one'), (2, 'two')"))
       local sink = 0
       local t = traces.run(function()
@@ -144,7 +147,7 @@ describe("hot paths", function()
   end)
 
   describe("duration.parse", function()
-    it("compiles into one loop trace", function()
+    it("compiles without an NYI abort or a stitch", function()
       local sink = 0
       local t = traces.run(function()
         for _ = 1, N do sink = sink + duration.parse("1h30m") end
