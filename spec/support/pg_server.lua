@@ -26,11 +26,9 @@
 -- (owner.pid); the first start of a later run stops, by their postmaster PIDs, the servers of
 -- folders whose owner is gone, and removes those folders (M.reap).
 
-local sys = require "zever.sys"
 local process = require "spec.support.process"
 
-local quote, run, alive, free_port = process.quote, process.run, process.alive, process.free_port
-local sleep = process.sleep
+local quote, run, free_port = process.quote, process.run, process.free_port
 
 local M = {}
 
@@ -88,10 +86,7 @@ function Server:kill()
   local pid = self.pid
   self.pid = nil
   if not pid then return end
-  os.execute("kill -INT " .. pid .. " 2>/dev/null")
-  local deadline = sys.now() + 10
-  while alive(pid) and sys.now() < deadline do sleep(0.02) end
-  if alive(pid) then os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
+  process.terminate(pid, "INT", 10)
 end
 
 function Server:stop()

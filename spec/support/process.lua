@@ -59,6 +59,15 @@ function M.alive(pid)
   return r == 0 or r == true
 end
 
+-- Stops process pid: sends signal ("TERM", "INT", ...), waits up to grace seconds for it to
+-- exit, then sends SIGKILL. The servers of spec/support stop what they started this way.
+function M.terminate(pid, signal, grace)
+  os.execute("kill -" .. signal .. " " .. pid .. " 2>/dev/null")
+  local deadline = sys.now() + grace
+  while M.alive(pid) and sys.now() < deadline do M.sleep(0.02) end
+  if M.alive(pid) then os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
+end
+
 -- Polls cond() every 10 ms (a real sleep: another process does the work) until it returns true
 -- or secs (default 10) have passed; returns whether it did. Specs wait for what they need (a
 -- file a process writes, a row, a port) to a generous deadline, never for a fixed time.

@@ -22,7 +22,7 @@ local sys = require "zever.sys"
 
 local process = require "spec.support.process"
 
-local quote, alive, free_port = process.quote, process.alive, process.free_port
+local quote, free_port = process.quote, process.free_port
 local sh, sleep = process.output, process.sleep
 
 local M = {}
@@ -76,10 +76,7 @@ function Server:kill()
   local pid = self.pid
   self.pid = nil
   if not pid then return end
-  os.execute("kill -TERM " .. pid .. " 2>/dev/null")
-  local deadline = sys.now() + 2
-  while alive(pid) and sys.now() < deadline do sleep(0.02) end
-  if alive(pid) then os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
+  process.terminate(pid, "TERM", 2)
 end
 
 function Server:stop()
