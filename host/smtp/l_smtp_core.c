@@ -3,14 +3,16 @@
  *
  *   core.client{ host=, port=, encryption = "none"|"starttls"|"tls", username=, password=,
  *                helo=, ca_file=, verify = true, timeout = 10 }, dispatch
- *                                 -> client | nil, message         (connects on the first send)
- *   client:send(token, from, { rcpt, ... }, data) -> true | nil, kind, message
+ *                                 -> client | nil, message, "invalid" (connects on the first send)
+ *   client:send(token, from, { rcpt, ... }, data) -> true | nil, message, kind
  *   client:close()
  *   client:info()                 -> connected, connects
- *   core.parse_reply(bytes)       -> code, text, lines, consumed | false (incomplete) | nil, why
+ *   core.parse_reply(bytes)       -> code, text, lines, consumed | false (incomplete)
+ *                                    | nil, message, kind ("syntax" or "too long")
  *   core.dot_stuff(data)          -> the DATA payload (dot-stuffed, CRLF.CRLF at the end)
  *
- * A send ends with dispatch(token, true) or dispatch(token, nil, kind, message) (kind
+ * Failures are nil, message, kind, as every binding reports them (host/runtime/lbind.h).
+ * A send ends with dispatch(token, true) or dispatch(token, nil, message, kind) (kind
  * "unavailable" or "rejected"), called from the loop or from close(). It must not call Lua
  * while the loop is closing, nor keep the password anywhere Lua can read it back.
  */
@@ -22,6 +24,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
+#include "../runtime/lbind.h"
 #include "../runtime/runtime.h"
 #include "conn.h"
 #include "smtp.h"
@@ -67,8 +70,8 @@ static void on_done(zv_smtp_conn_t *c, int kind, const char *why, void *data) {
     zv_loop_pcall(L, 2, 0, "smtp send");
   } else {
     lua_pushnil(L);
-    lua_pushstring(L, kind_name(kind));
     lua_pushstring(L, why ? why : "failed");
+    lua_pushstring(L, kind_name(kind));
     zv_loop_pcall(L, 4, 0, "smtp send");
   }
 }
@@ -126,11 +129,7 @@ static int l_client(lua_State *L) {
   lua_setmetatable(L, -2);
   rc = zv_smtp_conn_new(a->loop, &o, on_done, on_free, a, &a->c, why, sizeof why);
   if (rc == ZV_ENOMEM) return luaL_error(L, "smtp: out of memory");
-  if (rc) {
-    lua_pushnil(L);
-    lua_pushstring(L, why);
-    return 2;
-  }
+  if (rc) return zv_l_failure(L, why, "invalid");
   lua_pushvalue(L, 2);
   a->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   return 1;
@@ -170,12 +169,7 @@ static int l_send(lua_State *L) {
     lua_pop(L, 1); /* the table keeps the string alive */
   }
   if (!envelope_ok(from, from_len)) return luaL_error(L, "smtp: from contains a forbidden byte");
-  if (!a->c) {
-    lua_pushnil(L);
-    lua_pushliteral(L, "closed");
-    lua_pushliteral(L, "the client is closed");
-    return 3;
-  }
+  if (!a->c) return zv_l_failure(L, "the client is closed", "closed");
   lua_pushvalue(L, 2);
   ref = luaL_ref(L, LUA_REGISTRYINDEX);
   a->in_send = 1;
@@ -185,18 +179,14 @@ static int l_send(lua_State *L) {
   a->in_send = 0;
   if (!rc && a->sync_kind >= 0) { /* it ended already (a dead kept connection, say) */
     luaL_unref(L, LUA_REGISTRYINDEX, ref);
-    lua_pushnil(L);
-    lua_pushstring(L, a->sync_kind == ZV_SMTP_OK ? "unavailable" : kind_name(a->sync_kind));
-    lua_pushstring(L, a->sync_why);
-    return 3;
+    return zv_l_failure(L, a->sync_why,
+                        a->sync_kind == ZV_SMTP_OK ? "unavailable" : kind_name(a->sync_kind));
   }
   if (rc) {
     luaL_unref(L, LUA_REGISTRYINDEX, ref);
-    lua_pushnil(L);
-    lua_pushstring(L, rc == ZV_EINVAL ? "misuse" : "unavailable");
-    lua_pushstring(L, rc == ZV_EINVAL ? "a send is already in progress" :
-                   rc == ZV_ENOMEM ? "out of memory" : "cannot start a connection");
-    return 3;
+    return zv_l_failure(L, rc == ZV_EINVAL ? "a send is already in progress" :
+                        rc == ZV_ENOMEM ? "out of memory" : "cannot start a connection",
+                        rc == ZV_EINVAL ? "misuse" : "unavailable");
   }
   lua_pushboolean(L, 1);
   return 1;
@@ -241,11 +231,9 @@ static int l_parse_reply(lua_State *L) {
     lua_pushboolean(L, 0);
     return 1;
   }
-  if (rc < 0) {
-    lua_pushnil(L);
-    lua_pushstring(L, rc == ZV_ETOOLONG ? "too long" : "syntax");
-    return 2;
-  }
+  if (rc < 0)
+    return rc == ZV_ETOOLONG ? zv_l_failure(L, "the reply is too long", "too long")
+                             : zv_l_failure(L, "a malformed reply", "syntax");
   lua_pushinteger(L, r.code);
   lua_pushlstring(L, r.text, r.text_len);
   lua_pushinteger(L, r.lines);

@@ -95,8 +95,8 @@ function Smtp:send(msg, default_from, max_bytes)
     return nil, CLOSED
   end
   local token = token_of()
-  local ok, kind, message = self.c:send(token, env.from, env.to, bytes)
-  if ok then ok, kind, message = await(token) end
+  local ok, message, kind = self.c:send(token, env.from, env.to, bytes)
+  if ok then ok, message, kind = await(token) end
   release(self)
   if not ok then return nil, errors.binding("mailer", kind, message) end
   return message_id(bytes)
