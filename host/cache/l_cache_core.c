@@ -36,6 +36,8 @@ static zv_cache_t *check(lua_State *L) {
   return zv_l_checkhandle(L, MT, "cache");
 }
 
+ZV_L_STORE_METHODS(zv_cache, MT, "cache")
+
 static int l_open(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   lua_Number max = luaL_checknumber(L, 2);
@@ -143,16 +145,6 @@ static int l_incr(lua_State *L) {
   return 1;
 }
 
-static int l_sweep(lua_State *L) {
-  zv_cache_t *c = check(L);
-  lua_Number steps = luaL_checknumber(L, 2);
-  int more;
-  size_t removed = zv_cache_sweep(c, zv_l_opt_u64(L, 3), steps > 0 ? (size_t)steps : 0, &more);
-  lua_pushnumber(L, (lua_Number)removed);
-  lua_pushboolean(L, more);
-  return 2;
-}
-
 static int l_clear(lua_State *L) {
   zv_cache_clear(check(L));
   return 0;
@@ -167,23 +159,6 @@ static int l_stats(lua_State *L) {
   zv_l_setnumber(L, "max_bytes", (double)st.max_bytes);
   zv_l_setnumber(L, "evictions", (double)st.evictions);
   zv_l_setnumber(L, "expired", (double)st.expired);
-  return 1;
-}
-
-static int l_ptr(lua_State *L) {
-  lua_pushlightuserdata(L, check(L));
-  return 1;
-}
-
-static int l_release(lua_State *L) {
-  void **slot = luaL_checkudata(L, 1, MT);
-  if (*slot) zv_cache_release(*slot);
-  *slot = NULL;
-  return 0;
-}
-
-static int l_clock(lua_State *L) {
-  lua_pushnumber(L, (lua_Number)zv_cache_clock());
   return 1;
 }
 

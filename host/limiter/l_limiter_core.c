@@ -28,6 +28,8 @@ static zv_limiter_t *check(lua_State *L) {
   return zv_l_checkhandle(L, MT, "limiter");
 }
 
+ZV_L_STORE_METHODS(zv_limiter, MT, "limiter")
+
 static int l_open(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   zv_limiter_opts_t o;
@@ -69,16 +71,6 @@ static int l_reset(lua_State *L) {
   return 1;
 }
 
-static int l_sweep(lua_State *L) {
-  zv_limiter_t *l = check(L);
-  lua_Number steps = luaL_checknumber(L, 2);
-  int more;
-  size_t removed = zv_limiter_sweep(l, zv_l_opt_u64(L, 3), steps > 0 ? (size_t)steps : 0, &more);
-  lua_pushnumber(L, (lua_Number)removed);
-  lua_pushboolean(L, more);
-  return 2;
-}
-
 static int l_stats(lua_State *L) {
   zv_limiter_t *l = check(L);
   zv_limiter_stats_t st;
@@ -88,23 +80,6 @@ static int l_stats(lua_State *L) {
   zv_l_setnumber(L, "max_entries", (double)st.max_entries);
   zv_l_setnumber(L, "evictions", (double)st.evictions);
   zv_l_setnumber(L, "expired", (double)st.expired);
-  return 1;
-}
-
-static int l_ptr(lua_State *L) {
-  lua_pushlightuserdata(L, check(L));
-  return 1;
-}
-
-static int l_release(lua_State *L) {
-  void **slot = luaL_checkudata(L, 1, MT);
-  if (*slot) zv_limiter_release(*slot);
-  *slot = NULL;
-  return 0;
-}
-
-static int l_clock(lua_State *L) {
-  lua_pushnumber(L, (lua_Number)zv_limiter_clock());
   return 1;
 }
 

@@ -77,6 +77,39 @@ static inline void *zv_l_checkhandle(lua_State *L, const char *mt, const char *w
   return *slot;
 }
 
+/*
+ * The four methods every handle class over a shared store has, made from its core's functions
+ * (P##_sweep(h, now_ns, max_steps, &more) -> removed, P##_release(h), P##_clock()), so the
+ * cache, idempotency and limiter bindings declare them once (MT_ the metatable, WHAT the name
+ * in the released-handle error):
+ *   handle:sweep(max_steps[, now_ns]) -> removed, more    handle:ptr() -> lightuserdata
+ *   handle:release()                                      core.clock() -> monotonic ns
+ */
+#define ZV_L_STORE_METHODS(P, MT_, WHAT)                                                     \
+  static int l_sweep(lua_State *L) {                                                        \
+    lua_Number steps = luaL_checknumber(L, 2);                                               \
+    int more;                                                                                \
+    size_t removed = P##_sweep(zv_l_checkhandle(L, MT_, WHAT), zv_l_opt_u64(L, 3),           \
+                               steps > 0 ? (size_t)steps : 0, &more);                        \
+    lua_pushnumber(L, (lua_Number)removed);                                                  \
+    lua_pushboolean(L, more);                                                                \
+    return 2;                                                                                \
+  }                                                                                          \
+  static int l_ptr(lua_State *L) {                                                          \
+    lua_pushlightuserdata(L, zv_l_checkhandle(L, MT_, WHAT));                                \
+    return 1;                                                                                \
+  }                                                                                          \
+  static int l_release(lua_State *L) {                                                      \
+    void **slot = luaL_checkudata(L, 1, MT_);                                                \
+    if (*slot) P##_release(*slot);                                                           \
+    *slot = NULL;                                                                            \
+    return 0;                                                                                \
+  }                                                                                          \
+  static int l_clock(lua_State *L) {                                                        \
+    lua_pushnumber(L, (lua_Number)P##_clock());                                              \
+    return 1;                                                                                \
+  }
+
 /* Sets field k of the table on top of the stack to the number v. */
 static inline void zv_l_setnumber(lua_State *L, const char *k, double v) {
   lua_pushnumber(L, v);
