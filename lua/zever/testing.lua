@@ -5,6 +5,8 @@
 --   local res = t:get("/users/42")         -- in-process: the server's dispatch, no socket
 --   local res = t:post("/users", { json = { email = "a@b.c" }, headers = { ... } })
 --   res.status, res.headers["content-type"], res.body, res:json()
+--   res:header_values("set-cookie")        -- every value of a repeated header, in order
+--   res:cookie("sid")                      -- the value a Set-Cookie gave, and its attributes
 --   t:perform_jobs()                       -- runs the jobs the spec dispatched, now
 --   t:mails()                              -- the messages app.mailer sent, in order
 --   local srv = t:serve()                  -- the same app on a free loopback port
@@ -65,6 +67,42 @@ function Result:json()
   return json.decode(self.body)
 end
 
+-- Every value of a header, in the order sent (res.headers[name] keeps the last one only):
+-- several Set-Cookie, Vary or Link headers.
+function Result:header_values(name)
+  name = lower(name)
+  local out = {}
+  for _, h in ipairs(self.header_list) do
+    if h[1] == name then out[#out + 1] = h[2] end
+  end
+  return out
+end
+
+-- The cookie the response set under name (the last Set-Cookie of that name): its value and its
+-- attributes ({ path = "/", httponly = true, ["max-age"] = "60", ... }, names in lower case);
+-- nil when none was set.
+function Result:cookie(name)
+  local value, attrs
+  for _, line in ipairs(self:header_values("set-cookie")) do
+    local n, v, rest = line:match("^%s*([^=;%s]+)%s*=%s*([^;]*)(.*)$")
+    if n == name then
+      value, attrs = v, {}
+      for part in rest:gmatch(";%s*([^;]+)") do
+        local k, av = part:match("^([^=]-)%s*=%s*(.-)%s*$")
+        if k then attrs[lower(k)] = av else attrs[lower((part:gsub("%s+$", "")))] = true end
+      end
+    end
+  end
+  return value, attrs
+end
+
+-- Records one response header: the list keeps them all, headers[name] the last one.
+local function add_header(out, name, value)
+  name = lower(name)
+  out.header_list[#out.header_list + 1] = { name, value }
+  out.headers[name] = value
+end
+
 local function split_target(target)
   local path, qs = target:match("^([^?]*)%?(.*)$")
   return path or target, qs
@@ -121,8 +159,9 @@ function M.request(app, method, target, opts)
     token = sched.token()
     sched.await(token)
   end
-  local out = setmetatable({ status = res.code, headers = {}, body = res.body }, Result)
-  for i = 1, #res.headers, 2 do out.headers[lower(res.headers[i])] = res.headers[i + 1] end
+  local out = setmetatable({ status = res.code, headers = {}, header_list = {}, body = res.body },
+    Result)
+  for i = 1, #res.headers, 2 do add_header(out, res.headers[i], res.headers[i + 1]) end
   if method:upper() == "HEAD" then out.body = "" end
   return out
 end
@@ -210,12 +249,12 @@ function Server:fetch(method, path, opts)
   local head, body = slurp(base .. ".head") or "", slurp(base .. ".body") or ""
   if method == "HEAD" then body = "" end -- curl -I writes the head where the body would go
   for _, ext in ipairs({ "", ".done", ".head", ".body", ".req" }) do os.remove(base .. ext) end
-  local out = setmetatable({ headers = {}, body = body }, Result)
+  local out = setmetatable({ headers = {}, header_list = {}, body = body }, Result)
   -- With 100-continue or redirects curl writes several header blocks; the last one counts.
   for block in (head .. "\r\n\r\n"):gmatch("(HTTP/[^\r\n]+.-)\r\n\r\n") do
     out.status = tonumber(block:match("^HTTP/%S+ (%d+)"))
-    out.headers = {}
-    for k, v in block:gmatch("\r\n([^:\r\n]+):%s*([^\r\n]*)") do out.headers[lower(k)] = v end
+    out.headers, out.header_list = {}, {}
+    for k, v in block:gmatch("\r\n([^:\r\n]+):%s*([^\r\n]*)") do add_header(out, k, v) end
   end
   return out
 end

@@ -48,6 +48,47 @@ describe("zever.testing", function()
     end)
   end)
 
+  describe("repeated response headers", function()
+    local function cookie_app()
+      local app = zever.app()
+      app:get("/login", function(_, res)
+        res:cookie("sid", "abc", { path = "/", http_only = true, max_age = 60 })
+        res:cookie("theme", "dark", { same_site = "Lax" })
+        res:header("Vary", "Accept")
+        return "ok"
+      end)
+      return app
+    end
+
+    local function check(res)
+      local set = res:header_values("Set-Cookie")
+      assert.are.equal(2, #set)
+      assert.matches("^sid=abc", set[1])
+      assert.matches("^theme=dark", set[2])
+      local v, attrs = res:cookie("sid")
+      assert.are.equal("abc", v)
+      assert.are.equal("/", attrs.path)
+      assert.are.equal("60", attrs["max-age"])
+      assert.is_true(attrs.httponly)
+      assert.are.equal("dark", (res:cookie("theme")))
+      assert.is_nil(res:cookie("missing"))
+      assert.are.same({ "Accept" }, res:header_values("vary"))
+      -- headers[name] keeps the last value, as before.
+      assert.matches("^theme=dark", res.headers["set-cookie"])
+    end
+
+    it("keeps every Set-Cookie of an in-process request", function()
+      check(testing.request(cookie_app(), "GET", "/login"))
+    end)
+
+    it("keeps every Set-Cookie of a served request", function()
+      local srv = testing.serve(cookie_app())
+      local ok, err = pcall(check, srv:fetch("GET", "/login"))
+      srv:close()
+      assert(ok, err)
+    end)
+  end)
+
   describe("app", function()
     local fs = require "spec.support.files"
     local APP = [[
