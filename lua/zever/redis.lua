@@ -8,6 +8,7 @@
 --   c:pipeline(function(p) p:call("INCR", "n"); p:call("GET", "n") end)   -- same thing
 --   local s = c:script("return redis.call('GET', KEYS[1])"); s:call({"k"}, {})  -- EVALSHA
 --   c:close()                            -- shared: the last user's close really closes it
+--   redis.open_clients()                 -- the open async clients: { {address, shared}, ... }
 --
 -- The async face runs on the state's libuv loop: inside a coroutine (every request, job and
 -- timer of zever.sched) a call yields until its reply; outside any coroutine it runs the loop
@@ -166,6 +167,7 @@ function Client:info()
 end
 
 local shared = {}     -- url string -> client (one table per Lua state: each worker has its own)
+local live = setmetatable({}, { __mode = "k" })  -- open async client -> "host:port"; open_clients
 local by_target = {}  -- "host|port|db|user|password" -> client, so equivalent urls share too
 
 function Client:close()
@@ -180,6 +182,7 @@ function Client:close()
   local c = self._c
   if c then
     self._c = nil
+    live[self] = nil
     c:close()
   end
 end
@@ -211,7 +214,23 @@ function M.connect(url, opts)
   local c, why = core.async(url, opts.timeout, opts.backoff_min, opts.backoff_max, dispatch,
     Error)
   if not c then return nil, M.error("invalid", why) end
-  return setmetatable({ _c = c, _sync = false }, Client)
+  local u = core.parse_url(url)
+  local client = setmetatable({ _c = c, _sync = false }, Client)
+  live[client] = u.host .. ":" .. u.port
+  return client
+end
+
+-- The async clients of this state that are open (an async client reconnects to its server for
+-- as long as it is open): { { address = "host:port", shared = refs or false }, ... }. Specs use
+-- it to find a client left open after its server stopped (spec/support/redis_server.lua).
+function M.open_clients()
+  local out = {}
+  for client, address in pairs(live) do
+    if client._c then
+      out[#out + 1] = { address = address, shared = client._shared and client._shared.refs or false }
+    end
+  end
+  return out
 end
 
 -- The state's shared async client for url (created on first use, with opts then); every

@@ -88,10 +88,14 @@ describe("zever.http lifecycle", function()
         })
         assert.is_true(run_until(read, 25))
         local out = read()
-        assert.matches("^%[timeout%]%[timeout%]HTTP/1.1 200 OK", out)
         local st = srv:stats()
+        -- An eviction here means a connection this spec did not make reached the port. The
+        -- likely cause of the one CI saw: a redis client that another describe left open,
+        -- reconnecting every 2 s to its stopped server's port, which this server was given
+        -- (spec/support/redis_server.lua's fixture now fails a describe that leaves one).
+        assert.are.equal(0, st.evicted, "evicted " .. st.evicted .. "; the client got: " .. out)
+        assert.matches("^%[timeout%]%[timeout%]HTTP/1.1 200 OK", out)
         assert.are.equal(1, st.refused)
-        assert.are.equal(0, st.evicted)
       end)
   end)
 end)

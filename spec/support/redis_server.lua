@@ -131,15 +131,37 @@ function M.start(opts)
   return M.new(opts):start()
 end
 
+-- Raises when an async client of this state is still open to srv (after its describe): such
+-- a client reconnects every few seconds for the rest of the run, to a port that a later spec's
+-- server may get (a max_connections spec then sees a stranger's connection). Garbage clients
+-- are collected first: their __gc closes them.
+function M.assert_no_clients(srv)
+  collectgarbage()
+  collectgarbage()
+  local address = "127.0.0.1:" .. tostring(srv.port)
+  for _, c in ipairs(require("zever.redis").open_clients()) do
+    if c.address == address then
+      error(("a redis client to the describe's server (%s) is still open after it ended" ..
+        " (shared: %s): close every store, adapter and client the describe made")
+        :format(address, tostring(c.shared)), 0)
+    end
+  end
+end
+
 -- For the describe block that calls it: registers a setup that starts a server (failing the
--- block when it cannot) and a teardown that stops it, in the caller's busted environment
+-- block when it cannot) and a teardown that stops it and checks that no async client to it is
+-- left open (assert_no_clients; busted runs a block's teardowns in the order they were
+-- registered, so a teardown that closes clients is registered before the fixture), in the caller's busted environment
 -- (a spec file's describe, setup and teardown are not globals of this module). Returns the
 -- server, whose url and port are set once the setup ran. opts as for new.
 function M.fixture(opts)
   local env = getfenv(2)
   local srv = M.new(opts)
   env.setup(function() assert(srv:start()) end)
-  env.teardown(function() srv:stop() end)
+  env.teardown(function()
+    srv:stop()
+    M.assert_no_clients(srv)
+  end)
   return srv
 end
 

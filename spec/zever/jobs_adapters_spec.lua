@@ -18,25 +18,39 @@ end
 
 local DEFAULTS = { attempts = 3, base = 0.01, cap = 0.1, jitter = false, timeout = 5 }
 
+-- The jobs adapter does not close the queue or the database it was given (they belong to the
+-- container), so each factory records what it opened and an after_each closes it: a redis
+-- queue left open would reconnect to its stopped server for the rest of the run.
+local opened = {}
+local function keep(x)
+  opened[#opened + 1] = x
+  return x
+end
+local function close_opened()
+  for i = #opened, 1, -1 do opened[i]:close(); opened[i] = nil end
+end
+
 describe("jobs adapters", function()
+  after_each(close_opened)
+
   require("spec.conformance.jobs")("memory queue", function()
-    local db = assert(zdb.open("sqlite::memory:"))
-    local q = queue.new{ name = unique("memory") }
+    local db = keep(assert(zdb.open("sqlite::memory:")))
+    local q = keep(queue.new{ name = unique("memory") })
     return jobs.wrap(jq.new(q, { db = db }), DEFAULTS)
   end)
 
   require("spec.conformance.jobs")("db queue", function()
-    local db = assert(zdb.open("sqlite::memory:"))
-    local q = queue.wrap(dbq.new(db, { table = unique("q") }), { visibility_timeout = 30 })
+    local db = keep(assert(zdb.open("sqlite::memory:")))
+    local q = keep(queue.wrap(dbq.new(db, { table = unique("q") }), { visibility_timeout = 30 }))
     return jobs.wrap(jq.new(q, { db = db, table = unique("failed") }), DEFAULTS)
   end)
 
   describe("redis #redis", function()
     local srv = redis_server.fixture()
     require("spec.conformance.jobs")("redis queue", function()
-      local db = assert(zdb.open("sqlite::memory:"))
-      local q = queue.wrap(assert(rq.new{ url = srv.url, prefix = srv:prefix("jobs") }),
-        { visibility_timeout = 30 })
+      local db = keep(assert(zdb.open("sqlite::memory:")))
+      local q = keep(queue.wrap(assert(rq.new{ url = srv.url, prefix = srv:prefix("jobs") }),
+        { visibility_timeout = 30 }))
       return jobs.wrap(jq.new(q, { db = db }), DEFAULTS)
     end)
   end)

@@ -30,11 +30,13 @@ end
 describe("adapters.queue.redis #redis", function()
   local conf_clients = {}
 
-  srv = redis_server.fixture()
-
+  -- Before the fixture: busted runs teardowns in order, and the fixture's checks that no client
+  -- to its server is left open.
   teardown(function()
     for _, c in ipairs(conf_clients) do c:close() end
   end)
+
+  srv = redis_server.fixture()
 
   require("spec.conformance.queue")("redis", function(opts)
     local c = client()

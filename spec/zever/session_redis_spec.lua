@@ -17,12 +17,16 @@ describe("adapters.session.redis #redis", function()
     local prefix = srv:prefix("ttl")
     local store = session.wrap(assert(srs.new{ url = srv.url, prefix = prefix }),
       { idle_timeout = 120, absolute_timeout = 3600 })
-    finally(function() store:close() end)
+    local raw
+    -- One finally per test: busted keeps only the last function given.
+    finally(function()
+      store:close()
+      if raw then raw:close() end
+    end)
     local s = store:create()
     s.data.u = 1
     local token = assert(store:save(s))
-    local raw = assert(redis.connect(srv.url, { sync = true }))
-    finally(function() raw:close() end)
+    raw = assert(redis.connect(srv.url, { sync = true }))
     local ttl = raw:call("PTTL", prefix .. token)
     assert.is_true(ttl > 110000 and ttl <= 120000, tostring(ttl))
   end)
