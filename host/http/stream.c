@@ -261,7 +261,8 @@ static zv_http_sconn_t *conn_get(zv_http_server_t *s) {
   c->in_idle = 0;
   c->data = NULL;
   c->wdeadline = c->queued = c->wmark = c->koutq = c->handler_ms = 0;
-  c->pending = 0;
+  c->pending = c->low_water = 0;
+  c->want_writable = 0;
   c->writes = 0;
   c->nclose = 0;
   c->timer_mode = T_NONE;
@@ -451,6 +452,12 @@ static void write_cb(uv_write_t *req, int status) {
   }
   /* Progress: the write deadline starts again. */
   c->wdeadline = uv_now(c->srv->loop) + c->srv->opts.write_timeout_ms;
+  /* A streamed response waits for its queue to shrink (back-pressure): tell the owner. */
+  if (c->want_writable && c->pending <= c->low_water && c->resp == ZV_HTTP_RESP_STREAM) {
+    c->want_writable = 0;
+    if (c->srv->cb.on_writable) c->srv->cb.on_writable(c->srv, c);
+    return;
+  }
   /* A static file's head is out: its body follows. */
   if (c->writes == 0 && c->file_fd >= 0 && !c->file_wait) {
     file_continue(c);
@@ -627,7 +634,7 @@ static void conn_process(zv_http_sconn_t *c) {
     c->resp = ZV_HTTP_RESP_NONE;
     c->is_head = (uint8_t)zv_http_conn_is_head(&c->core);
     c->must_close = (uint8_t)!c->core.keep_alive;
-    c->stream_raw = 0;
+    c->stream_raw = c->want_writable = 0;
     c->handler_ms = 0;
     if (!s->opts.statics || !serve_static(c)) s->cb.on_request(s, c);
     if (c->resp == ZV_HTTP_RESP_NONE && !c->closing &&
@@ -755,17 +762,18 @@ int zv_http_respond(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, s
   return 0;
 }
 
-int zv_http_write_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs,
-                       size_t nhdrs) {
+/* The head of a streamed response: chunked (length < 0, HTTP/1.1), close-delimited (length < 0,
+ * HTTP/1.0) or with a Content-Length the caller promises to write exactly (raw bytes follow). */
+static int write_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, size_t nhdrs,
+                      int64_t length) {
   uv_buf_t b;
-  int rc, raw;
+  int rc, raw, nb = status < 200 || status == 204 || status == 304;
   if (c->closing || c->shutting) return ZV_EIO;
-  c->no_body = (uint8_t)(status < 200 || status == 204 || status == 304 || c->is_head);
+  c->no_body = (uint8_t)(nb || c->is_head);
   /* HTTP/1.0 has no chunked coding: the body ends when the connection does. */
-  raw = c->core.parser.http_minor == 0;
-  if (raw) c->must_close = 1;
-  rc = build_head(c, status, hdrs, nhdrs, -1, !raw && !(status < 200 || status == 204 ||
-                                                        status == 304));
+  raw = length >= 0 || c->core.parser.http_minor == 0;
+  if (raw && length < 0) c->must_close = 1;
+  rc = build_head(c, status, hdrs, nhdrs, nb ? -1 : length, !raw && !nb);
   if (rc == ZV_EINVAL) return rc;
   if (rc) {
     conn_close_now(c);
@@ -776,6 +784,21 @@ int zv_http_write_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs
   if (conn_write(c, &b, 1)) return ZV_EIO;
   c->resp = ZV_HTTP_RESP_STREAM;
   return 0;
+}
+
+int zv_http_write_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs,
+                       size_t nhdrs) {
+  return write_head(c, status, hdrs, nhdrs, -1);
+}
+
+int zv_http_write_head_len(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs,
+                           size_t nhdrs, uint64_t length) {
+  return write_head(c, status, hdrs, nhdrs, (int64_t)length);
+}
+
+void zv_http_want_writable(zv_http_sconn_t *c, size_t low) {
+  c->low_water = low;
+  c->want_writable = 1;
 }
 
 int zv_http_write(zv_http_sconn_t *c, const char *chunk, size_t len) {

@@ -368,7 +368,10 @@ end
 local function log_error(app, msg, req, err)
   local ok, log = pcall(function() return app.log end)
   if ok then
-    log:error(msg, { method = req.method, path = req.path, id = req.id, error = tostring(err) })
+    -- A streamed response finished before the failure took the request's headers with it.
+    local got, id = pcall(function() return req.id end)
+    log:error(msg, { method = req.method, path = req.path, id = got and id or nil,
+      error = tostring(err) })
   else
     io.stderr:write("zever: ", msg, ": ", tostring(err), "\n")
   end
@@ -445,8 +448,18 @@ function App:dispatch(method, path, query_string, source)
   chain = with_app_middleware(self, chain)
   local req = request.new(method, path, query_string, params, source)
   local res = response.new(self.response_class)
+  -- The connection, for a streamed response (zever.stream: slot 0 is allocated anyway).
+  res.headers[0] = source
   local ok, err = xpcall(run_chain, with_traceback, chain, 1, req, res)
-  if not ok then res = on_failure(self, err, req) end
+  if res.streamed then
+    -- Its head is out: a 500 cannot follow. A failure closes the connection (logged).
+    if not ok then on_failure(self, err, req) end
+    -- The C request's headers are gone once it is finished: take the logged id first.
+    if self.access_log then local _ = req.id end
+    require("zever.stream").close(res, not ok)
+  elseif not ok then
+    res = on_failure(self, err, req)
+  end
   if rawget(req, "_tempfiles") then request.cleanup(req) end
   return finish(res), req
 end

@@ -98,9 +98,10 @@ function M.listen(app, opts)
     local res, req = app:dispatch(method, path, query, creq)
     -- The C request's headers are gone once it is answered: take the id first if it is logged.
     if log == access_json then local _ = req.id end
-    respond(creq, res.code, res.body, res.headers)
+    -- A streamed response (zever.stream) was finished by dispatch.
+    if not res.streamed then respond(creq, res.code, res.body, res.headers) end
     if started then
-      io.stderr:write(log(req, res, #res.body, started))
+      io.stderr:write(log(req, res, res.streamed and res.sent or #res.body, started))
     end
   end)
 end

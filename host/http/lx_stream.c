@@ -1,0 +1,162 @@
+/*
+ * lx_stream.c: the streaming half of the zever.http request object (a part of the binding;
+ * l_http.c has the rest). zever.response builds res:write, res:flush, res:finish and res:sse
+ * on these:
+ *
+ *   req:head(status, headers[, length])   the head of a streamed response: chunked (HTTP/1.1),
+ *                                         close-delimited (HTTP/1.0), or, given length, with
+ *                                         Content-Length: exactly length bytes must follow
+ *                                         -> true | nil, "closed"
+ *   req:pending() -> bytes      queued in user space for this connection (the kernel's send
+ *                               buffer is full): what back-pressure looks at
+ *   req:closed() -> boolean     the client went away (or the request was cancelled)
+ *   req:watch(fn[, low]) -> "closed" | "ready" | true
+ *                               calls fn(false) once when the connection closes, or, with low,
+ *                               fn(true) once its queued bytes fall to low; returns instead of
+ *                               registering when that is so already ("closed", "ready"). One
+ *                               watcher per request: a second replaces the first.
+ *   req:unwatch()               forgets the watcher (a wait that ended another way)
+ *   req:abort()                 closes the connection now: a streamed response that cannot
+ *                               be completed (the handler failed midway) must not look complete
+ *
+ * The watcher runs from a loop callback (never inside req:write: a write that finds the
+ * connection gone returns nil, "closed" instead), so it may resume the waiting coroutine.
+ */
+#include <string.h>
+
+#include "../core/zv.h"
+#include "../runtime/runtime.h"
+#include "lx_stream.h"
+
+#define STACK_HDRS 32
+
+/* The same rules as l_http.c's get_headers (a flat array of name, value). */
+static size_t headers_of(lua_State *L, int idx, zv_http_str_t **hdrs, zv_http_str_t *stack) {
+  size_t n;
+  if (lua_isnoneornil(L, idx)) return 0;
+  luaL_checktype(L, idx, LUA_TTABLE);
+  n = lua_objlen(L, idx);
+  if (n % 2) luaL_argerror(L, idx, "headers must be a flat array of name, value pairs");
+  if (n > STACK_HDRS * 2) *hdrs = lua_newuserdata(L, n * sizeof **hdrs);
+  else *hdrs = stack;
+  luaL_checkstack(L, (int)n, "too many headers");
+  for (size_t i = 0; i < n; i++) {
+    lua_rawgeti(L, idx, (int)i + 1);
+    (*hdrs)[i].p = lua_tolstring(L, -1, &(*hdrs)[i].n);
+    if (!(*hdrs)[i].p)
+      luaL_argerror(L, idx, lua_pushfstring(L, "header item %d is a %s, not a string",
+                                            (int)i + 1, luaL_typename(L, -1)));
+  }
+  return n / 2;
+}
+
+static int push_closed(lua_State *L) {
+  lua_pushnil(L);
+  lua_pushliteral(L, "closed");
+  return 2;
+}
+
+static int r_head(lua_State *L) {
+  zv_http_str_t stack[STACK_HDRS * 2], *hdrs = stack;
+  zv__http_req_t *r = zv__http_check_req(L);
+  lua_Integer status = luaL_checkinteger(L, 2);
+  lua_Number len = luaL_optnumber(L, 4, -1);
+  size_t n;
+  int rc;
+  if (status < 200 || status > 999)
+    return luaL_argerror(L, 2, "a final status must be within 200..999");
+  if (!lua_isnoneornil(L, 4) && (!(len >= 0) || len > 9e15 || len != (lua_Number)(int64_t)len))
+    return luaL_argerror(L, 4, "length must be an integer >= 0");
+  if (r->cancelled) return luaL_error(L, "request cancelled: handler timeout");
+  if (r->answered) return luaL_error(L, "request already answered");
+  if (r->streaming) return luaL_error(L, "head: the head was already written");
+  n = headers_of(L, 3, &hdrs, stack);
+  r->streaming = 1;
+  if (!r->c) return push_closed(L);
+  if (len >= 0) {
+    rc = zv_http_write_head_len(r->c, (int)status, hdrs, n, (uint64_t)len);
+    r->sized = 1;
+    r->left = (uint64_t)len;
+  } else {
+    rc = zv_http_write_head(r->c, (int)status, hdrs, n);
+  }
+  if (rc == ZV_EINVAL) {
+    r->streaming = r->sized = 0;
+    return luaL_error(L, "head: invalid response header (name or value)");
+  }
+  if (rc) return push_closed(L);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int r_pending(lua_State *L) {
+  zv__http_req_t *r = zv__http_check_req(L);
+  lua_pushnumber(L, r->c ? (lua_Number)r->c->pending : 0);
+  return 1;
+}
+
+static int r_closed(lua_State *L) {
+  zv__http_req_t *r = zv__http_check_req(L);
+  lua_pushboolean(L, r->cancelled || (!r->c && !r->answered) ||
+                     (r->c && (r->c->closing || r->c->shutting) && !r->answered));
+  return 1;
+}
+
+static void unwatch(lua_State *L, zv__http_req_t *r) {
+  if (r->watch_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, r->watch_ref);
+  r->watch_ref = LUA_NOREF;
+  if (r->c) r->c->want_writable = 0;
+}
+
+static int r_watch(lua_State *L) {
+  zv__http_req_t *r = zv__http_check_req(L);
+  lua_Number low = luaL_optnumber(L, 3, -1);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  unwatch(L, r);
+  if (!r->c || r->cancelled || r->c->closing || r->c->shutting) {
+    lua_pushliteral(L, "closed");
+    return 1;
+  }
+  if (low >= 0 && (lua_Number)r->c->pending <= low) {
+    lua_pushliteral(L, "ready");
+    return 1;
+  }
+  lua_pushvalue(L, 2);
+  r->watch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  if (low >= 0) zv_http_want_writable(r->c, low > 1e15 ? (size_t)1e15 : (size_t)low);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int r_unwatch(lua_State *L) {
+  unwatch(L, zv__http_check_req(L));
+  return 0;
+}
+
+static int r_abort(lua_State *L) {
+  zv__http_req_t *r = zv__http_check_req(L);
+  zv_http_sconn_t *c = r->c;
+  unwatch(L, r);
+  r->answered = 1;
+  if (!c) return 0;
+  c->data = NULL;
+  r->c = NULL;
+  zv_http_abort(c);
+  return 0;
+}
+
+void zv__http_watch_fire(lua_State *L, zv__http_req_t *r, int ok) {
+  int ref = r->watch_ref;
+  if (ref == LUA_NOREF || !L) return;
+  r->watch_ref = LUA_NOREF;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+  luaL_unref(L, LUA_REGISTRYINDEX, ref);
+  lua_pushboolean(L, ok);
+  zv_loop_pcall(L, 1, 0, "http stream watcher");
+}
+
+const luaL_Reg zv__http_stream_methods[] = {
+  {"head", r_head},       {"pending", r_pending}, {"closed", r_closed},
+  {"watch", r_watch},     {"unwatch", r_unwatch}, {"abort", r_abort},
+  {NULL, NULL},
+};
