@@ -1,5 +1,5 @@
 /*
- * ws_frame_fuzz.c: libFuzzer target for the WebSocket frame reader (host/ws/).
+ * ws_frame_fuzz.c: libFuzzer target for the WebSocket frame reader (host/http/ws.c).
  *
  * The first byte picks the reader's settings (server or client side, deflate, small limits);
  * the rest is read frame after frame. Whatever the input, reading must not crash or read past
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ws/ws.h"
+#include "http/ws.h"
 
 static void check(int ok) {
   if (!ok) abort();

@@ -728,6 +728,13 @@ static void on_conn_close(zv_http_server_t *srv, zv_http_sconn_t *c) {
   }
 }
 
+/* An upgraded connection read more bytes: its waiting reader goes on. */
+static void on_upgraded_data(zv_http_server_t *srv, zv_http_sconn_t *c) {
+  lserver_t *ls = ZV_CONTAINER_OF(srv, lserver_t, srv);
+  lreq_t *r = c->data;
+  if (r && ls->loop->L && !ls->loop->closing) zv__http_watch_fire(ls->loop->L, r, 1);
+}
+
 /* A streamed response's queue drained to its low mark: its waiting writer goes on. */
 static void on_writable(zv_http_server_t *srv, zv_http_sconn_t *c) {
   lserver_t *ls = ZV_CONTAINER_OF(srv, lserver_t, srv);
@@ -905,7 +912,7 @@ static void read_opts(lua_State *L, zv_http_server_opts_t *o, int *watchdog) {
 static int l_listen(lua_State *L) {
   zv_http_server_opts_t o;
   zv_http_server_cb_t cb = {on_request, on_conn_close, on_drained, on_closed,
-                            on_handler_timeout, on_writable};
+                            on_handler_timeout, on_writable, on_upgraded_data};
   zv_loop_t *loop;
   lserver_t *ls;
   sproxy_t *p;
@@ -1015,6 +1022,7 @@ int luaopen_zever_http(lua_State *L) {
   lua_setfield(L, -4, "__tostring");
   lua_setfield(L, -2, "__tostring");
   lua_pop(L, 2);
+  zv__http_ws_open(L);
   luaL_newmetatable(L, SRV_MT);
   lua_newtable(L);
   luaL_register(L, NULL, srv_methods);

@@ -26,7 +26,10 @@
 
 #include "../core/zv.h"
 #include "../runtime/runtime.h"
+#include "ws.h"
 #include "lx_stream.h"
+
+#define FRAMES_MT "zever.http.ws_frames"
 
 #define STACK_HDRS 32
 
@@ -145,6 +148,99 @@ static int r_abort(lua_State *L) {
   return 0;
 }
 
+/* --- WebSockets: the upgrade and the frames read from the connection ------------------------ */
+
+/* req:upgrade(head, max_frame, max_message) -> frames | nil, "closed": writes head (the 101
+ * response) and hands the connection to the WebSocket reader (ws.c), returned as a userdata. */
+static int r_upgrade(lua_State *L) {
+  zv__http_req_t *r = zv__http_check_req(L);
+  size_t len;
+  const char *head = luaL_checklstring(L, 2, &len);
+  lua_Number max_frame = luaL_checknumber(L, 3), max_message = luaL_checknumber(L, 4);
+  zv_ws_limits_t lim;
+  zv_ws_reader_t *fr;
+  if (!(max_frame >= 1) || max_frame > 1e12 || !(max_message >= 1) || max_message > 1e12)
+    return luaL_argerror(L, 3, "limits must be >= 1");
+  if (r->cancelled) return luaL_error(L, "request cancelled: handler timeout");
+  if (r->answered || r->streaming) return luaL_error(L, "upgrade: the request was answered");
+  lim.max_frame = (uint64_t)max_frame;
+  lim.max_message = (uint64_t)max_message;
+  lim.server = 1;
+  lim.deflate = 0;
+  fr = lua_newuserdata(L, sizeof *fr);
+  zv_ws_reader_init(fr, &lim);
+  luaL_getmetatable(L, FRAMES_MT);
+  lua_setmetatable(L, -2);
+  r->streaming = 1;
+  if (!r->c) return push_closed(L);
+  /* The buffer holds one whole frame at most (a frame's head is at most 14 bytes). */
+  if (zv_http_upgrade(r->c, head, len, (size_t)lim.max_frame + ZV_WS_MAX_HEAD + 4096))
+    return push_closed(L);
+  return 1;
+}
+
+/* req:ws_next(frames) -> opcode, payload, fin [, close_code, reason] | false (read more)
+ *                       | nil, close code (the client broke a rule) | nil, "closed" */
+static int r_ws_next(lua_State *L) {
+  zv__http_req_t *r = zv__http_check_req(L);
+  zv_ws_reader_t *fr = luaL_checkudata(L, 2, FRAMES_MT);
+  zv_http_sconn_t *c = r->c;
+  zv_ws_event_t ev;
+  uint64_t need;
+  int64_t used;
+  if (!c || c->closing || !c->upgraded) return push_closed(L);
+  used = zv_ws_read(fr, (uint8_t *)c->core.buf, c->core.len, &ev, &need);
+  if (used < 0) {
+    lua_pushnil(L);
+    lua_pushinteger(L, (lua_Integer)-used);
+    return 2;
+  }
+  if (used == 0) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  lua_pushinteger(L, ev.opcode);
+  lua_pushlstring(L, (const char *)ev.payload, (size_t)ev.len);
+  lua_pushboolean(L, ev.fin);
+  if (ev.opcode == ZV_WS_CLOSE) {
+    lua_pushinteger(L, ev.close_code);
+    lua_pushlstring(L, (const char *)ev.reason, ev.reason_len);
+  }
+  /* The strings are copies: the bytes can go. */
+  zv_http_upgraded_consume(c, (size_t)used);
+  return ev.opcode == ZV_WS_CLOSE ? 5 : 3;
+}
+
+/* req:ws_send(opcode, payload[, fin]) -> true | nil, "closed": one unmasked frame. */
+static int r_ws_send(lua_State *L) {
+  zv__http_req_t *r = zv__http_check_req(L);
+  lua_Integer op = luaL_checkinteger(L, 2);
+  size_t len;
+  const char *payload = luaL_checklstring(L, 3, &len);
+  int fin = lua_isnoneornil(L, 4) ? 1 : lua_toboolean(L, 4);
+  uint8_t head[ZV_WS_MAX_HEAD];
+  size_t n;
+  if (op < 0 || op > 15) return luaL_argerror(L, 2, "an opcode is 0..15");
+  if (!r->c || r->c->closing || r->c->shutting || !r->c->upgraded) return push_closed(L);
+  n = zv_ws_head(head, fin, 0, (int)op, len, NULL);
+  if (len <= 4096 - ZV_WS_MAX_HEAD) {
+    /* One send for a small frame: head and payload side by side on the stack. */
+    uint8_t buf[4096];
+    memcpy(buf, head, n);
+    memcpy(buf + n, payload, len);
+    if (zv_http_write(r->c, (const char *)buf, n + len)) return push_closed(L);
+  } else if (zv_http_write(r->c, (const char *)head, n) || zv_http_write(r->c, payload, len)) {
+    return push_closed(L);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+void zv__http_ws_open(lua_State *L) {
+  luaL_newmetatable(L, FRAMES_MT);
+  lua_pop(L, 1);
+}
+
 void zv__http_watch_fire(lua_State *L, zv__http_req_t *r, int ok) {
   int ref = r->watch_ref;
   if (ref == LUA_NOREF || !L) return;
@@ -158,5 +254,6 @@ void zv__http_watch_fire(lua_State *L, zv__http_req_t *r, int ok) {
 const luaL_Reg zv__http_stream_methods[] = {
   {"head", r_head},       {"pending", r_pending}, {"closed", r_closed},
   {"watch", r_watch},     {"unwatch", r_unwatch}, {"abort", r_abort},
+  {"upgrade", r_upgrade}, {"ws_next", r_ws_next}, {"ws_send", r_ws_send},
   {NULL, NULL},
 };

@@ -27,6 +27,9 @@ zv__http_req_t *zv__http_check_req(lua_State *L);
 /* The request's methods lx_stream.c adds (registered like l_http.c's own, same upvalues). */
 extern const luaL_Reg zv__http_stream_methods[];
 
+/* Registers the metatable of the WebSocket frame readers (req:upgrade). */
+void zv__http_ws_open(lua_State *L);
+
 /* Calls r's watcher (and forgets it) with ok: true when the queue drained, false when the
  * connection closed. L is the state's main thread; an error in the watcher is reported. */
 void zv__http_watch_fire(lua_State *L, zv__http_req_t *r, int ok);

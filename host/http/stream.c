@@ -261,8 +261,8 @@ static zv_http_sconn_t *conn_get(zv_http_server_t *s) {
   c->in_idle = 0;
   c->data = NULL;
   c->wdeadline = c->queued = c->wmark = c->koutq = c->handler_ms = 0;
-  c->pending = c->low_water = 0;
-  c->want_writable = 0;
+  c->pending = c->low_water = c->up_cap = 0;
+  c->want_writable = c->upgraded = 0;
   c->writes = 0;
   c->nclose = 0;
   c->timer_mode = T_NONE;
@@ -504,6 +504,21 @@ static void conn_readable(zv_http_sconn_t *c) {
     if (c->lingering) {
       p = c->core.buf;
       n = c->core.cap;
+    } else if (c->upgraded) {
+      /* Another protocol's bytes (zv_http_upgrade): appended after what its owner has not
+       * consumed yet; the buffer grows up to up_cap, then reading waits for a consume. */
+      if (c->core.len == c->core.cap) {
+        size_t ncap = c->core.cap * 2 < c->up_cap ? c->core.cap * 2 : c->up_cap;
+        char *nb = ncap > c->core.cap ? zv_realloc(c->core.buf, ncap) : NULL;
+        if (!nb) {
+          c->reading = 0;
+          break;
+        }
+        c->core.buf = nb;
+        c->core.cap = ncap;
+      }
+      p = c->core.buf + c->core.len;
+      n = c->core.cap - c->core.len;
     } else if (zv_http_conn_space(&c->core, &p, &n) || n == 0) {
       /* No room now (a request waits for its answer, or the input reached its limit): the
        * bytes stay in the socket until start_reading asks again. */
@@ -527,6 +542,11 @@ static void conn_readable(zv_http_sconn_t *c) {
     }
     if ((size_t)r < n && !c->rd_eof) c->rd_ready = 0;
     if (c->lingering || c->shutting) continue;
+    if (c->upgraded) {
+      c->core.len += (size_t)r;
+      if (c->srv->cb.on_upgraded_data) c->srv->cb.on_upgraded_data(c->srv, c);
+      continue;
+    }
     zv_http_conn_commit(&c->core, (size_t)r);
     if (c->core.state == ZV_HTTP_DONE) continue;
     conn_process(c);
@@ -794,6 +814,36 @@ int zv_http_write_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs
 int zv_http_write_head_len(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs,
                            size_t nhdrs, uint64_t length) {
   return write_head(c, status, hdrs, nhdrs, (int64_t)length);
+}
+
+int zv_http_upgrade(zv_http_sconn_t *c, const char *head, size_t len, size_t max_buffer) {
+  size_t rest;
+  uv_buf_t b = uv_buf_init((char *)head, (unsigned)len);
+  if (c->closing || c->shutting || c->resp != ZV_HTTP_RESP_NONE) return ZV_EIO;
+  if (conn_write(c, &b, 1)) return ZV_EIO;
+  /* What the client sent after the request is already the new protocol's. */
+  rest = c->core.len - c->core.pos;
+  if (rest && c->core.pos) memmove(c->core.buf, c->core.buf + c->core.pos, rest);
+  c->core.len = rest;
+  c->core.pos = 0;
+  c->up_cap = max_buffer > c->core.cap ? max_buffer : c->core.cap;
+  c->upgraded = 1;
+  c->resp = ZV_HTTP_RESP_STREAM;
+  c->stream_raw = 1;
+  c->no_body = 0;
+  c->must_close = 1;
+  arm(c, T_NONE);
+  c->reading = 0;
+  c->rd_ready = 1; /* bytes may wait in the socket: look once */
+  start_reading(c);
+  return 0;
+}
+
+void zv_http_upgraded_consume(zv_http_sconn_t *c, size_t n) {
+  if (n > c->core.len) n = c->core.len;
+  if (n < c->core.len) memmove(c->core.buf, c->core.buf + n, c->core.len - n);
+  c->core.len -= n;
+  if (!c->closing && !c->shutting && !c->reading) start_reading(c);
 }
 
 void zv_http_want_writable(zv_http_sconn_t *c, size_t low) {

@@ -225,6 +225,15 @@ local STATIC_OPTS = { max_age = true, immutable = true, index = true, precompres
 -- sendfile(2), before routing: a GET or HEAD of an existing file never reaches the middleware or
 -- the routes; everything else (other methods, missing files, names never served) goes on to
 -- the application. docs/static.md has the rules.
+-- A WebSocket endpoint: GET pattern upgrades and runs fn(ws, req) (zever.websocket,
+-- docs/websockets.md); opts: max_frame, max_message, ping_interval.
+function App:websocket(pattern, fn, opts)
+  if type(pattern) ~= "string" then error("app:websocket: want a path pattern", 2) end
+  if type(fn) ~= "function" then error("app:websocket: want a function(ws, req)", 2) end
+  if opts ~= nil and type(opts) ~= "table" then error("app:websocket: opts must be a table", 2) end
+  return self:get(pattern, require("zever.websocket").handler(fn, opts))
+end
+
 function App:static(prefix, root, opts)
   if type(prefix) ~= "string" or prefix:sub(1, 1) ~= "/" or (#prefix > 1 and prefix:sub(-1) == "/")
     or prefix:find("//", 1, true) or prefix:find("[%%?#]") then
@@ -447,6 +456,9 @@ function App:dispatch(method, path, query_string, source)
   end
   chain = with_app_middleware(self, chain)
   local req = request.new(method, path, query_string, params, source)
+  -- A JSON access log names the request id; a streamed response may finish (and the C
+  -- request's headers go) before the handler returns, so it is read first (zever.server).
+  if rawget(self, "access_log_id") then local _ = req.id end
   local res = response.new(self.response_class)
   -- The connection, for a streamed response (zever.stream: slot 0 is allocated anyway).
   res.headers[0] = source
@@ -454,8 +466,6 @@ function App:dispatch(method, path, query_string, source)
   if res.streamed then
     -- Its head is out: a 500 cannot follow. A failure closes the connection (logged).
     if not ok then on_failure(self, err, req) end
-    -- The C request's headers are gone once it is finished: take the logged id first.
-    if self.access_log then local _ = req.id end
     require("zever.stream").close(res, not ok)
   elseif not ok then
     res = on_failure(self, err, req)

@@ -93,6 +93,7 @@ function M.listen(app, opts)
   end
   local log = opts.access_log == "json" and access_json or opts.access_log and access_text or nil
   app.access_log = log
+  app.access_log_id = log == access_json or nil
   return http.listen(conf, function(creq, method, path, query)
     local started = log and now()
     local res, req = app:dispatch(method, path, query, creq)

@@ -1,4 +1,4 @@
--- The WebSocket frame core (host/ws/ws.c) through zever.ws_core: the handshake's accept key,
+-- The WebSocket frame core (host/http/ws.c) through zever.ws_core: the handshake's accept key,
 -- UTF-8 validation, frame encoding and the reader's rules, as golden rows (RFC 6455's own
 -- examples where it has them, section numbers in the names).
 
