@@ -121,6 +121,7 @@ struct zv_http_sconn_s {
   size_t low_water;             /* on_writable when pending falls to this (want_writable) */
   uint8_t want_writable;        /* a streamed response waits for its queue to shrink */
   uint8_t upgraded;             /* another protocol (zv_http_upgrade) owns the connection */
+  uint8_t corked;               /* inside on_upgraded_data: writes collect in head */
   size_t up_cap;                /* the most an upgraded connection's buffer may grow to */
 };
 

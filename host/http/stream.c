@@ -262,7 +262,7 @@ static zv_http_sconn_t *conn_get(zv_http_server_t *s) {
   c->data = NULL;
   c->wdeadline = c->queued = c->wmark = c->koutq = c->handler_ms = 0;
   c->pending = c->low_water = c->up_cap = 0;
-  c->want_writable = c->upgraded = 0;
+  c->want_writable = c->upgraded = c->corked = 0;
   c->writes = 0;
   c->nclose = 0;
   c->timer_mode = T_NONE;
@@ -544,7 +544,19 @@ static void conn_readable(zv_http_sconn_t *c) {
     if (c->lingering || c->shutting) continue;
     if (c->upgraded) {
       c->core.len += (size_t)r;
-      if (c->srv->cb.on_upgraded_data) c->srv->cb.on_upgraded_data(c->srv, c);
+      if (c->srv->cb.on_upgraded_data) {
+        /* Corked: what the owner writes while it handles these bytes (an echo per message)
+         * collects in c->head and goes out in one send when it is done. */
+        c->corked = 1;
+        c->srv->cb.on_upgraded_data(c->srv, c);
+        c->corked = 0;
+        if (c->head.len && !c->closing && !c->shutting) {
+          uv_buf_t b = uv_buf_init(c->head.p, (unsigned)c->head.len);
+          c->head.len = 0;
+          if (conn_write(c, &b, 1)) break;
+        }
+        c->head.len = 0;
+      }
       continue;
     }
     zv_http_conn_commit(&c->core, (size_t)r);
@@ -828,6 +840,7 @@ int zv_http_upgrade(zv_http_sconn_t *c, const char *head, size_t len, size_t max
   c->core.pos = 0;
   c->up_cap = max_buffer > c->core.cap ? max_buffer : c->core.cap;
   c->upgraded = 1;
+  c->head.len = 0;
   c->resp = ZV_HTTP_RESP_STREAM;
   c->stream_raw = 1;
   c->no_body = 0;
@@ -857,6 +870,14 @@ int zv_http_write(zv_http_sconn_t *c, const char *chunk, size_t len) {
   int n = 0;
   if (c->closing || c->shutting) return ZV_EIO;
   if (len == 0 || c->no_body) return 0;
+  if (c->corked) {
+    /* Upgraded and inside on_upgraded_data: collected, sent when it returns (conn_readable). */
+    zv_http_buf_add(&c->head, chunk, len);
+    if (!c->head.err) return 0;
+    c->head.err = 0;
+    conn_close_now(c);
+    return ZV_EIO;
+  }
   if (c->stream_raw) {
     bufs[0] = uv_buf_init((char *)chunk, (unsigned)len);
     return conn_write(c, bufs, 1) ? ZV_EIO : 0;
@@ -881,6 +902,12 @@ int zv_http_write(zv_http_sconn_t *c, const char *chunk, size_t len) {
 int zv_http_finish(zv_http_sconn_t *c) {
   uv_buf_t b = uv_buf_init((char *)"0\r\n\r\n", 5);
   if (c->closing || c->shutting) return ZV_EIO;
+  if (c->corked && c->head.len) {
+    /* What was collected goes before the end (conn_readable would drop it after a FIN). */
+    uv_buf_t cb = uv_buf_init(c->head.p, (unsigned)c->head.len);
+    c->head.len = 0;
+    if (conn_write(c, &cb, 1)) return ZV_EIO;
+  }
   if (!c->no_body && !c->stream_raw && conn_write(c, &b, 1)) return ZV_EIO;
   response_done(c);
   return 0;
