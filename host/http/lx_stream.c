@@ -139,12 +139,15 @@ static int r_unwatch(lua_State *L) {
 static int r_abort(lua_State *L) {
   zv__http_req_t *r = zv__http_check_req(L);
   zv_http_sconn_t *c = r->c;
-  unwatch(L, r);
   r->answered = 1;
-  if (!c) return 0;
-  c->data = NULL;
-  r->c = NULL;
-  zv_http_abort(c);
+  if (c) {
+    c->data = NULL;
+    r->c = NULL;
+    zv_http_abort(c);
+  }
+  /* A coroutine waiting on the connection (a timer aborts it: a WebSocket peer that stopped
+   * answering pings) learns that it is gone, as when the client closes. */
+  if (r->watch_ref != LUA_NOREF) zv__http_watch_fire(L, r, 0);
   return 0;
 }
 

@@ -215,6 +215,7 @@ function M.handler(fn, opts)
         if ws.awaiting_pong then
           -- No pong for a whole interval: the peer is gone without a FIN.
           ws.timer:stop()
+          res.finished = true -- nothing more goes out: its recv learns through the abort
           src:abort()
           return
         end

@@ -13,7 +13,7 @@ local q = process.quote
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec/host"
 local CLIENT = here .. "/../support/ws_client.py"
 
-local srv, port, left
+local srv, port, left, silent
 local function serve()
   local app = zever.app()
   app.log = require("zever.log").new({ out = { write = function() end } })
@@ -29,6 +29,10 @@ local function serve()
     local _, err = ws:recv()
     left = err
   end)
+  app:websocket("/silent", function(ws)
+    local _, err = ws:recv()
+    silent = err
+  end, { ping_interval = 0.1 })
   srv = assert(server.listen(app, { host = "127.0.0.1", port = 0 }))
   port = srv:port()
 end
@@ -87,6 +91,16 @@ describe("zever.websocket", function()
     assert.are.equal("closed", left.code)
     assert.are.equal(1006, left.close_code)
   end)
+
+  it("pings a quiet connection and drops a client that never answers, ending its recv",
+    function()
+      silent = nil
+      local r = scenarios("silent")
+      assert.is_truthy(r.silent == "eof" or r.silent == "reset", r.silent)
+      assert.is_true(run_until(function() return silent ~= nil end, 10))
+      assert.are.equal("closed", silent.code)
+      assert.are.equal(1006, silent.close_code)
+    end)
 
   it("answers 426 to a request without the upgrade and to another version", function()
     local out = hs.curl("-i " .. q(("http://127.0.0.1:%d/echo"):format(port)))

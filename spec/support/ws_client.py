@@ -7,7 +7,8 @@ Runs each scenario and writes one line "name<TAB>result" per scenario to OUTFILE
 OUTFILE.tmp, renamed at the end). Scenarios with python3-websockets (Debian's, an independent
 implementation): echo_text, echo_binary, echo_16mib, fragmented, ping, close, extensions.
 Raw ones (a hand-made handshake, then frames the library would never send): invalid_utf8,
-unmasked, oversized (to /small), leave (connect to /watch and drop the TCP connection).
+unmasked, oversized (to /small), leave (connect to /watch and drop the TCP connection),
+silent (connect to /silent and never answer a ping).
 A raw scenario's result is the close code the server answered with, or "eof"/"timeout".
 """
 import asyncio
@@ -144,6 +145,9 @@ def raw(name):
     elif name == "oversized":
         s, rest = handshake("/small")
         s.sendall(frame(0x2, b"z" * 2048))
+    elif name == "silent":
+        # Never answers the server's pings: the server gives up on it.
+        s, rest = handshake("/silent")
     elif name == "leave":
         s, rest = handshake("/watch")
         s.close()
@@ -160,7 +164,7 @@ def main():
     lines = []
     for name in sys.argv[3:]:
         try:
-            if name in ("invalid_utf8", "unmasked", "oversized", "leave"):
+            if name in ("invalid_utf8", "unmasked", "oversized", "leave", "silent"):
                 r = raw(name)
             else:
                 r = asyncio.run(asyncio.wait_for(lib(name), 30))
