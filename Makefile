@@ -93,7 +93,8 @@ DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         libluajit-5.1-dev luajit lua-lpeg lua-cjson lua-yaml lua-busted lua-check \
         libsqlite3-dev libhiredis-dev libuv1-dev nginx-light \
         libssl-dev openssl redis-server curl wrk hyperfine python3 python3-aiosmtpd swaks \
-        lua-sql-sqlite3 postgresql libpq-dev sqlite3 zlib1g-dev libbrotli-dev libargon2-dev
+        lua-sql-sqlite3 postgresql libpq-dev sqlite3 zlib1g-dev libbrotli-dev libargon2-dev \
+        python3-websockets
 
 .PHONY: all deps run test asan bench bench-http fuzz lint check-includes install clean
 all: deps bin/zever $(LAZY_SO) build/bc/.stamp build/commands.lua
@@ -242,6 +243,7 @@ bench: deps bin/zever $(BENCH_BIN)
 	done
 	@if [ -z '$(BENCH)' ] || echo Cli | grep -q '$(BENCH)'; then bash bench/cli_bench.sh; fi
 	@if [ -z '$(BENCH)' ] || echo Check200Entities | grep -q '$(BENCH)'; then bash bench/check_bench.sh; fi
+	@if [ -z '$(BENCH)' ] || echo WsEcho | grep -q '$(BENCH)'; then bash bench/ws_echo.sh; fi
 
 # zever serve against nginx + ngx_lua (OpenResty's LuaJIT, unpacked into bench/http/vendor).
 bench-http: deps bin/zever

@@ -74,6 +74,7 @@
 #include "../core/zv.h"
 #include "../runtime/runtime.h"
 #include "lx_static.h"
+#include "lx_stream.h"
 #include "server.h"
 
 #define REQ_MT "zever.http.request"
@@ -118,10 +119,7 @@ struct sproxy_s {
   lserver_t *s;
 };
 
-typedef struct {
-  zv_http_sconn_t *c; /* NULL once answered or once the connection closed */
-  uint8_t answered, streaming, cancelled;
-} lreq_t;
+typedef zv__http_req_t lreq_t; /* lx_stream.h: shared with the streaming methods */
 
 /* --- the request object --------------------------------------------------------------------- */
 
@@ -134,6 +132,10 @@ static lreq_t *check_req(lua_State *L) {
     luaL_typerror(L, 1, REQ_MT);
   lua_pop(L, 1);
   return r;
+}
+
+zv__http_req_t *zv__http_check_req(lua_State *L) {
+  return check_req(L);
 }
 
 /* The connection of a request that can still be read; NULL when the client went away. */
@@ -373,6 +375,12 @@ static int r_write(lua_State *L) {
   size_t len;
   const char *chunk = luaL_checklstring(L, 2, &len);
   if (!r->streaming) return luaL_error(L, "write: call write_head first");
+  if (r->sized) {
+    if (len > r->left)
+      return luaL_error(L, "write: %d bytes more than the Content-Length of the head",
+                        (int)(len - r->left));
+    r->left -= len;
+  }
   if (!r->c || zv_http_write(r->c, chunk, len)) return push_closed(L);
   lua_pushboolean(L, 1);
   return 1;
@@ -382,6 +390,15 @@ static int r_finish(lua_State *L) {
   lreq_t *r = unanswered(L);
   int rc;
   if (!r->streaming) return luaL_error(L, "finish: call write_head first");
+  if (r->sized && r->left && r->c) {
+    /* Fewer bytes than the head promised: the client must not take it for complete. */
+    zv_http_sconn_t *c = r->c;
+    detach(r);
+    zv_http_abort(c);
+    return luaL_error(L, "finish: %d bytes short of the Content-Length of the head "
+                      "(the connection was closed)", (int)(r->left > 0x7fffffff ? 0x7fffffff
+                                                                            : r->left));
+  }
   rc = r->c ? zv_http_finish(r->c) : ZV_EIO;
   detach(r);
   if (rc) return push_closed(L);
@@ -634,7 +651,9 @@ static void on_request(zv_http_server_t *srv, zv_http_sconn_t *c) {
   co = zv_co_take(ls->loop, L, &ref);
   r = lua_newuserdata(L, sizeof *r);
   r->c = c;
-  r->answered = r->streaming = r->cancelled = 0;
+  r->answered = r->streaming = r->cancelled = r->sized = 0;
+  r->left = 0;
+  r->watch_ref = LUA_NOREF;
   c->data = r;
   lua_rawgeti(L, LUA_REGISTRYINDEX, ls->req_mt_ref);
   lua_setmetatable(L, -2);
@@ -697,10 +716,30 @@ static void on_handler_timeout(zv_http_server_t *srv, zv_http_sconn_t *c) {
 }
 
 static void on_conn_close(zv_http_server_t *srv, zv_http_sconn_t *c) {
+  lserver_t *ls = ZV_CONTAINER_OF(srv, lserver_t, srv);
   lreq_t *r = c->data;
-  (void)srv;
-  if (r) r->c = NULL;
   c->data = NULL;
+  if (!r) return;
+  r->c = NULL;
+  /* A streaming handler that waits (back-pressure, a heartbeat's sleep) learns it now. */
+  if (r->watch_ref != LUA_NOREF) {
+    if (ls->loop->L && !ls->loop->closing) zv__http_watch_fire(ls->loop->L, r, 0);
+    else r->watch_ref = LUA_NOREF;
+  }
+}
+
+/* An upgraded connection read more bytes: its waiting reader goes on. */
+static void on_upgraded_data(zv_http_server_t *srv, zv_http_sconn_t *c) {
+  lserver_t *ls = ZV_CONTAINER_OF(srv, lserver_t, srv);
+  lreq_t *r = c->data;
+  if (r && ls->loop->L && !ls->loop->closing) zv__http_watch_fire(ls->loop->L, r, 1);
+}
+
+/* A streamed response's queue drained to its low mark: its waiting writer goes on. */
+static void on_writable(zv_http_server_t *srv, zv_http_sconn_t *c) {
+  lserver_t *ls = ZV_CONTAINER_OF(srv, lserver_t, srv);
+  lreq_t *r = c->data;
+  if (r && ls->loop->L && !ls->loop->closing) zv__http_watch_fire(ls->loop->L, r, 1);
 }
 
 static void on_drained(zv_http_server_t *srv) {
@@ -873,7 +912,7 @@ static void read_opts(lua_State *L, zv_http_server_opts_t *o, int *watchdog) {
 static int l_listen(lua_State *L) {
   zv_http_server_opts_t o;
   zv_http_server_cb_t cb = {on_request, on_conn_close, on_drained, on_closed,
-                            on_handler_timeout};
+                            on_handler_timeout, on_writable, on_upgraded_data};
   zv_loop_t *loop;
   lserver_t *ls;
   sproxy_t *p;
@@ -965,6 +1004,12 @@ int luaopen_zever_http(lua_State *L) {
     lua_pushcclosure(L, m->func, 2);
     lua_setfield(L, -2, m->name);
   }
+  for (const luaL_Reg *m = zv__http_stream_methods; m->name; m++) {
+    lua_pushvalue(L, -3);
+    lua_pushvalue(L, -3);
+    lua_pushcclosure(L, m->func, 2);
+    lua_setfield(L, -2, m->name);
+  }
   lua_pushvalue(L, -1);
   lua_setfield(L, -4, "__index");
   lua_setfield(L, -2, "__index");
@@ -977,6 +1022,7 @@ int luaopen_zever_http(lua_State *L) {
   lua_setfield(L, -4, "__tostring");
   lua_setfield(L, -2, "__tostring");
   lua_pop(L, 2);
+  zv__http_ws_open(L);
   luaL_newmetatable(L, SRV_MT);
   lua_newtable(L);
   luaL_register(L, NULL, srv_methods);

@@ -54,6 +54,12 @@ typedef struct {
   /* The request of c went unanswered for its handler timeout (opts.handler_timeout_ms, or
    * c->handler_ms) after on_request returned: answer it (503) or abort it now. May be NULL. */
   void (*on_handler_timeout)(zv_http_server_t *s, zv_http_sconn_t *c);
+  /* A streamed response's queued bytes fell to the low mark asked by zv_http_want_writable.
+   * May be NULL. */
+  void (*on_writable)(zv_http_server_t *s, zv_http_sconn_t *c);
+  /* An upgraded connection (zv_http_upgrade) read more bytes: they follow in c->core.buf
+   * [0..c->core.len). May be NULL. */
+  void (*on_upgraded_data)(zv_http_server_t *s, zv_http_sconn_t *c);
 } zv_http_server_cb_t;
 
 typedef struct {
@@ -112,6 +118,11 @@ struct zv_http_sconn_s {
   uint8_t file_wait;            /* a static file's body waits for the socket to drain (EPOLLOUT) */
   int file_fd;                  /* the static file being sent, or -1 */
   uint64_t file_off, file_end;  /* what of it is left to send */
+  size_t low_water;             /* on_writable when pending falls to this (want_writable) */
+  uint8_t want_writable;        /* a streamed response waits for its queue to shrink */
+  uint8_t upgraded;             /* another protocol (zv_http_upgrade) owns the connection */
+  uint8_t corked;               /* inside on_upgraded_data: writes collect in head */
+  size_t up_cap;                /* the most an upgraded connection's buffer may grow to */
 };
 
 struct zv_http_server_s {
@@ -179,6 +190,27 @@ int zv_http_respond(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, s
 int zv_http_write_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, size_t nhdrs);
 int zv_http_write(zv_http_sconn_t *c, const char *chunk, size_t len);
 int zv_http_finish(zv_http_sconn_t *c);
+
+/* Streaming with a Content-Length: the head says length, and the caller writes exactly length
+ * bytes with zv_http_write (sent as they are, no chunk framing) before zv_http_finish; one that
+ * cannot must zv_http_abort. Same returns as zv_http_respond. */
+int zv_http_write_head_len(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs,
+                           size_t nhdrs, uint64_t length);
+
+/*
+ * Hands the connection to another protocol (a WebSocket): writes head (the 101 response, built
+ * by the caller) and from then on reads raw bytes into c->core.buf[0..c->core.len) (what the
+ * client sent after the request first), calling on_upgraded_data when more came; the owner
+ * takes bytes off the front with zv_http_upgraded_consume. The buffer grows up to max_buffer;
+ * full, reading waits for a consume. Writes go out with zv_http_write unframed; zv_http_finish
+ * shuts the connection down gracefully, zv_http_abort closes it. 0 or ZV_EIO.
+ */
+int zv_http_upgrade(zv_http_sconn_t *c, const char *head, size_t len, size_t max_buffer);
+void zv_http_upgraded_consume(zv_http_sconn_t *c, size_t n);
+
+/* Back-pressure: asks for on_writable once c's queued bytes (c->pending) fall to low or below.
+ * Once only; the caller checks c->pending first (no callback comes when it is low already). */
+void zv_http_want_writable(zv_http_sconn_t *c, size_t low);
 
 /* Closes c at once, dropping what is unsent (used when a response cannot be completed). */
 void zv_http_abort(zv_http_sconn_t *c);

@@ -261,7 +261,8 @@ static zv_http_sconn_t *conn_get(zv_http_server_t *s) {
   c->in_idle = 0;
   c->data = NULL;
   c->wdeadline = c->queued = c->wmark = c->koutq = c->handler_ms = 0;
-  c->pending = 0;
+  c->pending = c->low_water = c->up_cap = 0;
+  c->want_writable = c->upgraded = c->corked = 0;
   c->writes = 0;
   c->nclose = 0;
   c->timer_mode = T_NONE;
@@ -451,6 +452,12 @@ static void write_cb(uv_write_t *req, int status) {
   }
   /* Progress: the write deadline starts again. */
   c->wdeadline = uv_now(c->srv->loop) + c->srv->opts.write_timeout_ms;
+  /* A streamed response waits for its queue to shrink (back-pressure): tell the owner. */
+  if (c->want_writable && c->pending <= c->low_water && c->resp == ZV_HTTP_RESP_STREAM) {
+    c->want_writable = 0;
+    if (c->srv->cb.on_writable) c->srv->cb.on_writable(c->srv, c);
+    return;
+  }
   /* A static file's head is out: its body follows. */
   if (c->writes == 0 && c->file_fd >= 0 && !c->file_wait) {
     file_continue(c);
@@ -497,6 +504,21 @@ static void conn_readable(zv_http_sconn_t *c) {
     if (c->lingering) {
       p = c->core.buf;
       n = c->core.cap;
+    } else if (c->upgraded) {
+      /* Another protocol's bytes (zv_http_upgrade): appended after what its owner has not
+       * consumed yet; the buffer grows up to up_cap, then reading waits for a consume. */
+      if (c->core.len == c->core.cap) {
+        size_t ncap = c->core.cap * 2 < c->up_cap ? c->core.cap * 2 : c->up_cap;
+        char *nb = ncap > c->core.cap ? zv_realloc(c->core.buf, ncap) : NULL;
+        if (!nb) {
+          c->reading = 0;
+          break;
+        }
+        c->core.buf = nb;
+        c->core.cap = ncap;
+      }
+      p = c->core.buf + c->core.len;
+      n = c->core.cap - c->core.len;
     } else if (zv_http_conn_space(&c->core, &p, &n) || n == 0) {
       /* No room now (a request waits for its answer, or the input reached its limit): the
        * bytes stay in the socket until start_reading asks again. */
@@ -520,6 +542,23 @@ static void conn_readable(zv_http_sconn_t *c) {
     }
     if ((size_t)r < n && !c->rd_eof) c->rd_ready = 0;
     if (c->lingering || c->shutting) continue;
+    if (c->upgraded) {
+      c->core.len += (size_t)r;
+      if (c->srv->cb.on_upgraded_data) {
+        /* Corked: what the owner writes while it handles these bytes (an echo per message)
+         * collects in c->head and goes out in one send when it is done. */
+        c->corked = 1;
+        c->srv->cb.on_upgraded_data(c->srv, c);
+        c->corked = 0;
+        if (c->head.len && !c->closing && !c->shutting) {
+          uv_buf_t b = uv_buf_init(c->head.p, (unsigned)c->head.len);
+          c->head.len = 0;
+          if (conn_write(c, &b, 1)) break;
+        }
+        c->head.len = 0;
+      }
+      continue;
+    }
     zv_http_conn_commit(&c->core, (size_t)r);
     if (c->core.state == ZV_HTTP_DONE) continue;
     conn_process(c);
@@ -627,7 +666,7 @@ static void conn_process(zv_http_sconn_t *c) {
     c->resp = ZV_HTTP_RESP_NONE;
     c->is_head = (uint8_t)zv_http_conn_is_head(&c->core);
     c->must_close = (uint8_t)!c->core.keep_alive;
-    c->stream_raw = 0;
+    c->stream_raw = c->want_writable = 0;
     c->handler_ms = 0;
     if (!s->opts.statics || !serve_static(c)) s->cb.on_request(s, c);
     if (c->resp == ZV_HTTP_RESP_NONE && !c->closing &&
@@ -755,17 +794,18 @@ int zv_http_respond(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, s
   return 0;
 }
 
-int zv_http_write_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs,
-                       size_t nhdrs) {
+/* The head of a streamed response: chunked (length < 0, HTTP/1.1), close-delimited (length < 0,
+ * HTTP/1.0) or with a Content-Length the caller promises to write exactly (raw bytes follow). */
+static int write_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, size_t nhdrs,
+                      int64_t length) {
   uv_buf_t b;
-  int rc, raw;
+  int rc, raw, nb = status < 200 || status == 204 || status == 304;
   if (c->closing || c->shutting) return ZV_EIO;
-  c->no_body = (uint8_t)(status < 200 || status == 204 || status == 304 || c->is_head);
+  c->no_body = (uint8_t)(nb || c->is_head);
   /* HTTP/1.0 has no chunked coding: the body ends when the connection does. */
-  raw = c->core.parser.http_minor == 0;
-  if (raw) c->must_close = 1;
-  rc = build_head(c, status, hdrs, nhdrs, -1, !raw && !(status < 200 || status == 204 ||
-                                                        status == 304));
+  raw = length >= 0 || c->core.parser.http_minor == 0;
+  if (raw && length < 0) c->must_close = 1;
+  rc = build_head(c, status, hdrs, nhdrs, nb ? -1 : length, !raw && !nb);
   if (rc == ZV_EINVAL) return rc;
   if (rc) {
     conn_close_now(c);
@@ -778,12 +818,66 @@ int zv_http_write_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs
   return 0;
 }
 
+int zv_http_write_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs,
+                       size_t nhdrs) {
+  return write_head(c, status, hdrs, nhdrs, -1);
+}
+
+int zv_http_write_head_len(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs,
+                           size_t nhdrs, uint64_t length) {
+  return write_head(c, status, hdrs, nhdrs, (int64_t)length);
+}
+
+int zv_http_upgrade(zv_http_sconn_t *c, const char *head, size_t len, size_t max_buffer) {
+  size_t rest;
+  uv_buf_t b = uv_buf_init((char *)head, (unsigned)len);
+  if (c->closing || c->shutting || c->resp != ZV_HTTP_RESP_NONE) return ZV_EIO;
+  if (conn_write(c, &b, 1)) return ZV_EIO;
+  /* What the client sent after the request is already the new protocol's. */
+  rest = c->core.len - c->core.pos;
+  if (rest && c->core.pos) memmove(c->core.buf, c->core.buf + c->core.pos, rest);
+  c->core.len = rest;
+  c->core.pos = 0;
+  c->up_cap = max_buffer > c->core.cap ? max_buffer : c->core.cap;
+  c->upgraded = 1;
+  c->head.len = 0;
+  c->resp = ZV_HTTP_RESP_STREAM;
+  c->stream_raw = 1;
+  c->no_body = 0;
+  c->must_close = 1;
+  arm(c, T_NONE);
+  c->reading = 0;
+  c->rd_ready = 1; /* bytes may wait in the socket: look once */
+  start_reading(c);
+  return 0;
+}
+
+void zv_http_upgraded_consume(zv_http_sconn_t *c, size_t n) {
+  if (n > c->core.len) n = c->core.len;
+  if (n < c->core.len) memmove(c->core.buf, c->core.buf + n, c->core.len - n);
+  c->core.len -= n;
+  if (!c->closing && !c->shutting && !c->reading) start_reading(c);
+}
+
+void zv_http_want_writable(zv_http_sconn_t *c, size_t low) {
+  c->low_water = low;
+  c->want_writable = 1;
+}
+
 int zv_http_write(zv_http_sconn_t *c, const char *chunk, size_t len) {
   char hex[24];
   uv_buf_t bufs[3];
   int n = 0;
   if (c->closing || c->shutting) return ZV_EIO;
   if (len == 0 || c->no_body) return 0;
+  if (c->corked) {
+    /* Upgraded and inside on_upgraded_data: collected, sent when it returns (conn_readable). */
+    zv_http_buf_add(&c->head, chunk, len);
+    if (!c->head.err) return 0;
+    c->head.err = 0;
+    conn_close_now(c);
+    return ZV_EIO;
+  }
   if (c->stream_raw) {
     bufs[0] = uv_buf_init((char *)chunk, (unsigned)len);
     return conn_write(c, bufs, 1) ? ZV_EIO : 0;
@@ -808,6 +902,12 @@ int zv_http_write(zv_http_sconn_t *c, const char *chunk, size_t len) {
 int zv_http_finish(zv_http_sconn_t *c) {
   uv_buf_t b = uv_buf_init((char *)"0\r\n\r\n", 5);
   if (c->closing || c->shutting) return ZV_EIO;
+  if (c->corked && c->head.len) {
+    /* What was collected goes before the end (conn_readable would drop it after a FIN). */
+    uv_buf_t cb = uv_buf_init(c->head.p, (unsigned)c->head.len);
+    c->head.len = 0;
+    if (conn_write(c, &cb, 1)) return ZV_EIO;
+  }
   if (!c->no_body && !c->stream_raw && conn_write(c, &b, 1)) return ZV_EIO;
   response_done(c);
   return 0;

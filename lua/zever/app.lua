@@ -225,6 +225,15 @@ local STATIC_OPTS = { max_age = true, immutable = true, index = true, precompres
 -- sendfile(2), before routing: a GET or HEAD of an existing file never reaches the middleware or
 -- the routes; everything else (other methods, missing files, names never served) goes on to
 -- the application. docs/static.md has the rules.
+-- A WebSocket endpoint: GET pattern upgrades and runs fn(ws, req) (zever.websocket,
+-- docs/websockets.md); opts: max_frame, max_message, ping_interval.
+function App:websocket(pattern, fn, opts)
+  if type(pattern) ~= "string" then error("app:websocket: want a path pattern", 2) end
+  if type(fn) ~= "function" then error("app:websocket: want a function(ws, req)", 2) end
+  if opts ~= nil and type(opts) ~= "table" then error("app:websocket: opts must be a table", 2) end
+  return self:get(pattern, require("zever.websocket").handler(fn, opts))
+end
+
 function App:static(prefix, root, opts)
   if type(prefix) ~= "string" or prefix:sub(1, 1) ~= "/" or (#prefix > 1 and prefix:sub(-1) == "/")
     or prefix:find("//", 1, true) or prefix:find("[%%?#]") then
@@ -368,7 +377,10 @@ end
 local function log_error(app, msg, req, err)
   local ok, log = pcall(function() return app.log end)
   if ok then
-    log:error(msg, { method = req.method, path = req.path, id = req.id, error = tostring(err) })
+    -- A streamed response finished before the failure took the request's headers with it.
+    local got, id = pcall(function() return req.id end)
+    log:error(msg, { method = req.method, path = req.path, id = got and id or nil,
+      error = tostring(err) })
   else
     io.stderr:write("zever: ", msg, ": ", tostring(err), "\n")
   end
@@ -444,9 +456,20 @@ function App:dispatch(method, path, query_string, source)
   end
   chain = with_app_middleware(self, chain)
   local req = request.new(method, path, query_string, params, source)
+  -- A JSON access log names the request id; a streamed response may finish (and the C
+  -- request's headers go) before the handler returns, so it is read first (zever.server).
+  if rawget(self, "access_log_id") then local _ = req.id end
   local res = response.new(self.response_class)
+  -- The connection, for a streamed response (zever.stream: slot 0 is allocated anyway).
+  res.headers[0] = source
   local ok, err = xpcall(run_chain, with_traceback, chain, 1, req, res)
-  if not ok then res = on_failure(self, err, req) end
+  if res.streamed then
+    -- Its head is out: a 500 cannot follow. A failure closes the connection (logged).
+    if not ok then on_failure(self, err, req) end
+    require("zever.stream").close(res, not ok)
+  elseif not ok then
+    res = on_failure(self, err, req)
+  end
   if rawget(req, "_tempfiles") then request.cleanup(req) end
   return finish(res), req
 end

@@ -6,6 +6,8 @@
 --   res:render(view, data[, opts])  the app's template view as HTML (zever.template)
 --   res:cookie(name, value[, opts])   res:clear_cookie(name[, opts])   (zever.cookie)
 --   (each returns res: chainable)
+--   res:write(chunk)  res:flush()  res:finish()  res:sleep(s)  res:closed()  res:sse(opts)
+--                            a streamed response (zever.stream; docs/streaming.md)
 --
 -- A handler may instead return a value; M.apply turns it into the response:
 --   a string                 -> 200 text/plain (or res's status, if set)
@@ -13,6 +15,7 @@
 --   status, body[, headers]  -> that status; a table body is JSON; headers a name -> value table
 --                               (a value may be a list of strings: repeated headers)
 --   res itself, or nothing   -> whatever res holds
+--   anything, once streamed -> ignored: a streamed response is what res:write sent
 --
 -- A status is final: 200..999 (a 1xx is an interim response zever does not send for a handler:
 -- it would answer the next pipelined request). A header value is a string or a number, or a
@@ -203,6 +206,23 @@ function Response:render(name, data, opts)
   return self
 end
 
+-- --- streaming (zever.stream, loaded on the first streamed response) ------------------------
+
+local stream = setmetatable({}, { __index = function(t, k)
+  local m = require "zever.stream"
+  setmetatable(t, { __index = m })
+  return m[k]
+end })
+
+-- res:write(chunk), res:flush(), res:finish(), res:sleep(seconds), res:closed(), res:sse(opts):
+-- zever.stream says what they do (docs/streaming.md).
+function Response:write(chunk) return stream.write(self, chunk) end
+function Response:flush() return stream.flush(self) end
+function Response:finish() return stream.finish(self) end
+function Response:sleep(seconds) return stream.sleep(self, seconds) end
+function Response:closed() return stream.closed(self) end
+function Response:sse(opts) return stream.sse(self, opts) end
+
 -- --- cookies (zever.cookie; signed and encrypted ones through zever.crypto) ----------------
 
 local cookie = require "zever.cookie"
@@ -248,6 +268,8 @@ end
 function M.apply(res, a, b, c)
   local ta = type(a)
   if a == nil or a == res then return res end
+  -- A streamed response is what the handler wrote (res:finish() returns true, sse:close() too).
+  if res.streamed then return res end
   if ta == "string" then
     return res:send(a)
   elseif ta == "number" then
@@ -273,6 +295,7 @@ end
 -- Completes res for sending: a body (possibly empty) and the content type among the headers.
 -- Returns res.
 function M.finish(res)
+  if res.streamed then return res end -- its head is out (zever.stream)
   if res.body == nil then res.body = "" end
   local ct = res.ctype
   if ct then

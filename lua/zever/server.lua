@@ -93,14 +93,16 @@ function M.listen(app, opts)
   end
   local log = opts.access_log == "json" and access_json or opts.access_log and access_text or nil
   app.access_log = log
+  app.access_log_id = log == access_json or nil
   return http.listen(conf, function(creq, method, path, query)
     local started = log and now()
     local res, req = app:dispatch(method, path, query, creq)
     -- The C request's headers are gone once it is answered: take the id first if it is logged.
     if log == access_json then local _ = req.id end
-    respond(creq, res.code, res.body, res.headers)
+    -- A streamed response (zever.stream) was finished by dispatch.
+    if not res.streamed then respond(creq, res.code, res.body, res.headers) end
     if started then
-      io.stderr:write(log(req, res, #res.body, started))
+      io.stderr:write(log(req, res, res.streamed and res.sent or #res.body, started))
     end
   end)
 end

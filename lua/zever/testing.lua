@@ -60,6 +60,36 @@ function Source:body()
   return self.data
 end
 
+-- A streamed response (zever.stream) written to the source: the chunks are kept and become the
+-- result's body; nothing is ever queued, and the client never goes away.
+function Source:head(status, headers, length)
+  self.out = { status = status, headers = headers, length = length }
+  return true
+end
+
+function Source:write(chunk)
+  local out = self.out
+  out[#out + 1] = chunk
+  return true
+end
+
+function Source:finish()
+  self.out.done = true
+  return true
+end
+
+function Source:abort()
+  self.out.aborted = true
+end
+
+function Source.pending() return 0 end
+function Source.closed() return false end
+function Source.watch(_, _, low)
+  if low then return "ready" end
+  return true
+end
+function Source.unwatch() end
+
 local Result = {}
 Result.__index = Result
 
@@ -161,7 +191,14 @@ function M.request(app, method, target, opts)
   end
   local out = setmetatable({ status = res.code, headers = {}, header_list = {}, body = res.body },
     Result)
-  for i = 1, #res.headers, 2 do add_header(out, res.headers[i], res.headers[i + 1]) end
+  local streamed = source.out
+  local h = streamed and streamed.headers or res.headers
+  for i = 1, #h, 2 do add_header(out, h[i], h[i + 1]) end
+  if streamed then
+    -- A streamed response: its chunks, and whether it ended cleanly.
+    out.body, out.chunks, out.finished = table.concat(streamed), streamed, streamed.done == true
+    if streamed.length then out.headers["content-length"] = tostring(streamed.length) end
+  end
   if method:upper() == "HEAD" then out.body = "" end
   return out
 end

@@ -1,0 +1,37 @@
+/*
+ * lx_stream.h: what l_http.c shares with lx_stream.c (the streaming half of the zever.http
+ * request object: sized heads, back-pressure and close watches). Not for use outside the
+ * zever.http binding.
+ */
+#ifndef ZV_HTTP_LX_STREAM_H
+#define ZV_HTTP_LX_STREAM_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "server.h"
+
+/* The request object (a full userdata). c is NULL once answered or once the connection closed;
+ * the connection points back through c->data. watch_ref is a Lua function waiting for the
+ * connection (lx_stream.c); sized/left count what a Content-Length head still owes. */
+typedef struct {
+  zv_http_sconn_t *c;
+  uint8_t answered, streaming, cancelled, sized;
+  uint64_t left;
+  int watch_ref;
+} zv__http_req_t;
+
+/* The request at index 1, checked against the two metatables (upvalues 1 and 2). */
+zv__http_req_t *zv__http_check_req(lua_State *L);
+
+/* The request's methods lx_stream.c adds (registered like l_http.c's own, same upvalues). */
+extern const luaL_Reg zv__http_stream_methods[];
+
+/* Registers the metatable of the WebSocket frame readers (req:upgrade). */
+void zv__http_ws_open(lua_State *L);
+
+/* Calls r's watcher (and forgets it) with ok: true when the queue drained, false when the
+ * connection closed. L is the state's main thread; an error in the watcher is reported. */
+void zv__http_watch_fire(lua_State *L, zv__http_req_t *r, int ok);
+
+#endif

@@ -1,0 +1,115 @@
+-- WebSocket endpoints (app:websocket: zever.websocket over zever.http's upgrade and the frame
+-- core host/http/ws.c) against an independent client: Debian's python3-websockets, plus raw frames
+-- it would never send (spec/support/ws_client.py). The app is served on this state's loop;
+-- time only bounds how long a spec waits.
+
+local zever = require "zever"
+local server = require "zever.server"
+local hs = require "spec.support.http_script"
+local process = require "spec.support.process"
+local run_until = require("zever.testing").run_until
+
+local q = process.quote
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec/host"
+local CLIENT = here .. "/../support/ws_client.py"
+
+local srv, port, left, silent
+local function serve()
+  local app = zever.app()
+  app.log = require("zever.log").new({ out = { write = function() end } })
+  app:websocket("/echo", function(ws)
+    while true do
+      local msg, kind = ws:recv()
+      if not msg then return end
+      assert(ws:send(msg, kind))
+    end
+  end)
+  app:websocket("/small", function(ws) ws:recv() end, { max_frame = 1024, max_message = 1024 })
+  app:websocket("/watch", function(ws)
+    local _, err = ws:recv()
+    left = err
+  end)
+  app:websocket("/silent", function(ws)
+    local _, err = ws:recv()
+    silent = err
+  end, { ping_interval = 0.1 })
+  srv = assert(server.listen(app, { host = "127.0.0.1", port = 0 }))
+  port = srv:port()
+end
+
+-- Runs the client's scenarios; returns { name = result }.
+local function scenarios(...)
+  local names = { ... }
+  local read = hs.spawn(function(out)
+    return ("/usr/bin/python3 %s %d %s %s"):format(q(CLIENT), port, q(out),
+      table.concat(names, " "))
+  end)
+  assert(run_until(read, 90), "the websocket client did not finish")
+  local out = {}
+  for name, result in read():gmatch("([%w_]+)\t([^\n]*)\n") do out[name] = result end
+  return out
+end
+
+describe("zever.websocket", function()
+  before_each(serve)
+  after_each(function()
+    srv:close()
+    require("zever.loop").run("nowait")
+  end)
+
+  it("echoes text and binary messages to python3-websockets", function()
+    local r = scenarios("echo_text", "echo_binary")
+    assert.are.same({ echo_text = "ok", echo_binary = "ok" }, r)
+  end)
+
+  it("echoes 16 MiB binary and text messages", function()
+    assert.are.same({ echo_16mib = "ok" }, scenarios("echo_16mib"))
+  end)
+
+  it("joins fragmented messages", function()
+    assert.are.same({ fragmented = "ok" }, scenarios("fragmented"))
+  end)
+
+  it("answers pings and completes the close handshake with the client's code", function()
+    assert.are.same({ ping = "ok", close = "1000" }, scenarios("ping", "close"))
+  end)
+
+  it("declines permessage-deflate (not negotiated) and goes on uncompressed", function()
+    assert.are.same({ extensions = "none" }, scenarios("extensions"))
+  end)
+
+  it("closes with 1007 on invalid UTF-8, 1002 on an unmasked frame, 1009 when too big",
+    function()
+      assert.are.same({ invalid_utf8 = "1007", unmasked = "1002", oversized = "1009" },
+        scenarios("invalid_utf8", "unmasked", "oversized"))
+    end)
+
+  it("ends recv with a closed error (1006) when the client drops the connection", function()
+    left = nil
+    assert.are.same({ leave = "left" }, scenarios("leave"))
+    assert.is_true(run_until(function() return left ~= nil end, 10))
+    assert.are.equal("closed", left.code)
+    assert.are.equal(1006, left.close_code)
+  end)
+
+  it("pings a quiet connection and drops a client that never answers, ending its recv",
+    function()
+      silent = nil
+      local r = scenarios("silent")
+      assert.is_truthy(r.silent == "eof" or r.silent == "reset", r.silent)
+      assert.is_true(run_until(function() return silent ~= nil end, 10))
+      assert.are.equal("closed", silent.code)
+      assert.are.equal(1006, silent.close_code)
+    end)
+
+  it("answers 426 to a request without the upgrade and to another version", function()
+    local out = hs.curl("-i " .. q(("http://127.0.0.1:%d/echo"):format(port)))
+    assert.matches("^HTTP/1.1 426 ", out)
+    assert.matches("\r\nUpgrade: websocket\r\n", out)
+    out = hs.curl("-i -H 'Upgrade: websocket' -H 'Connection: Upgrade' " ..
+      "-H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' -H 'Sec-WebSocket-Version: 8' " ..
+      q(("http://127.0.0.1:%d/echo"):format(port)))
+    assert.matches("^HTTP/1.1 426 ", out)
+    assert.matches("\r\nSec%-WebSocket%-Version: 13\r\n", out)
+  end)
+end)

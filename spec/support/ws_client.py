@@ -1,0 +1,179 @@
+#!/usr/bin/python3
+"""WebSocket client scenarios for spec/host/websocket_spec.lua, against a zever server.
+
+usage: ws_client.py PORT OUTFILE SCENARIO...
+
+Runs each scenario and writes one line "name<TAB>result" per scenario to OUTFILE (through
+OUTFILE.tmp, renamed at the end). Scenarios with python3-websockets (Debian's, an independent
+implementation): echo_text, echo_binary, echo_16mib, fragmented, ping, close, extensions.
+Raw ones (a hand-made handshake, then frames the library would never send): invalid_utf8,
+unmasked, oversized (to /small), leave (connect to /watch and drop the TCP connection),
+silent (connect to /silent and never answer a ping).
+A raw scenario's result is the close code the server answered with, or "eof"/"timeout".
+"""
+import asyncio
+import base64
+import os
+import socket
+import struct
+import sys
+
+import websockets
+
+PORT = int(sys.argv[1])
+OUT = sys.argv[2]
+URL = "ws://127.0.0.1:%d" % PORT
+
+
+async def lib(name):
+    path = "/echo"
+    async with websockets.connect(URL + path, max_size=None, open_timeout=10,
+                                  close_timeout=10) as ws:
+        if name == "echo_text":
+            msgs = ["hello", "κόσμε", ""]
+            got = []
+            for m in msgs:
+                await ws.send(m)
+                got.append(await ws.recv())
+            return "ok" if got == msgs else "mismatch %r" % got
+        if name == "echo_binary":
+            m = bytes(range(256)) * 4
+            await ws.send(m)
+            r = await ws.recv()
+            return "ok" if r == m and isinstance(r, bytes) else "mismatch"
+        if name == "echo_16mib":
+            m = os.urandom(16 * 1024 * 1024)
+            await ws.send(m)
+            r = await ws.recv()
+            t = "é" * (8 * 1024 * 1024)  # 16 MiB of UTF-8 text
+            await ws.send(t)
+            r2 = await ws.recv()
+            return "ok" if r == m and r2 == t else "mismatch"
+        if name == "fragmented":
+            await ws.send(["frag", "ment", "ed"])
+            a = await ws.recv()
+            await ws.send([b"\x00", b"\x01\x02"])
+            b = await ws.recv()
+            return "ok" if a == "fragmented" and b == b"\x00\x01\x02" else "mismatch %r %r" % (a, b)
+        if name == "ping":
+            waiter = await ws.ping(b"are you there")
+            await asyncio.wait_for(waiter, 10)
+            await ws.send("after ping")
+            return "ok" if await ws.recv() == "after ping" else "mismatch"
+        if name == "close":
+            await ws.close(1000, "bye")
+            return "%s" % ws.close_code
+        if name == "extensions":
+            # The client offers permessage-deflate; zever declines it (not negotiated yet).
+            await ws.send("x")
+            await ws.recv()
+            return "none" if not ws.extensions else "%r" % ws.extensions
+    return "unknown"
+
+
+def handshake(path):
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % (path, key)).encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            raise RuntimeError("no handshake answer")
+        data += chunk
+    head, rest = data.split(b"\r\n\r\n", 1)
+    if not head.startswith(b"HTTP/1.1 101"):
+        raise RuntimeError("handshake answered %r" % head[:40])
+    return s, rest
+
+
+def frame(op, payload, masked=True, fin=True):
+    b0 = (0x80 if fin else 0) | op
+    n = len(payload)
+    mbit = 0x80 if masked else 0
+    if n < 126:
+        head = struct.pack("!BB", b0, mbit | n)
+    elif n < 65536:
+        head = struct.pack("!BBH", b0, mbit | 126, n)
+    else:
+        head = struct.pack("!BBQ", b0, mbit | 127, n)
+    if not masked:
+        return head + payload
+    key = os.urandom(4)
+    return head + key + bytes(c ^ key[i % 4] for i, c in enumerate(payload))
+
+
+def close_code(s, rest):
+    data = rest
+    s.settimeout(10)
+    while True:
+        while len(data) >= 2:
+            op, n = data[0] & 0x0F, data[1] & 0x7F
+            off = 2
+            if n == 126:
+                if len(data) < 4:
+                    break
+                n, off = struct.unpack("!H", data[2:4])[0], 4
+            elif n == 127:
+                if len(data) < 10:
+                    break
+                n, off = struct.unpack("!Q", data[2:10])[0], 10
+            if len(data) < off + n:
+                break
+            payload, data = data[off:off + n], data[off + n:]
+            if op == 0x8:
+                return str(struct.unpack("!H", payload[:2])[0]) if n >= 2 else "1005"
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            return "timeout"
+        except ConnectionResetError:
+            return "reset"
+        if not chunk:
+            return "eof"
+        data += chunk
+
+
+def raw(name):
+    if name == "invalid_utf8":
+        s, rest = handshake("/echo")
+        s.sendall(frame(0x1, b"ok \xc0\x80"))
+    elif name == "unmasked":
+        s, rest = handshake("/echo")
+        s.sendall(frame(0x1, b"hello", masked=False))
+    elif name == "oversized":
+        s, rest = handshake("/small")
+        s.sendall(frame(0x2, b"z" * 2048))
+    elif name == "silent":
+        # Never answers the server's pings: the server gives up on it.
+        s, rest = handshake("/silent")
+    elif name == "leave":
+        s, rest = handshake("/watch")
+        s.close()
+        return "left"
+    else:
+        return "unknown"
+    try:
+        return close_code(s, rest)
+    finally:
+        s.close()
+
+
+def main():
+    lines = []
+    for name in sys.argv[3:]:
+        try:
+            if name in ("invalid_utf8", "unmasked", "oversized", "leave", "silent"):
+                r = raw(name)
+            else:
+                r = asyncio.run(asyncio.wait_for(lib(name), 30))
+        except Exception as e:  # the spec shows what failed
+            r = "error %s: %s" % (type(e).__name__, e)
+        lines.append("%s\t%s\n" % (name, r))
+    with open(OUT + ".tmp", "w") as f:
+        f.writelines(lines)
+    os.rename(OUT + ".tmp", OUT)
+
+
+main()
