@@ -302,6 +302,11 @@ function App:url_for(name, params)
   return path
 end
 
+-- GET /healthz and /readyz (zever.health; opts: live, ready, timeout, batteries, log).
+function App:health(opts)
+  return require("zever.health").install(self, opts)
+end
+
 -- Every route: { method, pattern, name, source }, in registration order.
 function App:list_routes()
   local out = {}

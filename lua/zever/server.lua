@@ -93,13 +93,14 @@ function M.listen(app, opts)
   end
   local log = opts.access_log == "json" and access_json or opts.access_log and access_text or nil
   app.access_log = log
+  local quiet = rawget(app, "quiet_paths") -- app:health()'s paths stay out of the access log
   return http.listen(conf, function(creq, method, path, query)
     local started = log and now()
     local res, req = app:dispatch(method, path, query, creq)
     -- The C request's headers are gone once it is answered: take the id first if it is logged.
     if log == access_json then local _ = req.id end
     respond(creq, res.code, res.body, res.headers)
-    if started then
+    if started and not (quiet and quiet[path]) then
       io.stderr:write(log(req, res, #res.body, started))
     end
   end)
