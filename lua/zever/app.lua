@@ -119,14 +119,21 @@ local function add(group, methods, name, pattern, handler, level, opts)
   local app = group.app
   if type(pattern) ~= "string" then error("route pattern must be a string", level) end
   if type(handler) ~= "function" then error("route handler must be a function", level) end
-  local timeout
+  local timeout, source
   if opts ~= nil then
     for k in pairs(opts) do
-      if k ~= "timeout" then error("unknown route option " .. tostring(k), level) end
+      if k ~= "timeout" and k ~= "source" then error("unknown route option " .. tostring(k), level) end
     end
     timeout = opts.timeout
-    if type(timeout) ~= "number" or timeout ~= timeout or timeout < 0 or timeout > 1e9 then
+    if timeout ~= nil and (type(timeout) ~= "number" or timeout ~= timeout or timeout < 0 or
+      timeout > 1e9) then
       error("route option timeout must be a number of seconds >= 0", level)
+    end
+    -- source: the function `zever routes` names instead of handler (a generated route's wrapper
+    -- names the app's own handler).
+    source = opts.source
+    if source ~= nil and type(source) ~= "function" then
+      error("route option source must be a function", level)
     end
   end
   if name ~= nil and type(name) ~= "string" then error("route name must be a string", level) end
@@ -145,7 +152,7 @@ local function add(group, methods, name, pattern, handler, level, opts)
   local param_names = {}
   for pname in full:gmatch("/[:*]([%w_]+)") do param_names[#param_names + 1] = pname end
   local route = { method = nil, pattern = full, name = name, handler = handler, chain = chain,
-    source = source_of(handler), param_names = param_names, timeout = timeout }
+    source = source_of(source or handler), param_names = param_names, timeout = timeout }
   for _, m in ipairs(methods) do
     if type(m) ~= "string" or not METHODS[m:upper()] then
       error("unsupported HTTP method " .. tostring(m), level)

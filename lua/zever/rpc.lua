@@ -613,7 +613,7 @@ function M.routes(def)
       end
       app:route(rpc.method, rpc.service .. "." .. rpc.name, rpc.pattern, function(req, res)
         return serve(mod, app, rpc, fn, opts, req, res)
-      end)
+      end, { source = fn })   -- zever routes names the app's handler, not this wrapper
     end
     return app
   end
