@@ -596,7 +596,9 @@ function M.routes(def)
       if handlers then
         svc = handlers[rpc.service]
       else
-        svc = require(prefix .. rpc.handlers)
+        -- The app's handlers/<service>.lua (zever gen's stubs) first, then the generated one.
+        local own = "handlers." .. rpc.handlers
+        svc = require(package.searchpath(own, package.path) and own or prefix .. rpc.handlers)
       end
       local fn = type(svc) == "table" and svc[rpc.name]
       if type(fn) ~= "function" then
