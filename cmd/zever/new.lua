@@ -11,16 +11,12 @@ local scaffold = require "zever.cli.scaffold"
 
 local format = string.format
 
-local function quote(s)
-  return "'" .. s:gsub("'", "'\\''") .. "'"
-end
-
 -- Writes content to path, making its folders; true | nil, message.
 local function write(path, content)
   local dir = path:match("^(.*)/[^/]*$")
-  if dir and not sys.isdir(dir) then
-    local r = os.execute("mkdir -p " .. quote(dir))
-    if r ~= 0 and r ~= true then return nil, 'cannot create "' .. dir .. '"' end
+  if dir then
+    local ok, err = scaffold.mkdir_p(dir)
+    if not ok then return nil, err end
   end
   local f, err = io.open(path, "wb")
   if not f then return nil, err end

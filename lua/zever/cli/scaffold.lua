@@ -177,6 +177,22 @@ function M.config(app_name, plan)
   return concat(parts, "")
 end
 
+-- Makes dir and its parents (mkdir(2) through the FFI: no shell per folder); true | nil, msg.
+function M.mkdir_p(dir)
+  local sys = require "zever.sys"
+  if sys.isdir(dir) then return true end
+  local ffi = require "ffi"
+  require "zever.cdef.libc"
+  local path = dir:sub(1, 1) == "/" and "" or "."
+  for part in dir:gmatch("[^/]+") do
+    path = path .. "/" .. part
+    if not sys.isdir(path) and ffi.C.mkdir(path, 493) ~= 0 and not sys.isdir(path) then
+      return nil, format('cannot create "%s": %s', path, ffi.string(ffi.C.strerror(ffi.errno())))
+    end
+  end
+  return true
+end
+
 -- --- the files of a new app ------------------------------------------------------------------
 
 local APP = [[
