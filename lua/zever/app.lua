@@ -526,6 +526,12 @@ function M.load(path, root)
     error(path .. " must return the app (end it with `return app`)", 0)
   end
   app.dir = dir or "."
+  -- http.health: the health routes without app:health() in the file (a configuration that
+  -- does not load is reported by whoever resolves it; here it only means no health routes).
+  if not app.names.healthz then
+    local ok, cfg = pcall(app.config, app)
+    if ok and cfg.http.health then app:health() end
+  end
   return app, path
 end
 

@@ -83,6 +83,22 @@ describe("zever.health", function()
     assert.are.equal(200, t:get("/live").status)
   end)
 
+  it("is on by configuration (http.health) without app:health() in the app", function()
+    dir = fs.tmpdir({ ["app.lua"] = "local app = require('zever').app()\nreturn app\n",
+      ["zever.yaml"] = "http:\n  health: true\ndb:\n  dsn: sqlite:app.db\n" })
+    t = testing.app(dir)
+    assert.are.equal(200, t:get("/healthz").status)
+    local res = t:get("/readyz")
+    assert.are.equal(200, res.status, res.body)
+    assert.are.equal("ok", res:json().checks.db.status)
+  end)
+
+  it("is off by default", function()
+    dir = fs.tmpdir({ ["app.lua"] = "local app = require('zever').app()\nreturn app\n" })
+    t = testing.app(dir)
+    assert.are.equal(404, t:get("/healthz").status)
+  end)
+
   it("rejects bad options", function()
     local zever = require "zever"
     local app = zever.app()
