@@ -529,8 +529,8 @@ function M.load(path, root)
   -- http.health: the health routes without app:health() in the file (a configuration that
   -- does not load is reported by whoever resolves it; here it only means no health routes).
   if not app.names.healthz then
-    local ok, cfg = pcall(app.config, app)
-    if ok and cfg.http.health then app:health() end
+    local loaded, cfg = pcall(app.config, app)
+    if loaded and cfg.http.health then app:health() end
   end
   return app, path
 end
