@@ -100,7 +100,9 @@ return {
         local file = package.searchpath(name, package.path)
         if file and file:sub(1, #root + 1) == root .. "/" then package.loaded[name] = nil end
       end
-      return pcall(server.load_app, opts.app, root)
+      local ok, app = pcall(server.load_app, opts.app, root)
+      if ok then pcall(app.close, app) end   -- only a check: the workers load their own
+      return ok, app
     end
 
     local function gen()
