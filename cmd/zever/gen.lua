@@ -101,6 +101,8 @@ return {
       end
       return err.code == "invalid" and 2 or 1, err.message
     end
+    local added = require("zever.cli.stubs").run(result, flags) -- h5-dev: handlers/ stubs
+    if added ~= 0 then return added end
     if sys.isatty(1) then
       local out = (flags.out or "generated"):gsub("/+$", "")
       for _, path in ipairs(report.written) do print("wrote " .. out .. "/" .. path) end

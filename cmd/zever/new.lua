@@ -1,59 +1,102 @@
--- zever new DIR: creates a new app folder: app.lua (a hello route), zever.yaml (the database in
--- data/, the app's own settings under app:) and an empty migrations/ folder. It refuses a
--- folder that exists and is not empty (exit 1), and writes nothing else.
+-- zever new NAME: creates an app folder that serves and passes its own `zever test` at once:
+-- app.lua, handlers/, schema/app.zen, migrations/, spec/, zever.yaml with only the batteries
+-- picked (--batteries, --adapters; zever.cli.scaffold has the catalogue and the templates),
+-- zever.test.yaml, .gitignore, README.md and data/. It refuses a folder that exists and is not
+-- empty unless --force (which writes the app's files over, and removes nothing). --dry-run
+-- prints what it would write and writes nothing. Unknown batteries and adapters are usage
+-- errors with a did-you-mean. It must not load a battery: it only writes text.
 
 local sys = require "zever.sys"
+local scaffold = require "zever.cli.scaffold"
 
-local APP = [[
--- %s: a zever app. Serve it with `zever serve`, list its routes with `zever routes`.
-local zever = require "zever"
-local app = zever.app()
+local format = string.format
 
-app:get("/hello", function()
-  return "hello from " .. app:config().app.name
-end)
-
-return app
-]]
-
-local CONFIG = [[
-# zever.yaml: every key is optional (zever config show prints them all; docs/config.md).
-# Relative paths are relative to this folder, whatever the current directory.
-db:
-  dsn: sqlite:data/app.db
-app:
-  name: %s
-]]
-
-local function write(path, text)
+-- Writes content to path, making its folders; true | nil, message.
+local function write(path, content)
+  local dir = path:match("^(.*)/[^/]*$")
+  if dir then
+    local ok, err = scaffold.mkdir_p(dir)
+    if not ok then return nil, err end
+  end
   local f, err = io.open(path, "wb")
   if not f then return nil, err end
-  f:write(text)
+  f:write(content)
   f:close()
   return true
 end
 
+local USAGE = "zever new NAME [--batteries db,cache,...] [--adapters cache=redis,...] [--dry-run]"
+  .. " [--force] [--list-batteries]"
+
+local function list_batteries()
+  local rows = scaffold.list()
+  local w1, w2 = 7, 7
+  for _, r in ipairs(rows) do
+    if #r[1] > w1 then w1 = #r[1] end
+    if #r[2] > w2 then w2 = #r[2] end
+  end
+  print(format("%-" .. w1 .. "s  %-" .. w2 .. "s  %s", "BATTERY", "DEFAULT", "ADAPTERS"))
+  for _, r in ipairs(rows) do
+    print(format("%-" .. w1 .. "s  %-" .. w2 .. "s  %-24s %s", r[1], r[2], r[3], r[4]))
+  end
+  return 0
+end
+
 return {
   name = "new",
-  summary = "Create a new app folder (app.lua, zever.yaml, migrations/)",
-  usage = "zever new DIR",
-  run = function(args)
+  summary = "Create a new app folder (app.lua, handlers/, spec/, zever.yaml, ...)",
+  usage = USAGE,
+  help = "NAME is the folder to create; its last part is the app's name. Default batteries: db\n"
+    .. "(SQLite in data/). --batteries picks others (jobs brings queue; a db adapter brings db);\n"
+    .. "--adapters picks their adapters (cache=redis, db=postgres). The app passes `zever test`\n"
+    .. "and serves /, /healthz and /readyz as soon as it is written.",
+  flags = {
+    { name = "batteries", arg = "LIST", type = "list",
+      summary = "batteries to configure, comma-separated (default db; 'none' for none)" },
+    { name = "adapters", arg = "LIST", type = "list",
+      summary = "battery=adapter items, comma-separated (cache=redis,queue=redis)" },
+    { name = "dry-run", summary = "print the files and zever.yaml, write nothing" },
+    { name = "force", summary = "write into a folder that is not empty (the app's files are replaced)" },
+    { name = "list-batteries", summary = "list the batteries and their adapters" },
+  },
+  run = function(args, flags)
+    if flags["list-batteries"] then return list_batteries() end
     local dir = args[1]
-    if not dir or args[2] then return 2, "want one folder; usage: zever new DIR" end
-    if sys.isdir(dir) and #(sys.listdir(dir) or {}) > 0 then
-      return 1, '"' .. dir .. '" exists and is not empty'
-    end
-    local q = "'" .. dir:gsub("'", "'\\''") .. "'"
-    local r = os.execute("mkdir -p " .. q .. "/migrations " .. q .. "/data")
-    if r ~= 0 and r ~= true then
-      return 1, 'cannot create "' .. dir .. '"'
-    end
+    if not dir or args[2] then return 2, "want one folder; usage: " .. USAGE end
+    local names = flags.batteries or { "db" }
+    if #names == 1 and names[1] == "none" then names = {} end
+    local adapters, aerr = scaffold.parse_adapters(flags.adapters)
+    if not adapters then return 2, aerr end
+    local plan, err = scaffold.plan(names, adapters)
+    if not plan then return 2, err end
     local name = dir:gsub("/+$", ""):match("([^/]+)$") or "app"
-    local ok, err = write(dir .. "/app.lua", string.format(APP, name))
-    if ok then ok, err = write(dir .. "/zever.yaml", string.format(CONFIG, string.format("%q", name))) end
-    if not ok then return 1, tostring(err) end
-    print("created " .. dir .. ": app.lua, zever.yaml, migrations/, data/")
-    print("next: zever serve " .. dir)
+    if not name:match("^[%w_.-]+$") then
+      return 2, format('"%s": an app name is letters, digits, "_", "-" and "."', name)
+    end
+    local files = scaffold.files(name, plan)
+    if flags["dry-run"] then
+      for _, f in ipairs(files) do print("would write " .. dir:gsub("/+$", "") .. "/" .. f.path) end
+      print("")
+      io.write(scaffold.config(name, plan))
+      return 0
+    end
+    if sys.isdir(dir) and #(sys.listdir(dir) or {}) > 0 and not flags.force then
+      return 1, format('"%s" exists and is not empty (--force writes the app into it)', dir)
+    end
+    if not sys.isdir(dir) and sys.mtime(dir) then
+      return 1, format('"%s" exists and is not a folder', dir)
+    end
+    local base = dir:gsub("/+$", "")
+    for _, f in ipairs(files) do
+      local ok, werr = write(base .. "/" .. f.path, f.content)
+      if not ok then return 1, tostring(werr) end
+    end
+    print(format("created %s (batteries: %s)", base,
+      #plan.order > 0 and table.concat(plan.order, ", ") or "none"))
+    for _, f in ipairs(files) do
+      if not f.path:match("%.keep$") then print("  " .. f.path) end
+    end
+    print(format("next: cd %s && zever test && zever dev", base))
     return 0
   end,
 }

@@ -127,6 +127,7 @@ return {
   summary = "Serve an app over HTTP",
   usage = "zever serve [app.lua | dir] [--listen host:port] [--workers N] [--drain SECONDS] ...",
   flags = flags,
+  options = options,   -- zever dev: the same flags over the same configuration
   run = function(args, given)
     local opts, err = options(args, given)
     if not opts then return 2, err end

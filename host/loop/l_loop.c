@@ -11,6 +11,13 @@
  *   loop.signal(name, fn)   -> handle  calls fn(name) on each delivery of the signal ("SIGTERM",
  *                                      "SIGINT", "SIGHUP", "SIGUSR1", ...); signal watchers do not
  *                                      keep run() going on their own
+ *   loop.watch(path, fn)    -> handle | nil, message
+ *                                      calls fn(name, event) when path (a file, or a folder's
+ *                                      direct entries; not recursive) changes: name is the entry
+ *                                      (or nil), event "change" or "rename", or an error message
+ *                                      (uv_fs_event: inotify on Linux); a path that cannot be
+ *                                      watched is nil and libuv's message; watchers do not keep
+ *                                      run() going on their own
  *   handle:stop()                      stops it; doing so twice is harmless
  *   handle:active()         -> boolean
  *
@@ -64,6 +71,7 @@ typedef struct {
     uv_handle_t handle;
     uv_timer_t timer;
     uv_signal_t signal;
+    uv_fs_event_t fs;
   } h;
   zv_loop_item_t item;
   zv_loop_t *loop;
@@ -203,6 +211,17 @@ static void signal_cb(uv_signal_t *h, int signum) {
   }
   lua_pushinteger(L, signum);
   zv_loop_pcall(L, 1, 0, "signal callback");
+}
+
+static void fs_event_cb(uv_fs_event_t *h, const char *name, int events, int status) {
+  ltimer_t *t = h->data;
+  lua_State *L = t->loop->L;
+  if (!L || t->fn_ref == LUA_NOREF) return;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, t->fn_ref);
+  if (name) lua_pushstring(L, name); else lua_pushnil(L);
+  if (status < 0) lua_pushstring(L, uv_strerror(status));
+  else lua_pushstring(L, (events & UV_RENAME) ? "rename" : "change");
+  zv_loop_pcall(L, 2, 0, "watch callback");
 }
 
 /* Pushes a new Lua object for t (metatable in upvalue 1) and pins fn at index fn_index. */
@@ -385,6 +404,35 @@ static int h_tostring(lua_State *L) {
   return 1;
 }
 
+static int l_watch(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  zv_loop_t *loop;
+  ltimer_t *t;
+  int rc;
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  loop = zv_loop_of(L);
+  t = handle_new(L, loop);
+  rc = uv_fs_event_init(&loop->uv, &t->h.fs);
+  if (rc) {
+    zv_free(t);
+    return luaL_error(L, "loop.watch: %s", uv_strerror(rc));
+  }
+  t->h.handle.data = t;
+  t->repeat = 1;
+  /* libuv copies path. A path that cannot be watched is an expected failure: nil, message. */
+  rc = uv_fs_event_start(&t->h.fs, fs_event_cb, path, 0);
+  if (rc) {
+    uv_close(&t->h.handle, handle_closed);
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", path, uv_strerror(rc));
+    return 2;
+  }
+  uv_unref(&t->h.handle);
+  zv_loop_add(loop, &t->item);
+  handle_push(L, t, 2);
+  return 1;
+}
+
 int luaopen_zever_loop(lua_State *L);
 int luaopen_zever_loop(lua_State *L) {
   static const luaL_Reg methods[] = {
@@ -409,6 +457,7 @@ int luaopen_zever_loop(lua_State *L) {
     {"after", l_after},
     {"every", l_every},
     {"signal", l_signal},
+    {"watch", l_watch},
     {NULL, NULL},
   };
   zv_loop_t *loop = zv_loop_of(L);

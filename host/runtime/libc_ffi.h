@@ -2,8 +2,8 @@
  * libc_ffi.h: the C library calls Lua makes through LuaJIT's FFI (zever.config.env reads environ,
  * zever.queue's wall clock reads clock_gettime, the log mailer names errno values with strerror,
  * bench/config_bench.lua fills the environment with clearenv and setenv, zever test sets
- * ZEVER_ENV with setenv, zever.config.paths reads getcwd, zever.cli.app's -C calls chdir, and
- * zever.server.reexec calls execv). Lua loads it with
+ * ZEVER_ENV with setenv, zever.config.paths reads getcwd, zever.cli.app's -C calls chdir,
+ * zever.server.reexec calls execv, and zever new makes folders with mkdir). Lua loads it with
  * require("zever.cdef.libc"). The Makefile runs this file through the preprocessor with
  * -DZV_FFI_CDEF into build/ffi.h, which the host preloads; C compiles it next to the libc headers
  * (runtime/state.c), so the compiler rejects any drift from them.
@@ -17,10 +17,12 @@
 #ifndef ZV_FFI_CDEF
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #else
 typedef int clockid_t;
+typedef unsigned int mode_t;
 struct timespec {
   long tv_sec;
   long tv_nsec;
@@ -35,5 +37,6 @@ int setenv(const char *name, const char *value, int overwrite);
 char *getcwd(char *buf, size_t size);
 int chdir(const char *path);
 int execv(const char *path, char *const argv[]);
+int mkdir(const char *path, mode_t mode);
 
 #endif

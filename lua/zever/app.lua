@@ -119,14 +119,21 @@ local function add(group, methods, name, pattern, handler, level, opts)
   local app = group.app
   if type(pattern) ~= "string" then error("route pattern must be a string", level) end
   if type(handler) ~= "function" then error("route handler must be a function", level) end
-  local timeout
+  local timeout, source
   if opts ~= nil then
     for k in pairs(opts) do
-      if k ~= "timeout" then error("unknown route option " .. tostring(k), level) end
+      if k ~= "timeout" and k ~= "source" then error("unknown route option " .. tostring(k), level) end
     end
     timeout = opts.timeout
-    if type(timeout) ~= "number" or timeout ~= timeout or timeout < 0 or timeout > 1e9 then
+    if timeout ~= nil and (type(timeout) ~= "number" or timeout ~= timeout or timeout < 0 or
+      timeout > 1e9) then
       error("route option timeout must be a number of seconds >= 0", level)
+    end
+    -- source: the function `zever routes` names instead of handler (a generated route's wrapper
+    -- names the app's own handler).
+    source = opts.source
+    if source ~= nil and type(source) ~= "function" then
+      error("route option source must be a function", level)
     end
   end
   if name ~= nil and type(name) ~= "string" then error("route name must be a string", level) end
@@ -145,7 +152,7 @@ local function add(group, methods, name, pattern, handler, level, opts)
   local param_names = {}
   for pname in full:gmatch("/[:*]([%w_]+)") do param_names[#param_names + 1] = pname end
   local route = { method = nil, pattern = full, name = name, handler = handler, chain = chain,
-    source = source_of(handler), param_names = param_names, timeout = timeout }
+    source = source_of(source or handler), param_names = param_names, timeout = timeout }
   for _, m in ipairs(methods) do
     if type(m) ~= "string" or not METHODS[m:upper()] then
       error("unsupported HTTP method " .. tostring(m), level)
@@ -309,6 +316,11 @@ function App:url_for(name, params)
     path = path .. "?" .. concat(extra, "&")
   end
   return path
+end
+
+-- GET /healthz and /readyz (zever.health; opts: live, ready, timeout, batteries, log).
+function App:health(opts)
+  return require("zever.health").install(self, opts)
 end
 
 -- Every route: { method, pattern, name, source }, in registration order.
@@ -537,6 +549,12 @@ function M.load(path, root)
     error(path .. " must return the app (end it with `return app`)", 0)
   end
   app.dir = dir or "."
+  -- http.health: the health routes without app:health() in the file (a configuration that
+  -- does not load is reported by whoever resolves it; here it only means no health routes).
+  if not app.names.healthz then
+    local loaded, cfg = pcall(app.config, app)
+    if loaded and cfg.http.health then app:health() end
+  end
   return app, path
 end
 

@@ -596,7 +596,9 @@ function M.routes(def)
       if handlers then
         svc = handlers[rpc.service]
       else
-        svc = require(prefix .. rpc.handlers)
+        -- The app's handlers/<service>.lua (zever gen's stubs) first, then the generated one.
+        local own = "handlers." .. rpc.handlers
+        svc = require(package.searchpath(own, package.path) and own or prefix .. rpc.handlers)
       end
       local fn = type(svc) == "table" and svc[rpc.name]
       if type(fn) ~= "function" then
@@ -613,7 +615,7 @@ function M.routes(def)
       end
       app:route(rpc.method, rpc.service .. "." .. rpc.name, rpc.pattern, function(req, res)
         return serve(mod, app, rpc, fn, opts, req, res)
-      end)
+      end, { source = fn })   -- zever routes names the app's handler, not this wrapper
     end
     return app
   end

@@ -51,7 +51,16 @@ do
 end
 local hbuf = ffi.new("zv_http_str_t[4]")
 
+-- zever dev's reload: once this worker retires, every answer says Connection: close, so that
+-- keep-alive clients move to the new workers between requests instead of meeting a closed
+-- socket (one Lua state per worker: this flag is the worker's own).
+local retiring = false
+
 local function respond(creq, code, body, h)
+  if retiring then
+    h[#h + 1] = "Connection"
+    h[#h + 1] = "close"
+  end
   local n = #h
   if respond_ffi and type(code) == "number" and type(body) == "string" and n <= 4 then
     local rc
@@ -94,6 +103,7 @@ function M.listen(app, opts)
   local log = opts.access_log == "json" and access_json or opts.access_log and access_text or nil
   app.access_log = log
   app.access_log_id = log == access_json or nil
+  local quiet = rawget(app, "quiet_paths") -- app:health()'s paths stay out of the access log
   return http.listen(conf, function(creq, method, path, query)
     local started = log and now()
     local res, req = app:dispatch(method, path, query, creq)
@@ -101,7 +111,7 @@ function M.listen(app, opts)
     if log == access_json then local _ = req.id end
     -- A streamed response (zever.stream) was finished by dispatch.
     if not res.streamed then respond(creq, res.code, res.body, res.headers) end
-    if started then
+    if started and not (quiet and quiet[path]) then
       io.stderr:write(log(req, res, res.streamed and res.sent or #res.body, started))
     end
   end)
@@ -113,9 +123,24 @@ function M.worker(payload, index)
   local app = M.load_app(opts.app, opts.root)
   local srv, err = M.listen(app, opts)
   if not srv then error(err, 0) end
+  -- zever dev: say "listening" to the main thread, which watches ready_dir (see M.run).
+  if opts.ready_dir then
+    local f = io.open(format("%s/%d.%d", opts.ready_dir, opts.generation or 0, index), "w")
+    if f then f:close() end
+  end
   require("zever.threads").on_message(function(msg)
     if msg == "drain" then
       srv:drain(opts.drain or 10, function() loop.stop() end)
+    elseif msg == "retire" and not retiring then
+      -- Stop listening; answer what comes on the open connections with Connection: close;
+      -- a second later drain what is left (idle connections, requests still running).
+      retiring = true
+      srv:close()
+      loop.after(1, function()
+        if not pcall(srv.drain, srv, opts.drain or 10, function() loop.stop() end) then
+          loop.stop()   -- every connection closed already: the server finished
+        end
+      end)
     end
   end)
   if index == 1 and not opts.quiet then
@@ -186,6 +211,10 @@ local RELOAD_OVERLAP = 0.5
 -- The `zever serve` process. opts: app, root (the app folder, for its zever.yaml; default: the
 -- app file's folder), host, port, workers, access_log, drain, limits, and
 -- reload (optional): a function returning fresh opts (or nil, message) for SIGHUP.
+-- watch (optional, zever dev): called once with reload(why), which reloads as SIGHUP does.
+-- ready_dir (optional, zever dev): each worker writes <generation>.<index> there once it
+-- listens; the old workers of a reload drain as soon as every new one did (fs events), not
+-- after RELOAD_OVERLAP.
 function M.run(opts)
   local _, path = M.load_app(opts.app, opts.root)   -- fail early, in the main thread, with a clear message
   opts.app = path
@@ -219,13 +248,15 @@ function M.run(opts)
       if g.alive > 0 then g.pool:send(0, "drain") end
     end
   end
-  local function on_hup()
+  local generation = 0
+  local function on_hup(why)
     if signals > 0 then return end
+    why = why or "SIGHUP"
     if not opts.reload then
       io.stderr:write("zever: SIGHUP ignored (nothing to reload)\n")
       return
     end
-    io.stderr:write("zever: SIGHUP, reloading the configuration and the app\n")
+    io.stderr:write("zever: ", why, ", reloading the configuration and the app\n")
     local ok, new, err = pcall(opts.reload)
     if ok and new then
       ok, err = pcall(function()
@@ -252,14 +283,33 @@ function M.run(opts)
       return
     end
     local old = current
+    generation = generation + 1
+    new.generation, new.ready_dir = generation, opts.ready_dir
+    local function retire()
+      if old.alive > 0 and not old.retired then
+        old.retired = true
+        old.pool:send(0, opts.ready_dir and "retire" or "drain")
+      end
+    end
+    if opts.ready_dir then
+      local prefix, seen, watcher = generation .. ".", 0, nil
+      watcher = loop.watch(opts.ready_dir, function(name)
+        if name and name:sub(1, #prefix) == prefix and os.remove(opts.ready_dir .. "/" .. name) then
+          seen = seen + 1
+          if seen == new.workers then
+            watcher:stop()
+            retire()
+          end
+        end
+      end)
+    end
     current = start_workers(new, on_exited)
     gens[#gens + 1] = current
-    loop.after(RELOAD_OVERLAP, function()
-      if old.alive > 0 then old.pool:send(0, "drain") end
-    end)
+    loop.after(opts.ready_dir and 10 or RELOAD_OVERLAP, retire)
   end
   local term, int = loop.signal("SIGTERM", on_signal), loop.signal("SIGINT", on_signal)
   local hup = loop.signal("SIGHUP", on_hup)
+  if opts.watch then opts.watch(on_hup) end
   while live() > 0 do loop.run() end
   term:stop()
   int:stop()

@@ -79,13 +79,13 @@ end
 
 -- Starts `zever serve app args...` with env (a table of variables) in the background and waits
 -- for its "serving ... on http://host:port" line. Returns the server, or nil and the log when
--- it did not start (it exited, say, with a message).
-function M.start(app, args, env)
+-- it did not start (it exited, say, with a message). command: "serve" unless given ("dev").
+function M.start(app, args, env, command)
   local logfile = os.tmpname()
   local parts = {}
   for k, v in pairs(env or {}) do parts[#parts + 1] = k .. "=" .. quote(v) end
   parts[#parts + 1] = quote(sys.exe())
-  parts[#parts + 1] = "serve"
+  parts[#parts + 1] = command or "serve"
   parts[#parts + 1] = quote(app)
   for _, a in ipairs(args or {}) do parts[#parts + 1] = quote(a) end
   local p = io.popen("env " .. table.concat(parts, " ") .. " >" .. logfile .. " 2>&1 & echo $!")

@@ -40,6 +40,7 @@ M.sections = {
     f("app", "string", "app.lua", { relative = "file", doc = "the file `zever serve` loads" }),
     f("views", "string", "views", { relative = "file", doc = "the folder of the templates (res:render)" }),
     f("access_log", "enum", "text", { values = { "off", "text", "json" }, doc = "access log format" }),
+    f("health", "boolean", false, { doc = "add GET /healthz and /readyz (app:health())" }),
     f("drain", "duration", 10, { doc = "how long in-flight requests may finish on shutdown" }),
     f("max_header_bytes", "integer", 8192, { min = 1, doc = "request line + headers (431/414)" }),
     f("max_body_bytes", "integer", MiB, { min = 0, doc = "request body (413)" }),

@@ -1,0 +1,225 @@
+-- zever generate entity|rpc|job|schedule|migration|spec NAME [field:type ...]: appends a .zen
+-- declaration to the app's schema (schema/app.zen, or --schema FILE) or writes a file from the
+-- templates `zever new` uses. A schema edit is compiled with the rest of the schema first and
+-- written only when the result has no error (the diagnostics are printed otherwise, exit 1);
+-- an RPC or a job then gets its handler stub in handlers/ at once (zever.cli.stubs, as
+-- `zever gen` does). It never overwrites a file: a spec or migration that exists is an error.
+-- --dry-run prints what it would write.
+
+local sys = require "zever.sys"
+local cliapp = require "zever.cli.app"
+
+local format, concat = string.format, table.concat
+
+local KINDS = { "entity", "rpc", "job", "schedule", "migration", "spec" }
+local USAGE = "zever generate entity|rpc|job|schedule|migration|spec NAME [field:type ...]" ..
+  " [--schema FILE] [--http 'METHOD /path'] [--auth none|required] [--returns TYPE]" ..
+  " [--cron SPEC] [--dispatch JOB] [--dry-run]"
+
+local function slurp(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function write(path, text)
+  local dir = path:match("^(.*)/[^/]*$")
+  if dir and not sys.isdir(dir) then os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'") end
+  local f, err = io.open(path, "wb")
+  if not f then return nil, err end
+  f:write(text)
+  f:close()
+  return true
+end
+
+-- "title:string" items -> { "title: string", ... } | nil, message. "name:type?" is optional.
+local function fields(items)
+  local out = {}
+  for _, item in ipairs(items) do
+    local name, ty = item:match("^([%a_][%w_]*):([%w_.%[%]?]+)$")
+    if not name then return nil, format('want field:type items, got "%s"', item) end
+    out[#out + 1] = { name = name, type = ty }
+  end
+  return out
+end
+
+local function snake(name)
+  return require("dsl.ir").snake(name)
+end
+
+local function args_text(fs)
+  local parts = {}
+  for i, f in ipairs(fs) do parts[i] = f.name .. ": " .. f.type end
+  return concat(parts, ", ")
+end
+
+-- The declaration text for entity, job and schedule; for rpc, the text and the service to put
+-- it in (a new service block when the service is new).
+local function declaration(kind, name, fs, flags)
+  if kind == "entity" then
+    local lines = { "entity " .. name .. " {" }
+    local has_id = false
+    for _, f in ipairs(fs) do has_id = has_id or f.name == "id" end
+    if not has_id then lines[#lines + 1] = "  id: int64 @primary" end
+    for _, f in ipairs(fs) do
+      lines[#lines + 1] = format("  %s: %s%s", f.name, f.type, f.name == "id" and " @primary" or "")
+    end
+    lines[#lines + 1] = "}"
+    return concat(lines, "\n") .. "\n"
+  elseif kind == "job" then
+    return format("job %s(%s) { queue: default }\n", name, args_text(fs))
+  elseif kind == "schedule" then
+    if not flags.cron or not flags.dispatch then
+      return nil, "schedule wants --cron 'SPEC' and --dispatch JOB"
+    end
+    local call = flags.dispatch:find("(", 1, true) and flags.dispatch or flags.dispatch .. "()"
+    return format("schedule %s { cron: %q  dispatch: %s }\n", name, flags.cron, call)
+  end
+  -- rpc: Service.Rpc
+  local svc, rpc = name:match("^([%a_][%w_]*)%.([%a_][%w_]*)$")
+  if not svc then return nil, "an rpc is named Service.Rpc (NoteService.GetNote)" end
+  local method, path = (flags.http or ""):match("^(%u+)%s+(/%S*)$")
+  if flags.http and not method then return nil, "--http wants 'METHOD /path'" end
+  method = method or "POST"
+  path = path or "/" .. snake(svc):gsub("_service$", "") .. "/" .. snake(rpc)
+  local auth = flags.auth or "required"
+  if auth ~= "none" and auth ~= "required" then return nil, "--auth wants none or required" end
+  local text = format("  rpc %s(%s)%s { http: %s %q  auth: %s }\n", rpc, args_text(fs),
+    flags.returns and (" -> " .. flags.returns) or "", method, path, auth)
+  return text, svc
+end
+
+-- src with an rpc line added to service svc (before its closing brace), or a new service.
+local function add_rpc(src, svc, line)
+  local s, e = src:find("\nservice%s+" .. svc .. "%s*{")
+  if not s and src:find("^service%s+" .. svc .. "%s*{") then s, e = 1, src:find("{") end
+  if not s then
+    return src .. (src:match("\n\n$") and "" or "\n") .. "service " .. svc .. " {\n" .. line .. "}\n"
+  end
+  local close = src:find("\n}", e)
+  if not close then return nil end
+  return src:sub(1, close) .. line .. src:sub(close + 1)
+end
+
+local function compile_check(files, path, text)
+  local compile = require "dsl.compile"
+  local sources, names = {}, {}
+  for _, f in ipairs(files) do
+    sources[f] = slurp(f) or ""
+    names[#names + 1] = f
+  end
+  if not sources[path] then names[#names + 1] = path end
+  sources[path] = text
+  local result = compile.compile_sources(sources, names)
+  return result
+end
+
+local SPEC = [[
+-- spec/%s_spec.lua: `zever test` runs it in the test environment, with a fresh database.
+local testing = require "zever.testing"
+
+local APP = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "."
+
+describe("%s", function()
+  local t
+  before_each(function() t = testing.app(APP) end)
+  after_each(function() t:close() end)
+
+  it("answers /healthz", function()
+    assert.are.equal(200, t:get("/healthz").status)
+  end)
+end)
+]]
+
+return {
+  name = "generate",
+  summary = "Append a .zen declaration (entity, rpc, job, schedule) or write a migration or spec",
+  usage = USAGE,
+  flags = {
+    cliapp.FLAG,
+    { name = "schema", arg = "FILE", summary = "the .zen file to append to (default schema/app.zen)" },
+    { name = "http", arg = "'METHOD /path'", summary = "rpc: its route (default POST /<service>/<rpc>)" },
+    { name = "auth", arg = "none|required", summary = "rpc: who may call it (default required)" },
+    { name = "returns", arg = "TYPE", summary = "rpc: its output type" },
+    { name = "cron", arg = "SPEC", summary = "schedule: when" },
+    { name = "dispatch", arg = "JOB", summary = "schedule: the job it dispatches (Job or 'Job(a: 1)')" },
+    { name = "dry-run", summary = "print what would be written, write nothing" },
+  },
+  run = function(args, flags)
+    local kind, name = args[1], args[2]
+    if not kind then return 2, "usage: " .. USAGE end
+    local known = false
+    for _, k in ipairs(KINDS) do known = known or k == kind end
+    if not known then
+      local best = require("zever.text").closest(kind, KINDS)
+      return 2, format('unknown kind "%s"%s (one of %s)', kind,
+        best and format('; did you mean "%s"?', best) or "", concat(KINDS, ", "))
+    end
+    if not name then return 2, kind .. ": missing NAME; usage: " .. USAGE end
+    local items = {}
+    for i = 3, #args do items[#items + 1] = args[i] end
+    local fs, ferr = fields(items)
+    if not fs then return 2, ferr end
+    local target, terr = cliapp.resolve(flags, nil, "generate")
+    if not target then return 2, terr end
+    local root = target.dir
+
+    if kind == "spec" or kind == "migration" then
+      if not name:match("^[%w_]+$") then return 2, kind .. ": a name is letters, digits and _" end
+      if kind == "migration" then
+        local cfg, cerr = cliapp.config(target)
+        if not cfg then return 1, tostring(cerr) end
+        if flags["dry-run"] then
+          print("would write a migration " .. name .. " in " .. cfg.db.migrations)
+          return 0
+        end
+        local path, merr = require("zever.migrations").new(cfg.db.migrations, name)
+        if not path then return 1, merr.message end
+        print("wrote " .. path)
+        return 0
+      end
+      local path = root .. "/spec/" .. name .. "_spec.lua"
+      if slurp(path) then return 1, path .. " exists (generate never overwrites)" end
+      local text = format(SPEC, name, name)
+      if flags["dry-run"] then io.write(text) return 0 end
+      local ok, werr = write(path, text)
+      if not ok then return 1, tostring(werr) end
+      print("wrote spec/" .. name .. "_spec.lua")
+      return 0
+    end
+
+    if kind ~= "rpc" and not name:match("^%u[%w_]*$") then
+      return 2, kind .. ": a name is CamelCase (" .. (kind == "entity" and "Post" or "SendMail") .. ")"
+    end
+    local path = flags.schema or (root .. "/schema/app.zen")
+    local src = slurp(path) or ""
+    local text, svc = declaration(kind, name, fs, flags)
+    if not text then return 2, svc end
+    local new
+    if kind == "rpc" then
+      new = add_rpc(src, svc, text)
+      if not new then return 1, "service " .. svc .. " has no closing brace at a line start" end
+    else
+      new = src .. ((src == "" or src:match("\n\n$")) and "" or "\n") .. text
+    end
+    local compile = require "dsl.compile"
+    local files = compile.collect({ root .. "/schema" }) or {}
+    local result = compile_check(files, path, new)
+    if result.errors and result.errors > 0 then
+      io.stderr:write(require("dsl.diagnostics").render(result.diags, result.sources))
+      return 1, format("%s %s: the schema would have errors; %s is unchanged", kind, name, path)
+    end
+    if flags["dry-run"] then io.write(text) return 0 end
+    local ok, werr = write(path, new)
+    if not ok then return 1, tostring(werr) end
+    print(format("added %s %s to %s", kind, name, path:sub(#root + 2)))
+    if kind == "rpc" or kind == "job" then
+      local report = require("zever.cli.stubs").sync(result.ir, root)
+      for _, line in ipairs(report and report.added or {}) do print("added stub " .. line) end
+    end
+    print("next: zever gen")
+    return 0
+  end,
+}

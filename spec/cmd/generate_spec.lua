@@ -1,0 +1,128 @@
+-- zever generate and zever add, through the real binary on an app `zever new` wrote: schema
+-- declarations appended only when the schema still compiles, handler stubs at once, files
+-- never overwritten; zever.yaml sections added once, a conflicting adapter refused.
+
+local process = require "spec.support.process"
+local fs = require "spec.support.files"
+local sys = require "zever.sys"
+
+local quote = process.quote
+
+local function zever_in(dir, ...)
+  local parts = { "cd " .. quote(dir) .. " &&", quote(sys.exe()) }
+  for i = 1, select("#", ...) do parts[#parts + 1] = quote((select(i, ...))) end
+  return process.run(table.concat(parts, " "))
+end
+
+describe("zever generate", function()
+  local root, app
+  before_each(function()
+    root = fs.tmpdir()
+    app = root .. "/blog"
+    assert.are.equal(0, zever_in(root, "new", "blog").code)
+  end)
+  after_each(function() os.execute("rm -rf " .. quote(root)) end)
+
+  it("appends an entity, an rpc, a job and a schedule that compile, with stubs", function()
+    local rows = {
+      { { "entity", "Post", "title:string", "body:string?" }, "added entity Post to schema/app.zen" },
+      { { "rpc", "PostService.GetPost", "id:int64", "--http", "GET /posts/{id}", "--auth", "none",
+        "--returns", "Post" }, "added stub handlers/post_service.lua: PostService.GetPost" },
+      { { "rpc", "PostService.Publish", "id:int64" }, "added stub handlers/post_service.lua: PostService.Publish" },
+      { { "job", "IndexPost", "post_id:int64" }, "added stub handlers/jobs.lua: job IndexPost" },
+      { { "schedule", "Nightly", "--cron", "0 3 * * *", "--dispatch", "IndexPost(post_id: 1)" },
+        "added schedule Nightly" },
+    }
+    for _, row in ipairs(rows) do
+      local r = zever_in(app, "generate", unpack(row[1]))
+      assert.are.equal(0, r.code, r.stderr)
+      assert.matches(row[2], r.stdout, 1, true)
+    end
+    local zen = fs.read(app .. "/schema/app.zen")
+    assert.matches("entity Post {\n  id: int64 @primary\n  title: string\n  body: string?\n}", zen, 1, true)
+    assert.matches('service PostService {\n  rpc GetPost(id: int64) -> Post { http: GET "/posts/{id}"  auth: none }\n' ..
+      '  rpc Publish(id: int64) { http: POST "/post/publish"  auth: required }\n}', zen, 1, true)
+    assert.are.equal(0, zever_in(app, "check").code)
+    local g = zever_in(app, "gen")
+    assert.are.equal(0, g.code, g.stderr)
+    assert.are.equal("", g.stdout)   -- every stub is there already
+  end)
+
+  it("writes nothing when the schema would not compile", function()
+    local before = fs.read(app .. "/schema/app.zen")
+    local r = zever_in(app, "generate", "schedule", "Nightly", "--cron", "0 3 * * *", "--dispatch", "Nope")
+    assert.are.equal(1, r.code)
+    assert.matches("unknown job Nope", r.stderr, 1, true)
+    assert.matches("is unchanged", r.stderr, 1, true)
+    assert.are.equal(before, fs.read(app .. "/schema/app.zen"))
+    r = zever_in(app, "generate", "entity", "Post", "title:nosuchtype")
+    assert.are.equal(1, r.code)
+    assert.are.equal(before, fs.read(app .. "/schema/app.zen"))
+  end)
+
+  it("writes a spec and a migration, and never overwrites a spec", function()
+    local r = zever_in(app, "generate", "spec", "posts")
+    assert.are.equal(0, r.code, r.stderr)
+    r = zever_in(app, "generate", "spec", "posts")
+    assert.are.equal(1, r.code)
+    assert.matches("exists", r.stderr, 1, true)
+    r = zever_in(app, "generate", "migration", "add_tags")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.is_truthy(fs.slurp(app .. "/migrations/0001_add_tags.lua"))
+    local t = zever_in(app, "test")
+    assert.are.equal(0, t.code, t.stdout .. t.stderr)
+    assert.matches("4 passed, 0 failed", t.stdout, 1, true)
+  end)
+
+  it("refuses unknown kinds and bad names (exit 2)", function()
+    local rows = {
+      { { "entiy", "Post" }, 'unknown kind "entiy"; did you mean "entity"?' },
+      { { "entity", "post" }, "a name is CamelCase" },
+      { { "entity", "Post", "title" }, "want field:type items" },
+      { { "rpc", "GetPost" }, "an rpc is named Service.Rpc" },
+    }
+    for _, row in ipairs(rows) do
+      local r = zever_in(app, "generate", unpack(row[1]))
+      assert.are.equal(2, r.code, row[2])
+      assert.matches(row[2], r.stderr, 1, true)
+    end
+  end)
+end)
+
+describe("zever add", function()
+  local root, app
+  before_each(function()
+    root = fs.tmpdir()
+    app = root .. "/shop"
+    assert.are.equal(0, zever_in(root, "new", "shop").code)
+  end)
+  after_each(function() os.execute("rm -rf " .. quote(root)) end)
+
+  it("adds a battery and what it needs once, and the app still passes its tests", function()
+    local r = zever_in(app, "add", "jobs")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches("added to .-: queue %(db%), jobs %(queue%)", r.stdout)
+    local once = fs.read(app .. "/zever.yaml")
+    r = zever_in(app, "add", "jobs")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches("already configured: db (sqlite), queue (db), jobs (queue)", r.stdout, 1, true)
+    assert.are.equal(once, fs.read(app .. "/zever.yaml"))
+    local t = zever_in(app, "test")
+    assert.are.equal(0, t.code, t.stdout .. t.stderr)
+  end)
+
+  it("adds a Redis adapter with the redis section, and refuses another adapter later", function()
+    local r = zever_in(app, "add", "cache/redis")
+    assert.are.equal(0, r.code, r.stderr)
+    local yaml = fs.read(app .. "/zever.yaml")
+    assert.matches("redis:\n  url: redis://127.0.0.1:6379/0", yaml, 1, true)
+    assert.matches("cache:\n  adapter: redis\n", yaml, 1, true)
+    r = zever_in(app, "add", "cache/memory")
+    assert.are.equal(1, r.code)
+    assert.matches("cache is configured with adapter redis", r.stderr, 1, true)
+    assert.are.equal(yaml, fs.read(app .. "/zever.yaml"))
+    r = zever_in(app, "add", "cache/redsi")
+    assert.are.equal(2, r.code)
+    assert.matches('did you mean "redis"?', r.stderr, 1, true)
+  end)
+end)
