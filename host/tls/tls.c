@@ -173,6 +173,20 @@ static int alpn_parse(zv_tls_ctx_t *ctx, const char *list, char *err, size_t cap
   return 0;
 }
 
+/* Whether the PEM file at path holds an encrypted key (PKCS#8 or the legacy Proc-Type header):
+ * OpenSSL would ask for a passphrase, which a server cannot answer. Only headers are looked at. */
+static int key_encrypted(const char *path) {
+  char line[256];
+  int enc = 0;
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  while (!enc && fgets(line, sizeof line, f))
+    enc = !strncmp(line, "-----BEGIN ENCRYPTED PRIVATE KEY", 32) ||
+          !strncmp(line, "Proc-Type: 4,ENCRYPTED", 22);
+  fclose(f);
+  return enc;
+}
+
 zv_tls_ctx_t *zv_tls_ctx_new(const zv_tls_opts_t *o, char *err, size_t cap) {
   zv_tls_ctx_t *ctx;
   SSL_CTX *s;
@@ -218,11 +232,17 @@ zv_tls_ctx_t *zv_tls_ctx_new(const zv_tls_opts_t *o, char *err, size_t cap) {
     snprintf(err, cap, "tls: certificate %s: %s", o->cert, ssl_reason());
     goto fail;
   }
+  if (key_encrypted(o->key)) {
+    snprintf(err, cap, "tls: key %s is encrypted: the key must be an unencrypted PEM file "
+             "(openssl pkey -in KEY -out PLAIN.key)", o->key);
+    goto fail;
+  }
   if (SSL_CTX_use_PrivateKey_file(s, o->key, SSL_FILETYPE_PEM) != 1) {
     const char *r = ssl_reason();
-    snprintf(err, cap, "tls: key %s: %s%s", o->key, r,
-             strstr(r, "decrypt") || strstr(r, "password") || strstr(r, "processing error")
-               ? " (the key must be an unencrypted PEM file)" : "");
+    if (strstr(r, "mismatch"))
+      snprintf(err, cap, "tls: the key %s does not match the certificate %s", o->key, o->cert);
+    else
+      snprintf(err, cap, "tls: key %s: %s", o->key, r);
     goto fail;
   }
   if (SSL_CTX_check_private_key(s) != 1) {
