@@ -13,7 +13,9 @@
 # on, no server-side session cache, access log off. nginx answers /hello with
 # `return 200 "hello world"` (no Lua: its cheapest case); zever runs examples/hello's Lua handler.
 # For each round and test: nginx then zever, each a 1 s warm-up then the measured run. Prints
-# every run and the medians and zever/nginx ratios.
+# every run and the medians and zever/nginx ratios of req/s and of the server's CPU time per
+# request (utime + stime from /proc/<pid>/stat around the measured run: nginx's master and
+# worker, zever's process), which the machine's load disturbs less than req/s.
 #
 # Environment: BENCH_TLS_SECONDS (default 5), BENCH_TLS_ROUNDS (default 3).
 # Stops only the PIDs it started.
@@ -95,23 +97,44 @@ done
 [[ $(curl -sk "https://127.0.0.1:$zport/hello") == "hello world" ]] || { cat "$run/zever.log"; exit 1; }
 [[ $(curl -sk "https://127.0.0.1:$nport/hello") == "hello world" ]] || { cat "$run/error.log"; exit 1; }
 
-declare -A results
-measure() { # test server port -> req/s
-  local test=$1 port=$2 url="https://127.0.0.1:$2/hello" out
+nginx_master=$(cat "$run/nginx.pid")
+# cpu_ticks PID...: user + system clock ticks of the processes (all their threads).
+cpu_ticks() {
+  local t=0 p
+  for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' /proc/"$p"/stat 2>/dev/null || echo 0))); done
+  echo "$t"
+}
+pids_of() {
+  if [[ $1 == nginx ]]; then echo "$nginx_master $(ps --ppid "$nginx_master" -o pid= | tr '\n' ' ')"
+  else echo "$zever_pid"; fi
+}
+
+declare -A results cpus
+# measure test server port -> "req/s microseconds-of-server-CPU-per-request"
+measure() {
+  local test=$1 server=$2 url="https://127.0.0.1:$3/hello" out rps n t0 t1
+  local -a pids
+  read -r -a pids <<<"$(pids_of "$server")"
   case $test in
-    keepalive)
-      wrk -t1 -c64 -d1s "$url" >/dev/null
-      out=$(wrk -t1 -c64 -d"${seconds}s" "$url") ;;
-    handshake)
-      wrk -t1 -c64 -d1s -H "Connection: close" "$url" >/dev/null
-      out=$(wrk -t1 -c64 -d"${seconds}s" -H "Connection: close" "$url") ;;
-    h2)
-      h2load -c64 -m16 -D1 "$url" >/dev/null 2>&1
-      out=$(h2load -c64 -m16 -D"$seconds" "$url" 2>&1)
-      echo "$out" | awk '/^finished in/ {gsub(/,/,""); print $4}'
-      return ;;
+    keepalive) wrk -t1 -c64 -d1s "$url" >/dev/null ;;
+    handshake) wrk -t1 -c64 -d1s -H "Connection: close" "$url" >/dev/null ;;
+    h2) h2load -c64 -m16 -D1 "$url" >/dev/null 2>&1 ;;
   esac
-  echo "$out" | awk '/^Requests\/sec/ {print $2}'
+  t0=$(cpu_ticks "${pids[@]}")
+  case $test in
+    keepalive) out=$(wrk -t1 -c64 -d"${seconds}s" "$url") ;;
+    handshake) out=$(wrk -t1 -c64 -d"${seconds}s" -H "Connection: close" "$url") ;;
+    h2) out=$(h2load -c64 -m16 -D"$seconds" "$url" 2>&1) ;;
+  esac
+  t1=$(cpu_ticks "${pids[@]}")
+  if [[ $test == h2 ]]; then
+    rps=$(echo "$out" | awk '/^finished in/ {gsub(/,/,""); print $4}')
+    n=$(echo "$out" | awk '/^requests:/ {print $8}')
+  else
+    rps=$(echo "$out" | awk '/^Requests\/sec/ {print $2}')
+    n=$(echo "$out" | awk '/requests in/ {print $1}')
+  fi
+  echo "$rps $(echo "($t1 - $t0) * 10000 / $n" | bc -l)"
 }
 
 tests="keepalive handshake"
@@ -120,17 +143,22 @@ echo "# zever $(bin/zever version 2>/dev/null | head -1) vs $($nginx_bin -v 2>&1
 echo "# ${rounds} rounds x ${seconds}s, alternating nginx then zever"
 for r in $(seq 1 "$rounds"); do
   for t in $tests; do
-    n=$(measure "$t" "$nport")
-    z=$(measure "$t" "$zport")
-    echo "round $r  $t  nginx $n  zever $z"
+    read -r n ncpu <<<"$(measure "$t" nginx "$nport")"
+    read -r z zcpu <<<"$(measure "$t" zever "$zport")"
+    printf "round %s  %-9s  nginx %9.0f req/s %7.1f us CPU/req   zever %9.0f req/s %7.1f us CPU/req\n" \
+      "$r" "$t" "$n" "$ncpu" "$z" "$zcpu"
     results[$t.nginx]+="$n "
     results[$t.zever]+="$z "
+    cpus[$t.nginx]+="$ncpu "
+    cpus[$t.zever]+="$zcpu "
   done
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 for t in $tests; do
   n=$(echo "${results[$t.nginx]}" | median)
   z=$(echo "${results[$t.zever]}" | median)
-  printf "%-10s median req/s  nginx %10.0f  zever %10.0f  zever/nginx %.2fx\n" "$t" "$n" "$z" \
-    "$(echo "$z / $n" | bc -l)"
+  nc=$(echo "${cpus[$t.nginx]}" | median)
+  zc=$(echo "${cpus[$t.zever]}" | median)
+  printf "%-9s medians: req/s nginx %9.0f zever %9.0f (zever/nginx %.2fx); CPU/req nginx %.1f us zever %.1f us (%.2fx)\n" \
+    "$t" "$n" "$z" "$(echo "$z / $n" | bc -l)" "$nc" "$zc" "$(echo "$zc / $nc" | bc -l)"
 done

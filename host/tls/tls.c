@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include <openssl/bio.h>
+#include <openssl/buffer.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -35,6 +36,7 @@
 #define RAW_READ (16u * 1024 + 512) /* one full TLS record and its header per recv */
 #define SMALL_WRITE 4096            /* buffers up to this much in all go as one record */
 #define ALPN_MAX 256
+#define WBIO_KEEP (64u << 10)       /* an output BIO grown past this is replaced after a send */
 
 struct zv_tls_ctx_s {
   SSL_CTX *ssl;
@@ -206,6 +208,16 @@ zv_tls_ctx_t *zv_tls_ctx_new(const zv_tls_opts_t *o, char *err, size_t cap) {
       return NULL;
     }
   }
+  for (int i = 0; i < 2; i++) {
+    const char *path = i ? o->key : o->cert;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+      snprintf(err, cap, "tls: cannot read the %s %s: %s", i ? "key" : "certificate", path,
+               strerror(errno));
+      return NULL;
+    }
+    fclose(f);
+  }
   ctx = zv_alloc(sizeof *ctx);
   if (!ctx) {
     snprintf(err, cap, "tls: out of memory");
@@ -350,14 +362,29 @@ static void x_close(zv_http_sconn_t *c) {
   ERR_clear_error();
 }
 
-/* Sends what the SSL wrote. 0, or -1 when the connection closed (t is freed then). */
+/* Sends what the SSL wrote. 0, or -1 when the connection closed (t is freed then).
+ * The output BIO is emptied by a reset, which clears its whole buffer (memset of its capacity):
+ * cheap while it is record-sized; after a large response the BIO is replaced instead, which
+ * also gives its memory back while the connection idles. */
 static int flush(zv_http_sconn_t *c, tconn_t *t) {
   char *p;
   long n = BIO_get_mem_data(t->wbio, &p);
+  BUF_MEM *m = NULL;
   uv_buf_t b;
   if (n <= 0) return 0;
   b = uv_buf_init(p, (unsigned)n);
   if (zv__http_conn_send(c, &b, 1) || c->closing) return -1;
+  BIO_get_mem_ptr(t->wbio, &m);
+  if (m && m->max > WBIO_KEEP) {
+    BIO *nb = BIO_new(BIO_s_mem());
+    if (nb) {
+      BIO_set_mem_eof_return(nb, -1);
+      SSL_set0_wbio(t->ssl, nb); /* frees the old one */
+      t->wbio = nb;
+      return 0;
+    }
+    ERR_clear_error();
+  }
   (void)BIO_reset(t->wbio);
   return 0;
 }
@@ -370,10 +397,8 @@ static ssize_t x_read(zv_http_sconn_t *c, char *p, size_t n) {
     int k = SSL_read(t->ssl, p, n > INT_MAX ? INT_MAX : (int)n), e;
     ssize_t r;
     if (k > 0) {
-      if (BIO_ctrl_pending(t->wbio) && flush(c, t)) {
-        errno = ECONNRESET;
-        return -1;
-      }
+      /* What the SSL wrote meanwhile (a TLS 1.3 session ticket after the client's Finished)
+       * waits in the output BIO for the response, which carries it in the same send. */
       /* More may be buffered in the SSL, or still in the socket unless it just came up short. */
       if (recvd)
         c->rd_ready = (uint8_t)(!drained || SSL_pending(t->ssl) > 0 ||

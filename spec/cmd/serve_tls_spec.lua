@@ -261,7 +261,8 @@ describe("zever serve TLS configuration refused at start", function()
   end)
 
   it("a missing file, a key given as the certificate, one half of the pair", function()
-    refused({ "--tls-cert", c.dir .. "/nope.pem", "--tls-key", c.key }, "nope.pem")
+    refused({ "--tls-cert", c.dir .. "/nope.pem", "--tls-key", c.key },
+      "cannot read the certificate " .. c.dir .. "/nope.pem: No such file or directory")
     refused({ "--tls-cert", c.key, "--tls-key", c.key }, "invalid TLS configuration")
     refused({ "--tls-cert", c.cert }, "needs both a certificate and a key")
     refused({ "--tls-redirect", "127.0.0.1:1" }, "--tls-redirect needs")
