@@ -334,7 +334,11 @@ static void conn_close_now(zv_http_sconn_t *c) {
   }
   c->file_wait = 0;
   c->reading = c->rd_ready = 0;
-  if (c->xp) s->opts.xport->close(c);
+  if (c->xp) {
+    void *xp = c->xp;
+    c->xp = NULL;
+    s->opts.xport->close(c, xp);
+  }
   c->nclose = 2;
   uv_close((uv_handle_t *)&c->tcp, conn_closed);
   uv_close((uv_handle_t *)&c->timer, conn_closed);
@@ -443,7 +447,7 @@ int zv__http_conn_send(zv_http_sconn_t *c, const uv_buf_t *bufs, unsigned n) {
 
 /* Sends bufs through the transport when there is one (xport.h). */
 static int conn_write(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n) {
-  if (c->xp) return c->srv->opts.xport->write(c, bufs, n);
+  if (c->xp) return c->srv->opts.xport->write(c, c->xp, bufs, n);
   return conn_send(c, bufs, n);
 }
 
@@ -516,7 +520,7 @@ static void conn_readable(zv_http_sconn_t *c) {
       c->reading = 0;
       break;
     }
-    r = c->xp ? c->srv->opts.xport->read(c, p, n) : recv(c->fd, p, n, 0);
+    r = c->xp ? c->srv->opts.xport->read(c, c->xp, p, n) : recv(c->fd, p, n, 0);
     if (r < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -699,7 +703,7 @@ static void conn_close_graceful(zv_http_sconn_t *c) {
   c->shutdown.data = c;
   arm(c, T_NONE);
   if (c->xp) {
-    c->srv->opts.xport->shutdown(c);
+    c->srv->opts.xport->shutdown(c, c->xp);
     if (c->closing) return;
   }
   if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, shutdown_cb)) conn_close_now(c);
@@ -880,7 +884,7 @@ int zv__http_conn_accept(zv_http_server_t *s, uv_stream_t *l) {
     }
     c->fd = fd;
   }
-  if (s->opts.xport && s->opts.xport->open(s->opts.xport_ctx, c)) {
+  if (s->opts.xport && !(c->xp = s->opts.xport->open(s->opts.xport_ctx, c))) {
     conn_close_now(c);
     return 0;
   }

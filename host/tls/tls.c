@@ -330,10 +330,11 @@ static void x_release(void *ctx) {
   zv_tls_ctx_release(ctx);
 }
 
-static int x_open(void *vctx, zv_http_sconn_t *c) {
+static void *x_open(void *vctx, zv_http_sconn_t *c) {
   zv_tls_ctx_t *ctx = vctx;
   tconn_t *t = zv_alloc(sizeof *t);
-  if (!t) return -1;
+  (void)c;
+  if (!t) return NULL;
   memset(t, 0, sizeof *t);
   t->ssl = SSL_new(ctx->ssl);
   t->rbio = BIO_new(BIO_s_mem());
@@ -344,19 +345,18 @@ static int x_open(void *vctx, zv_http_sconn_t *c) {
     BIO_free(t->wbio);
     zv_free(t);
     ERR_clear_error();
-    return -1;
+    return NULL;
   }
   BIO_set_mem_eof_return(t->rbio, -1); /* empty: "retry", not the end */
   BIO_set_mem_eof_return(t->wbio, -1);
   SSL_set_bio(t->ssl, t->rbio, t->wbio);
   SSL_set_accept_state(t->ssl);
-  c->xp = t;
-  return 0;
+  return t;
 }
 
-static void x_close(zv_http_sconn_t *c) {
-  tconn_t *t = c->xp;
-  c->xp = NULL;
+static void x_close(zv_http_sconn_t *c, void *xp) {
+  tconn_t *t = xp;
+  (void)c;
   SSL_free(t->ssl); /* and its BIOs */
   zv_free(t);
   ERR_clear_error();
@@ -389,8 +389,8 @@ static int flush(zv_http_sconn_t *c, tconn_t *t) {
   return 0;
 }
 
-static ssize_t x_read(zv_http_sconn_t *c, char *p, size_t n) {
-  tconn_t *t = c->xp;
+static ssize_t x_read(zv_http_sconn_t *c, void *xp, char *p, size_t n) {
+  tconn_t *t = xp;
   char raw[RAW_READ];
   int recvd = 0, drained = 0;
   for (;;) {
@@ -444,8 +444,8 @@ static ssize_t x_read(zv_http_sconn_t *c, char *p, size_t n) {
   }
 }
 
-static int x_write(zv_http_sconn_t *c, const uv_buf_t *bufs, unsigned n) {
-  tconn_t *t = c->xp;
+static int x_write(zv_http_sconn_t *c, void *xp, const uv_buf_t *bufs, unsigned n) {
+  tconn_t *t = xp;
   char small[SMALL_WRITE];
   size_t total = 0;
   for (unsigned i = 0; i < n; i++) total += bufs[i].len;
@@ -477,8 +477,8 @@ fail:
   return ZV_EIO;
 }
 
-static void x_shutdown(zv_http_sconn_t *c) {
-  tconn_t *t = c->xp;
+static void x_shutdown(zv_http_sconn_t *c, void *xp) {
+  tconn_t *t = xp;
   if (!SSL_is_init_finished(t->ssl)) return;
   if (SSL_shutdown(t->ssl) < 0) ERR_clear_error(); /* 0: close_notify written, not answered */
   (void)flush(c, t);
