@@ -48,7 +48,7 @@ NOWHOLE  := -Wl,--no-whole-archive
 LDLIBS   := $(if $(STATIC_A),$(WHOLE) $(STATIC_A) $(NOWHOLE)) \
             $(if $(filter %libluajit-5.1.a,$(STATIC_A)),,-lluajit-5.1) \
             $(if $(filter %libuv_a.a,$(STATIC_A)),,-luv) -lpthread -lm -ldl
-LAZY     := sqlite redis smtp pg compress crypto password tls
+LAZY     := sqlite redis smtp pg compress crypto password tls h2
 LIBS_sqlite := -lsqlite3
 LIBS_redis  := -lhiredis
 LIBS_smtp   := -lssl -lcrypto
@@ -57,8 +57,9 @@ LIBS_compress := -lz -lbrotlienc
 LIBS_crypto := -lcrypto
 LIBS_password := -largon2
 LIBS_tls    := -lssl -lcrypto
+LIBS_h2     := -lnghttp2
 # Libraries the pure cores may need (benchmarks and fuzz targets link cores without Lua).
-CORE_LIBS := -luv -lsqlite3 -lhiredis $(PQ_LIBS) -lssl -lcrypto -lz -lbrotlienc -largon2 -lpthread -lm
+CORE_LIBS := -luv -lsqlite3 -lhiredis $(PQ_LIBS) -lssl -lcrypto -lz -lbrotlienc -largon2 -lnghttp2 -lpthread -lm
 LDFLAGS  ?=
 # -Wl,-E exports the host's symbols so LuaJIT's FFI can call per-request C functions.
 ALL_LDFLAGS = -Wl,-E $(LDFLAGS)

@@ -54,6 +54,8 @@ typedef struct {
 
 /* The metatable name of such userdata (the TLS context of zever.tls). */
 #define ZV_HTTP_XPORT_MT "zever.tls.context"
+/* ... or an HTTP/2 layer of zever.h2 (over a TLS context or the plain socket). */
+#define ZV_HTTP_XPORT_MT_H2 "zever.h2.layer"
 
 /* stream.c: sends raw bytes on c (what the kernel does not take now is queued, under the same
  * write deadline and MAX_PENDING as responses): 0, or ZV_EIO (the connection is closed). */

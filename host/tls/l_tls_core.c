@@ -1,7 +1,7 @@
 /*
  * l_tls_core.c: the zever.tls_core binding, wrapped by lua/zever/tls.lua.
  *
- *   core.context{ cert =, key =, min_version = "1.2", ciphers =, alpn = "http/1.1" }
+ *   core.context{ cert =, key =, min_version = "1.2", ciphers =, alpn = "http/1.1", h2 = false }
  *                       -> context | nil, message     (a message never holds key material)
  *   context:info()      -> subject, not_after (Unix time)
  *   core.version()      -> OpenSSL's version text
@@ -41,6 +41,9 @@ static int l_context(lua_State *L) {
   o.min_version = opt_str(L, 1, "min_version");
   o.ciphers = opt_str(L, 1, "ciphers");
   o.alpn = opt_str(L, 1, "alpn");
+  lua_getfield(L, 1, "h2");
+  o.h2 = lua_toboolean(L, -1);
+  lua_pop(L, 1);
   ud = lua_newuserdata(L, sizeof *ud);
   ud->xport = NULL;
   ud->ctx = NULL;

@@ -149,7 +149,7 @@ static const char *ssl_reason(void) {
   return r ? r : "unknown error";
 }
 
-static int alpn_parse(zv_tls_ctx_t *ctx, const char *list, char *err, size_t cap) {
+static int alpn_parse(zv_tls_ctx_t *ctx, const char *list, int h2, char *err, size_t cap) {
   const char *p = list;
   ctx->alpn_len = 0;
   while (*p) {
@@ -161,9 +161,9 @@ static int alpn_parse(zv_tls_ctx_t *ctx, const char *list, char *err, size_t cap
       snprintf(err, cap, "tls: alpn: bad protocol list \"%s\"", list);
       return -1;
     }
-    if (!(n == 8 && !memcmp(p, "http/1.1", 8))) {
-      snprintf(err, cap, "tls: alpn: \"%.*s\" is not served (this server speaks http/1.1)",
-               (int)n, p);
+    if (!(n == 8 && !memcmp(p, "http/1.1", 8)) && !(h2 && n == 2 && !memcmp(p, "h2", 2))) {
+      snprintf(err, cap, "tls: alpn: \"%.*s\" is not served (this server speaks %s)", (int)n,
+               p, h2 ? "h2 and http/1.1" : "http/1.1; h2 with http.h2");
       return -1;
     }
     ctx->alpn[ctx->alpn_len++] = (unsigned char)n;
@@ -225,7 +225,8 @@ zv_tls_ctx_t *zv_tls_ctx_new(const zv_tls_opts_t *o, char *err, size_t cap) {
   }
   memset(ctx, 0, sizeof *ctx);
   ctx->refs = 1;
-  if (alpn_parse(ctx, o->alpn && *o->alpn ? o->alpn : "http/1.1", err, cap)) {
+  if (alpn_parse(ctx, o->alpn && *o->alpn ? o->alpn : o->h2 ? "h2,http/1.1" : "http/1.1", o->h2,
+                 err, cap)) {
     zv_free(ctx);
     return NULL;
   }

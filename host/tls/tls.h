@@ -32,6 +32,7 @@ typedef struct {
   const char *min_version; /* "1.2" (default) or "1.3" */
   const char *ciphers;     /* OpenSSL cipher list for TLS 1.2, or NULL for OpenSSL's default */
   const char *alpn;        /* protocols in preference order, comma-separated ("http/1.1") */
+  int h2;                  /* an HTTP/2 layer runs over this context: "h2" may be offered */
 } zv_tls_opts_t;
 
 /* Loads and checks the certificate and key (parse, match, validity dates), the version, the

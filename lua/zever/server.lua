@@ -96,6 +96,8 @@ function M.listen(app, opts)
     if not ctx then error(tostring(err), 0) end
     conf.tls = ctx
   end
+  -- HTTP/2: over TLS (ALPN h2), or h2c with prior knowledge on a plain port.
+  if opts.h2 then conf.tls = require("zever.h2").layer(conf.tls) end
   local log = opts.access_log == "json" and access_json or opts.access_log and access_text or nil
   app.access_log = log
   return http.listen(conf, function(creq, method, path, query)

@@ -1,6 +1,7 @@
 -- zever.tls: TLS for `zever serve` (host/tls/, OpenSSL, loaded on first require; docs/tls.md).
 --
---   tls.context{ cert =, key =, min_version = "1.2", ciphers =, alpn = "http/1.1" }
+--   tls.context{ cert =, key =, min_version = "1.2", ciphers =, alpn = "http/1.1", h2 = false }
+--       h2 = true: an HTTP/2 layer (zever.h2) will run over it; ALPN then offers "h2,http/1.1"
 --       -> context | nil, err     err: a zever error ("tls", "invalid"): a missing or unreadable
 --                                 file, a key that does not match, an expired certificate, ...
 --                                 (the message names files, never key material)
@@ -33,6 +34,7 @@ function M.context(opts)
       o[k] = v
     end
   end
+  o.h2 = opts.h2 and true or nil
   local ctx, msg = core.context(o)
   if not ctx then return nil, errors.new("tls", "invalid", msg) end
   return ctx

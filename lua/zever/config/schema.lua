@@ -56,6 +56,8 @@ M.sections = {
     f("tls_min_version", "enum", "1.2", { values = { "1.2", "1.3" }, doc = "TLS: lowest version" }),
     f("tls_ciphers", "string", "", { doc = "TLS: OpenSSL cipher list for TLS 1.2; empty = OpenSSL's" }),
     f("tls_alpn", "string", "http/1.1", { doc = "TLS: ALPN protocols offered, comma-separated" }),
+    f("h2", "boolean", false,
+      { doc = "HTTP/2 too: h2 by ALPN with TLS, h2c with prior knowledge without (docs/http2.md)" }),
     f("tls_redirect", "string", "",
       { doc = "TLS: host:port of a plain-HTTP listener that redirects to HTTPS" }),
   } },
