@@ -5,8 +5,9 @@
 #   keep-alive   wrk -t1 -c64 -d<S>s https://127.0.0.1:PORT/hello         (requests per second)
 #   handshakes   the same with "Connection: close": every request is a new TCP connection and
 #                a full TLS handshake (wrk keeps no sessions), so req/s = full handshakes/s
-#   h2           h2load -c64 -m16 -D<S> https://127.0.0.1:PORT/hello (only when both servers
-#                speak h2: zever's host/h2 must be built; skipped otherwise)
+#   h2           h2load -c64 -m16 -D<S> https://127.0.0.1:PORT/hello: HTTP/2 by ALPN (when h2load
+#                is installed: Debian nghttp2-client); zever runs a second server with --h2 for
+#                it, nginx the same server (`listen ... ssl http2`)
 #
 # Both servers: 1 worker, a fresh self-signed EC P-256 certificate (openssl req), TLS 1.2 and
 # 1.3 allowed (wrk and h2load then negotiate TLS 1.3, TLS_AES_256_GCM_SHA384 with both), tickets
@@ -34,6 +35,7 @@ run=$(mktemp -d /tmp/zever-bench-tls.XXXXXX)
 zever_pid="" nginx_pid=""
 cleanup() {
   [[ -n $zever_pid ]] && kill "$zever_pid" 2>/dev/null || true
+  [[ -n ${zever_h2_pid:-} ]] && kill "$zever_h2_pid" 2>/dev/null || true
   if [[ -f $run/nginx.pid ]]; then kill "$(cat "$run/nginx.pid")" 2>/dev/null || true; fi
   sleep 0.3
   rm -rf "$run"
@@ -51,12 +53,16 @@ nport=$(free_port)
 bin/zever serve examples/hello --listen "127.0.0.1:$zport" --workers 1 --access-log off \
   --drain 1 --tls-cert "$run/cert.pem" --tls-key "$run/key.pem" >"$run/zever.log" 2>&1 &
 zever_pid=$!
+zhport=$(free_port)
+bin/zever serve examples/hello --listen "127.0.0.1:$zhport" --workers 1 --access-log off \
+  --drain 1 --tls-cert "$run/cert.pem" --tls-key "$run/key.pem" --h2 >"$run/zever_h2.log" 2>&1 &
+zever_h2_pid=$!
 
 mkdir -p "$run/nginx"
 user_line=""
 [[ $(id -u) == 0 ]] && user_line="user root;"
 h2=""
-[[ ${BENCH_TLS_H2:-0} == 1 ]] && h2=" http2"
+command -v h2load >/dev/null && h2=" http2"
 cat >"$run/nginx.conf" <<CONF
 $user_line
 daemon on;
@@ -106,6 +112,7 @@ cpu_ticks() {
 }
 pids_of() {
   if [[ $1 == nginx ]]; then echo "$nginx_master $(ps --ppid "$nginx_master" -o pid= | tr '\n' ' ')"
+  elif [[ $1 == zever_h2 ]]; then echo "$zever_h2_pid"
   else echo "$zever_pid"; fi
 }
 
@@ -138,13 +145,17 @@ measure() {
 }
 
 tests="keepalive handshake"
-if [[ ${BENCH_TLS_H2:-0} == 1 ]] && command -v h2load >/dev/null; then tests="$tests h2"; fi
+if [[ -n $h2 ]]; then
+  tests="$tests h2"
+  for _ in $(seq 1 100); do curl -sk "https://127.0.0.1:$zhport/hello" >/dev/null 2>&1 && break; sleep 0.05; done
+fi
 echo "# zever $(bin/zever version 2>/dev/null | head -1) vs $($nginx_bin -v 2>&1), $(openssl version)"
 echo "# ${rounds} rounds x ${seconds}s, alternating nginx then zever"
 for r in $(seq 1 "$rounds"); do
   for t in $tests; do
     read -r n ncpu <<<"$(measure "$t" nginx "$nport")"
-    read -r z zcpu <<<"$(measure "$t" zever "$zport")"
+    if [[ $t == h2 ]]; then read -r z zcpu <<<"$(measure "$t" zever_h2 "$zhport")"
+    else read -r z zcpu <<<"$(measure "$t" zever "$zport")"; fi
     printf "round %s  %-9s  nginx %9.0f req/s %7.1f us CPU/req   zever %9.0f req/s %7.1f us CPU/req\n" \
       "$r" "$t" "$n" "$ncpu" "$z" "$zcpu"
     results[$t.nginx]+="$n "
