@@ -48,7 +48,7 @@ NOWHOLE  := -Wl,--no-whole-archive
 LDLIBS   := $(if $(STATIC_A),$(WHOLE) $(STATIC_A) $(NOWHOLE)) \
             $(if $(filter %libluajit-5.1.a,$(STATIC_A)),,-lluajit-5.1) \
             $(if $(filter %libuv_a.a,$(STATIC_A)),,-luv) -lpthread -lm -ldl
-LAZY     := sqlite redis smtp pg compress crypto password
+LAZY     := sqlite redis smtp pg compress crypto password tls h2
 LIBS_sqlite := -lsqlite3
 LIBS_redis  := -lhiredis
 LIBS_smtp   := -lssl -lcrypto
@@ -56,8 +56,10 @@ LIBS_pg     := $(PQ_LIBS)
 LIBS_compress := -lz -lbrotlienc
 LIBS_crypto := -lcrypto
 LIBS_password := -largon2
+LIBS_tls    := -lssl -lcrypto
+LIBS_h2     := -lnghttp2
 # Libraries the pure cores may need (benchmarks and fuzz targets link cores without Lua).
-CORE_LIBS := -luv -lsqlite3 -lhiredis $(PQ_LIBS) -lssl -lcrypto -lz -lbrotlienc -largon2 -lpthread -lm
+CORE_LIBS := -luv -lsqlite3 -lhiredis $(PQ_LIBS) -lssl -lcrypto -lz -lbrotlienc -largon2 -lnghttp2 -lpthread -lm
 LDFLAGS  ?=
 # -Wl,-E exports the host's symbols so LuaJIT's FFI can call per-request C functions.
 ALL_LDFLAGS = -Wl,-E $(LDFLAGS)
@@ -95,6 +97,8 @@ DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         libssl-dev openssl redis-server curl wrk hyperfine python3 python3-aiosmtpd swaks \
         lua-sql-sqlite3 postgresql libpq-dev sqlite3 zlib1g-dev libbrotli-dev libargon2-dev \
         python3-websockets
+# HTTP/2 (host/h2, libnghttp2) and its load generator h2load (bench/http/tls.sh).
+DEBS += libnghttp2-dev nghttp2-client
 
 .PHONY: all deps run test asan bench bench-http fuzz lint check-includes install clean
 all: deps bin/zever $(LAZY_SO) build/bc/.stamp build/commands.lua
@@ -244,6 +248,7 @@ bench: deps bin/zever $(BENCH_BIN)
 	@if [ -z '$(BENCH)' ] || echo Cli | grep -q '$(BENCH)'; then bash bench/cli_bench.sh; fi
 	@if [ -z '$(BENCH)' ] || echo Check200Entities | grep -q '$(BENCH)'; then bash bench/check_bench.sh; fi
 	@if [ -z '$(BENCH)' ] || echo WsEcho | grep -q '$(BENCH)'; then bash bench/ws_echo.sh; fi
+	@if [ -z '$(BENCH)' ] || echo Tls | grep -q '$(BENCH)'; then bash bench/http/tls.sh; fi
 
 # zever serve against nginx + ngx_lua (OpenResty's LuaJIT, unpacked into bench/http/vendor).
 bench-http: deps bin/zever

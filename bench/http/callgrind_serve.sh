@@ -7,6 +7,8 @@
 # binaries older than the flag). One client sends requests one
 # at a time on one keep-alive connection; the cost per request is the slope between a run of N1
 # and a run of N2 requests, so start-up and shutdown cancel out.
+# TLS=1: the same over TLS (a self-signed EC P-256 certificate made here, --tls-cert/--tls-key;
+# one handshake per run, so the slope is the keep-alive cost per request).
 set -e
 BIN=${1:-bin/zever}
 ROUTE=${2:-/hello}
@@ -14,18 +16,27 @@ N1=${N1:-2000}
 N2=${N2:-12000}
 HT=${HANDLER_TIMEOUT:+--handler-timeout $HANDLER_TIMEOUT}
 tmp=$(mktemp -d)
+TLSF=""
+if [ "${TLS:-0}" = 1 ]; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj /CN=localhost -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
+  TLSF="--tls-cert $tmp/cert.pem --tls-key $tmp/key.pem"
+fi
 count() {
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$tmp/cg.$1" "$BIN" serve \
-    examples/hello --workers 1 --access-log off $HT \
+    examples/hello --workers 1 --access-log off $HT $TLSF \
     --listen "127.0.0.1:$port" >/dev/null 2>"$tmp/vg.$1" &
   vg=$!
   # Wait for the worker's "serving" line (a connect could hit the main thread's port probe).
   while ! grep -q "serving" "$tmp/vg.$1"; do sleep 0.2; done
-  python3 - "$port" "$1" "$ROUTE" <<'PY'
-import http.client, sys
+  python3 - "$port" "$1" "$ROUTE" "${TLS:-0}" <<'PY'
+import http.client, ssl, sys
 port = int(sys.argv[1])
-c = http.client.HTTPConnection("127.0.0.1", port)
+if sys.argv[4] == "1":
+    c = http.client.HTTPSConnection("127.0.0.1", port, context=ssl._create_unverified_context())
+else:
+    c = http.client.HTTPConnection("127.0.0.1", port)
 for _ in range(int(sys.argv[2])):
     c.request("GET", sys.argv[3])
     r = c.getresponse()

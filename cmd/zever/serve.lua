@@ -55,6 +55,34 @@ local function check(name, raw, kind, min)
   return v
 end
 
+-- TLS from the flags over the configuration: false (plain HTTP), the options of zever.tls (with
+-- redirect_host/redirect_port for the plain-HTTP redirect listener), or nil, message. The
+-- certificate and key are loaded and checked here, before anything starts.
+local function tls_options(http, flags, h2)
+  local cert = flags["tls-cert"] or http.tls_cert or ""
+  local key = flags["tls-key"] or http.tls_key or ""
+  local redirect = flags["tls-redirect"] or http.tls_redirect or ""
+  if cert == "" and key == "" then
+    if redirect ~= "" then return nil, "--tls-redirect needs --tls-cert and --tls-key" end
+    return false
+  end
+  if cert == "" or key == "" then
+    return nil, "TLS needs both a certificate and a key (--tls-cert and --tls-key, or " ..
+      "http.tls_cert and http.tls_key)"
+  end
+  local t = { cert = cert, key = key, min_version = http.tls_min_version,
+    ciphers = http.tls_ciphers, alpn = http.tls_alpn, h2 = h2 or nil }
+  if h2 and t.alpn == "http/1.1" then t.alpn = "h2,http/1.1" end
+  local ctx, err = require("zever.tls").context(t)
+  if not ctx then return nil, "invalid TLS configuration: " .. tostring(err) end
+  if redirect ~= "" then
+    local rh, rp = redirect:match("^%[?([^%]]*)%]?:(%d+)$")
+    if not rh then return nil, 'want --tls-redirect host:port, got "' .. redirect .. '"' end
+    t.redirect_host, t.redirect_port = rh, tonumber(rp)
+  end
+  return t
+end
+
 -- Builds zever.server.run's options from the flags over the configuration; nil, message on a
 -- bad flag or configuration (exit 2).
 local function options(args, flags)
@@ -96,10 +124,13 @@ local function options(args, flags)
     end
     limits[l[2]] = v
   end
+  local h2 = flags.h2 and true or http.h2
+  local tls, tls_err = tls_options(http, flags, h2)
+  if tls == nil then return nil, tls_err end
   return {
     app = app, root = target.dir, host = host, port = tonumber(port), workers = workers,
     access_log = log ~= "off" and log or false, drain = drain, limits = limits,
-    home = sys.home(),
+    home = sys.home(), tls = tls or nil, h2 = h2 or nil,
   }
 end
 
@@ -120,6 +151,11 @@ local flags = {
     summary = "no write progress this long closes (default 60)" },
   { name = "handler-timeout", arg = "SECONDS",
     summary = "a handler's time to answer; 0 = none (default 60)" },
+  { name = "tls-cert", arg = "FILE", summary = "serve HTTPS with this PEM certificate (chain)" },
+  { name = "tls-key", arg = "FILE", summary = "the PEM private key of --tls-cert" },
+  { name = "tls-redirect", arg = "HOST:PORT",
+    summary = "also listen for plain HTTP there and redirect it to HTTPS" },
+  { name = "h2", summary = "serve HTTP/2 too: h2 by ALPN over TLS, h2c (prior knowledge) without" },
 }
 
 return {

@@ -5,7 +5,9 @@
  *     opts: host ("127.0.0.1"), port (0 = any free one), reuseport (true), backlog (511),
  *           max_header_bytes (8192), max_body_bytes (1 MiB), header_timeout (10 s),
  *           body_timeout (30 s), keepalive_timeout (75 s), write_timeout (60 s),
- *           handler_timeout (0 = none), max_connections (10000)
+ *           handler_timeout (0 = none), max_connections (10000),
+ *           tls (a zever.tls context: serve HTTPS, docs/tls.md; or a zever.h2 layer:
+ *           HTTP/2 too, docs/http2.md)
  *     on_request(req, method, path, query) runs for each complete request in a coroutine of
  *     its own (pooled), so it may wait by yielding; query is nil when the URL has no '?'. If it
  *     raises, the error and its traceback are logged and the client gets 500
@@ -899,6 +901,14 @@ static void read_opts(lua_State *L, zv_http_server_opts_t *o, int *watchdog) {
       *watchdog = lua_toboolean(L, -1);
     } else if (!strcmp(k, "max_connections")) {
       o->max_connections = (uint32_t)opt_int(L, k, 1, 1000000);
+    } else if (!strcmp(k, "tls")) {
+      /* A transport's context (zever.tls.context): its first fields are the hook (xport.h);
+       * the server retains the context while it runs. */
+      zv_http_xport_ud_t *ud = luaL_testudata(L, -1, ZV_HTTP_XPORT_MT);
+      if (!ud) ud = luaL_testudata(L, -1, ZV_HTTP_XPORT_MT_H2);
+      if (!ud || !ud->xport) luaL_error(L, "http.listen: tls must be a zever.tls context");
+      o->xport = ud->xport;
+      o->xport_ctx = ud->ctx;
     } else if (!strcmp(k, "static")) {
       /* lx_static.c reads it in l_listen, once nothing else can raise */
     } else {

@@ -130,6 +130,7 @@ static void server_handle_closed(uv_handle_t *h) {
     s->epfd = -1;
   }
   zv__http_pool_free(s);
+  if (s->opts.xport) s->opts.xport->release(s->opts.xport_ctx);
   if (s->cb.on_closed) s->cb.on_closed(s);
 }
 
@@ -178,6 +179,7 @@ int zv_http_server_start(zv_http_server_t *s, uv_loop_t *loop, const zv_http_ser
   s->data = data;
   s->on_conn_change = conn_change;
   if (resolve(o->host, o->port, &ss)) return ZV_EINVAL;
+  if (o->xport) o->xport->retain(o->xport_ctx);
   /* Writing to a socket the peer closed must be an error, not the end of the process. */
   signal(SIGPIPE, SIG_IGN);
   uv_idle_init(loop, &s->idle);

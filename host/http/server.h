@@ -38,6 +38,7 @@
 
 #include "conn.h"
 #include "http_ffi.h"
+#include "xport.h"
 
 typedef struct zv_http_server_s zv_http_server_t;
 typedef struct zv_http_sconn_s zv_http_sconn_t;
@@ -78,6 +79,10 @@ typedef struct {
   /* Static mounts (app:static), served by stream.c before on_request, or NULL. The caller
    * owns them and keeps them until on_closed. */
   const struct zv_static_s *statics;
+  /* A transport (TLS) every connection's bytes pass through, or NULL (xport.h); the server
+   * retains xport_ctx while it runs. */
+  const zv_http_xport_t *xport;
+  void *xport_ctx;
 } zv_http_server_opts_t;
 
 /* Sets the defaults: 127.0.0.1:0, reuseport, backlog 511, 8 KiB head, 1 MiB body, header 10 s,
@@ -123,6 +128,7 @@ struct zv_http_sconn_s {
   uint8_t upgraded;             /* another protocol (zv_http_upgrade) owns the connection */
   uint8_t corked;               /* inside on_upgraded_data: writes collect in head */
   size_t up_cap;                /* the most an upgraded connection's buffer may grow to */
+  void *xp;                     /* the transport's state of this connection, or NULL */
 };
 
 struct zv_http_server_s {

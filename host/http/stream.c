@@ -276,6 +276,7 @@ static zv_http_sconn_t *conn_get(zv_http_server_t *s) {
   c->file_fd = -1;
   c->file_wait = 0;
   c->file_off = c->file_end = 0;
+  c->xp = NULL;
   return c;
 }
 
@@ -334,6 +335,11 @@ static void conn_close_now(zv_http_sconn_t *c) {
   }
   c->file_wait = 0;
   c->reading = c->rd_ready = 0;
+  if (c->xp) {
+    void *xp = c->xp;
+    c->xp = NULL;
+    s->opts.xport->close(c, xp);
+  }
   c->nclose = 2;
   uv_close((uv_handle_t *)&c->tcp, conn_closed);
   uv_close((uv_handle_t *)&c->timer, conn_closed);
@@ -373,7 +379,8 @@ static int try_send(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n) {
   return errno == EWOULDBLOCK ? UV_EAGAIN : uv_translate_sys_error(errno);
 }
 
-static int conn_write(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n) {
+/* Sends bufs as they are (raw: below the transport, if any). */
+static int conn_send(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n) {
   size_t total = 0, skip, len;
   wreq_t *w;
   uv_buf_t b;
@@ -433,6 +440,16 @@ static int conn_write(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n) {
   c->queued += w->len;
   c->srv->pending += w->len;
   return 0;
+}
+
+int zv__http_conn_send(zv_http_sconn_t *c, const uv_buf_t *bufs, unsigned n) {
+  return conn_send(c, (uv_buf_t *)bufs, n); /* try_send and uv_write only read the buffers */
+}
+
+/* Sends bufs through the transport when there is one (xport.h). */
+static int conn_write(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n) {
+  if (c->xp) return c->srv->opts.xport->write(c, c->xp, bufs, n);
+  return conn_send(c, bufs, n);
 }
 
 static void next_request(zv_http_sconn_t *c);
@@ -525,7 +542,7 @@ static void conn_readable(zv_http_sconn_t *c) {
       c->reading = 0;
       break;
     }
-    r = recv(c->fd, p, n, 0);
+    r = c->xp ? c->srv->opts.xport->read(c, c->xp, p, n) : recv(c->fd, p, n, 0);
     if (r < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -540,7 +557,7 @@ static void conn_readable(zv_http_sconn_t *c) {
       conn_close_now(c);
       break;
     }
-    if ((size_t)r < n && !c->rd_eof) c->rd_ready = 0;
+    if ((size_t)r < n && !c->rd_eof && !c->xp) c->rd_ready = 0;
     if (c->lingering || c->shutting) continue;
     if (c->upgraded) {
       c->core.len += (size_t)r;
@@ -724,6 +741,10 @@ static void conn_close_graceful(zv_http_sconn_t *c) {
   c->shutting = 1;
   c->shutdown.data = c;
   arm(c, T_NONE);
+  if (c->xp) {
+    c->srv->opts.xport->shutdown(c, c->xp);
+    if (c->closing) return;
+  }
   if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, shutdown_cb)) conn_close_now(c);
 }
 
@@ -963,6 +984,10 @@ int zv__http_conn_accept(zv_http_server_t *s, uv_stream_t *l) {
     }
     c->fd = fd;
   }
+  if (s->opts.xport && !(c->xp = s->opts.xport->open(s->opts.xport_ctx, c))) {
+    conn_close_now(c);
+    return 0;
+  }
   uv_tcp_nodelay(&c->tcp, 1);
   arm(c, T_HEADER);
   /* Bytes that came with the connection are reported by epfd at once (the add polls). */
@@ -1017,11 +1042,39 @@ static int want_out(zv_http_sconn_t *c, int on) {
   return epoll_ctl(c->srv->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
+/* Through a transport (TLS) there is no sendfile: the file is read in chunks and written while
+ * the kernel takes them all; once a write is queued, write_cb comes back here when it is out. */
+static void file_continue_xp(zv_http_sconn_t *c) {
+  char buf[32u << 10];
+  while (c->file_off < c->file_end && c->writes == 0) {
+    uint64_t left = c->file_end - c->file_off;
+    ssize_t got = pread(c->file_fd, buf, left < sizeof buf ? (size_t)left : sizeof buf,
+                        (off_t)c->file_off);
+    uv_buf_t b;
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) { /* an error, or the file shrank: the announced length cannot be kept */
+      conn_close_now(c);
+      return;
+    }
+    c->file_off += (uint64_t)got;
+    b = uv_buf_init(buf, (unsigned)got);
+    if (conn_write(c, &b, 1)) return; /* closed (and the file with it) */
+  }
+  if (c->file_off < c->file_end) return;
+  close(c->file_fd);
+  c->file_fd = -1;
+  response_done(c);
+}
+
 /* Sends what is left of the static file with sendfile(2) until it is all out (the response is
  * then done), the socket is full (wait for EPOLLOUT), or something fails (close: the head
  * announced a length that can no longer be kept). */
 static void file_continue(zv_http_sconn_t *c) {
   zv_http_server_t *s = c->srv;
+  if (c->xp) {
+    file_continue_xp(c);
+    return;
+  }
   while (c->file_off < c->file_end) {
     off_t off = (off_t)c->file_off;
     uint64_t left = c->file_end - c->file_off;

@@ -100,6 +100,13 @@ function M.listen(app, opts)
   for _, route in pairs(app.routes or {}) do
     if route.timeout then conf.watchdog = true end
   end
+  if opts.tls then
+    local ctx, err = require("zever.tls").context(opts.tls)
+    if not ctx then error(tostring(err), 0) end
+    conf.tls = ctx
+  end
+  -- HTTP/2: over TLS (ALPN h2), or h2c with prior knowledge on a plain port.
+  if opts.h2 then conf.tls = require("zever.h2").layer(conf.tls) end
   local log = opts.access_log == "json" and access_json or opts.access_log and access_text or nil
   app.access_log = log
   app.access_log_id = log == access_json or nil
@@ -128,8 +135,16 @@ function M.worker(payload, index)
     local f = io.open(format("%s/%d.%d", opts.ready_dir, opts.generation or 0, index), "w")
     if f then f:close() end
   end
+  -- TLS with a redirect port: plain HTTP there answers with the HTTPS address.
+  local redir
+  if opts.tls and opts.tls.redirect_port then
+    redir, err = http.listen({ host = opts.tls.redirect_host, port = opts.tls.redirect_port,
+      reuseport = true }, require("zever.tls").redirect(srv:port()))
+    if not redir then error(err, 0) end
+  end
   require("zever.threads").on_message(function(msg)
     if msg == "drain" then
+      if redir then redir:drain(opts.drain or 10) end
       srv:drain(opts.drain or 10, function() loop.stop() end)
     elseif msg == "retire" and not retiring then
       -- Stop listening; answer what comes on the open connections with Connection: close;
@@ -144,8 +159,8 @@ function M.worker(payload, index)
     end
   end)
   if index == 1 and not opts.quiet then
-    io.stderr:write(format("zever: serving %s on http://%s:%d (%d workers)\n", opts.app, opts.host,
-      srv:port(), opts.workers))
+    io.stderr:write(format("zever: serving %s on %s://%s:%d (%d workers)\n", opts.app,
+      opts.tls and "https" or "http", opts.host, srv:port(), opts.workers))
   end
   loop.run()
   local ok, errs = app:close()
@@ -220,6 +235,10 @@ function M.run(opts)
   opts.app = path
   local asked_port = opts.port
   opts.port = probe(opts.host, opts.port)
+  if opts.tls and opts.tls.redirect_port then
+    opts.tls.asked_redirect = opts.tls.redirect_port
+    opts.tls.redirect_port = probe(opts.tls.redirect_host, opts.tls.redirect_port)
+  end
   opts.limits = opts.limits or {}
   opts.limits.max_connections = fit_nofile(opts)
   local gens, current, signals, failed = {}, nil, 0, false
@@ -267,6 +286,15 @@ function M.run(opts)
         else
           asked_port = new.port
           new.port = probe(new.host, new.port)
+        end
+        local rt, ct = new.tls, current.opts.tls
+        if rt and rt.redirect_port then
+          if ct and ct.redirect_host == rt.redirect_host and ct.asked_redirect == rt.redirect_port then
+            rt.redirect_port = ct.redirect_port
+          else
+            rt.asked_redirect = rt.redirect_port
+            rt.redirect_port = probe(rt.redirect_host, rt.redirect_port)
+          end
         end
         new.limits = new.limits or {}
         new.limits.max_connections = fit_nofile(new)

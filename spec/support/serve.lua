@@ -93,7 +93,7 @@ function M.start(app, args, env, command)
   p:close()
   local self = setmetatable({ pid = pid, logfile = logfile }, Server)
   local port = M.wait_for(function()
-    local got = self:log():match("on http://[%d%.]+:(%d+)")
+    local got = self:log():match("on https?://[%d%.]+:(%d+)")
     if got then return got end
     if not self:alive() then return "exited" end
   end, 20)

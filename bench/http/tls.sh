@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# bench/http/tls.sh: `zever serve` over TLS against Debian's nginx with the same certificate,
+# side by side, alternating in one run (for `make bench BENCH=Tls`).
+#
+#   keep-alive   wrk -t1 -c64 -d<S>s https://127.0.0.1:PORT/hello         (requests per second)
+#   handshakes   the same with "Connection: close": every request is a new TCP connection and
+#                a full TLS handshake (wrk keeps no sessions), so req/s = full handshakes/s
+#   h2           h2load -c64 -m16 -D<S> https://127.0.0.1:PORT/hello: HTTP/2 by ALPN (when h2load
+#                is installed: Debian nghttp2-client); zever runs a second server with --h2 for
+#                it, nginx the same server (`listen ... ssl http2`)
+#
+# Both servers: 1 worker, a fresh self-signed EC P-256 certificate (openssl req), TLS 1.2 and
+# 1.3 allowed (wrk and h2load then negotiate TLS 1.3, TLS_AES_256_GCM_SHA384 with both), tickets
+# on, no server-side session cache, access log off. nginx answers /hello with
+# `return 200 "hello world"` (no Lua: its cheapest case); zever runs examples/hello's Lua handler.
+# For each round and test: nginx then zever, each a 1 s warm-up then the measured run. Prints
+# every run and the medians and zever/nginx ratios of req/s and of the server's CPU time per
+# request (utime + stime from /proc/<pid>/stat around the measured run: nginx's master and
+# worker, zever's process), which the machine's load disturbs less than req/s.
+#
+# Environment: BENCH_TLS_SECONDS (default 5), BENCH_TLS_ROUNDS (default 3).
+# Stops only the PIDs it started.
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+root=$PWD
+seconds=${BENCH_TLS_SECONDS:-5}
+rounds=${BENCH_TLS_ROUNDS:-3}
+nginx_bin=/usr/sbin/nginx
+
+command -v wrk >/dev/null || { echo "bench/http/tls.sh: wrk is missing" >&2; exit 1; }
+[[ -x $nginx_bin ]] || { echo "bench/http/tls.sh: $nginx_bin is missing (nginx-light)" >&2; exit 1; }
+
+run=$(mktemp -d /tmp/zever-bench-tls.XXXXXX)
+zever_pid="" nginx_pid=""
+cleanup() {
+  [[ -n $zever_pid ]] && kill "$zever_pid" 2>/dev/null || true
+  [[ -n ${zever_h2_pid:-} ]] && kill "$zever_h2_pid" 2>/dev/null || true
+  if [[ -f $run/nginx.pid ]]; then kill "$(cat "$run/nginx.pid")" 2>/dev/null || true; fi
+  sleep 0.3
+  rm -rf "$run"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+  -subj /CN=localhost -keyout "$run/key.pem" -out "$run/cert.pem" 2>/dev/null
+
+zport=$(free_port)
+nport=$(free_port)
+
+bin/zever serve examples/hello --listen "127.0.0.1:$zport" --workers 1 --access-log off \
+  --drain 1 --tls-cert "$run/cert.pem" --tls-key "$run/key.pem" >"$run/zever.log" 2>&1 &
+zever_pid=$!
+zhport=$(free_port)
+bin/zever serve examples/hello --listen "127.0.0.1:$zhport" --workers 1 --access-log off \
+  --drain 1 --tls-cert "$run/cert.pem" --tls-key "$run/key.pem" --h2 >"$run/zever_h2.log" 2>&1 &
+zever_h2_pid=$!
+
+mkdir -p "$run/nginx"
+user_line=""
+[[ $(id -u) == 0 ]] && user_line="user root;"
+h2=""
+command -v h2load >/dev/null && h2=" http2"
+cat >"$run/nginx.conf" <<CONF
+$user_line
+daemon on;
+master_process on;
+worker_processes 1;
+pid $run/nginx.pid;
+error_log $run/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path $run/nginx/body;
+  proxy_temp_path $run/nginx/proxy;
+  fastcgi_temp_path $run/nginx/fastcgi;
+  uwsgi_temp_path $run/nginx/uwsgi;
+  scgi_temp_path $run/nginx/scgi;
+  server {
+    listen 127.0.0.1:$nport ssl$h2;
+    ssl_certificate $run/cert.pem;
+    ssl_certificate_key $run/key.pem;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_session_tickets on;
+    ssl_session_cache off;
+    location = /hello {
+      default_type "text/plain; charset=utf-8";
+      return 200 "hello world";
+    }
+  }
+}
+CONF
+$nginx_bin -p "$run/nginx" -c "$run/nginx.conf" -e "$run/error.log"
+
+for _ in $(seq 1 200); do
+  if curl -sk "https://127.0.0.1:$zport/hello" >/dev/null 2>&1 &&
+     curl -sk "https://127.0.0.1:$nport/hello" >/dev/null 2>&1; then break; fi
+  sleep 0.05
+done
+[[ $(curl -sk "https://127.0.0.1:$zport/hello") == "hello world" ]] || { cat "$run/zever.log"; exit 1; }
+[[ $(curl -sk "https://127.0.0.1:$nport/hello") == "hello world" ]] || { cat "$run/error.log"; exit 1; }
+
+nginx_master=$(cat "$run/nginx.pid")
+# cpu_ticks PID...: user + system clock ticks of the processes (all their threads).
+cpu_ticks() {
+  local t=0 p
+  for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' /proc/"$p"/stat 2>/dev/null || echo 0))); done
+  echo "$t"
+}
+pids_of() {
+  if [[ $1 == nginx ]]; then echo "$nginx_master $(ps --ppid "$nginx_master" -o pid= | tr '\n' ' ')"
+  elif [[ $1 == zever_h2 ]]; then echo "$zever_h2_pid"
+  else echo "$zever_pid"; fi
+}
+
+declare -A results cpus
+# measure test server port -> "req/s microseconds-of-server-CPU-per-request"
+measure() {
+  local test=$1 server=$2 url="https://127.0.0.1:$3/hello" out rps n t0 t1
+  local -a pids
+  read -r -a pids <<<"$(pids_of "$server")"
+  case $test in
+    keepalive) wrk -t1 -c64 -d1s "$url" >/dev/null ;;
+    handshake) wrk -t1 -c64 -d1s -H "Connection: close" "$url" >/dev/null ;;
+    h2) h2load -c64 -m16 -D1 "$url" >/dev/null 2>&1 ;;
+  esac
+  t0=$(cpu_ticks "${pids[@]}")
+  case $test in
+    keepalive) out=$(wrk -t1 -c64 -d"${seconds}s" "$url") ;;
+    handshake) out=$(wrk -t1 -c64 -d"${seconds}s" -H "Connection: close" "$url") ;;
+    h2) out=$(h2load -c64 -m16 -D"$seconds" "$url" 2>&1) ;;
+  esac
+  t1=$(cpu_ticks "${pids[@]}")
+  if [[ $test == h2 ]]; then
+    rps=$(echo "$out" | awk '/^finished in/ {gsub(/,/,""); print $4}')
+    n=$(echo "$out" | awk '/^requests:/ {print $8}')
+  else
+    rps=$(echo "$out" | awk '/^Requests\/sec/ {print $2}')
+    n=$(echo "$out" | awk '/requests in/ {print $1}')
+  fi
+  echo "$rps $(echo "($t1 - $t0) * 10000 / $n" | bc -l)"
+}
+
+tests="keepalive handshake"
+if [[ -n $h2 ]]; then
+  tests="$tests h2"
+  for _ in $(seq 1 100); do curl -sk "https://127.0.0.1:$zhport/hello" >/dev/null 2>&1 && break; sleep 0.05; done
+fi
+echo "# zever $(bin/zever version 2>/dev/null | head -1) vs $($nginx_bin -v 2>&1), $(openssl version)"
+echo "# ${rounds} rounds x ${seconds}s, alternating nginx then zever"
+for r in $(seq 1 "$rounds"); do
+  for t in $tests; do
+    read -r n ncpu <<<"$(measure "$t" nginx "$nport")"
+    if [[ $t == h2 ]]; then read -r z zcpu <<<"$(measure "$t" zever_h2 "$zhport")"
+    else read -r z zcpu <<<"$(measure "$t" zever "$zport")"; fi
+    printf "round %s  %-9s  nginx %9.0f req/s %7.1f us CPU/req   zever %9.0f req/s %7.1f us CPU/req\n" \
+      "$r" "$t" "$n" "$ncpu" "$z" "$zcpu"
+    results[$t.nginx]+="$n "
+    results[$t.zever]+="$z "
+    cpus[$t.nginx]+="$ncpu "
+    cpus[$t.zever]+="$zcpu "
+  done
+done
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+for t in $tests; do
+  n=$(echo "${results[$t.nginx]}" | median)
+  z=$(echo "${results[$t.zever]}" | median)
+  nc=$(echo "${cpus[$t.nginx]}" | median)
+  zc=$(echo "${cpus[$t.zever]}" | median)
+  printf "%-9s medians: req/s nginx %9.0f zever %9.0f (zever/nginx %.2fx); CPU/req nginx %.1f us zever %.1f us (%.2fx)\n" \
+    "$t" "$n" "$z" "$(echo "$z / $n" | bc -l)" "$nc" "$zc" "$(echo "$zc / $nc" | bc -l)"
+done
