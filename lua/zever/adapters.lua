@@ -159,6 +159,8 @@ local BUILTIN = {
     redis = REDIS, cookie = { "zever.crypto_core" } } },
   password = { front = "zever.password", adapters = { argon2id = { "zever.password_core" } } },
   auth = { front = "zever.auth", adapters = { jwt = { "zever.crypto_core" }, session = {} } },
+  lock = { front = "zever.lock", adapters = { memory = { "zever.lock_core" }, db = {},
+    redis = REDIS } },
 }
 M.BUILTIN = BUILTIN
 

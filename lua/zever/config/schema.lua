@@ -197,6 +197,15 @@ M.sections = {
     f("adapter", "adapter", "text", { values = { "text", "json" } }),
     f("level", "enum", "info", { values = { "debug", "info", "warn", "error", "off" } }),
   } },
+  { name = "lock", doc = "leases on a key with fencing tokens (app.lock)", fields = {
+    f("adapter", "adapter", "memory", { values = { "memory", "db", "redis" } }),
+    f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
+    f("prefix", "string", "zever:lock:", { doc = "redis adapter: key prefix" }),
+    f("table", "string", "lock_leases", { doc = "db adapter: the lease table" }),
+    f("horizon", "duration", 86400, { doc = "db adapter: free rows are deleted after" }),
+    f("timeout", "duration", 10, { doc = "how long acquire waits by default" }),
+    f("max_wait", "duration", 0.05, { doc = "the cap of acquire's backoff between tries" }),
+  } },
   -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
   -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.
   { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },
