@@ -9,6 +9,7 @@
  *   handle:sweep(max_steps[, now_ns])                -> removed, more
  *   handle:clear()                                   drops every entry
  *   handle:stats()                                   -> { entries, acquired, contended, expired }
+ *   handle:ptr()                                     -> lightuserdata (the zv_lock_t *, for the FFI)
  *   handle:release()                                 drops this state's reference (also __gc)
  *   core.clock()                                     -> the monotonic clock in nanoseconds
  *   core.MAX_KEY                                     -> 1024
@@ -120,6 +121,11 @@ static int l_stats(lua_State *L) {
   return 1;
 }
 
+static int l_ptr(lua_State *L) {
+  lua_pushlightuserdata(L, check(L));
+  return 1;
+}
+
 static int l_release(lua_State *L) {
   void **slot = luaL_checkudata(L, 1, MT);
   if (*slot) zv_lock_release(*slot);
@@ -140,6 +146,7 @@ static const luaL_Reg methods[] = {
   {"sweep", l_sweep},
   {"clear", l_clear},
   {"stats", l_stats},
+  {"ptr", l_ptr},
   {"release", l_release},
   {NULL, NULL},
 };

@@ -15,10 +15,12 @@
 #include "../core/zv.h"
 
 #define ADMIT_SWEEP_STEPS 8
+/* How long a released key's entry stays for reuse before a sweep may drop it. */
+#define KEEP_NS 10000000000ull
 
 typedef struct entry {
   zv_stripe_node_t n;   /* chain, LRU links, hash, klen */
-  uint64_t expires_ns;  /* the lease's end; 1 (long past) once released */
+  uint64_t expires_ns;  /* the lease's end; once released, the end of the entry's keep */
   uint64_t fence;       /* the holder's fence; 0 when free */
   char key[];
 } entry_t;
@@ -27,8 +29,7 @@ struct zv_lock_s {
   zv_stripes_t stripes;
   zv_stripe_cursor_t cursor;
   char gap[64];
-  uint64_t next_fence;  /* atomic */
-  uint64_t acquired;    /* atomic */
+  uint64_t next_fence;  /* atomic; also the count of leases granted, plus one */
   uint64_t contended;   /* atomic */
   uint64_t expired;     /* atomic */
 };
@@ -93,7 +94,7 @@ int zv_lock_acquire(zv_lock_t *l, const char *key, size_t len, uint64_t ttl_ns, 
     if (live(e, now_ns)) rc = ZV_LOCK_BUSY;
     else grant(l, e, ttl_ns, now_ns, fence);
     zv_spin_unlock(&s->lock);
-    __atomic_add_fetch(rc ? &l->contended : &l->acquired, 1, __ATOMIC_RELAXED);
+    if (rc) __atomic_add_fetch(&l->contended, 1, __ATOMIC_RELAXED);
     return rc;
   }
   zv_spin_unlock(&s->lock);
@@ -118,7 +119,7 @@ int zv_lock_acquire(zv_lock_t *l, const char *key, size_t len, uint64_t ttl_ns, 
   }
   zv_spin_unlock(&s->lock);
   zv_free(fresh);
-  __atomic_add_fetch(rc ? &l->contended : &l->acquired, 1, __ATOMIC_RELAXED);
+  if (rc) __atomic_add_fetch(&l->contended, 1, __ATOMIC_RELAXED);
   int more;
   zv_lock_sweep(l, now_ns, ADMIT_SWEEP_STEPS, &more);
   return rc;
@@ -151,8 +152,9 @@ int zv_lock_unlock(zv_lock_t *l, const char *key, size_t len, uint64_t fence, ui
   zv_spin_lock(&s->lock);
   entry_t *e = find(s, h, key, len);
   if (e && fence && e->fence == fence && live(e, now_ns)) {
+    /* Free, but kept a while: taking the key again soon allocates nothing. */
     e->fence = 0;
-    e->expires_ns = 1;
+    e->expires_ns = KEEP_NS > UINT64_MAX - now_ns ? UINT64_MAX : now_ns + KEEP_NS;
     rc = 0;
   }
   zv_spin_unlock(&s->lock);
@@ -199,7 +201,7 @@ void zv_lock_clear(zv_lock_t *l) {
 
 void zv_lock_stats(zv_lock_t *l, zv_lock_stats_t *out) {
   out->entries = zv_stripes_count(&l->stripes, NULL);
-  out->acquired = __atomic_load_n(&l->acquired, __ATOMIC_RELAXED);
+  out->acquired = __atomic_load_n(&l->next_fence, __ATOMIC_RELAXED) - 1;
   out->contended = __atomic_load_n(&l->contended, __ATOMIC_RELAXED);
   out->expired = __atomic_load_n(&l->expired, __ATOMIC_RELAXED);
 }

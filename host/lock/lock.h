@@ -14,10 +14,10 @@
  * A lease on a key is an entry whose fence is not 0 and whose expiry is in the future. The
  * fence is drawn from one counter of the table, so it grows with every acquisition: a fencing
  * token (a resource that saw fence n refuses writes with a smaller one) and the holder's proof
- * of ownership at once (extend and unlock compare it). Unlocking keeps the entry (fence 0):
- * acquiring the same key again allocates nothing. Entries of released or expired leases are
- * dropped by a bounded sweep that each new key's admission runs, so the table follows the keys
- * in use. A call takes one stripe lock and never two.
+ * of ownership at once (extend and unlock compare it). Unlocking keeps the entry (fence 0) for
+ * 10 s: acquiring the same key again soon allocates nothing. Entries of expired leases, and of
+ * released ones after those 10 s, are dropped by a bounded sweep that each new key's admission
+ * runs, so the table follows the keys in use. A call takes one stripe lock and never two.
  *
  * Time is a monotonic count of nanoseconds passed as now_ns; 0 reads CLOCK_MONOTONIC (the
  * binding does), specs pass a fake clock starting at 1.
@@ -28,13 +28,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lock_ffi.h"
+
 #define ZV_LOCK_MAX_KEY 1024
 
 /* What acquire, extend and unlock return besides 0 (done) and a negative ZV_E* code. */
 #define ZV_LOCK_BUSY 1      /* acquire: another holder's lease is live */
 #define ZV_LOCK_NOT_HELD 1  /* extend, unlock: the fence given does not hold the key now */
 
-typedef struct zv_lock_s zv_lock_t;
 
 typedef struct {
   size_t entries;         /* keys in the table, held or not yet swept */
@@ -52,22 +53,6 @@ void zv_lock_free(zv_lock_t *l);
 /* The process-wide registry: every open of a name shares one table; pair each with a release. */
 int zv_lock_open(const char *name, zv_lock_t **out);
 void zv_lock_release(zv_lock_t *l);
-
-/*
- * Takes a lease of ttl_ns on key when nobody holds it (or the last lease expired). Returns 0
- * with *fence set (> 0, larger than every fence handed out before), ZV_LOCK_BUSY when a live
- * lease holds it (*fence untouched), ZV_ETOOLONG for a key over ZV_LOCK_MAX_KEY bytes,
- * ZV_EINVAL for ttl_ns 0, ZV_ENOMEM. Allocates only when the key has no entry.
- */
-int zv_lock_acquire(zv_lock_t *l, const char *key, size_t len, uint64_t ttl_ns, uint64_t now_ns,
-                    uint64_t *fence);
-
-/* Moves the lease's expiry to now + ttl_ns when fence still holds key: 0, or ZV_LOCK_NOT_HELD. */
-int zv_lock_extend(zv_lock_t *l, const char *key, size_t len, uint64_t fence, uint64_t ttl_ns,
-                   uint64_t now_ns);
-
-/* Ends the lease when fence still holds key: 0, or ZV_LOCK_NOT_HELD (it expired, or was taken). */
-int zv_lock_unlock(zv_lock_t *l, const char *key, size_t len, uint64_t fence, uint64_t now_ns);
 
 /*
  * The fence holding key now and the nanoseconds its lease has left (*fence 0 when free).
