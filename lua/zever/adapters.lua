@@ -161,6 +161,8 @@ local BUILTIN = {
   auth = { front = "zever.auth", adapters = { jwt = { "zever.crypto_core" }, session = {} } },
   lock = { front = "zever.lock", adapters = { memory = { "zever.lock_core" }, db = {},
     redis = REDIS } },
+  eventbus = { front = "zever.eventbus", adapters = { memory = {}, redis = REDIS,
+    postgres = { "zever.pg" } } },
 }
 M.BUILTIN = BUILTIN
 

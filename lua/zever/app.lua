@@ -56,6 +56,7 @@ local BATTERIES = { db = true, cache = true, queue = true, jobs = true, schedule
   mailer = true, limiter = true, idempotency = true, search = true, vectors = true, log = true,
   crypto = true, session = true, password = true, auth = true }
 BATTERIES.lock = true
+BATTERIES.eventbus = true
 
 -- app.views: the app's templates (zever.template), in the folder http.views names (default
 -- "views" next to app.lua), with url_for among the helpers; made on first use.

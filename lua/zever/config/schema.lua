@@ -206,6 +206,15 @@ M.sections = {
     f("timeout", "duration", 10, { doc = "how long acquire waits by default" }),
     f("max_wait", "duration", 0.05, { doc = "the cap of acquire's backoff between tries" }),
   } },
+  { name = "eventbus", doc = "publish/subscribe on topics (app.eventbus)", fields = {
+    f("adapter", "adapter", "memory", { values = { "memory", "redis", "postgres" } }),
+    f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
+    f("prefix", "string", "zever:eventbus:", { doc = "redis adapter: key prefix of the stream" }),
+    f("maxlen", "integer", 10000, { min = 1, doc = "redis adapter: messages the stream keeps" }),
+    f("channel", "string", "zever_events", { doc = "postgres adapter: the NOTIFY channel" }),
+    f("max_pending", "integer", 1024, { min = 1,
+      doc = "messages a slow subscriber queues before it drops the newest" }),
+  } },
   -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
   -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.
   { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },
