@@ -163,6 +163,7 @@ local BUILTIN = {
     redis = REDIS } },
   eventbus = { front = "zever.eventbus", adapters = { memory = {}, redis = REDIS,
     postgres = { "zever.pg" } } },
+  outbox = { front = "zever.outbox", adapters = { db = {} } },
 }
 M.BUILTIN = BUILTIN
 

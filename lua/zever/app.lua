@@ -57,6 +57,7 @@ local BATTERIES = { db = true, cache = true, queue = true, jobs = true, schedule
   crypto = true, session = true, password = true, auth = true }
 BATTERIES.lock = true
 BATTERIES.eventbus = true
+BATTERIES.outbox = true
 
 -- app.views: the app's templates (zever.template), in the folder http.views names (default
 -- "views" next to app.lua), with url_for among the helpers; made on first use.

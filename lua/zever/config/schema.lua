@@ -215,6 +215,15 @@ M.sections = {
     f("max_pending", "integer", 1024, { min = 1,
       doc = "messages a slow subscriber queues before it drops the newest" }),
   } },
+  { name = "outbox", doc = "the transactional outbox (app.outbox)", fields = {
+    f("adapter", "adapter", "db", { values = { "db" } }),
+    f("table", "string", "outbox_messages", { doc = "the outbox table" }),
+    f("batch", "integer", 100, { min = 1, doc = "messages a relay claims at once" }),
+    f("lease", "duration", 30, { doc = "how long a claimed batch is the relay's" }),
+    f("max_attempts", "integer", 10, { min = 1, doc = "failed deliveries before dead" }),
+    f("base", "duration", 1, { doc = "first retry delay (doubling, jittered)" }),
+    f("cap", "duration", 300, { doc = "longest retry delay" }),
+  } },
   -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
   -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.
   { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },
