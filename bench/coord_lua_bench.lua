@@ -50,3 +50,29 @@ bench("EventbusPublish10Drain", function(n)
   assert(count() == n * 10, "not every message was delivered")
   bus:close()
 end)
+
+-- A closed breaker's guard around a call that does nothing (issue #22's target: <= 50 ns of
+-- overhead): cb:call(fn) against fn() alone, on the real monotonic clock; and the same with
+-- slow calls counted (two clock reads per call).
+local breaker = require "zever.breaker"
+local cb = breaker.new():get("bench", { window = 100, min_calls = 100 })
+local function upstream(x) return x end
+
+bench("BreakerCallClosed", function(n)
+  local sink = 0
+  for i = 1, n do sink = sink + cb:call(upstream, i) end
+  return sink
+end)
+
+local cb_slow = breaker.new():get("bench-slow", { window = 100, min_calls = 100, slow_call = 5 })
+bench("BreakerCallClosedSlowCounted", function(n)
+  local sink = 0
+  for i = 1, n do sink = sink + cb_slow:call(upstream, i) end
+  return sink
+end)
+
+bench("BreakerBareCall", function(n)
+  local sink = 0
+  for i = 1, n do sink = sink + upstream(i) end
+  return sink
+end)

@@ -164,6 +164,7 @@ local BUILTIN = {
   eventbus = { front = "zever.eventbus", adapters = { memory = {}, redis = REDIS,
     postgres = { "zever.pg" } } },
   outbox = { front = "zever.outbox", adapters = { db = {} } },
+  breaker = { front = "zever.breaker", adapters = { memory = {} } },
 }
 M.BUILTIN = BUILTIN
 

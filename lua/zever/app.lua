@@ -58,6 +58,7 @@ local BATTERIES = { db = true, cache = true, queue = true, jobs = true, schedule
 BATTERIES.lock = true
 BATTERIES.eventbus = true
 BATTERIES.outbox = true
+BATTERIES.breaker = true
 
 -- app.views: the app's templates (zever.template), in the folder http.views names (default
 -- "views" next to app.lua), with url_for among the helpers; made on first use.

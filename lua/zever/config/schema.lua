@@ -224,6 +224,16 @@ M.sections = {
     f("base", "duration", 1, { doc = "first retry delay (doubling, jittered)" }),
     f("cap", "duration", 300, { doc = "longest retry delay" }),
   } },
+  { name = "breaker", doc = "circuit breakers (app.breaker)", fields = {
+    f("adapter", "adapter", "memory", { values = { "memory" } }),
+    f("failure_rate", "number", 0.5, { doc = "share of failed calls in the window that opens" }),
+    f("slow_rate", "number", 1, { doc = "share of slow calls in the window that opens" }),
+    f("slow_call", "duration", 0, { doc = "a call at least this long is slow; 0 = not counted" }),
+    f("window", "integer", 20, { min = 1, doc = "the last calls counted" }),
+    f("min_calls", "integer", 10, { min = 1, doc = "calls in the window before it can open" }),
+    f("open_for", "duration", 30, { doc = "how long an open breaker refuses calls" }),
+    f("half_open_calls", "integer", 3, { min = 1, doc = "trial calls that close it again" }),
+  } },
   -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
   -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.
   { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },
