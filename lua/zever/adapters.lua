@@ -165,6 +165,7 @@ local BUILTIN = {
     postgres = { "zever.pg" } } },
   outbox = { front = "zever.outbox", adapters = { db = {} } },
   breaker = { front = "zever.breaker", adapters = { memory = {} } },
+  webhook = { front = "zever.webhook", adapters = { memory = { "zever.crypto_core" } } },
 }
 M.BUILTIN = BUILTIN
 

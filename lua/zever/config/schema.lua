@@ -234,6 +234,12 @@ M.sections = {
     f("open_for", "duration", 30, { doc = "how long an open breaker refuses calls" }),
     f("half_open_calls", "integer", 3, { min = 1, doc = "trial calls that close it again" }),
   } },
+  { name = "webhook", doc = "outgoing webhooks (app.webhook)", fields = {
+    f("adapter", "adapter", "memory", { values = { "memory" } }),
+    f("attempts", "integer", 8, { min = 1, doc = "delivery tries before the dead-letter list" }),
+    f("base", "duration", 30, { doc = "first retry delay (doubling, jittered)" }),
+    f("cap", "duration", 3600, { doc = "longest retry delay" }),
+  } },
   -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
   -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.
   { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },
