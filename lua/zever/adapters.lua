@@ -159,6 +159,13 @@ local BUILTIN = {
     redis = REDIS, cookie = { "zever.crypto_core" } } },
   password = { front = "zever.password", adapters = { argon2id = { "zever.password_core" } } },
   auth = { front = "zever.auth", adapters = { jwt = { "zever.crypto_core" }, session = {} } },
+  lock = { front = "zever.lock", adapters = { memory = { "zever.lock_core" }, db = {},
+    redis = REDIS } },
+  eventbus = { front = "zever.eventbus", adapters = { memory = {}, redis = REDIS,
+    postgres = { "zever.pg" } } },
+  outbox = { front = "zever.outbox", adapters = { db = {} } },
+  breaker = { front = "zever.breaker", adapters = { memory = {} } },
+  webhook = { front = "zever.webhook", adapters = { memory = { "zever.crypto_core" } } },
 }
 M.BUILTIN = BUILTIN
 

@@ -55,6 +55,11 @@ local App = {}
 local BATTERIES = { db = true, cache = true, queue = true, jobs = true, scheduler = true,
   mailer = true, limiter = true, idempotency = true, search = true, vectors = true, log = true,
   crypto = true, session = true, password = true, auth = true }
+BATTERIES.lock = true
+BATTERIES.eventbus = true
+BATTERIES.outbox = true
+BATTERIES.breaker = true
+BATTERIES.webhook = true
 
 -- app.views: the app's templates (zever.template), in the folder http.views names (default
 -- "views" next to app.lua), with url_for among the helpers; made on first use.

@@ -3,6 +3,8 @@
 --   local zever = require "zever"
 --   local app = zever.app()
 --   zever.sleep(0.1)          -- yields the running request/job coroutine to the event loop
+--   zever.spawn(fn, ...)      -- runs fn in a coroutine of the loop
+--   zever.wait_until(pred, 5) -- runs the loop until pred() holds (false after 5 s)
 --
 -- Submodules load on first use, so `require "zever"` costs next to nothing.
 
@@ -22,6 +24,16 @@ end })
 
 function M.sleep(seconds)
   return require("zever.sched").sleep(seconds)
+end
+
+-- zever.spawn(fn, ...) runs fn in a coroutine of the loop; zever.wait_until(pred[, timeout])
+-- runs the loop until pred() holds: a script drives many lock holders, subscribers or calls.
+function M.spawn(fn, ...)
+  return require("zever.sched").spawn(fn, ...)
+end
+
+function M.wait_until(pred, timeout)
+  return require("zever.sched").wait_until(pred, timeout)
 end
 
 return M

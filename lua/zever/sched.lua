@@ -5,6 +5,7 @@
 --   sched.spawn(fn, a, b, c, d)   runs fn(a, b, c, d) in a coroutine now, until it first waits
 --   sched.sleep(seconds)          waits without blocking the worker
 --   sched.wake(co, ...)           resumes a coroutine that yielded (its failure is reported)
+--   sched.wait_until(pred[, timeout]) -> true | false   runs the loop (or yields) until pred()
 --
 -- The one way to wait (no module writes "yield inside a coroutine, else run the loop" again):
 --   local token = sched.token()   the running coroutine, or a fresh box outside any coroutine
@@ -67,6 +68,24 @@ function M.sleep(seconds)
   local t = loop.after(seconds, function() complete(token) end)
   await(token)
   if type(token) ~= "thread" then t:stop() end
+end
+
+-- Waits until pred() returns true, checking after every turn of the loop (in a coroutine: it
+-- yields between checks, every poll seconds, 1 ms by default). Returns true, or false when
+-- timeout seconds (default: no limit) passed first. A script drives its spawned coroutines
+-- with it: `sched.spawn(a); sched.spawn(b); sched.wait_until(function() return done == 2 end, 10)`.
+function M.wait_until(pred, timeout, poll)
+  if type(pred) ~= "function" then error("wait_until: pred must be a function", 2) end
+  if timeout ~= nil and (type(timeout) ~= "number" or timeout ~= timeout or timeout < 0) then
+    error("wait_until: timeout must be a number of seconds >= 0", 2)
+  end
+  poll = poll or 0.001
+  local deadline = timeout and loop.now() + timeout
+  while not pred() do
+    if deadline and loop.now() >= deadline then return false end
+    M.sleep(poll)
+  end
+  return true
 end
 
 return M
