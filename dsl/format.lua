@@ -79,6 +79,11 @@ local render_value
 
 local function render_type(t)
   local s = t.list and ("[" .. render_type(t.of) .. "]") or t.name
+  if t.values then
+    local names = {}
+    for i, v in ipairs(t.values) do names[i] = v.name end
+    s = "enum(" .. concat(names, ", ") .. ")"
+  end
   if t.optional then s = s .. "?" end
   return s
 end
@@ -149,7 +154,9 @@ end
 local function type_end(S, i)
   local kind = S.kind
   local e = kind[i] == "[" and S.match[i] or i
-  if kind[i] ~= "[" then
+  if kind[i + 1] == "(" then
+    e = S.match[i + 1] -- enum(a, b)
+  elseif kind[i] ~= "[" then
     while kind[e + 1] == "." do e = e + 2 end
   end
   if kind[e + 1] == "?" then e = e + 1 end
@@ -175,7 +182,7 @@ local function block_close(S, node)
     i = S.match[i + 2] + 1
     if S.kind[i] == "->" then i = type_end(S, i + 1) + 1 end
   else
-    i = i + 2
+    i = skip_attributes(S, i + 2) -- entity Order @schema(billing) {
   end
   if S.kind[i] ~= "{" then return nil end
   return S.pos[S.match[i]]
@@ -316,6 +323,8 @@ local function print_member(w, m)
     w:code_line(m.pos, m.name .. render_attributes(S, m.attributes), true)
   elseif kd == "option" then
     print_option(w, m)
+  elseif kd == "step" then
+    print_options(w, m.pos, "step " .. m.name, m.options, block_close(S, m))
   else -- rpc
     print_callable(w, m, "rpc " .. m.name, m.returns and (" -> " .. render_type(m.returns)) or "")
   end
@@ -325,7 +334,7 @@ local function by_pos(a, b) return a.pos < b.pos end
 
 local function print_decl(w, d)
   local S, kd = w.S, d.kind
-  local head = kd .. " " .. d.name
+  local head = kd .. " " .. d.name .. render_attributes(S, d.attributes)
   if kd == "job" then
     print_callable(w, d, head, "")
     return
@@ -340,6 +349,8 @@ local function print_decl(w, d)
     sort(members, by_pos)
   elseif kd == "schedule" then
     members = d.options
+  elseif kd == "saga" then
+    members = d.steps
   else
     members = d.members
   end

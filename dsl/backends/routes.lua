@@ -231,7 +231,9 @@ local function rpc_table(ir, index)
         rpcs[#rpcs + 1] = {
           service = svc.name, name = rpc.name, method = rpc.method, path = rpc.path,
           pattern = M.pattern(rpc.path), handlers = M.handler_file(svc),
-          auth = rpc.auth or "required", permission = rpc.permission,
+          auth = rpc.auth or "required", permission = rpc.permission, roles = rpc.roles,
+          owner = rpc.owner and { table = rpc.owner.table, key = rpc.owner.key,
+            param = rpc.owner.param, field = rpc.owner.field } or nil,
           paginated = rpc.paginated or nil, output = rpc.output, output_type = output_type,
           body = M.source(rpc, "\0") == "body" or nil,
           inputs = inputs, errors = errors,

@@ -36,6 +36,8 @@ local INDEX_ATTRS = { "concurrently", "unique" }
 local VALUE_ATTRS = { "renamed_from" }
 local RELATION_OPTIONS = { "join_table" }
 local SERVICE_OPTIONS = { "prefix" }
+local ENTITY_ATTRS = { "schema" }
+local SAGA_STEP_OPTIONS = { "compensate", "execute", "pivot" }
 local RPC_OPTIONS = { "auth", "errors", "http", "paginated", "permission" }
 local JOB_OPTIONS = { "queue", "retry", "timeout" }
 local SCHEDULE_OPTIONS = { "cron", "dispatch" }
@@ -66,10 +68,18 @@ local function article(noun)
   return (noun:match("^[aeiou]") and "an " or "a ") .. noun
 end
 
+-- A file's module is its folder's name; in a versioned folder (schema/v1/iam/) the module keeps
+-- its version as the second result ("iam", "v1"), as in the Go compiler.
 local function module_of(file)
   local dir = file:match("^(.*)/[^/]*$")
   if not dir or dir == "" then return "main" end
-  return dir:match("([^/]+)$") or "main"
+  local parent, mod = dir:match("^(.-)/?([^/]+)$")
+  if not mod then return "main" end
+  local version = parent and parent:match("(v%d+)$")
+  if version and (parent == version or parent:sub(-#version - 1, -#version - 1) == "/") then
+    return mod, version
+  end
+  return mod
 end
 
 -- cron ------------------------------------------------------------------------------------------
@@ -170,6 +180,8 @@ return {
   VALUE_ATTRS = VALUE_ATTRS,
   RELATION_OPTIONS = RELATION_OPTIONS,
   SERVICE_OPTIONS = SERVICE_OPTIONS,
+  ENTITY_ATTRS = ENTITY_ATTRS,
+  SAGA_STEP_OPTIONS = SAGA_STEP_OPTIONS,
   RPC_OPTIONS = RPC_OPTIONS,
   JOB_OPTIONS = JOB_OPTIONS,
   SCHEDULE_OPTIONS = SCHEDULE_OPTIONS,
