@@ -113,8 +113,9 @@ local function quote(s)
 end
 
 -- A Lua literal for v: strings quoted, numbers as %.17g, maps with sorted keys, arrays in order.
--- Nested tables are indented so diffs of generated files stay readable.
-local function literal(v, indent)
+-- Nested tables are indented so diffs of generated files stay readable; lead is the width of what
+-- precedes v on its line (a key), so that a line stays within the lint's 110 columns.
+local function literal(v, indent, lead)
   local t = type(v)
   if t == "string" then return quote(v) end
   if t == "number" then
@@ -131,7 +132,8 @@ local function literal(v, indent)
       if type(x) == "table" then simple = false end
     end
     for i, x in ipairs(v) do parts[i] = literal(x, inner) end
-    if simple then return "{ " .. concat(parts, ", ") .. " }" end
+    local one = "{ " .. concat(parts, ", ") .. " }"
+    if simple and #indent + (lead or 0) + #one < 104 then return one end
     return "{\n" .. inner .. concat(parts, ",\n" .. inner) .. ",\n" .. indent .. "}"
   end
   local keys = {}
@@ -141,11 +143,11 @@ local function literal(v, indent)
   local flat, width = true, #indent
   for i, k in ipairs(keys) do
     local key = is_ident(k) and k or "[" .. literal(k) .. "]"
-    parts[i] = key .. " = " .. literal(v[k], inner)
+    parts[i] = key .. " = " .. literal(v[k], inner, #key + 3)
     width = width + #parts[i] + 2
     if parts[i]:find("\n", 1, true) then flat = false end
   end
-  if flat and width < 96 then return "{ " .. concat(parts, ", ") .. " }" end
+  if flat and width < 96 and width + (lead or 0) < 106 then return "{ " .. concat(parts, ", ") .. " }" end
   return "{\n" .. inner .. concat(parts, ",\n" .. inner) .. ",\n" .. indent .. "}"
 end
 M.literal = literal

@@ -124,7 +124,11 @@ local TYPES = {
     kind = "record",
     name = "Order",
   },
-  ["testdata.OrderPriority"] = { kind = "enum", name = "OrderPriority", values = { "low", "normal", "high" } },
+  ["testdata.OrderPriority"] = {
+    kind = "enum",
+    name = "OrderPriority",
+    values = { "low", "normal", "high" },
+  },
 }
 
 -- ...: the name this file was required by ("generated.routes"): the handlers sit beside it.
