@@ -11,7 +11,7 @@ function M.CancelBooking(input, ctx) -- luacheck: no unused args
   return nil, { code = "unimplemented", message = "BookingService.CancelBooking is not written yet" }
 end
 
--- POST /v1/bookings/{booking_id}/archive  ArchiveBooking(booking_id: uuid) -> Booking
+-- POST /v1/archived-bookings/{booking_id}  ArchiveBooking(booking_id: uuid) -> Booking
 function M.ArchiveBooking(input, ctx) -- luacheck: no unused args
   return nil, { code = "unimplemented", message = "BookingService.ArchiveBooking is not written yet" }
 end
