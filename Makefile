@@ -93,7 +93,8 @@ DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         libluajit-5.1-dev luajit lua-lpeg lua-cjson lua-yaml lua-busted lua-check \
         libsqlite3-dev libhiredis-dev libuv1-dev nginx-light \
         libssl-dev openssl redis-server curl wrk hyperfine python3 python3-aiosmtpd swaks \
-        lua-sql-sqlite3 postgresql libpq-dev sqlite3 zlib1g-dev libbrotli-dev libargon2-dev
+        lua-sql-sqlite3 postgresql libpq-dev sqlite3 zlib1g-dev libbrotli-dev libargon2-dev \
+        neovim
 
 .PHONY: all deps run test asan bench bench-http fuzz lint check-includes install clean
 all: deps bin/zever $(LAZY_SO) build/bc/.stamp build/commands.lua
