@@ -105,12 +105,20 @@ end
 -- Compiles the workspace (open documents over the disk). Sets self.result.
 function Server:compile()
   local sources, files, seen = {}, {}, {}
+  self.disk = self.disk or {}
   for _, f in ipairs(self:disk_files()) do
     if not self.docs[f] then
-      local h = io.open(f, "rb")
-      if h then
-        sources[f] = h:read("*a")
-        h:close()
+      -- A file on disk is read again only when its mtime moved.
+      local mt = sys.mtime(f)
+      local cached = self.disk[f]
+      if not (cached and cached.mtime == mt) then
+        local h = io.open(f, "rb")
+        cached = h and { mtime = mt, text = h:read("*a") } or nil
+        if h then h:close() end
+        self.disk[f] = cached
+      end
+      if cached then
+        sources[f] = cached.text
         files[#files + 1] = f
         seen[f] = true
       end
@@ -124,11 +132,21 @@ function Server:compile()
   end
   sort(files)
   local trees, diags = {}, {}
+  -- Trees are kept by file and text: an edit re-parses its own file only. (The resolver does
+  -- not change the trees' meaning; it notes inline enum names on type nodes, the same each time.)
+  self.parsed = self.parsed or {}
+  local parsed = {}
   for _, f in ipairs(files) do
-    local tree, pd = parser.parse(sources[f], f)
-    trees[#trees + 1] = tree
-    for _, d in ipairs(pd) do diags[#diags + 1] = d end
+    local p = self.parsed[f]
+    if not (p and p.text == sources[f]) then
+      local tree, pd = parser.parse(sources[f], f)
+      p = { text = sources[f], tree = tree, diags = pd }
+    end
+    parsed[f] = p
+    trees[#trees + 1] = p.tree
+    for _, d in ipairs(p.diags) do diags[#diags + 1] = d end
   end
+  self.parsed = parsed
   -- Module names as the CLI gives them from the paths under the root (schema/<module>/x.zen).
   local root = self.root
   local function module_of(file)
@@ -179,7 +197,7 @@ end
 
 -- publishDiagnostics notifications for every file with diagnostics now or before.
 function Server:diagnostics_notes()
-  local r = self:compile()
+  local r = (not self.dirty and self.result) or self:compile()
   local by = {}
   for _, d in ipairs(r.diags) do
     if d.file then
@@ -192,6 +210,11 @@ function Server:diagnostics_notes()
   for f in pairs(by) do files[#files + 1] = f end
   for f in pairs(self.published) do
     if not by[f] then files[#files + 1] = f end
+  end
+  -- Every open document gets its (maybe empty) list after an edit: the client learns that the
+  -- edit was checked.
+  for f in pairs(self.docs) do
+    if not by[f] and not self.published[f] then files[#files + 1] = f end
   end
   sort(files)
   local now = {}
