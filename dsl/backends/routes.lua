@@ -296,10 +296,27 @@ function M.generate(ir, opts)
   opts = opts or {}
   local index = M.index(ir)
   local rpcs, types = rpc_table(ir, index)
+  -- The sagas (run by zever.saga with the same handlers): only when the schema has some, so that
+  -- the routes of a schema without sagas stay as they were.
+  local sagas, saga_src, saga_arg = {}, "", ""
+  for _, sg in ipairs(ir.sagas or {}) do
+    local steps = {}
+    for i, st in ipairs(sg.steps) do
+      local function ref(r) return r and { service = r.service, rpc = r.rpc } or nil end
+      steps[i] = { name = st.name, execute = ref(st.execute), compensate = ref(st.compensate),
+        pivot = st.pivot }
+    end
+    sagas[sg.name] = { name = sg.name, steps = steps }
+  end
+  if next(sagas) then
+    saga_src = "\n\n-- Sagas: zever.saga.run(db, SAGAS.Name, handlers, id) (docs/zen.md).\nlocal SAGAS = " ..
+      literal(sagas)
+    saga_arg = ", sagas = SAGAS"
+  end
   local src = HEADER .. '\nlocal rpc = require "zever.rpc"\n\nlocal RPCS = ' .. literal(rpcs) ..
-    "\n\nlocal TYPES = " .. literal(types) ..
+    "\n\nlocal TYPES = " .. literal(types) .. saga_src ..
     "\n\n-- ...: the name this file was required by (\"generated.routes\"): the handlers sit beside it.\n" ..
-    "return rpc.routes({ rpcs = RPCS, types = TYPES, module = ... })\n"
+    "return rpc.routes({ rpcs = RPCS, types = TYPES" .. saga_arg .. ", module = ... })\n"
   local files = { [opts.routes_file or "routes.lua"] = src }
   for _, svc in ipairs(ir.services or {}) do
     local routed = {}

@@ -609,7 +609,7 @@ function M.routes(def)
   if def.module ~= nil and type(def.module) ~= "string" then
     error("rpc.routes: def.module must be the generated module's name", 2)
   end
-  local mod = { rpcs = def.rpcs, types = def.types, error_status = error_status }
+  local mod = { rpcs = def.rpcs, types = def.types, error_status = error_status, sagas = def.sagas }
   -- Where the default handlers are: beside the generated module ("generated.routes" ->
   -- "generated.handlers.<service>"), or "handlers.<service>" when it was not required by name.
   local prefix = def.module and def.module:match("^(.*)%.[^.]*$")

@@ -1,3 +1,4 @@
+-- luacheck: globals vim
 -- Neovim (headless) as the client of `zever lsp`, for spec/dsl/lsp_nvim_spec.lua:
 --   ZEVER=bin/zever ZEN_ROOT=dir ZEN_OUT=out.json nvim --headless -u NONE -c "luafile this"
 -- Opens ZEN_ROOT/schema/app/app.zen (which has a typo on line 4), attaches the built-in LSP

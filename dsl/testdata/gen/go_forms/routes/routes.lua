@@ -131,5 +131,21 @@ local TYPES = {
   },
 }
 
+-- Sagas: zever.saga.run(db, SAGAS.Name, handlers, id) (docs/zen.md).
+local SAGAS = {
+  PlaceOrder = {
+    name = "PlaceOrder",
+    steps = {
+      {
+        compensate = { rpc = "Release", service = "StockService" },
+        execute = { rpc = "Reserve", service = "StockService" },
+        name = "reserve",
+      },
+      { execute = { rpc = "Charge", service = "PaymentService" }, name = "charge", pivot = true },
+      { execute = { rpc = "Ship", service = "PaymentService" }, name = "ship" },
+    },
+  },
+}
+
 -- ...: the name this file was required by ("generated.routes"): the handlers sit beside it.
-return rpc.routes({ rpcs = RPCS, types = TYPES, module = ... })
+return rpc.routes({ rpcs = RPCS, types = TYPES, sagas = SAGAS, module = ... })
