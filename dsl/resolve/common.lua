@@ -68,9 +68,24 @@ local function article(noun)
   return (noun:match("^[aeiou]") and "an " or "a ") .. noun
 end
 
--- A file's module is its folder's name; in a versioned folder (schema/v1/iam/) the module keeps
--- its version as the second result ("iam", "v1"), as in the Go compiler.
+-- A file's module, as the Go compiler gives it: under a folder named schema, the first folder
+-- below it (deeper folders belong to it: schema/billing/invoices/x.zen is billing), or, when
+-- that is a version (v1), the next one, the module keeping its version as the second result
+-- (schema/v1/iam/x.zen is "iam", "v1"); a file directly under schema/ is in the implicit module
+-- "public". Outside a schema folder, the file's own folder's name; no folder at all is "main".
 local function module_of(file)
+  local below = ("/" .. file):match("^.*/schema/(.+)$")
+  if below then
+    local parts = {}
+    for seg in below:gmatch("[^/]+") do parts[#parts + 1] = seg end
+    table.remove(parts) -- the file
+    if #parts == 0 then return "public" end
+    if parts[1]:match("^v%d+$") then
+      if parts[2] then return parts[2], parts[1] end
+      return "public", parts[1]
+    end
+    return parts[1]
+  end
   local dir = file:match("^(.*)/[^/]*$")
   if not dir or dir == "" then return "main" end
   local parent, mod = dir:match("^(.-)/?([^/]+)$")

@@ -233,6 +233,27 @@ service AccountService {
         warnings)
     end)
 
+    it("names modules as the Go compiler does: the first folder under schema/, or public", function()
+      local C = require "dsl.resolve.common"
+      local rows = {
+        { "schema/app.zen", "public" },
+        { "schema/app/a.zen", "app" },
+        { "schema/billing/invoices/x.zen", "billing" },
+        { "schema/v1/iam/u.zen", "iam", "v1" },
+        { "schema/v1/iam/sub/x.zen", "iam", "v1" },
+        { "/srv/app/schema/accounts/a.zen", "accounts" },
+        { "dsl/testdata/t.zen", "testdata" },
+      }
+      for _, row in ipairs(rows) do
+        assert.are.same({ row[2], row[3] }, { C.module_of(row[1]) }, row[1])
+      end
+      local r = compiled({ ["schema/a.zen"] = "entity A { id: uuid @primary }\n",
+        ["schema/b/b.zen"] = "entity B { id: uuid @primary  belongs_to a: public.A }\n" },
+        { "schema/a.zen", "schema/b/b.zen" })
+      assert.are.equal(0, r.errors, require("dsl.diagnostics").render(r.diags, r.sources))
+      assert.are.same({ "b", "public" }, r.ir.modules)
+    end)
+
     it("gives no version and no warning to an unversioned folder", function()
       local r = compiled({ ["schema/iam/iam.zen"] = SVC }, { "schema/iam/iam.zen" })
       assert.are.equal(0, r.errors)
