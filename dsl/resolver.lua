@@ -13,7 +13,8 @@
 -- is all that the backends see.
 --
 -- Names: every declaration of a module (entity, message, enum, service, job, schedule) shares one
--- namespace; a type of another module is written module.Type. A module's name is its folder's.
+-- namespace; a type of another module is written module.Type. A module's name comes from the
+-- file's path (dsl/resolve/common.lua module_of: the first folder under schema/, as in Go).
 
 -- The resolver runs once per command (zever check, gen), where LuaJIT's trace recorder costs more
 -- than it wins: with the JIT on, resolving a 200-entity schema took 14.5 ms against 9.8 ms
