@@ -770,11 +770,7 @@ end
 
 -- stdio through poll(2) and read(2), so that a debounce can wait for input with a timeout.
 local ffi = require "ffi"
-pcall(ffi.cdef, [[
-  struct zv_lsp_pollfd { int fd; short events; short revents; };
-  int poll(struct zv_lsp_pollfd *fds, unsigned long nfds, int timeout);
-  long read(int fd, void *buf, unsigned long count);
-]])
+require "zever.cdef.libc" -- poll, read
 
 local function now_ms()
   return sys.now() * 1000
@@ -785,7 +781,7 @@ function M.serve(opts)
   local server = Server.new(opts)
   server.clock = now_ms
   local out = io.stdout
-  local pfd = ffi.new("struct zv_lsp_pollfd[1]")
+  local pfd = ffi.new("struct pollfd[1]")
   pfd[0].fd, pfd[0].events = 0, 1 -- POLLIN
   local chunk = ffi.new("char[?]", 65536)
   local buf = ""

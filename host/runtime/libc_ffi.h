@@ -2,8 +2,9 @@
  * libc_ffi.h: the C library calls Lua makes through LuaJIT's FFI (zever.config.env reads environ,
  * zever.queue's wall clock reads clock_gettime, the log mailer names errno values with strerror,
  * bench/config_bench.lua fills the environment with clearenv and setenv, zever test sets
- * ZEVER_ENV with setenv, zever.config.paths reads getcwd, zever.cli.app's -C calls chdir, and
- * zever.server.reexec calls execv). Lua loads it with
+ * ZEVER_ENV with setenv, zever.config.paths reads getcwd, zever.cli.app's -C calls chdir,
+ * zever.server.reexec calls execv, and zever lsp (dsl/lsp.lua) waits on stdin with poll and
+ * reads it with read). Lua loads it with
  * require("zever.cdef.libc"). The Makefile runs this file through the preprocessor with
  * -DZV_FFI_CDEF into build/ffi.h, which the host preloads; C compiles it next to the libc headers
  * (runtime/state.c), so the compiler rejects any drift from them.
@@ -15,6 +16,7 @@
 #define ZV_LIBC_FFI_H
 
 #ifndef ZV_FFI_CDEF
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,6 +26,12 @@ typedef int clockid_t;
 struct timespec {
   long tv_sec;
   long tv_nsec;
+};
+typedef unsigned long nfds_t;
+struct pollfd {
+  int fd;
+  short events;
+  short revents;
 };
 #endif
 
@@ -35,5 +43,7 @@ int setenv(const char *name, const char *value, int overwrite);
 char *getcwd(char *buf, size_t size);
 int chdir(const char *path);
 int execv(const char *path, char *const argv[]);
+int poll(struct pollfd *fds, nfds_t nfds, int timeout);
+ssize_t read(int fd, void *buf, size_t count);
 
 #endif
