@@ -96,7 +96,7 @@ DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         libsqlite3-dev libhiredis-dev libuv1-dev nginx-light \
         libssl-dev openssl redis-server curl wrk hyperfine python3 python3-aiosmtpd swaks \
         lua-sql-sqlite3 postgresql libpq-dev sqlite3 zlib1g-dev libbrotli-dev libargon2-dev \
-        python3-websockets
+        python3-websockets neovim
 # HTTP/2 (host/h2, libnghttp2) and its load generator h2load (bench/http/tls.sh).
 DEBS += libnghttp2-dev nghttp2-client
 
@@ -249,6 +249,7 @@ bench: deps bin/zever $(BENCH_BIN)
 	@if [ -z '$(BENCH)' ] || echo Check200Entities | grep -q '$(BENCH)'; then bash bench/check_bench.sh; fi
 	@if [ -z '$(BENCH)' ] || echo WsEcho | grep -q '$(BENCH)'; then bash bench/ws_echo.sh; fi
 	@if [ -z '$(BENCH)' ] || echo Tls | grep -q '$(BENCH)'; then bash bench/http/tls.sh; fi
+	@if [ -z '$(BENCH)' ] || echo Lsp | grep -q '$(BENCH)'; then bash bench/lsp_bench.sh; fi
 
 # zever serve against nginx + ngx_lua (OpenResty's LuaJIT, unpacked into bench/http/vendor).
 bench-http: deps bin/zever

@@ -15,6 +15,8 @@ runs=${RUNS:-30}
 dir=$(mktemp -d)
 json=$(mktemp)
 trap 'rm -rf "$dir" "$json"' EXIT
+# KEEP_SCHEMA=folder: generate the schema there and keep it (bench/lsp_bench.sh uses it).
+if [ -n "${KEEP_SCHEMA:-}" ]; then rm -rf "$dir"; dir=$KEEP_SCHEMA; trap 'rm -f "$json"' EXIT; fi
 [ -n "${KEEP:-}" ] && trap 'rm -f "$json"; echo "schema kept in $dir" >&2' EXIT
 mkdir -p "$dir/schema/shop"
 

@@ -79,6 +79,11 @@ local render_value
 
 local function render_type(t)
   local s = t.list and ("[" .. render_type(t.of) .. "]") or t.name
+  if t.values then
+    local names = {}
+    for i, v in ipairs(t.values) do names[i] = v.name end
+    s = "enum(" .. concat(names, ", ") .. ")"
+  end
   if t.optional then s = s .. "?" end
   return s
 end
@@ -106,6 +111,7 @@ end
 
 function render_value(S, v)
   local kd = v.kind
+  if kd == "go_string" then return v.text end
   if kd == "string" or kd == "int" or kd == "float" or kd == "duration" then
     return token_text(S, v.pos)
   elseif kd == "bool" then
@@ -128,7 +134,21 @@ end
 local function render_attributes(S, list)
   local parts = {}
   for _, a in ipairs(list or {}) do
-    parts[#parts + 1] = " @" .. a.name .. (a.args and render_args(S, a.args) or "")
+    local args = a.args
+    if S.go and a.name == "validate" and args then
+      -- The Go grammar quotes the format: @validate(format: "email").
+      local quoted = {}
+      for i, arg in ipairs(args) do
+        local v = arg.value
+        if arg.name == "format" and v.kind == "ident" then
+          quoted[i] = { name = arg.name, value = { kind = "go_string", text = '"' .. v.name .. '"' } }
+        else
+          quoted[i] = arg
+        end
+      end
+      args = quoted
+    end
+    parts[#parts + 1] = " @" .. a.name .. (args and render_args(S, args) or "")
   end
   return concat(parts)
 end
@@ -149,7 +169,9 @@ end
 local function type_end(S, i)
   local kind = S.kind
   local e = kind[i] == "[" and S.match[i] or i
-  if kind[i] ~= "[" then
+  if kind[i + 1] == "(" then
+    e = S.match[i + 1] -- enum(a, b)
+  elseif kind[i] ~= "[" then
     while kind[e + 1] == "." do e = e + 2 end
   end
   if kind[e + 1] == "?" then e = e + 1 end
@@ -175,7 +197,7 @@ local function block_close(S, node)
     i = S.match[i + 2] + 1
     if S.kind[i] == "->" then i = type_end(S, i + 1) + 1 end
   else
-    i = i + 2
+    i = skip_attributes(S, i + 2) -- entity Order @schema(billing) {
   end
   if S.kind[i] ~= "{" then return nil end
   return S.pos[S.match[i]]
@@ -316,6 +338,8 @@ local function print_member(w, m)
     w:code_line(m.pos, m.name .. render_attributes(S, m.attributes), true)
   elseif kd == "option" then
     print_option(w, m)
+  elseif kd == "step" then
+    print_options(w, m.pos, "step " .. m.name, m.options, block_close(S, m))
   else -- rpc
     print_callable(w, m, "rpc " .. m.name, m.returns and (" -> " .. render_type(m.returns)) or "")
   end
@@ -325,7 +349,7 @@ local function by_pos(a, b) return a.pos < b.pos end
 
 local function print_decl(w, d)
   local S, kd = w.S, d.kind
-  local head = kd .. " " .. d.name
+  local head = kd .. " " .. d.name .. render_attributes(S, d.attributes)
   if kd == "job" then
     print_callable(w, d, head, "")
     return
@@ -340,15 +364,113 @@ local function print_decl(w, d)
     sort(members, by_pos)
   elseif kd == "schedule" then
     members = d.options
+  elseif kd == "saga" then
+    members = d.steps
   else
     members = d.members
   end
   w:block(d.pos, head, members, block_close(S, d), print_member)
 end
 
+-- zever fmt --go: the forms of this dialect that the Go framework's compiler does not read. Each
+-- is a diagnostic (phase "fmt"); the formatter refuses a file that has any.
+local GO_ATTRS = { primary = true, unique = true, default = true, validate = true,
+  renamed_from = true, foreign_key = true, on_delete = true, schema = true }
+local GO_OPTIONS = { http = true, auth = true, permission = true, errors = true, paginated = true,
+  queue = true, retry = true, cron = true, dispatch = true, join_table = true, execute = true,
+  compensate = true, pivot = true }
+
+local function go_problems(tree, file)
+  local out = {}
+  local function add(node, msg)
+    out[#out + 1] = { file = file, line = node.line, col = node.col, pos = node.pos, phase = "fmt",
+      severity = "error", message = msg .. " (not in the Go grammar; zever fmt --go writes only " ..
+      "what the Go compiler reads)" }
+  end
+  local function typ(t)
+    if not t then return end
+    if t.list then return add(t, "the list type [" .. render_type(t.of) .. "]") end
+    if t.name and t.name:find(".", 1, true) then add(t, "the module-qualified type " .. t.name) end
+  end
+  local function attrs(list, where)
+    for _, a in ipairs(list or {}) do
+      if not GO_ATTRS[a.name] then
+        add(a, "@" .. a.name .. " on " .. where)
+      elseif a.name == "default" and a.args and a.args[1] and a.args[1].value.kind == "bool" then
+        add(a, "@default(true|false) (true and false are reserved words there)")
+      end
+    end
+  end
+  local function options(list, where)
+    for _, o in ipairs(list or {}) do
+      if not GO_OPTIONS[o.name] then add(o, "the option " .. o.name .. ": in " .. where) end
+      if o.name == "retry" then
+        local v = o.value
+        for _, g in ipairs(v.kind == "list" and not v.brace and v.items or { v }) do
+          if g.kind == "call" and g.name == "backoff" then
+            local first = g.args[1] and g.args[1].value
+            if first and first.kind == "ident" and first.name ~= "exponential" then
+              add(first, "backoff(" .. first.name .. ") (exponential is the only kind)")
+            end
+            for i = 2, #g.args do
+              if g.args[i].name ~= "base" then
+                add(g.args[i], "backoff's " .. tostring(g.args[i].name) .. ":")
+              end
+            end
+          end
+        end
+      end
+    end
+  end
+  local function fields(list, where)
+    for _, f in ipairs(list or {}) do
+      typ(f.type)
+      attrs(f.attributes, where .. " " .. tostring(f.name))
+    end
+  end
+  for _, d in ipairs(tree.decls) do
+    local what = d.kind .. " " .. tostring(d.name)
+    attrs(d.attributes, what)
+    if d.kind == "entity" or d.kind == "message" then
+      for _, m in ipairs(d.members or {}) do
+        if m.kind == "field" then
+          fields({ m }, "field")
+        elseif m.kind == "relation" then
+          typ(m.type)
+          attrs(m.attributes, "relation " .. m.name)
+          options(m.options, "relation " .. m.name)
+        else
+          attrs(m.attributes, "index")
+        end
+      end
+    elseif d.kind == "enum" then
+      for _, v in ipairs(d.values or {}) do
+        for _, a in ipairs(v.attributes or {}) do add(a, "@" .. a.name .. " on enum value " .. v.name) end
+      end
+    elseif d.kind == "service" then
+      options(d.options, what)
+      for _, r in ipairs(d.rpcs or {}) do
+        fields(r.params, "parameter")
+        typ(r.returns)
+        options(r.options, "rpc " .. r.name)
+      end
+    elseif d.kind == "job" then
+      fields(d.params, "parameter")
+      options(d.options, what)
+    elseif d.kind == "saga" then
+      for _, st in ipairs(d.steps or {}) do options(st.options, "step " .. st.name) end
+    else
+      options(d.options, what)
+    end
+  end
+  return out
+end
+
 -- Formats src (the text of file, named in diagnostics). Returns the canonical text, or nil and
 -- an error whose diagnostics say why src was refused. A non-string src raises.
-function M.format(src, file)
+-- opts.go: write the Go framework's form (quoted @validate formats) and refuse, with a diagnostic
+-- each, the forms its compiler does not read (err.code "go").
+function M.format(src, file, opts)
   if type(src) ~= "string" then error("format: src must be a string", 2) end
   file = file or "<input>"
   local tree, diags = parser.parse(src, file)
@@ -361,7 +483,18 @@ function M.format(src, file)
       message = string.format("%s: %d syntax error%s, not formatted", file, #errors,
         #errors == 1 and "" or "s") }
   end
-  local w = setmetatable({ S = scan(src), out = {}, ci = 1, depth = 0, opened = false,
+  local go = opts and opts.go
+  if go then
+    local problems = go_problems(tree, file)
+    if #problems > 0 then
+      return nil, { code = "go", diagnostics = problems,
+        message = string.format("%s: %d form%s the Go compiler does not read, not formatted", file,
+          #problems, #problems == 1 and "" or "s") }
+    end
+  end
+  local S = scan(src)
+  S.go = go
+  local w = setmetatable({ S = S, out = {}, ci = 1, depth = 0, opened = false,
     force = false }, W)
   for _, d in ipairs(tree.decls) do
     print_decl(w, d)

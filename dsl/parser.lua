@@ -128,11 +128,22 @@ function P:first_on_line(k)
   return k == 1 or self.line[k - 1] < self.line[k]
 end
 
+-- "saga Name {": "saga" is a contextual word (an identifier elsewhere), as in the Go grammar.
+function P:saga_at(k)
+  k = k or self.k
+  return self.kind[k] == "IDENT" and self.kind[k + 1] == "IDENT" and self:text(k) == "saga"
+end
+
+-- Whether token k starts a declaration: a declaration keyword, or "saga Name".
+function P:decl_start(k)
+  k = k or self.k
+  return (self.kind[k] == "KEYWORD" and DECLS[self:text(k)] ~= nil) or self:saga_at(k)
+end
+
 -- "entity Name" at column 1: a declaration that ends any block left open above it.
 function P:decl_at_col1(k)
   k = k or self.k
-  return self.col[k] == 1 and self.kind[k] == "KEYWORD" and DECLS[self:text(k)] ~= nil
-    and self.kind[k + 1] == "IDENT"
+  return self.col[k] == 1 and self:decl_start(k) and self.kind[k + 1] == "IDENT"
 end
 
 function P:describe(k)
@@ -214,7 +225,7 @@ function P:sync_top()
   while true do
     local k, kd = self.k, self.kind[self.k]
     if kd == "EOF" then break end
-    if kd == "KEYWORD" and DECLS[self:text(k)] and (depth == 0 or self:decl_at_col1(k)) then break end
+    if self:decl_start(k) and (depth == 0 or self:decl_at_col1(k)) then break end
     if OPEN[kd] then
       depth = depth + 1
     elseif CLOSE[kd] and depth > 0 then
@@ -231,6 +242,7 @@ function P:member_start(k)
   local nxt = self.kind[k + 1]
   if nxt == ":" then return true end
   local t = self:text(k)
+  if t == "step" and nxt == "IDENT" and self.kind[k + 2] == "{" then return true end
   if self.kind[k] == "KEYWORD" then
     if RELATIONS[t] and self:is_name(k + 1) then return true end
     if t == "index" and nxt == "(" then return true end
@@ -318,6 +330,21 @@ function P:type()
     if not self:expect("]", '"]" to close the list type') then return nil end
     t.list = true
     t.of = elem
+  elseif self:is_keyword("enum") and self:at("(", k + 1) then
+    -- An inline enum, enum(low, high): the resolver gives it a named enum of its own.
+    self:advance()
+    self:advance()
+    t.name = "enum"
+    t.values = {}
+    repeat
+      if not self:is_name() then return self:expected("an enum value") end
+      local v = self:node("value", self.k)
+      v.name = self:text(self:advance())
+      t.values[#t.values + 1] = v
+      local more = self:at(",")
+      if more then self:advance() end
+    until not more or self:at(")")
+    if not self:expect(")", '"," or ")" in enum(...)') then return nil end
   elseif self:is_name() then
     t.name = self:dotted()
   else
@@ -614,7 +641,21 @@ function P:enum_value()
   return v
 end
 
--- decl := entity | message | enum | service | job | schedule
+-- step := "step" name "{" { option } "}"   (a saga's member; "step" is contextual)
+function P:step()
+  local k = self.k
+  if not (self:at("IDENT") and self:text(k) == "step") then
+    return self:expected('"step" (step name { execute: Service.Rpc })')
+  end
+  local s = self:named("step", k)
+  self:advance()
+  if not self:at("IDENT") then return self:expected("the step's name") end
+  s.name = self:text(self:advance())
+  s.options = self:block(P.option)
+  return s
+end
+
+-- decl := entity | message | enum | service | job | schedule | saga
 function P:decl()
   local k = self.k
   local word = self:text(k)
@@ -627,6 +668,11 @@ function P:decl()
   d.name = self:text(self:advance())
   local nerr = self.nerr
   if word == "entity" or word == "message" then
+    -- Attributes between the name and the body (entity Order @schema(billing) {), as in Go.
+    if self:at("@") then
+      d.attributes = self:attributes()
+      if not d.attributes then return nil end
+    end
     d.members = self:block(P.entity_member)
     if #d.members == 0 and self.nerr == nerr then
       self:diag(k, "warning", format("%s %s has no fields", word, d.name))
@@ -647,6 +693,11 @@ function P:decl()
     d.params = self:params()
     if not d.params then return nil end
     d.options = self:at("{") and self:block(P.option) or {}
+  elseif word == "saga" then
+    d.steps = self:block(P.step)
+    if #d.steps == 0 and self.nerr == nerr then
+      self:diag(k, "warning", format("saga %s has no steps", d.name))
+    end
   else -- schedule
     d.options = self:block(P.option)
   end
@@ -664,12 +715,12 @@ function M.parse(src, file)
   local tree = { kind = "file", file = file, line = 1, col = 1, pos = 1, decls = {} }
   while not self:at("EOF") do
     local k = self.k
-    if self.kind[k] == "KEYWORD" and DECLS[self:text(k)] then
+    if self:decl_start(k) then
       local d = self:decl()
       if d then tree.decls[#tree.decls + 1] = d end
       if self.panic then self:sync_top() end
     else
-      self:expected("a declaration (entity, message, enum, service, job or schedule)")
+      self:expected("a declaration (entity, message, enum, service, job, schedule or saga)")
       self:sync_top()
     end
     if self.k == k then self:advance() end

@@ -13,7 +13,8 @@
 -- is all that the backends see.
 --
 -- Names: every declaration of a module (entity, message, enum, service, job, schedule) shares one
--- namespace; a type of another module is written module.Type. A module's name is its folder's.
+-- namespace; a type of another module is written module.Type. A module's name comes from the
+-- file's path (dsl/resolve/common.lua module_of: the first folder under schema/, as in Go).
 
 -- The resolver runs once per command (zever check, gen), where LuaJIT's trace recorder costs more
 -- than it wins: with the JIT on, resolving a 200-entity schema took 14.5 ms against 9.8 ms
@@ -54,7 +55,7 @@ function M.resolve(trees, opts)
     routes = {}, module_of = opts.module_of or module_of }, S)
   for _, tree in ipairs(trees) do self:declare(tree) end
   local out = { kind = "ir", entities = {}, messages = {}, enums = {}, services = {}, jobs = {},
-    schedules = {} }
+    schedules = {}, sagas = {} }
   local function each(kind, fn)
     for _, q in ipairs(self.order) do
       local sym = self.symbols[q]
@@ -87,10 +88,11 @@ function M.resolve(trees, opts)
   each("service", function(sym) out.services[#out.services + 1] = self:service(sym) end)
   each("job", function(sym) out.jobs[#out.jobs + 1] = self:job(sym) end)
   each("schedule", function(sym) out.schedules[#out.schedules + 1] = self:schedule(sym) end)
+  each("saga", function(sym) out.sagas[#out.sagas + 1] = self:saga(sym) end)
   each("enum", function(sym)
     local d = sym.decl
     local node = { kind = "enum", name = d.name, module = sym.module, file = sym.file,
-      line = d.line, col = d.col, doc = d.doc, values = {} }
+      line = d.line, col = d.col, doc = d.doc, values = {}, inline = d.inline }
     self:unique_names(d.values or {}, "value", d.name)
     for _, v in ipairs(d.values or {}) do
       local attrs = self:attributes(v.attributes, VALUE_ATTRS, "enum value " .. v.name)
@@ -105,13 +107,14 @@ function M.resolve(trees, opts)
     out.enums[#out.enums + 1] = node
   end)
   for _, list in pairs({ out.entities, out.messages, out.enums, out.services, out.jobs,
-    out.schedules }) do
+    out.schedules, out.sagas }) do
     sort(list, by_qname)
   end
   local mods = {}
   for m in pairs(self.modules) do mods[#mods + 1] = m end
   sort(mods)
   out.modules = mods
+  if self.versions then out.versions = self.versions end
   return out, self.diags
 end
 

@@ -9,8 +9,9 @@ return {
   name = "check",
   summary = "Check the .zen schema (syntax, names, types, relations, routes) and report problems",
   usage = "zever check [paths...] [--json]",
-  help = "Paths are .zen files or folders searched for them (default: schema/). A file's folder\n"
-    .. "is its module. Runs the lexer, the parser and the resolver (names, types, relations,\n"
+  help = "Paths are .zen files or folders searched for them (default: schema/). The first folder\n"
+    .. "under schema/ is a file's module (schema/v1/iam/: iam, version v1; schema/x.zen: public).\n"
+    .. "Runs the lexer, the parser and the resolver (names, types, relations,\n"
     .. "routes, auth, jobs, schedules); it only reports, it generates nothing.\n"
     .. "Exit codes: 0 no errors (warnings allowed), 1 any error, 2 usage.",
   flags = {

@@ -35,15 +35,19 @@ end
 return {
   name = "fmt",
   summary = "Format .zen schema files into their canonical form",
-  usage = "zever fmt [paths...] [-l] [--write]",
+  usage = "zever fmt [paths...] [-l] [--write] [--go]",
   help = "Paths are .zen files or folders searched for them (default: schema/). Without flags\n"
     .. "the formatted text is printed to stdout. The form: 2-space indent, one member a line,\n"
     .. "one blank line between declarations, comments kept. Files that do not lex or parse\n"
     .. "cleanly are refused with their diagnostics.\n"
+    .. "--go writes the Go framework's form (@validate(format: \"email\") quoted) and refuses,\n"
+    .. "with a diagnostic each, the forms of this dialect its compiler does not read ([T] lists,\n"
+    .. "module.Type, @default(true), backoff other than exponential, prefix:, timeout:, ...).\n"
     .. "Exit codes: 0 ok (also when -l lists files), 1 a file refused or unreadable, 2 usage.",
   flags = {
     { name = "l", summary = "list the files whose formatting differs instead of printing them" },
     { name = "write", summary = "rewrite the files whose formatting differs in place" },
+    { name = "go", summary = "write the Go framework's form; refuse what its compiler does not read" },
   },
   run = function(args, flags)
     -- The compiler loads here, not at the top: `zever help` reads every command file.
@@ -57,7 +61,7 @@ return {
     for _, file in ipairs(files) do
       local src, rerr = read(file)
       local out, err
-      if src then out, err = format.format(src, file) end
+      if src then out, err = format.format(src, file, { go = flags.go }) end
       if not src then
         io.stderr:write("zever fmt: ", rerr, "\n")
         code = 1

@@ -113,8 +113,9 @@ local function quote(s)
 end
 
 -- A Lua literal for v: strings quoted, numbers as %.17g, maps with sorted keys, arrays in order.
--- Nested tables are indented so diffs of generated files stay readable.
-local function literal(v, indent)
+-- Nested tables are indented so diffs of generated files stay readable; lead is the width of what
+-- precedes v on its line (a key), so that a line stays within the lint's 110 columns.
+local function literal(v, indent, lead)
   local t = type(v)
   if t == "string" then return quote(v) end
   if t == "number" then
@@ -131,7 +132,8 @@ local function literal(v, indent)
       if type(x) == "table" then simple = false end
     end
     for i, x in ipairs(v) do parts[i] = literal(x, inner) end
-    if simple then return "{ " .. concat(parts, ", ") .. " }" end
+    local one = "{ " .. concat(parts, ", ") .. " }"
+    if simple and #indent + (lead or 0) + #one < 104 then return one end
     return "{\n" .. inner .. concat(parts, ",\n" .. inner) .. ",\n" .. indent .. "}"
   end
   local keys = {}
@@ -141,11 +143,11 @@ local function literal(v, indent)
   local flat, width = true, #indent
   for i, k in ipairs(keys) do
     local key = is_ident(k) and k or "[" .. literal(k) .. "]"
-    parts[i] = key .. " = " .. literal(v[k], inner)
+    parts[i] = key .. " = " .. literal(v[k], inner, #key + 3)
     width = width + #parts[i] + 2
     if parts[i]:find("\n", 1, true) then flat = false end
   end
-  if flat and width < 96 then return "{ " .. concat(parts, ", ") .. " }" end
+  if flat and width < 96 and width + (lead or 0) < 106 then return "{ " .. concat(parts, ", ") .. " }" end
   return "{\n" .. inner .. concat(parts, ",\n" .. inner) .. ",\n" .. indent .. "}"
 end
 M.literal = literal
@@ -231,7 +233,9 @@ local function rpc_table(ir, index)
         rpcs[#rpcs + 1] = {
           service = svc.name, name = rpc.name, method = rpc.method, path = rpc.path,
           pattern = M.pattern(rpc.path), handlers = M.handler_file(svc),
-          auth = rpc.auth or "required", permission = rpc.permission,
+          auth = rpc.auth or "required", permission = rpc.permission, roles = rpc.roles,
+          owner = rpc.owner and { table = rpc.owner.table, key = rpc.owner.key,
+            param = rpc.owner.param, field = rpc.owner.field } or nil,
           paginated = rpc.paginated or nil, output = rpc.output, output_type = output_type,
           body = M.source(rpc, "\0") == "body" or nil,
           inputs = inputs, errors = errors,
@@ -292,10 +296,27 @@ function M.generate(ir, opts)
   opts = opts or {}
   local index = M.index(ir)
   local rpcs, types = rpc_table(ir, index)
+  -- The sagas (run by zever.saga with the same handlers): only when the schema has some, so that
+  -- the routes of a schema without sagas stay as they were.
+  local sagas, saga_src, saga_arg = {}, "", ""
+  for _, sg in ipairs(ir.sagas or {}) do
+    local steps = {}
+    for i, st in ipairs(sg.steps) do
+      local function ref(r) return r and { service = r.service, rpc = r.rpc } or nil end
+      steps[i] = { name = st.name, execute = ref(st.execute), compensate = ref(st.compensate),
+        pivot = st.pivot }
+    end
+    sagas[sg.name] = { name = sg.name, steps = steps }
+  end
+  if next(sagas) then
+    saga_src = "\n\n-- Sagas: zever.saga.run(db, SAGAS.Name, handlers, id) (docs/zen.md).\nlocal SAGAS = " ..
+      literal(sagas)
+    saga_arg = ", sagas = SAGAS"
+  end
   local src = HEADER .. '\nlocal rpc = require "zever.rpc"\n\nlocal RPCS = ' .. literal(rpcs) ..
-    "\n\nlocal TYPES = " .. literal(types) ..
+    "\n\nlocal TYPES = " .. literal(types) .. saga_src ..
     "\n\n-- ...: the name this file was required by (\"generated.routes\"): the handlers sit beside it.\n" ..
-    "return rpc.routes({ rpcs = RPCS, types = TYPES, module = ... })\n"
+    "return rpc.routes({ rpcs = RPCS, types = TYPES" .. saga_arg .. ", module = ... })\n"
   local files = { [opts.routes_file or "routes.lua"] = src }
   for _, svc in ipairs(ir.services or {}) do
     local routed = {}

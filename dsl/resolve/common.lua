@@ -36,6 +36,8 @@ local INDEX_ATTRS = { "concurrently", "unique" }
 local VALUE_ATTRS = { "renamed_from" }
 local RELATION_OPTIONS = { "join_table" }
 local SERVICE_OPTIONS = { "prefix" }
+local ENTITY_ATTRS = { "schema" }
+local SAGA_STEP_OPTIONS = { "compensate", "execute", "pivot" }
 local RPC_OPTIONS = { "auth", "errors", "http", "paginated", "permission" }
 local JOB_OPTIONS = { "queue", "retry", "timeout" }
 local SCHEDULE_OPTIONS = { "cron", "dispatch" }
@@ -66,10 +68,33 @@ local function article(noun)
   return (noun:match("^[aeiou]") and "an " or "a ") .. noun
 end
 
+-- A file's module, as the Go compiler gives it: under a folder named schema, the first folder
+-- below it (deeper folders belong to it: schema/billing/invoices/x.zen is billing), or, when
+-- that is a version (v1), the next one, the module keeping its version as the second result
+-- (schema/v1/iam/x.zen is "iam", "v1"); a file directly under schema/ is in the implicit module
+-- "public". Outside a schema folder, the file's own folder's name; no folder at all is "main".
 local function module_of(file)
+  local below = ("/" .. file):match("^.*/schema/(.+)$")
+  if below then
+    local parts = {}
+    for seg in below:gmatch("[^/]+") do parts[#parts + 1] = seg end
+    table.remove(parts) -- the file
+    if #parts == 0 then return "public" end
+    if parts[1]:match("^v%d+$") then
+      if parts[2] then return parts[2], parts[1] end
+      return "public", parts[1]
+    end
+    return parts[1]
+  end
   local dir = file:match("^(.*)/[^/]*$")
   if not dir or dir == "" then return "main" end
-  return dir:match("([^/]+)$") or "main"
+  local parent, mod = dir:match("^(.-)/?([^/]+)$")
+  if not mod then return "main" end
+  local version = parent and parent:match("(v%d+)$")
+  if version and (parent == version or parent:sub(-#version - 1, -#version - 1) == "/") then
+    return mod, version
+  end
+  return mod
 end
 
 -- cron ------------------------------------------------------------------------------------------
@@ -170,6 +195,8 @@ return {
   VALUE_ATTRS = VALUE_ATTRS,
   RELATION_OPTIONS = RELATION_OPTIONS,
   SERVICE_OPTIONS = SERVICE_OPTIONS,
+  ENTITY_ATTRS = ENTITY_ATTRS,
+  SAGA_STEP_OPTIONS = SAGA_STEP_OPTIONS,
   RPC_OPTIONS = RPC_OPTIONS,
   JOB_OPTIONS = JOB_OPTIONS,
   SCHEDULE_OPTIONS = SCHEDULE_OPTIONS,

@@ -7,6 +7,7 @@ if jit then jit.off(true, true) end -- interpreted, like all of the resolver (ds
 local C = require "dsl.resolve.common"
 local S = C.S
 local sql_type = C.sql_type
+local ENTITY_ATTRS = C.ENTITY_ATTRS
 local FIELD_ATTRS = C.FIELD_ATTRS
 local INDEX_ATTRS = C.INDEX_ATTRS
 local ON_DELETE = C.ON_DELETE
@@ -101,8 +102,20 @@ function S:record(sym)
         m.kind == "relation" and m.relation or "an index")
     end
   end
+  local eattrs = self:attributes(d.attributes, persisted and ENTITY_ATTRS or {},
+    d.kind .. " " .. d.name)
   if persisted then
     node.table = ir.table_name(d.name)
+    if eattrs.schema then
+      local v = self:one_arg(eattrs.schema)
+      if v and ((v.kind ~= "ident" and v.kind ~= "string") or
+        not (v.name or v.value):match("^[%l_][%l%d_]*$")) then
+        self:err(v, "@schema takes a lower-case name (billing), found %s", describe(v))
+      elseif v then
+        node.schema = v.name or v.value
+        node.table = node.schema .. "_" .. node.table
+      end
+    end
     node.columns = fields
     node.indexes, node.foreign_keys, node.relations = {}, {}, {}
     local primary

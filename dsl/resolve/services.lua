@@ -64,6 +64,11 @@ function S:http(rpc, o, node, inputs)
   local p = path.value
   if p:sub(1, 1) ~= "/" then return self:err(path, 'http: the path %q must start with "/"', p) end
   local full = (self.prefix or "") .. p
+  local version = self.versions and self.versions[self.mod]
+  if version and full:sub(1, #version + 2) ~= "/" .. version .. "/" then
+    self:warn(path, "the path %s of module %s (folder %s/) does not start with /%s/", full,
+      self.mod, version, version)
+  end
   if self.prefix and p:sub(1, #self.prefix) == self.prefix then
     self:warn(path, "the path %s already starts with the service prefix %s (the route is %s)", p,
       self.prefix, full)
@@ -100,21 +105,18 @@ function S:rpc(r)
   end
   local opts = self:options(r.options, RPC_OPTIONS, "rpc " .. r.name)
   if opts.http then self:http(r, opts.http, node, node.inputs) end
-  if opts.auth then
-    local v = opts.auth.value
-    if v.kind ~= "ident" or (v.name ~= "required" and v.name ~= "none") then
-      self:err(v, "auth is required or none, found %s%s", value_text(v),
-        suggest(v.name, { "none", "required" }))
-    else
-      node.auth = v.name
-    end
-  end
+  if opts.auth then self:auth(opts.auth.value, node) end
   if opts.permission then
     local v = opts.permission.value
-    if v.kind ~= "string" and v.kind ~= "ident" then
-      self:err(v, "permission takes a name, found %s", describe(v))
+    if v.kind == "call" and v.name == "check" then
+      self:permission_check(v, node, node.inputs)
+    elseif v.kind ~= "string" and v.kind ~= "ident" then
+      self:err(v, 'permission takes a name or check("action", resource: Entity, owner_field: ' ..
+        'field), found %s', describe(v))
     else
       node.permission = v.value or v.name
+    end
+    if node.permission then
       if node.auth == "none" then
         self:err(opts.auth, "rpc %s has auth: none and a permission: a permission needs a user",
           r.name)
@@ -139,6 +141,123 @@ function S:rpc(r)
     end
   end
   return node
+end
+
+-- auth: required | none | required(roles: { admin, support })
+function S:auth(v, node)
+  local word = (v.kind == "ident" or v.kind == "call") and v.name or nil
+  if word ~= "required" and word ~= "none" then
+    return self:err(v, "auth is required, required(roles: { ... }) or none, found %s%s",
+      value_text(v), suggest(word, { "none", "required" }))
+  end
+  node.auth = word
+  if v.kind ~= "call" then return end
+  if word == "none" then return self:err(v, "auth: none takes no arguments") end
+  for _, a in ipairs(v.args) do
+    local list = a.value
+    if a.name ~= "roles" then
+      self:err(a, "auth: required takes roles: { name, ... }, found %s%s",
+        a.name and (a.name .. ":") or describe(list), suggest(a.name, { "roles" }))
+    elseif list.kind ~= "list" or #list.items == 0 then
+      self:err(list, "roles takes a list of role names ({ admin }), found %s", describe(list))
+    else
+      local roles, seen = {}, {}
+      for _, item in ipairs(list.items) do
+        local role = (item.kind == "ident" and item.name) or (item.kind == "string" and item.value)
+        if not role then
+          self:err(item, "a role is a name, found %s", describe(item))
+        elseif seen[role] then
+          self:err(item, "role %s is listed twice", role)
+        else
+          seen[role] = true
+          roles[#roles + 1] = role
+        end
+      end
+      node.roles = roles
+    end
+  end
+end
+
+-- permission: check("booking.cancel", resource: Booking, owner_field: guest_id): the permission
+-- plus an owner check (the route loads the resource by the input holding its key and compares
+-- owner_field with the caller).
+function S:permission_check(v, node, inputs)
+  local action, resource, field
+  for i, a in ipairs(v.args) do
+    if i == 1 and not a.name then
+      if a.value.kind ~= "string" then
+        self:err(a.value, 'check takes the action first as a string ("booking.cancel"), found %s',
+          describe(a.value))
+      else
+        action = a.value
+      end
+    elseif a.name == "resource" then
+      resource = a.value
+    elseif a.name == "owner_field" then
+      field = a.value
+    else
+      self:err(a, "check takes an action string, resource: and owner_field:, found %s%s",
+        a.name and (a.name .. ":") or describe(a.value),
+        suggest(a.name, { "owner_field", "resource" }))
+    end
+  end
+  if not action then
+    if #v.args == 0 or v.args[1].name then
+      self:err(v, 'check takes the action first as a string ("booking.cancel")')
+    end
+    return
+  end
+  node.permission = action.value
+  if not resource and not field then return end
+  if not (resource and field) then
+    return self:err(v, "check needs both resource: and owner_field: for an owner check")
+  end
+  if resource.kind ~= "ident" then
+    return self:err(resource, "resource: takes an entity name, found %s", describe(resource))
+  end
+  local sym = self:lookup(resource.name, self.mod)
+  if not sym or sym.kind ~= "entity" then
+    local ents = {}
+    for _, q in ipairs(self.order) do
+      local s = self.symbols[q]
+      if s.kind == "entity" then ents[#ents + 1] = s.module == self.mod and s.decl.name or q end
+    end
+    return self:err(resource, "resource: %s is %s%s", resource.name,
+      sym and ("a " .. sym.kind .. ", not an entity") or "not a declared entity",
+      suggest(resource.name, ents))
+  end
+  self.used[sym.qname] = true
+  local ent = sym.node
+  if field.kind ~= "ident" then
+    return self:err(field, "owner_field: takes a field of %s, found %s", sym.decl.name,
+      describe(field))
+  end
+  local names, found = {}, false
+  for _, c in ipairs(ent and ent.columns or {}) do
+    names[#names + 1] = c.name
+    if c.name == field.name then found = true end
+  end
+  if not found then
+    return self:err(field, "owner_field: %s is not a field of %s%s", field.name, sym.decl.name,
+      suggest(field.name, names))
+  end
+  local key = sym.primary and sym.primary.name
+  if not key then return end
+  -- The input that holds the resource's key: its primary key's name, or <entity>_<key>.
+  local want = { key, ir.snake(sym.decl.name) .. "_" .. key }
+  local param
+  for _, i in ipairs(inputs) do
+    if i.name == want[1] or i.name == want[2] then
+      param = i.name
+      break
+    end
+  end
+  if not param then
+    return self:err(v, "the owner check loads %s by its key: rpc %s needs an input %s or %s",
+      sym.decl.name, node.name, want[1], want[2])
+  end
+  node.owner = { resource = sym.qname, table = ent.table, key = key, param = param,
+    field = field.name }
 end
 
 function S:errors(r, o, node)

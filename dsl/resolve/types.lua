@@ -11,6 +11,8 @@ local NUMBERS = C.NUMBERS
 local SCALARS = C.SCALARS
 local SCALAR_LIST = C.SCALAR_LIST
 local VALIDATE_KEYS = C.VALIDATE_KEYS
+-- Type names that are another's spelling (the Go grammar's datetime is timestamp).
+local ALIASES = { datetime = "timestamp" }
 local article = C.article
 local concat = table.concat
 local describe = C.describe
@@ -22,21 +24,55 @@ local suggest = C.suggest
 local value_text = C.value_text
 local where = C.where
 
+-- "low_priority" -> "LowPriority".
+local function pascal(name)
+  return (name:gsub("^%l", string.upper):gsub("_(%w)", string.upper))
+end
+
+-- The enum declarations that the inline enums of d's fields stand for: priority: enum(low, high)
+-- in entity Order is the enum OrderPriority (the type node learns the name as t.inline).
+local function inline_enums(d)
+  local out = {}
+  for _, m in ipairs(d.members or {}) do
+    local t = m.kind == "field" and m.type
+    while t and t.list do t = t.of end
+    if t and t.values then
+      t.inline = d.name .. pascal(m.name)
+      t.inline_decl = { kind = "enum", name = t.inline, line = t.line, col = t.col,
+        values = t.values, inline = true, name_line = t.line, name_col = t.col }
+      out[#out + 1] = t.inline_decl
+    end
+  end
+  return out
+end
+
 function S:declare(tree)
   self.file = tree.file
-  local mod = self.module_of(tree.file)
+  local mod, version = self.module_of(tree.file)
   self.modules[mod] = true
+  if version then
+    self.versions = self.versions or {}
+    self.versions[mod] = version
+  end
+  local function add(d)
+    local q = mod .. "." .. d.name
+    local prev = self.symbols[q]
+    if prev then
+      self:err(name_node(d), "%s %s is already declared as %s %s at %s%s", d.kind, d.name,
+        prev.decl.kind, d.name, where(prev.file, name_node(prev.decl)),
+        (d.inline or prev.decl.inline) and " (the inline enum of a field is named after its "
+          .. "entity and field)" or "")
+    else
+      self.symbols[q] = { decl = d, file = tree.file, module = mod, qname = q, kind = d.kind }
+      self.order[#self.order + 1] = q
+    end
+  end
   for _, d in ipairs(tree.decls or {}) do
-    if d.name then
-      local q = mod .. "." .. d.name
-      local prev = self.symbols[q]
-      if prev then
-        self:err(name_node(d), "%s %s is already declared as %s %s at %s", d.kind, d.name,
-          prev.decl.kind, d.name, where(prev.file, name_node(prev.decl)))
-      else
-        self.symbols[q] = { decl = d, file = tree.file, module = mod, qname = q, kind = d.kind }
-        self.order[#self.order + 1] = q
-      end
+    if d.name then add(d) end
+  end
+  for _, d in ipairs(tree.decls or {}) do
+    if d.name and (d.kind == "entity" or d.kind == "message") then
+      for _, e in ipairs(inline_enums(d)) do add(e) end
     end
   end
 end
@@ -98,11 +134,19 @@ function S:bind_type(t)
     out = { kind = "list", of = of, text = "[" .. of.text .. "]" }
   elseif SCALARS[t.name] then
     out = { kind = "scalar", scalar = t.name, text = t.name }
+  elseif ALIASES[t.name] then
+    out = { kind = "scalar", scalar = ALIASES[t.name], text = ALIASES[t.name] }
+  elseif t.values and not t.inline then
+    self:err(t, "an inline enum(...) is a field's type; declare enum Name { ... } to use it here")
+    out = { kind = "unknown", text = "enum" }
   else
-    local sym = t.name and self:lookup(t.name, self.mod)
+    local sym = t.name and self:lookup(t.inline or t.name, self.mod)
+    if t.inline and sym and sym.decl ~= t.inline_decl then sym = false end -- a clash, reported
     if sym and (sym.kind == "entity" or sym.kind == "message" or sym.kind == "enum") then
       self.used[sym.qname] = true
-      out = { kind = sym.kind, ref = sym.qname, sym = sym, text = t.name }
+      out = { kind = sym.kind, ref = sym.qname, sym = sym, text = t.inline or t.name }
+    elseif sym == false then
+      out = { kind = "unknown", text = t.inline }
     elseif sym then
       self:err(t, "%s is %s, not a type", t.name, article(sym.kind))
       out = { kind = "unknown", text = t.name }
@@ -236,11 +280,15 @@ function S:validate(a, b, name)
     elseif key == "format" then
       if not any and base ~= "string" then
         self:err(arg, "@validate(format) applies to string, not %s (%s)", base, name)
-      elseif v.kind ~= "ident" or not FORMATS[v.name] then
-        self:err(arg, "@validate(format) is email, url or uuid, found %s%s", value_text(v),
-          suggest(v.name, { "email", "url", "uuid" }))
       else
-        out.format = v.name
+        -- "email" (the Go grammar's form) or the bare email of this dialect.
+        local word = (v.kind == "ident" and v.name) or (v.kind == "string" and v.value) or nil
+        if not (word and FORMATS[word]) then
+          self:err(v, '@validate(format) must be one of "email", "url", "uuid"; %s is not%s',
+            value_text(v), suggest(word, { "email", "url", "uuid" }))
+        else
+          out.format = word
+        end
       end
     else -- gt gte lt lte
       if not any and not NUMBERS[base] then

@@ -10,6 +10,7 @@ local option_values = C.option_values
 local BACKOFF = C.BACKOFF
 local JOB_OPTIONS = C.JOB_OPTIONS
 local SCHEDULE_OPTIONS = C.SCHEDULE_OPTIONS
+local SAGA_STEP_OPTIONS = C.SAGA_STEP_OPTIONS
 local article = C.article
 local describe = C.describe
 local duration = require "zever.duration"
@@ -146,3 +147,80 @@ function S:dispatch(v, node)
   node.args = args
 end
 
+
+-- sagas -----------------------------------------------------------------------------------------
+
+-- A Service.Rpc (or module.Service.Rpc) reference of a saga step: { service, rpc, ref } or nil
+-- after an error. Sagas may name RPCs of other modules.
+function S:rpc_ref(v, label)
+  if v.kind ~= "ident" or not v.name:find(".", 1, true) then
+    return self:err(v, "%s: takes Service.Rpc, found %s", label, describe(v))
+  end
+  local svc_name, rpc_name = v.name:match("^(.*)%.([^.]+)$")
+  local sym = self:lookup(svc_name, self.mod)
+  if not sym or sym.kind ~= "service" then
+    local svcs = {}
+    for _, q in ipairs(self.order) do
+      local s = self.symbols[q]
+      if s.kind == "service" then svcs[#svcs + 1] = s.module == self.mod and s.decl.name or q end
+    end
+    return self:err(v, "%s: %s is %s%s", label, svc_name,
+      sym and ("a " .. sym.kind .. ", not a service") or "not a declared service",
+      suggest(svc_name, svcs))
+  end
+  local names = {}
+  for _, r in ipairs(sym.decl.rpcs or {}) do
+    if r.name == rpc_name then
+      return { kind = "rpc_ref", service = sym.decl.name, module = sym.module, rpc = rpc_name,
+        ref = sym.qname .. "." .. rpc_name, line = v.line, col = v.col }
+    end
+    names[#names + 1] = r.name
+  end
+  return self:err(v, "%s: service %s has no rpc %s%s", label, sym.decl.name, rpc_name,
+    suggest(rpc_name, names))
+end
+
+-- saga Name { step s { execute: Svc.Rpc  compensate: Svc.Rpc  pivot: true } }: each step's RPCs
+-- exist, at most one pivot, and no compensation after the pivot (those steps roll forward).
+function S:saga(sym)
+  local d = sym.decl
+  local node = { kind = "saga", name = d.name, module = sym.module, file = sym.file,
+    line = d.line, col = d.col, doc = d.doc, steps = {} }
+  local steps = d.steps or {}
+  self:unique_names(steps, "step", "saga " .. d.name)
+  local pivot
+  for _, st in ipairs(steps) do
+    local what = "step " .. st.name
+    local opts = self:options(st.options, SAGA_STEP_OPTIONS, what)
+    local step = { kind = "step", name = st.name, line = st.line, col = st.col, doc = st.doc }
+    if opts.execute then
+      step.execute = self:rpc_ref(opts.execute.value, "execute")
+    else
+      self:err(st, "saga step %s has no execute: Service.Rpc (required)", st.name)
+    end
+    if opts.compensate then
+      step.compensate = self:rpc_ref(opts.compensate.value, "compensate")
+      if pivot then
+        self:err(opts.compensate, "step %s comes after the pivot step %s (%d:%d): steps after " ..
+          "the pivot roll forward and are never compensated", st.name, pivot.name, pivot.line,
+          pivot.col)
+      end
+    end
+    if opts.pivot then
+      local v = opts.pivot.value
+      if v.kind ~= "bool" then
+        self:err(v, "pivot is true or false, found %s", describe(v))
+      elseif v.value then
+        if pivot then
+          self:err(opts.pivot, "saga %s has a second pivot step %s (the first is %s at %d:%d)",
+            d.name, st.name, pivot.name, pivot.line, pivot.col)
+        else
+          pivot = step
+          step.pivot = true
+        end
+      end
+    end
+    node.steps[#node.steps + 1] = step
+  end
+  return node
+end

@@ -3,7 +3,8 @@
  * zever.queue's wall clock reads clock_gettime, the log mailer names errno values with strerror,
  * bench/config_bench.lua fills the environment with clearenv and setenv, zever test sets
  * ZEVER_ENV with setenv, zever.config.paths reads getcwd, zever.cli.app's -C calls chdir,
- * zever.server.reexec calls execv, and zever new makes folders with mkdir). Lua loads it with
+ * zever.server.reexec calls execv, zever new makes folders with mkdir, and zever lsp
+ * (dsl/lsp.lua) waits on stdin with poll and reads it with read). Lua loads it with
  * require("zever.cdef.libc"). The Makefile runs this file through the preprocessor with
  * -DZV_FFI_CDEF into build/ffi.h, which the host preloads; C compiles it next to the libc headers
  * (runtime/state.c), so the compiler rejects any drift from them.
@@ -15,6 +16,7 @@
 #define ZV_LIBC_FFI_H
 
 #ifndef ZV_FFI_CDEF
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,6 +29,12 @@ struct timespec {
   long tv_sec;
   long tv_nsec;
 };
+typedef unsigned long nfds_t;
+struct pollfd {
+  int fd;
+  short events;
+  short revents;
+};
 #endif
 
 extern char **environ;
@@ -38,5 +46,7 @@ char *getcwd(char *buf, size_t size);
 int chdir(const char *path);
 int execv(const char *path, char *const argv[]);
 int mkdir(const char *path, mode_t mode);
+int poll(struct pollfd *fds, nfds_t nfds, int timeout);
+ssize_t read(int fd, void *buf, size_t count);
 
 #endif

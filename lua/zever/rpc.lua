@@ -486,6 +486,41 @@ local function failure(error_status, code, message, fields)
   return status, body
 end
 
+-- Whether principal has one of roles: principal.roles is a list of names or a set (name = true).
+local function has_role(principal, roles)
+  local have = type(principal) == "table" and principal.roles
+  if type(have) ~= "table" then return false end
+  for _, role in ipairs(roles) do
+    if have[role] == true then return true end
+    for _, h in ipairs(have) do
+      if h == role then return true end
+    end
+  end
+  return false
+end
+
+-- The owner check of permission: check(..., resource:, owner_field:): loads the resource's owner
+-- field by the input holding its key (opts.db) and compares it with the caller's id
+-- (opts.owner_id(principal), default principal.id). An error code and message, or nil.
+local function owner_check(owner, input, principal, opts)
+  local key = input[owner.param]
+  if key == nil then return "invalid_argument", owner.param .. " is required" end
+  local rows = opts.db:query(format('SELECT "%s" AS owner FROM "%s" WHERE "%s" = ?', owner.field,
+    owner.table, owner.key), key)
+  local row = rows and rows[1]
+  if not row then return "not_found", "not found" end
+  local me
+  if opts.owner_id then
+    me = opts.owner_id(principal)
+  elseif type(principal) == "table" then
+    me = principal.id
+  end
+  if me == nil or row.owner == nil or tostring(row.owner) ~= tostring(me) then
+    return "permission_denied", "only the owner may do this"
+  end
+  return nil
+end
+
 local function serve(mod, app, rpc, fn, opts, req, res)
   local error_status = mod.error_status
   -- app may be a group: ctx.app is the app itself.
@@ -499,6 +534,10 @@ local function serve(mod, app, rpc, fn, opts, req, res)
       return failure(error_status, "unauthenticated", "authentication required")
     end
     ctx.principal = principal
+    if rpc.roles and not has_role(principal, rpc.roles) then
+      return failure(error_status, "permission_denied",
+        "one of the roles " .. concat(rpc.roles, ", ") .. " is required")
+    end
     if rpc.permission and not opts.authorize(principal, rpc.permission, req, ctx) then
       return failure(error_status, "permission_denied",
         "permission " .. rpc.permission .. " is required")
@@ -511,6 +550,10 @@ local function serve(mod, app, rpc, fn, opts, req, res)
   local input, a, b = decode(rpc, req, opts, mod.types)
   if not input then return a, b end
   ctx.page = a
+  if rpc.owner then
+    local code, message = owner_check(rpc.owner, input, ctx.principal, opts)
+    if code then return failure(error_status, code, message) end
+  end
   local out, err = fn(input, ctx)
   if out == res then return res end
   if err ~= nil then
@@ -566,7 +609,7 @@ function M.routes(def)
   if def.module ~= nil and type(def.module) ~= "string" then
     error("rpc.routes: def.module must be the generated module's name", 2)
   end
-  local mod = { rpcs = def.rpcs, types = def.types, error_status = error_status }
+  local mod = { rpcs = def.rpcs, types = def.types, error_status = error_status, sagas = def.sagas }
   -- Where the default handlers are: beside the generated module ("generated.routes" ->
   -- "generated.handlers.<service>"), or "handlers.<service>" when it was not required by name.
   local prefix = def.module and def.module:match("^(.*)%.[^.]*$")
@@ -608,6 +651,10 @@ function M.routes(def)
       if rpc.auth == "required" and type(opts.auth) ~= "function" then
         error(format("routes.register: %s.%s has auth: required: pass opts.auth(req)",
           rpc.service, rpc.name), 2)
+      end
+      if rpc.owner and (type(opts.db) ~= "table" or type(opts.db.query) ~= "function") then
+        error(format("routes.register: %s.%s checks the owner of %s: pass opts.db",
+          rpc.service, rpc.name, rpc.owner.table), 2)
       end
       if rpc.permission and type(opts.authorize) ~= "function" then
         error(format("routes.register: %s.%s needs permission %q: pass opts.authorize",

@@ -13,7 +13,7 @@ describe("zever", function()
       assert.is_true(#names >= 4)
       for _, name in ipairs(names) do
         local summary = dispatch.load(name).summary
-        assert.is_truthy(r.stdout:find("  " .. name .. " +" .. summary:gsub("%p", "%%%0")),
+        assert.is_truthy(r.stdout:find("  " .. name:gsub("%p", "%%%0") .. " +" .. summary:gsub("%p", "%%%0")),
           name .. " is missing from help")
       end
     end)

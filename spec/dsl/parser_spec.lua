@@ -84,7 +84,7 @@ describe("dsl.parser", function()
         { '1:6 expected a name after enum, found "{"' } },
       { "garbage at the top level once",
         "x y z { } ) entity A { b: int32 }",
-        { '1:1 expected a declaration (entity, message, enum, service, job or schedule), found "x"' } },
+        { '1:1 expected a declaration (entity, message, enum, service, job, schedule or saga), found "x"' } },
       { "a block left open at the next declaration on column 1",
         "entity A {\n  x: int32\nentity B { y: int32 }",
         { '3:1 expected "}" to close the block opened at 1:10, found keyword "entity"' } },

@@ -1,0 +1,44 @@
+-- zever graph [paths...] [--module m] [--er | --modules]: the schema as Mermaid diagrams
+-- (dsl/graph.lua): an ER diagram of the entities and their relations, then the module
+-- dependency graph. The schema must compile without errors (exit 1 with the diagnostics).
+
+return {
+  name = "graph",
+  summary = "Draw the .zen schema as Mermaid diagrams: entities and relations, module dependencies",
+  usage = "zever graph [paths...] [--module m] [--er | --modules]",
+  help = "Paths are .zen files or folders (default: schema/). Prints a Mermaid erDiagram of the\n"
+    .. "entities (columns with PK, FK, UK) and their relations, then a flowchart of the modules\n"
+    .. "with an arrow where one refers to another (labelled with the number of references).\n"
+    .. "Paste into any Mermaid renderer (GitHub renders ```mermaid blocks).\n"
+    .. "Exit codes: 0 ok, 1 the schema has errors, 2 usage.",
+  flags = {
+    { name = "module", arg = "NAME", summary = "only this module's entities (and what they point at)" },
+    { name = "er", summary = "only the ER diagram" },
+    { name = "modules", summary = "only the module graph" },
+  },
+  run = function(args, flags)
+    local compile = require "dsl.compile"
+    local diagnostics = require "dsl.diagnostics"
+    local graph = require "dsl.graph"
+    if #args == 0 then args = { "schema" } end
+    local result, err = compile.compile(args)
+    if not result then return 1, err end
+    if result.errors > 0 then
+      io.stderr:write(diagnostics.render(result.diags, result.sources))
+      return 1, "the schema has errors"
+    end
+    local ir = result.ir
+    if flags.module then
+      local known = false
+      for _, m in ipairs(ir.modules) do known = known or m == flags.module end
+      if not known then
+        return 2, string.format("no module %s (modules: %s)", flags.module, table.concat(ir.modules, ", "))
+      end
+    end
+    local parts = {}
+    if not flags.modules then parts[#parts + 1] = graph.er(ir, flags.module) end
+    if not flags.er then parts[#parts + 1] = graph.modules(ir) end
+    io.stdout:write(table.concat(parts, "\n"))
+    return 0
+  end,
+}
