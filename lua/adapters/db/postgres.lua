@@ -26,6 +26,7 @@
 local pg = require "zever.pg"
 local ffi = require "ffi"
 local sched = require "zever.sched"
+local loop = require "zever.loop"
 local json = require "zever.json"
 local sys = require "zever.sys"
 local tnew = require "table.new"
@@ -561,7 +562,7 @@ local function connect(pool)
   end
   pool.backoff, pool.next_try = 0, 0
   pool.connects = pool.connects + 1
-  local t = now()
+  local t = pool.now()
   return setmetatable({ h = h, pool = pool, born = t, used = t, stmts = {}, nstmts = 0,
     max_stmts = pool.max_stmts, seq = 0 }, Raw)
 end
@@ -569,6 +570,53 @@ end
 local function expired(pool, raw, t)
   return (pool.max_lifetime > 0 and t - raw.born > pool.max_lifetime) or
     (pool.idle_timeout > 0 and t - raw.used > pool.idle_timeout)
+end
+
+-- When idle raw turns expired (pool clock), or nil when neither limit is set.
+local function deadline(pool, raw)
+  local at
+  if pool.idle_timeout > 0 then at = raw.used + pool.idle_timeout end
+  if pool.max_lifetime > 0 then
+    local d = raw.born + pool.max_lifetime
+    if not at or d < at then at = d end
+  end
+  return at
+end
+
+-- The idle timer: armed while a connection sits idle, for the earliest deadline among them, so
+-- idle_timeout and max_lifetime close connections nobody takes (a worker whose traffic fell
+-- away gives its server slots back). It does not keep the loop running (timer:unref), so a
+-- script ends as before. A connection is closed only from the idle stack, never while in use.
+local function arm(pool, at)
+  local tm = pool.timer
+  if not tm or (pool.timer_at and pool.timer_at <= at) then return end
+  pool.timer_at = at
+  local wait = at - pool.now()
+  tm:start(wait > 0 and wait or 0)
+end
+
+local function sweep_idle(pool)
+  pool.timer_at = nil
+  if pool.closed then return end
+  local t, kept, next_at = pool.now(), 0, nil
+  local idle = pool.idle
+  for i = 1, pool.nidle do
+    local raw = idle[i]
+    idle[i] = nil
+    -- deadline(...) <= t as well: the timer's millisecond rounding must not leave it armed.
+    local at = deadline(pool, raw)
+    if expired(pool, raw, t) or (at and at <= t) then
+      close_raw(raw)
+      pool.open = pool.open - 1
+      pool.idle_closed = pool.idle_closed + 1
+    else
+      kept = kept + 1
+      idle[kept] = raw
+      if at and (not next_at or at < next_at) then next_at = at end
+    end
+  end
+  pool.nidle = kept
+  if next_at then arm(pool, next_at) end
 end
 
 -- A raw connection: from the idle stack (checked), a new one, or the next one released.
@@ -579,7 +627,7 @@ local function acquire(pool)
       local raw = pool.idle[pool.nidle]
       pool.idle[pool.nidle] = nil
       pool.nidle = pool.nidle - 1
-      if not expired(pool, raw, now()) and raw.h:check() then
+      if not expired(pool, raw, pool.now()) and raw.h:check() then
         pool.busy = pool.busy + 1
         return raw
       end
@@ -625,12 +673,14 @@ local function release(pool, raw)
     if waiter then complete(waiter, nil) end -- it opens a new one
     return
   end
-  raw.used = now()
+  raw.used = pool.now()
   if waiter then
     complete(waiter, raw)
   else
     pool.nidle = pool.nidle + 1
     pool.idle[pool.nidle] = raw
+    local at = deadline(pool, raw)
+    if at then arm(pool, at) end
   end
 end
 
@@ -722,6 +772,10 @@ function Conn:close()
   if self.raw ~= nil then return self:unpin() end
   if pool.closed then return end
   pool.closed = true
+  if pool.timer then
+    pool.timer:close()
+    pool.timer, pool.timer_at = nil, nil
+  end
   for i = 1, pool.nidle do close_raw(pool.idle[i]) pool.idle[i] = nil end
   pool.open = pool.open - pool.nidle
   pool.nidle = 0
@@ -744,7 +798,7 @@ function Conn:pool_stats()
   return { size = p.size, open = p.open, idle = p.nidle, busy = p.busy,
     waiting = w.last - w.first + 1, connects = p.connects, connect_failures = p.failures,
     statements = p.statements, listening = p.listener ~= nil,
-    listener_connects = p.listener_connects }
+    listener_connects = p.listener_connects, idle_closed = p.idle_closed }
 end
 
 -- The server's version: number (150004) and text ("15.4").
@@ -918,6 +972,17 @@ end
 
 -- --- open ---------------------------------------------------------------------------------
 
+-- The pool's clock: raw.born/used, expiry and the idle timer (opts.clock in specs:
+-- spec/support/fake_clock.lua). The default timer is unref'd: see arm.
+local LOOP_CLOCK = {
+  now = now,
+  timer = function(fn)
+    local tm = loop.timer(fn)
+    tm:unref()
+    return tm
+  end,
+}
+
 local function seconds(v, name, default)
   if v == nil then return default end
   if type(v) ~= "number" or v < 0 then
@@ -953,8 +1018,16 @@ function M.open(target, opts)
     idle = {}, nidle = 0, open = 0, busy = 0,
     waiters = { first = 1, last = 0 },
     backoff = 0, next_try = 0, connects = 0, failures = 0, statements = 0, listener_connects = 0,
-    channels = {},
+    channels = {}, idle_closed = 0,
   }, Pool)
+  local clock = opts.clock or LOOP_CLOCK
+  if type(clock) ~= "table" or type(clock.now) ~= "function" or type(clock.timer) ~= "function" then
+    error("db.open: clock must be a table with now and timer functions", 3)
+  end
+  pool.now = clock.now
+  if pool.idle_timeout > 0 or pool.max_lifetime > 0 then
+    pool.timer = clock.timer(function() sweep_idle(pool) end)
+  end
   -- One connection now: a wrong host, user or password is an error of open, not of the
   -- first request.
   local raw, code, message = acquire(pool)
