@@ -102,6 +102,61 @@ describe("adapters.queue.db on postgres #pg", function()
     q:close()
   end)
 
+  it("sends the pushes of coroutines that meet in one loop turn as one INSERT", function()
+    local name = unique("pushes")
+    local impl = dbq.new(db, { table = name })
+    local q = queue.wrap(impl, { visibility_timeout = 30 })
+    assert.are.equal(0, q:len("a"))                 -- the table exists: only pushes count below
+    local heard = {}
+    local sub = assert(impl:subscribe(function(topic) heard[topic] = true end))
+    local statements, orig = 0, impl.db.query
+    impl.db.query = function(...)
+      statements = statements + 1
+      return orig(...)
+    end
+    local ids, n = {}, 0
+    for i = 1, 10 do
+      sched.spawn(function()
+        ids[i] = assert(q:push(i % 2 == 0 and "a" or "b", { i = i }))
+        n = n + 1
+      end)
+    end
+    assert.is_true(testing.run_until(function() return n == 10 end, 10))
+    assert.are.equal(1, statements)
+    impl.db.query = orig
+    -- Each caller got the id of its own row.
+    local seen = {}
+    for _, topic in ipairs({ "a", "b" }) do
+      while true do
+        local m = q:pop(topic)
+        if not m then break end
+        assert.are.equal(ids[m.payload.i], m.id)
+        assert.are.equal(m.payload.i % 2 == 0 and "a" or "b", topic)
+        seen[#seen + 1] = m.payload.i
+        assert.is_true(q:ack(m))
+      end
+    end
+    assert.are.equal(10, #seen)
+    assert.is_true(testing.run_until(function() return heard.a and heard.b end, 10))
+    sub:close()
+    -- A batch that fails fails for every caller in it, with the database's error.
+    db:exec('DROP TABLE "' .. name .. '"')
+    local errs, m = {}, 0
+    for i = 1, 3 do
+      sched.spawn(function()
+        local id, err = q:push("a", { i = i })
+        errs[i] = { id = id, err = err }
+        m = m + 1
+      end)
+    end
+    assert.is_true(testing.run_until(function() return m == 3 end, 10))
+    for i = 1, 3 do
+      assert.is_nil(errs[i].id)
+      assert.is_truthy(tostring(errs[i].err):find(name, 1, true), tostring(errs[i].err))
+    end
+    q:close()
+  end)
+
   it("never hands one message to two claimers on two connections", function()
     local name = unique("two")
     local other = assert(zdb.open(fx.dsn))
