@@ -157,6 +157,21 @@ describe("adapters.queue.db on postgres #pg", function()
     q:close()
   end)
 
+  it("takes prefetch from the queue section (QUEUE_PREFETCH); 0 is the dialect's default", function()
+    local config = require "zever.config"
+    local container = require "zever.container"
+    for _, case in ipairs({ { "32", 32 }, { "0", dbq.PREFETCH } }) do
+      local dir = fs.tmpdir(nil, "zever-queue-pg-cfg")
+      local cfg = assert(config.load{ dir = dir, env = { DB_DSN = fx.dsn,
+        QUEUE_PREFETCH = case[1], QUEUE_TABLE = unique("cfg") } })
+      local c = container.new(cfg)
+      local q = assert(c:get("queue"))
+      assert.are.equal(case[2], q.impl.prefetch)
+      c:close()
+      fs.rm_rf(dir)
+    end
+  end)
+
   it("never hands one message to two claimers on two connections", function()
     local name = unique("two")
     local other = assert(zdb.open(fx.dsn))

@@ -494,8 +494,9 @@ end
 function M.open(section, ctx)
   local db, err = ctx:get("db")
   if not db then return nil, err end
+  local pf = section.prefetch
   return M.new(db, { table = section.table, sweep_interval = section.sweep_interval,
-    sweep_batch = section.sweep_batch })
+    sweep_batch = section.sweep_batch, prefetch = pf and pf > 0 and pf or nil })
 end
 
 return M
