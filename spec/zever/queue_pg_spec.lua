@@ -48,6 +48,43 @@ describe("adapters.queue.db on postgres #pg", function()
     q:close()
   end)
 
+  it("doubles the claim up to prefetch_max while a full batch goes within visibility / 8", function()
+    local t = 1000
+    local impl = dbq.new(db, { table = unique("grow"), prefetch = 4, prefetch_max = 16,
+      clock = function() return t end })
+    local q = queue.wrap(impl, { visibility_timeout = 80 })
+    for i = 1, 60 do assert(q:push("t", { i = i })) end
+    local asked, orig = {}, impl.db.query
+    impl.db.query = function(self, sql, binds)
+      if sql == impl.sql.pop_batch then asked[#asked + 1] = binds[5] end
+      return orig(self, sql, binds)
+    end
+    -- A fast backlog: each batch goes at once (time stands still): 4, 8, 16, 16 = 44 rows.
+    for i = 1, 44 do assert.are.equal(i, assert(q:pop("t")).payload.i) end
+    assert.are.same({ 4, 8, 16, 16 }, asked)
+    -- A slow pace: 20 s (more than 80 / 8) since the last claim, and the batch claimed at 45
+    -- goes over 40 s.
+    asked = {}
+    t = t + 20
+    for i = 45, 48 do
+      assert.are.equal(i, assert(q:pop("t")).payload.i)
+      t = t + 10
+    end
+    assert.are.same({ 4 }, asked)
+    -- So the next claim starts again at 4; then fast again: 8 (the last 8 rows), then 16
+    -- comes back empty (short), so the one after asks 4 again.
+    for i = 49, 60 do assert.are.equal(i, assert(q:pop("t")).payload.i) end
+    assert.is_nil(q:pop("t"))
+    assert.is_nil(q:pop("t"))
+    assert.are.same({ 4, 4, 8, 16, 4 }, asked)
+    q:close()
+  end)
+
+  it("refuses a prefetch_max below prefetch", function()
+    assert.has_error(function() dbq.new(db, { table = unique("bad"), prefetch = 8,
+      prefetch_max = 4 }) end, "queue.db: prefetch_max must be an integer from prefetch to 1000")
+  end)
+
   it("gives back on close the prefetched rows it never handed out, attempt unchanged", function()
     local name = unique("pfclose")
     local other = assert(zdb.open(fx.dsn))

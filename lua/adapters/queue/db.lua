@@ -29,6 +29,8 @@
 -- Prefetch (PostgreSQL: 8 by default, opts.prefetch; SQLite: 1): one claim takes up to
 -- prefetch rows with one token and lease; pop hands them out oldest first, the rest waiting in
 -- this object, so a backlog costs one claim statement per prefetch jobs instead of one per job.
+-- While a backlog keeps up, the claim doubles up to opts.prefetch_max (64; claim_size says
+-- when), one size for all the topics of this object.
 -- A buffered row whose lease ran out is dropped (the sweep gives it back, attempt + 1); close
 -- gives back what was never handed out (claim cleared, attempt kept). The cost: a buffered job
 -- waits for this process's next pop, which comes when a worker slot frees up.
@@ -246,9 +248,28 @@ local function buffered(self, topic, now)
   return nil
 end
 
+local claim_size
+
 local function by_order(a, b)
   if a.available_at ~= b.available_at then return a.available_at < b.available_at end
   return a.id < b.id
+end
+
+-- The rows the next claim asks for: prefetch, doubled (up to prefetch_max) while the backlog
+-- keeps up: the previous claim came back full and was handed out within visibility / 8. So a
+-- batch of 2k rows is only taken when k rows took less than an eighth of a lease to go, and
+-- at that pace the batch goes within a quarter of its lease; a slower pace, or a claim that
+-- came back short, starts again at prefetch.
+function claim_size(self, now, visibility)
+  local size = self.claim
+  if self.last_full and now - self.last_claim < visibility / 8 then
+    size = size * 2
+    if size > self.prefetch_max then size = self.prefetch_max end
+  else
+    size = self.prefetch
+  end
+  self.claim = size
+  return size
 end
 
 function Q:pop(topic, visibility)
@@ -269,8 +290,10 @@ function Q:pop(topic, visibility)
   b[1], b[2], b[3], b[4], b.n = token, now + visibility, topic, now, 4
   local rows, err
   if self.prefetch > 1 then
-    b[5], b.n = self.prefetch, 5
+    local size = claim_size(self, now, visibility)
+    b[5], b.n = size, 5
     rows, err = self.db:query(self.sql.pop_batch, b)
+    if rows then self.last_claim, self.last_full = now, #rows == size end
   else
     rows, err = self.db:query(self.sql.pop, b)
   end
@@ -470,8 +493,10 @@ function M.channel(t)
   return ("zever_queue_" .. t):sub(1, 63)
 end
 
--- Rows one claim takes on PostgreSQL (opts.prefetch; 1 on SQLite): see the top.
+-- Rows one claim takes on PostgreSQL (opts.prefetch; 1 on SQLite), and at most while a backlog
+-- keeps up (opts.prefetch_max; claim_size): see the top.
 M.PREFETCH = 8
+M.PREFETCH_MAX = 64
 
 function M.new(db, opts)
   local self = db_table.new("queue.db", db, opts,
@@ -486,6 +511,11 @@ function M.new(db, opts)
     error("queue.db: prefetch must be an integer from 1 to 1000", 2)
   end
   self.prefetch, self.prefetched, self.acks, self.acks_sql = pf, {}, nil, {}
+  local pmax = opts and opts.prefetch_max or math.max(pf, M.PREFETCH_MAX)
+  if type(pmax) ~= "number" or pmax < pf or pmax % 1 ~= 0 or pmax > 1000 then
+    error("queue.db: prefetch_max must be an integer from prefetch to 1000", 2)
+  end
+  self.prefetch_max, self.claim, self.last_claim, self.last_full = pmax, pf, 0, false
   self.pushes, self.pushes_sql = nil, {}
   return setmetatable(self, Q)
 end
