@@ -14,6 +14,12 @@
 --   dispatch   jobs / dispatch time (this process, one INSERT a job)
 --   run        jobs / (last job - first job) in the worker: claim + handler + ack
 --   both       jobs / (dispatch time + run time): dispatch and run one after the other
+-- Overlap (PostgreSQL): the worker is started first, on an empty queue; then this process
+-- dispatches the jobs from 64 coroutines at once (as 64 requests would: their pushes meet in
+-- one loop turn and go as one INSERT each turn), and the worker runs them as they come:
+--   dispatch   jobs / dispatch time (64 coroutines)
+--   overlap    jobs / (the worker's last job - the first dispatch): dispatch+run together
+-- The statements this process sent for the dispatches are counted (a wrapper on query/first).
 -- Prefetch: the same run in this process (a zever.worker with 4 slots) with the postgres
 -- adapter claiming 1 row a statement and 8 (the default).
 -- Idle: a zever.worker with 4 slots in this process, on an empty queue, for idle_seconds after
@@ -60,6 +66,8 @@ local zever = require "zever"
 local sys = require "zever.sys"
 local app = zever.app()
 local total, out = tonumber(os.getenv("BENCH_JOBS")), os.getenv("BENCH_OUT")
+local prefetch = tonumber(os.getenv("BENCH_PREFETCH") or "0")
+if prefetch > 0 then require("adapters.queue.db").PREFETCH = prefetch end
 local n, first = 0, 0
 app.jobs:register("noop", function(args)
   n = n + args.k
@@ -105,24 +113,30 @@ local function fresh(backend, i)
   return dsn, function() srv:drop(dsn) end
 end
 
-local function one_run(backend, i)
-  local dsn, cleanup = fresh(backend, i)
-  local out = format("%s/done-%s-%d", dir, backend, i)
-  local db = assert(zdb.open(dsn))
-  local q = queue.wrap(dbq.new(db), { visibility_timeout = 30 })
-  local j = jobs.wrap(jq.new(q, { db = db }), {})
-  local args = { k = 1 }
-  assert(q:len("jobs:default"))   -- creates the table outside the timing
-  local t0 = sys.now()
-  for _ = 1, N do assert(j:dispatch("noop", args)) end
-  local dispatch_s = sys.now() - t0
-  local env = format("DB_DSN=%s QUEUE_POLL_MAX=10ms LOG_LEVEL=error BENCH_JOBS=%d BENCH_OUT=%s ",
-    quote(dsn), N, quote(out))
+local function spawn_dispatchers(j, k, total, on_done)
+  local per, left = math.floor(total / k), k
+  for c = 1, k do
+    local count = c == k and total - per * (k - 1) or per
+    sched.spawn(function()
+      for _ = 1, count do assert(j:dispatch("noop", { k = 1 })) end
+      left = left - 1
+      if left == 0 then on_done() end
+    end)
+  end
+end
+
+local function start_worker(dsn, out, prefetch)
+  local env = format("DB_DSN=%s QUEUE_POLL_MAX=10ms LOG_LEVEL=error BENCH_JOBS=%d BENCH_OUT=%s "
+    .. "BENCH_PREFETCH=%d ", quote(dsn), N, quote(out), prefetch or 0)
   local log = dir .. "/worker.log"
   local p = assert(io.popen(env .. "exec " .. quote(sys.exe()) .. " worker " .. quote(app_path)
     .. " --concurrency 4 >" .. quote(log) .. " 2>&1 & echo $!"))
   local pid = assert(tonumber(p:read("*l")), "no worker pid")
   p:close()
+  return pid, log
+end
+
+local function wait_worker(pid, out, log)
   local deadline = sys.now() + 300
   local text
   repeat
@@ -135,7 +149,62 @@ local function one_run(backend, i)
   if alive(pid) then os.execute("kill -KILL " .. pid) end
   assert(text, "the worker did not finish: " .. (slurp(log) or ""))
   local first, last = text:match("^(%S+) (%S+)$")
-  local run_s = tonumber(last) - tonumber(first)
+  return tonumber(first), tonumber(last)
+end
+
+-- Overlap: the worker runs while this process dispatches from 64 coroutines.
+local function overlap_run(i, prefetch)
+  local dsn, cleanup = fresh("postgres", 200 + i)
+  local out = format("%s/done-overlap-%d", dir, i)
+  local db = assert(zdb.open(dsn))
+  local impl = dbq.new(db)
+  local q = queue.wrap(impl, { visibility_timeout = 30 })
+  local j = jobs.wrap(jq.new(q, { db = db }), {})
+  assert(q:len("jobs:default"))
+  local pid, log = start_worker(dsn, out, prefetch)
+  -- The worker is up when it listens (its LISTEN connection shows in pg_stat_activity).
+  local up = sys.now() + 30
+  repeat
+    sched.sleep(0.01)
+    local row = db:first("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = "
+      .. "current_database() AND query LIKE 'LISTEN%'")
+  until row.n > 0 or sys.now() > up
+  local statements = 0
+  for _, m in ipairs{ "query", "first" } do
+    local orig = impl.db[m]
+    impl.db[m] = function(...)
+      statements = statements + 1
+      return orig(...)
+    end
+  end
+  local done = false
+  local t0 = sys.now()
+  spawn_dispatchers(j, 64, N, function() done = true end)
+  assert(testing.run_until(function() return done end, 300), "the dispatches did not finish")
+  local dispatch_s = sys.now() - t0
+  local _, last = wait_worker(pid, out, log)
+  local left = db:first('SELECT count(*) AS n FROM "queue_messages"').n
+  assert(left == 0, "the queue is not empty: " .. tostring(left))
+  db:close()
+  cleanup()
+  os.remove(out)
+  return { dispatch = N / dispatch_s, overlap = N / (last - t0), per_job = statements / N }
+end
+
+local function one_run(backend, i)
+  local dsn, cleanup = fresh(backend, i)
+  local out = format("%s/done-%s-%d", dir, backend, i)
+  local db = assert(zdb.open(dsn))
+  local q = queue.wrap(dbq.new(db), { visibility_timeout = 30 })
+  local j = jobs.wrap(jq.new(q, { db = db }), {})
+  local args = { k = 1 }
+  assert(q:len("jobs:default"))   -- creates the table outside the timing
+  local t0 = sys.now()
+  for _ = 1, N do assert(j:dispatch("noop", args)) end
+  local dispatch_s = sys.now() - t0
+  local pid, log = start_worker(dsn, out)
+  local first, last = wait_worker(pid, out, log)
+  local run_s = last - first
   local left = q:len("jobs:default")
   assert(left == 0, "the queue is not empty: " .. tostring(left))
   db:close()
@@ -250,7 +319,24 @@ for _, backend in ipairs{ "sqlite", "postgres" } do
     listening and " (LISTEN)" or " (polling, poll_max 1 s)"))
 end
 
-for _, prefetch in ipairs{ 1, 8 } do
+for _, prefetch in ipairs{ 8, 32 } do
+  local dispatch, overlap, per_job = {}, {}, {}
+  for i = 1, RUNS do
+    local r = overlap_run(i, prefetch)
+    dispatch[i], overlap[i], per_job[i] = r.dispatch, r.overlap, r.per_job
+    io.stderr:write(format("overlap prefetch %d run %d: %.0f jobs/s dispatch (64 coroutines), "
+      .. "%.0f jobs/s dispatch+run, %.3f statements a dispatch\n", prefetch, i, r.dispatch,
+      r.overlap, r.per_job))
+  end
+  if RUNS > 0 then
+    print(format("BenchmarkQueuePgOverlap/prefetch%-3d %6d jobs %8.0f jobs/s dispatch (64 "
+      .. "coroutines) %8.0f jobs/s dispatch+run, %.3f statements a dispatch (median of %d; "
+      .. "dispatch+run: %s)", prefetch, N, median(dispatch), median(overlap), median(per_job),
+      RUNS, list(overlap)))
+  end
+end
+
+for _, prefetch in ipairs{ 1, 8, 32 } do
   local rates = {}
   for i = 1, math.max(RUNS, 1) do rates[i] = in_process(prefetch) end
   print(format("BenchmarkQueuePgPrefetch/%d %6d jobs %8.0f jobs/s run (in process, 4 slots; "

@@ -37,6 +37,8 @@
  *                                      timer moves its deadline (no second call)
  *   timer:stop()                       disarms it (fn is not called); it can be started again
  *   timer:active()          -> boolean armed and not yet fired
+ *   timer:unref()                      an armed timer no longer keeps run() going (a
+ *                                      housekeeping timer, such as a pool's idle sweep)
  *   timer:close()                      frees it for good; later start() raises, stop() and
  *                                      close() do nothing. Collecting the object closes it too,
  *                                      so keep it while you need it.
@@ -358,6 +360,12 @@ static int tm_active(lua_State *L) {
   return 1;
 }
 
+static int tm_unref(lua_State *L) {
+  hproxy_t *p = luaL_checkudata(L, 1, TIMER_MT);
+  if (p->t) uv_unref(&p->t->h.handle);
+  return 0;
+}
+
 static int tm_close(lua_State *L) {
   hproxy_t *p = luaL_checkudata(L, 1, TIMER_MT);
   if (p->t) handle_stop(L, p->t);
@@ -444,6 +452,7 @@ int luaopen_zever_loop(lua_State *L) {
     {"start", tm_start},
     {"stop", tm_stop},
     {"active", tm_active},
+    {"unref", tm_unref},
     {"close", tm_close},
     {NULL, NULL},
   };

@@ -164,6 +164,23 @@ describe("zever.loop", function()
       t:close()
     end)
 
+    it("unref: armed, it does not keep run() going, yet fires while the loop runs", function()
+      local calls = 0
+      local t = loop.timer(function() calls = calls + 1 end)
+      t:unref()
+      t:start(30)
+      assert.is_true(t:active())
+      assert.is_false(loop.run())            -- returns at once: nothing referenced is active
+      assert.are.equal(0, calls)
+      t:start(0.001)                         -- still unref'd after a re-arm
+      local guard = loop.after(0.05, function() end)
+      loop.run()                             -- the referenced guard keeps the loop running
+      assert.are.equal(1, calls)
+      guard:stop()
+      t:close()
+      t:unref()                              -- harmless once closed
+    end)
+
     it("allocates nothing to re-arm", function()
       local t = loop.timer(function() end)
       local function arms(k) for i = 1, k do t:start(i % 7 * 0.001 + 1) end end

@@ -396,3 +396,134 @@ describe("zever.db postgres from config #pg", function()
     assert.is_true(c:close())
   end)
 end)
+
+-- The idle timer: idle_timeout and max_lifetime close idle connections nobody takes, on the
+-- pool's clock (opts.clock: spec/support/fake_clock, so time moves only when the spec says).
+describe("zever.db postgres idle timer #pg", function()
+  local fx = pg_server.fixture("dbpgidle")
+  local fake_clock = require "spec.support.fake_clock"
+  local process = require "spec.support.process"
+  local sys = require "zever.sys"
+
+  -- Opens n connections at once (n coroutines, each holding one until all n are held).
+  local function open_n(db, n)
+    local held, parked, done = 0, {}, 0
+    for i = 1, n do
+      sched.spawn(function()
+        db:transaction(function(tx)
+          tx:first("SELECT 1 AS one")
+          held = held + 1
+          parked[i] = coroutine.running()
+          coroutine.yield()
+        end)
+        done = done + 1
+      end)
+    end
+    pump_until(function() return held == n end)
+    for i = 1, n do sched.wake(parked[i]) end
+    pump_until(function() return done == n end)
+  end
+
+  -- Backends of this database other than the asking one, as the server sees them (a closed
+  -- connection's backend exits just after the client left: asked again until it is gone).
+  local function backends(want)
+    local n
+    for _ = 1, 200 do
+      local r = fx.server:psql(fx.dsn, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+        .. "current_database() AND pid <> pg_backend_pid()")
+      assert.are.equal(0, r.code, r.stderr)
+      n = tonumber(r.stdout:match("%d+"))
+      if n == want then return n end
+    end
+    return n
+  end
+
+  it("closes connections idle for idle_timeout, keeps the ones still within it", function()
+    local clock = fake_clock.new()
+    local db = assert(zever_db.open(fx.dsn, { pool_size = 3, idle_timeout = 10,
+      max_lifetime = 0, clock = clock }))
+    finally(function() db:close() end)
+    open_n(db, 3)
+    assert.are.equal(3, db:pool_stats().idle)
+    assert.are.equal(3, backends(3))
+    clock.advance(6)
+    assert.are.equal(1, db:first("SELECT 1 AS one").one)   -- one connection used again at 6
+    clock.advance(4.5)                                      -- 10.5: the two others are idle 10.5 s
+    local stats = db:pool_stats()
+    assert.are.equal(1, stats.open)
+    assert.are.equal(1, stats.idle)
+    assert.are.equal(2, stats.idle_closed)
+    assert.are.equal(1, backends(1))
+    clock.advance(6)                                        -- 16.5: the last one, idle since 6
+    assert.are.equal(0, db:pool_stats().open)
+    assert.are.equal(0, backends(0))
+    assert.is_nil(clock.next())                             -- nothing idle: the timer is off
+    assert.are.equal(1, db:first("SELECT 1 AS one").one)   -- and the pool opens a new one
+    assert.are.equal(4, db:pool_stats().connects)
+  end)
+
+  it("closes an idle connection at max_lifetime even though it was used just before", function()
+    local clock = fake_clock.new()
+    local db = assert(zever_db.open(fx.dsn, { pool_size = 1, idle_timeout = 10,
+      max_lifetime = 25, clock = clock }))
+    finally(function() db:close() end)
+    for _ = 1, 3 do
+      clock.advance(8)
+      assert.are.equal(1, db:first("SELECT 1 AS one").one)   -- used at 8, 16, 24
+    end
+    assert.are.equal(1, db:pool_stats().open)
+    clock.advance(1.5)                                          -- 25.5: born at 0
+    assert.are.equal(0, db:pool_stats().open)
+    assert.are.equal(1, db:pool_stats().idle_closed)
+    assert.are.equal(0, backends(0))
+  end)
+
+  it("never closes a connection in use; it goes when idle past its deadline", function()
+    local clock = fake_clock.new()
+    local db = assert(zever_db.open(fx.dsn, { pool_size = 1, idle_timeout = 10,
+      max_lifetime = 0, clock = clock }))
+    finally(function() db:close() end)
+    db:transaction(function(tx)
+      clock.advance(30)                                       -- held the whole time
+      assert.are.equal(1, tx:first("SELECT 1 AS one").one)
+      assert.are.equal(1, db:pool_stats().busy)
+    end)
+    assert.are.equal(1, db:pool_stats().idle)                -- used at 30: idle until 40
+    clock.advance(9)
+    assert.are.equal(1, db:pool_stats().open)
+    clock.advance(2)
+    assert.are.equal(0, db:pool_stats().open)
+  end)
+
+  it("runs on the loop's clock by default without keeping the loop running", function()
+    local db = assert(zever_db.open(fx.dsn, { pool_size = 1, idle_timeout = 0.05 }))
+    finally(function() db:close() end)
+    assert.are.equal(1, db:first("SELECT 1 AS one").one)
+    pump_until(function() return db:pool_stats().open == 0 end)
+    assert.are.equal(1, db:pool_stats().idle_closed)
+    -- A script whose pool holds an idle connection (idle_timeout 300 s) and then runs the loop
+    -- to its end: loop.run() returns at once, as without a pool (the guard is `timeout`).
+    local dir = os.tmpname()
+    local script = dir .. ".lua"
+    local f = assert(io.open(script, "w"))
+    f:write([[
+local db = assert(require("zever.db").open(arg[1], { idle_timeout = 300 }))
+assert(db:first("SELECT 1 AS one").one == 1)
+assert(db:pool_stats().idle == 1)
+require("zever.loop").run()
+io.write("returned ", db:pool_stats().idle)
+db:close()
+]])
+    f:close()
+    finally(function() os.remove(script); os.remove(dir) end)
+    local r = process.run("timeout 60 " .. process.quote(sys.exe()) .. " run "
+      .. process.quote(script) .. " " .. process.quote(fx.dsn))
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.equal("returned 1", r.stdout)
+  end)
+
+  it("refuses a clock that is not one", function()
+    assert.has_error(function() zever_db.open(fx.dsn, { clock = function() end }) end,
+      "db.open: clock must be a table with now and timer functions")
+  end)
+end)

@@ -48,6 +48,43 @@ describe("adapters.queue.db on postgres #pg", function()
     q:close()
   end)
 
+  it("doubles the claim up to prefetch_max while a full batch goes within visibility / 8", function()
+    local t = 1000
+    local impl = dbq.new(db, { table = unique("grow"), prefetch = 4, prefetch_max = 16,
+      clock = function() return t end })
+    local q = queue.wrap(impl, { visibility_timeout = 80 })
+    for i = 1, 60 do assert(q:push("t", { i = i })) end
+    local asked, orig = {}, impl.db.query
+    impl.db.query = function(self, sql, binds)
+      if sql == impl.sql.pop_batch then asked[#asked + 1] = binds[5] end
+      return orig(self, sql, binds)
+    end
+    -- A fast backlog: each batch goes at once (time stands still): 4, 8, 16, 16 = 44 rows.
+    for i = 1, 44 do assert.are.equal(i, assert(q:pop("t")).payload.i) end
+    assert.are.same({ 4, 8, 16, 16 }, asked)
+    -- A slow pace: 20 s (more than 80 / 8) since the last claim, and the batch claimed at 45
+    -- goes over 40 s.
+    asked = {}
+    t = t + 20
+    for i = 45, 48 do
+      assert.are.equal(i, assert(q:pop("t")).payload.i)
+      t = t + 10
+    end
+    assert.are.same({ 4 }, asked)
+    -- So the next claim starts again at 4; then fast again: 8 (the last 8 rows), then 16
+    -- comes back empty (short), so the one after asks 4 again.
+    for i = 49, 60 do assert.are.equal(i, assert(q:pop("t")).payload.i) end
+    assert.is_nil(q:pop("t"))
+    assert.is_nil(q:pop("t"))
+    assert.are.same({ 4, 4, 8, 16, 4 }, asked)
+    q:close()
+  end)
+
+  it("refuses a prefetch_max below prefetch", function()
+    assert.has_error(function() dbq.new(db, { table = unique("bad"), prefetch = 8,
+      prefetch_max = 4 }) end, "queue.db: prefetch_max must be an integer from prefetch to 1000")
+  end)
+
   it("gives back on close the prefetched rows it never handed out, attempt unchanged", function()
     local name = unique("pfclose")
     local other = assert(zdb.open(fx.dsn))
@@ -100,6 +137,76 @@ describe("adapters.queue.db on postgres #pg", function()
     for i = 1, 5 do assert.is_true(results[i]) end
     assert.are.equal(0, q:len("t"))
     q:close()
+  end)
+
+  it("sends the pushes of coroutines that meet in one loop turn as one INSERT", function()
+    local name = unique("pushes")
+    local impl = dbq.new(db, { table = name })
+    local q = queue.wrap(impl, { visibility_timeout = 30 })
+    assert.are.equal(0, q:len("a"))                 -- the table exists: only pushes count below
+    local heard = {}
+    local sub = assert(impl:subscribe(function(topic) heard[topic] = true end))
+    local statements, orig = 0, impl.db.query
+    impl.db.query = function(...)
+      statements = statements + 1
+      return orig(...)
+    end
+    local ids, n = {}, 0
+    for i = 1, 10 do
+      sched.spawn(function()
+        ids[i] = assert(q:push(i % 2 == 0 and "a" or "b", { i = i }))
+        n = n + 1
+      end)
+    end
+    assert.is_true(testing.run_until(function() return n == 10 end, 10))
+    assert.are.equal(1, statements)
+    impl.db.query = orig
+    -- Each caller got the id of its own row.
+    local seen = {}
+    for _, topic in ipairs({ "a", "b" }) do
+      while true do
+        local m = q:pop(topic)
+        if not m then break end
+        assert.are.equal(ids[m.payload.i], m.id)
+        assert.are.equal(m.payload.i % 2 == 0 and "a" or "b", topic)
+        seen[#seen + 1] = m.payload.i
+        assert.is_true(q:ack(m))
+      end
+    end
+    assert.are.equal(10, #seen)
+    assert.is_true(testing.run_until(function() return heard.a and heard.b end, 10))
+    sub:close()
+    -- A batch that fails fails for every caller in it, with the database's error.
+    db:exec('DROP TABLE "' .. name .. '"')
+    local errs, m = {}, 0
+    for i = 1, 3 do
+      sched.spawn(function()
+        local id, err = q:push("a", { i = i })
+        errs[i] = { id = id, err = err }
+        m = m + 1
+      end)
+    end
+    assert.is_true(testing.run_until(function() return m == 3 end, 10))
+    for i = 1, 3 do
+      assert.is_nil(errs[i].id)
+      assert.is_truthy(tostring(errs[i].err):find(name, 1, true), tostring(errs[i].err))
+    end
+    q:close()
+  end)
+
+  it("takes prefetch from the queue section (QUEUE_PREFETCH); 0 is the dialect's default", function()
+    local config = require "zever.config"
+    local container = require "zever.container"
+    for _, case in ipairs({ { "32", 32 }, { "0", dbq.PREFETCH } }) do
+      local dir = fs.tmpdir(nil, "zever-queue-pg-cfg")
+      local cfg = assert(config.load{ dir = dir, env = { DB_DSN = fx.dsn,
+        QUEUE_PREFETCH = case[1], QUEUE_TABLE = unique("cfg") } })
+      local c = container.new(cfg)
+      local q = assert(c:get("queue"))
+      assert.are.equal(case[2], q.impl.prefetch)
+      c:close()
+      fs.rm_rf(dir)
+    end
   end)
 
   it("never hands one message to two claimers on two connections", function()

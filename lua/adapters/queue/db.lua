@@ -29,6 +29,8 @@
 -- Prefetch (PostgreSQL: 8 by default, opts.prefetch; SQLite: 1): one claim takes up to
 -- prefetch rows with one token and lease; pop hands them out oldest first, the rest waiting in
 -- this object, so a backlog costs one claim statement per prefetch jobs instead of one per job.
+-- While a backlog keeps up, the claim doubles up to opts.prefetch_max (64; claim_size says
+-- when), one size for all the topics of this object.
 -- A buffered row whose lease ran out is dropped (the sweep gives it back, attempt + 1); close
 -- gives back what was never handed out (claim cleared, attempt kept). The cost: a buffered job
 -- waits for this process's next pop, which comes when a worker slot frees up.
@@ -102,10 +104,87 @@ function Q:ensure()
   return db_table.ensure(self, fail)
 end
 
+-- Gathers calls from coroutines that meet in one loop turn into one batch (a list of at most
+-- limit entries), run by runner(self, batch) in a coroutine of its own once the turn is over;
+-- each caller waits for its own result. Acks and pushes share it.
+local function batched(self, field, entry, runner, limit)
+  local batch = self[field]
+  if not batch or batch.n >= limit then
+    batch = { n = 0, db = self.db }
+    self[field] = batch
+    loop.after(0, function()
+      if self[field] == batch then self[field] = nil end
+      spawn(runner, self, batch)
+    end)
+  end
+  local token = token_of()
+  local n = batch.n + 1
+  entry.token = token
+  batch[n], batch.n = entry, n
+  return await(token)
+end
+
+-- Hands each entry of batch its result from a loop callback (sched's rule: a waiter is
+-- completed from the loop, not from a coroutine): result(entry) -> values, or err for all.
+local function settle(batch, result, err)
+  loop.after(0, function()
+    for i = 1, batch.n do
+      local e = batch[i]
+      if err then complete(e.token, fail(err)) else complete(e.token, result(e, i)) end
+    end
+  end)
+end
+
+-- The INSERT of n pushes (PostgreSQL), cached per n: one statement, one notification per
+-- distinct topic (an InitPlan: evaluated once, after the rows are in), ids returned.
+local function pushes_sql(self, n)
+  local sql = self.pushes_sql[n]
+  if sql then return sql end
+  local rows = {}
+  for i = 1, n do rows[i] = "(?, ?, ?, ?, ?, ?)" end
+  sql = format('WITH m AS (INSERT INTO "%s" (topic, kind, payload, headers, enqueued_at, '
+    .. "available_at) VALUES %s RETURNING id, topic) SELECT m.id, (SELECT count(pg_notify('%s', "
+    .. "d.topic)) FROM (SELECT DISTINCT topic FROM m) d) AS notified FROM m ORDER BY m.id",
+    self.table, concat(rows, ", "), self.channel)
+  self.pushes_sql[n] = sql
+  return sql
+end
+
+-- Runs one batch of pushes. The ids come back in ascending order, which is the order of the
+-- VALUES rows: one statement draws its identity values in the order it inserts its rows.
+local function run_pushes(self, batch)
+  local n, b = batch.n, {}
+  for i = 1, n do
+    local e, k = batch[i], 6 * (i - 1)
+    b[k + 1], b[k + 2], b[k + 3], b[k + 4], b[k + 5], b[k + 6] = e.topic, e.kind, e.payload,
+      e.headers, e.enqueued_at, e.available_at
+  end
+  b.n = 6 * n
+  local rows, err
+  if batch.db then
+    rows, err = batch.db:query(pushes_sql(self, n), b)
+    if rows and #rows ~= n then
+      rows, err = nil, format("queue: a batch of %d pushes inserted %d rows", n, #rows)
+    end
+  else
+    err = "the queue is closed"
+  end
+  settle(batch, function(_, i) return rows[i].id end, not rows and err)
+end
+
+-- On PostgreSQL, pushes from coroutines (requests, jobs) that meet in one loop turn go as one
+-- INSERT (at most PUSH_BATCH rows); each caller gets its own id once the statement is done
+-- (committed: at-least-once holds). From a plain caller, and on SQLite, a push is its own
+-- statement.
 function Q:push(topic, data, kind, headers, delay)
   local ready, why = self:ensure()
   if not ready then return nil, why end
   local now = now_of(self)
+  if self.pg and running() then
+    return batched(self, "pushes", { topic = topic, kind = kind, payload = self.blob(data),
+      headers = headers or NULL, enqueued_at = now, available_at = now + delay }, run_pushes,
+      M.PUSH_BATCH)
+  end
   local b = self.binds
   b[1], b[2], b[3], b[4], b[5], b[6], b.n = topic, kind, self.blob(data), headers or NULL, now,
     now + delay, 6
@@ -169,9 +248,28 @@ local function buffered(self, topic, now)
   return nil
 end
 
+local claim_size
+
 local function by_order(a, b)
   if a.available_at ~= b.available_at then return a.available_at < b.available_at end
   return a.id < b.id
+end
+
+-- The rows the next claim asks for: prefetch, doubled (up to prefetch_max) while the backlog
+-- keeps up: the previous claim came back full and was handed out within visibility / 8. So a
+-- batch of 2k rows is only taken when k rows took less than an eighth of a lease to go, and
+-- at that pace the batch goes within a quarter of its lease; a slower pace, or a claim that
+-- came back short, starts again at prefetch.
+function claim_size(self, now, visibility)
+  local size = self.claim
+  if self.last_full and now - self.last_claim < visibility / 8 then
+    size = size * 2
+    if size > self.prefetch_max then size = self.prefetch_max end
+  else
+    size = self.prefetch
+  end
+  self.claim = size
+  return size
 end
 
 function Q:pop(topic, visibility)
@@ -192,8 +290,10 @@ function Q:pop(topic, visibility)
   b[1], b[2], b[3], b[4], b.n = token, now + visibility, topic, now, 4
   local rows, err
   if self.prefetch > 1 then
-    b[5], b.n = self.prefetch, 5
+    local size = claim_size(self, now, visibility)
+    b[5], b.n = size, 5
     rows, err = self.db:query(self.sql.pop_batch, b)
+    if rows then self.last_claim, self.last_full = now, #rows == size end
   else
     rows, err = self.db:query(self.sql.pop, b)
   end
@@ -228,8 +328,7 @@ local function acks_sql(self, n)
   return sql
 end
 
--- Runs one batch of acks (in a coroutine of its own), then hands each caller its result from a
--- loop callback (sched's rule: a waiter is completed from the loop, not from a coroutine).
+-- Runs one batch of acks (in a coroutine of its own), then hands each caller its result.
 local function run_acks(self, batch)
   local n, b = batch.n, {}
   for i = 1, n do
@@ -247,38 +346,19 @@ local function run_acks(self, batch)
   if rows then
     for i = 1, #rows do gone[tostring(rows[i].id) .. "\0" .. rows[i].claimed_by] = true end
   end
-  loop.after(0, function()
-    for i = 1, n do
-      local e = batch[i]
-      if rows then
-        complete(e.token, gone[tostring(e.id) .. "\0" .. tostring(e.lease)] == true)
-      else
-        complete(e.token, fail(err))
-      end
-    end
-  end)
+  settle(batch, function(e) return gone[tostring(e.id) .. "\0" .. tostring(e.lease)] == true end,
+    not rows and err)
 end
 
 -- On PostgreSQL, acks from coroutines (the worker's jobs) that meet in one loop turn go as one
 -- statement (at most ACK_BATCH a statement): each caller waits for its batch and gets its own
 -- result. From a plain caller, and on SQLite, an ack is its own statement.
 M.ACK_BATCH = 64
+M.PUSH_BATCH = 64
 
 function Q:ack(id, lease)
   if self.pg and running() then
-    local batch = self.acks
-    if not batch or batch.n >= M.ACK_BATCH then
-      batch = { n = 0, db = self.db }
-      self.acks = batch
-      loop.after(0, function()
-        if self.acks == batch then self.acks = nil end
-        spawn(run_acks, self, batch)
-      end)
-    end
-    local token = token_of()
-    local n = batch.n + 1
-    batch[n], batch.n = { id = id, lease = lease, token = token }, n
-    return await(token)
+    return batched(self, "acks", { id = id, lease = lease }, run_acks, M.ACK_BATCH)
   end
   local r, err = self.db:exec(self.sql.ack, id, lease)
   if not r then return fail(err) end
@@ -413,8 +493,10 @@ function M.channel(t)
   return ("zever_queue_" .. t):sub(1, 63)
 end
 
--- Rows one claim takes on PostgreSQL (opts.prefetch; 1 on SQLite): see the top.
+-- Rows one claim takes on PostgreSQL (opts.prefetch; 1 on SQLite), and at most while a backlog
+-- keeps up (opts.prefetch_max; claim_size): see the top.
 M.PREFETCH = 8
+M.PREFETCH_MAX = 64
 
 function M.new(db, opts)
   local self = db_table.new("queue.db", db, opts,
@@ -429,6 +511,12 @@ function M.new(db, opts)
     error("queue.db: prefetch must be an integer from 1 to 1000", 2)
   end
   self.prefetch, self.prefetched, self.acks, self.acks_sql = pf, {}, nil, {}
+  local pmax = opts and opts.prefetch_max or math.max(pf, M.PREFETCH_MAX)
+  if type(pmax) ~= "number" or pmax < pf or pmax % 1 ~= 0 or pmax > 1000 then
+    error("queue.db: prefetch_max must be an integer from prefetch to 1000", 2)
+  end
+  self.prefetch_max, self.claim, self.last_claim, self.last_full = pmax, pf, 0, false
+  self.pushes, self.pushes_sql = nil, {}
   return setmetatable(self, Q)
 end
 
@@ -436,8 +524,9 @@ end
 function M.open(section, ctx)
   local db, err = ctx:get("db")
   if not db then return nil, err end
+  local pf = section.prefetch
   return M.new(db, { table = section.table, sweep_interval = section.sweep_interval,
-    sweep_batch = section.sweep_batch })
+    sweep_batch = section.sweep_batch, prefetch = pf and pf > 0 and pf or nil })
 end
 
 return M

@@ -96,6 +96,8 @@ M.sections = {
     f("poll_max", "duration", 1, { doc = "cap of the empty-poll backoff" }),
     f("sweep_batch", "integer", 100, { min = 1, doc = "db adapter: leases reclaimed per sweep" }),
     f("table", "string", "queue_messages", { doc = "db adapter: the table (created if missing)" }),
+    f("prefetch", "integer", 0, { min = 0,
+      doc = "db adapter: rows one claim takes (at most 1000); 0 = 8 on PostgreSQL, 1 on SQLite" }),
   } },
   { name = "jobs", doc = "background jobs over the queue", fields = {
     f("adapter", "adapter", "queue", { values = { "queue" } }),
