@@ -2,7 +2,7 @@
  * l_multipart.c: the zever.multipart binding: a multipart/form-data body into its parts, with
  * limits, small values in memory and large files spooled to temporary files.
  *
- *   multipart.parse(body, content_type, opts) -> parts | nil, kind, message
+ *   multipart.parse(body, content_type, opts) -> parts | nil, message, kind
  *     opts: max_parts, max_field_bytes, max_file_bytes, spool_bytes (a file part larger than
  *           this goes to a temporary file), tmpdir (where those go)
  *     parts: a list in body order of { name, filename (files only), content_type (when
@@ -27,6 +27,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
+#include "../runtime/lbind.h"
 #include "multipart.h"
 
 #define NAME_MAX_BYTES 1024
@@ -221,10 +222,7 @@ static int l_parse(lua_State *L) {
   x->tmpdir = lua_isnil(L, -1) ? "/tmp" : luaL_checkstring(L, -1); /* kept alive by opts */
   lua_pop(L, 1);
   if (zv_multipart_boundary(ctype, clen, &b, &bn) || zv_multipart_init(m, b, bn, max_parts)) {
-    lua_pushnil(L);
-    lua_pushstring(L, "invalid");
-    lua_pushstring(L, zv_multipart_strerror(ZV_MULTIPART_E_BOUNDARY));
-    return 3;
+    return zv_l_failure(L, zv_multipart_strerror(ZV_MULTIPART_E_BOUNDARY), "invalid");
   }
   lua_newtable(L);
   x->parts_idx = lua_gettop(L);
@@ -254,10 +252,7 @@ static int l_parse(lua_State *L) {
         kind = "too_large";
       snprintf(x->msg, sizeof x->msg, "%s", zv_multipart_strerror(rc));
     }
-    lua_pushnil(L);
-    lua_pushstring(L, kind);
-    lua_pushstring(L, x->msg);
-    return 3;
+    return zv_l_failure(L, x->msg, kind);
   }
   lua_pushvalue(L, x->parts_idx);
   return 1;

@@ -179,7 +179,7 @@ local function parse_form(req, opts)
     end
     return M.parse_query(body), {}
   elseif mtype == "multipart/form-data" then
-    local parts, kind, msg = multipart.parse(body, ctype, limits)
+    local parts, msg, kind = multipart.parse(body, ctype, limits)
     if not parts then return nil, form_error(kind, msg) end
     local fields, files = {}, {}
     for _, p in ipairs(parts) do
