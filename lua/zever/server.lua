@@ -252,6 +252,10 @@ function M.run(opts)
       failed = true
       if signals == 0 then gen.pool:send(0, "drain") end
     end
+    if gen.retired and gen.alive == 0 and signals == 0 then
+      -- From here on every new connection reaches the workers of the reload.
+      io.stderr:write("zever: reload done, the previous workers finished\n")
+    end
     if live() == 0 then loop.stop() end
   end
   current = start_workers(opts, on_exited)

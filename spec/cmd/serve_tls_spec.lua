@@ -324,14 +324,14 @@ describe("zever serve TLS SIGHUP", function()
         srv.port .. " 2>/dev/null | openssl x509 -noout -fingerprint -sha256")
       return pem:match("=(%S+)") == want
     end, 10), srv:log())
-    -- The old workers keep accepting beside the new ones for a moment after a reload (until
-    -- they drain), so one new connection with the new certificate does not mean all of them.
-    local r
+    -- The old workers accept beside the new ones until they drain: once they finished, every
+    -- new connection gets the new certificate.
     assert.is_truthy(serve.wait_for(function()
-      r = process.run("curl -s -S --max-time 10 --cacert " .. quote(c.cert2) ..
-        " https://localhost:" .. srv.port .. "/hello")
-      return r.stdout == "hello world"
-    end, 10), r and r.stderr)
+      return srv:log():find("reload done, the previous workers finished", 1, true)
+    end, 10), srv:log())
+    local r = process.run("curl -s -S --max-time 10 --cacert " .. quote(c.cert2) ..
+      " https://localhost:" .. srv.port .. "/hello")
+    assert.are.equal("hello world", r.stdout, r.stderr)
     -- A reload to a bad pair is refused and the current workers keep serving.
     os.execute("cp " .. quote(c.key) .. " " .. quote(key))
     srv:signal("HUP")
