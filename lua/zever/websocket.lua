@@ -200,7 +200,8 @@ function M.handler(fn, opts)
     local head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n" ..
       "Connection: Upgrade\r\nSec-WebSocket-Accept: " .. ws_core.accept(key) .. "\r\n\r\n"
     local frames = src:upgrade(head, max_frame, max_message)
-    res.streamed, res.src, res.sent, res.body = true, src, 0, ""
+    -- The access log shows the 101 the client got, not the response object's default 200.
+    res.streamed, res.src, res.sent, res.body, res.code = true, src, 0, "", 101
     if not frames then
       res.finished = true
       return

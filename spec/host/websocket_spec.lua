@@ -14,7 +14,7 @@ local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec/host"
 local CLIENT = here .. "/../support/ws_client.py"
 
 local srv, port, left, silent
-local function serve()
+local function serve(opts)
   local app = zever.app()
   app.log = require("zever.log").new({ out = { write = function() end } })
   app:websocket("/echo", function(ws)
@@ -33,7 +33,8 @@ local function serve()
     local _, err = ws:recv()
     silent = err
   end, { ping_interval = 0.1 })
-  srv = assert(server.listen(app, { host = "127.0.0.1", port = 0 }))
+  srv = assert(server.listen(app, { host = "127.0.0.1", port = 0,
+    access_log = opts and opts.access_log }))
   port = srv:port()
 end
 
@@ -60,6 +61,18 @@ describe("zever.websocket", function()
   it("echoes text and binary messages to python3-websockets", function()
     local r = scenarios("echo_text", "echo_binary")
     assert.are.same({ echo_text = "ok", echo_binary = "ok" }, r)
+  end)
+
+  it("logs the upgrade as 101 in the access log", function()
+    srv:close()
+    serve({ access_log = true })
+    local lines, stderr = {}, io.stderr
+    rawset(io, "stderr", { write = function(_, line) lines[#lines + 1] = line end })
+    local ok, r = pcall(scenarios, "echo_text")
+    rawset(io, "stderr", stderr)
+    assert(ok, r)
+    assert.are.same({ echo_text = "ok" }, r)
+    assert.matches("^GET /echo 101 ", table.concat(lines))
   end)
 
   it("echoes 16 MiB binary and text messages", function()
