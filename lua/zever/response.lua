@@ -47,8 +47,14 @@ Response.__index = Response
 -- res:render); nil for a bare response (whose res.app is the first app, if any). The app is not
 -- a field of each response: a fifth key would double the hash part every request allocates.
 function M.new(class)
-  return setmetatable({ code = 200, headers = tnew(4, 0), body = nil, ctype = nil },
-    class or Response)
+  -- body and ctype start as false and are then cleared: `luajit -b` keeps only the non-nil keys
+  -- of a constructor's template, so a precompiled { ..., body = nil, ctype = nil } got 2 hash
+  -- slots and rehashed on every response's first body or ctype store (~540 instructions a
+  -- request, BENCHMARKS.md). With the keys in the template the table is duplicated with its 4
+  -- slots, and a later store finds its key (no new-key insert); nil values keep their slots.
+  local res = { code = 200, headers = tnew(4, 0), body = false, ctype = false }
+  res.body, res.ctype = nil, nil
+  return setmetatable(res, class or Response)
 end
 
 -- The metatable of one app's responses: Response's methods and res.app, made once per app.

@@ -130,6 +130,14 @@ function M.worker(payload, index)
   local app = M.load_app(opts.app, opts.root)
   local srv, err = M.listen(app, opts)
   if not srv then error(err, 0) end
+  -- Start serving with a clean JIT: drop the traces of loading the app and reset LuaJIT's hot
+  -- counters (setting hotloop, here to its default, re-initialises them). Functions that ran
+  -- while the app loaded would otherwise get hot first and become roots of their own, so a
+  -- request would run as several traces linked through the interpreter instead of one from the
+  -- request function down (~120 instructions a request on /hello, BENCHMARKS.md).
+  local jit = require "jit"
+  jit.flush()
+  jit.opt.start("hotloop=56")
   -- zever dev: say "listening" to the main thread, which watches ready_dir (see M.run).
   if opts.ready_dir then
     local f = io.open(format("%s/%d.%d", opts.ready_dir, opts.generation or 0, index), "w")
