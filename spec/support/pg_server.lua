@@ -152,12 +152,12 @@ function M.reap()
   return count
 end
 
-local reaped = false
+local REAPED = "spec.support.pg_server: reaped"   -- once a run, in the registry (see M.shared)
 
 -- Makes the data directory and starts the server: self, or nil, message.
 function Server:start()
-  if not reaped then
-    reaped = true
+  if not debug.getregistry()[REAPED] then
+    debug.getregistry()[REAPED] = true
     M.reap()
   end
   if not is_root and run("test -x " .. BIN .. "initdb").code ~= 0 then
@@ -212,13 +212,18 @@ function M.start(opts)
   return M.new(opts):start()
 end
 
-local shared
-
 -- The one server every #pg describe shares, started on first use and stopped when the Lua
--- state closes. Raises when it cannot start (a #pg spec cannot run without it).
+-- state closes. Raises when it cannot start (a #pg spec cannot run without it). It is kept in
+-- the registry, not in this module: busted insulates each spec file (the file's requires load
+-- again for the next one), so a module upvalue started a server per #pg spec file, each left
+-- running until the collector found its sentinel (25 files, 25 initdb runs).
+local REGISTRY, KEY = debug.getregistry(), "spec.support.pg_server: shared"
+
 function M.shared()
+  local shared = REGISTRY[KEY]
   if shared and shared.pid then return shared end
   shared = assert(M.start())
+  REGISTRY[KEY] = shared
   return shared
 end
 
