@@ -31,6 +31,8 @@ static zv_lock_t *check(lua_State *L) {
   return zv_l_checkhandle(L, MT, "lock");
 }
 
+ZV_L_STORE_METHODS(zv_lock, MT, "lock")
+
 static int l_open(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   void **slot = zv_l_newhandle(L, MT);
@@ -95,16 +97,6 @@ static int l_holder(lua_State *L) {
   return 2;
 }
 
-static int l_sweep(lua_State *L) {
-  zv_lock_t *l = check(L);
-  lua_Number steps = luaL_checknumber(L, 2);
-  int more;
-  size_t removed = zv_lock_sweep(l, zv_l_opt_u64(L, 3), steps > 0 ? (size_t)steps : 0, &more);
-  lua_pushnumber(L, (lua_Number)removed);
-  lua_pushboolean(L, more);
-  return 2;
-}
-
 static int l_clear(lua_State *L) {
   zv_lock_clear(check(L));
   return 0;
@@ -118,23 +110,6 @@ static int l_stats(lua_State *L) {
   zv_l_setnumber(L, "acquired", (double)st.acquired);
   zv_l_setnumber(L, "contended", (double)st.contended);
   zv_l_setnumber(L, "expired", (double)st.expired);
-  return 1;
-}
-
-static int l_ptr(lua_State *L) {
-  lua_pushlightuserdata(L, check(L));
-  return 1;
-}
-
-static int l_release(lua_State *L) {
-  void **slot = luaL_checkudata(L, 1, MT);
-  if (*slot) zv_lock_release(*slot);
-  *slot = NULL;
-  return 0;
-}
-
-static int l_clock(lua_State *L) {
-  lua_pushnumber(L, (lua_Number)zv_lock_clock());
   return 1;
 }
 

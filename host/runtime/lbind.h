@@ -80,8 +80,8 @@ static inline void *zv_l_checkhandle(lua_State *L, const char *mt, const char *w
 /*
  * The four methods every handle class over a shared store has, made from its core's functions
  * (P##_sweep(h, now_ns, max_steps, &more) -> removed, P##_release(h), P##_clock()), so the
- * cache, idempotency and limiter bindings declare them once (MT_ the metatable, WHAT the name
- * in the released-handle error):
+ * cache, idempotency, limiter and lock bindings declare them once (MT_ the metatable, WHAT
+ * the name in the released-handle error):
  *   handle:sweep(max_steps[, now_ns]) -> removed, more    handle:ptr() -> lightuserdata
  *   handle:release()                                      core.clock() -> monotonic ns
  */
