@@ -82,7 +82,7 @@
 #define REQ_MT "zever.http.request"
 #define GUARD_MT "zever.http.request (guarded)"
 #define SRV_MT "zever.http.server"
-#define STACK_HDRS 32
+#define STACK_HDRS ZV__HTTP_STACK_HDRS
 #define METHOD_REFS 64
 
 typedef struct sproxy_s sproxy_t;
@@ -274,12 +274,8 @@ static int r_timeout(lua_State *L) {
   return 0;
 }
 
-/*
- * Reads the flat header array at index idx into hdrs (2 strings per header). The strings stay
- * referenced by the table while the caller uses them; numbers are converted on the stack and
- * stay there. Returns the number of headers; raises on a malformed array.
- */
-static size_t get_headers(lua_State *L, int idx, zv_http_str_t **hdrs, zv_http_str_t *stack) {
+/* Reads the flat header array at index idx into hdrs (2 strings per header): lx_stream.h. */
+size_t zv__http_get_headers(lua_State *L, int idx, zv_http_str_t **hdrs, zv_http_str_t *stack) {
   size_t n;
   if (lua_isnoneornil(L, idx)) return 0;
   luaL_checktype(L, idx, LUA_TTABLE);
@@ -323,7 +319,7 @@ static int r_respond(lua_State *L) {
   const char *body = luaL_optlstring(L, 3, "", &len);
   int rc;
   if (r->streaming) return luaL_error(L, "respond: the response was started with write_head");
-  n = get_headers(L, 4, &hdrs, stack);
+  n = zv__http_get_headers(L, 4, &hdrs, stack);
   if (!r->c) {
     r->answered = 1;
     return push_closed(L);
@@ -359,7 +355,7 @@ static int r_write_head(lua_State *L) {
   size_t n;
   int rc;
   if (r->streaming) return luaL_error(L, "write_head: the head was already written");
-  n = get_headers(L, 3, &hdrs, stack);
+  n = zv__http_get_headers(L, 3, &hdrs, stack);
   r->streaming = 1;
   if (!r->c) return push_closed(L);
   rc = zv_http_write_head(r->c, status, hdrs, n);

@@ -31,27 +31,7 @@
 
 #define FRAMES_MT "zever.http.ws_frames"
 
-#define STACK_HDRS 32
-
-/* The same rules as l_http.c's get_headers (a flat array of name, value). */
-static size_t headers_of(lua_State *L, int idx, zv_http_str_t **hdrs, zv_http_str_t *stack) {
-  size_t n;
-  if (lua_isnoneornil(L, idx)) return 0;
-  luaL_checktype(L, idx, LUA_TTABLE);
-  n = lua_objlen(L, idx);
-  if (n % 2) luaL_argerror(L, idx, "headers must be a flat array of name, value pairs");
-  if (n > STACK_HDRS * 2) *hdrs = lua_newuserdata(L, n * sizeof **hdrs);
-  else *hdrs = stack;
-  luaL_checkstack(L, (int)n, "too many headers");
-  for (size_t i = 0; i < n; i++) {
-    lua_rawgeti(L, idx, (int)i + 1);
-    (*hdrs)[i].p = lua_tolstring(L, -1, &(*hdrs)[i].n);
-    if (!(*hdrs)[i].p)
-      luaL_argerror(L, idx, lua_pushfstring(L, "header item %d is a %s, not a string",
-                                            (int)i + 1, luaL_typename(L, -1)));
-  }
-  return n / 2;
-}
+#define STACK_HDRS ZV__HTTP_STACK_HDRS
 
 static int push_closed(lua_State *L) {
   lua_pushnil(L);
@@ -73,7 +53,7 @@ static int r_head(lua_State *L) {
   if (r->cancelled) return luaL_error(L, "request cancelled: handler timeout");
   if (r->answered) return luaL_error(L, "request already answered");
   if (r->streaming) return luaL_error(L, "head: the head was already written");
-  n = headers_of(L, 3, &hdrs, stack);
+  n = zv__http_get_headers(L, 3, &hdrs, stack);
   r->streaming = 1;
   if (!r->c) return push_closed(L);
   if (len >= 0) {

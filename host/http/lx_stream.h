@@ -21,6 +21,13 @@ typedef struct {
   int watch_ref;
 } zv__http_req_t;
 
+/* Headers a Lua caller passes as a flat array of name, value: up to ZV__HTTP_STACK_HDRS of them
+ * go in the caller's stack array, more in a userdata left on the Lua stack. The strings stay
+ * referenced by the table while the caller uses them; numbers are converted on the stack and
+ * stay there. Returns the number of headers; raises on a malformed array (l_http.c). */
+#define ZV__HTTP_STACK_HDRS 32
+size_t zv__http_get_headers(lua_State *L, int idx, zv_http_str_t **hdrs, zv_http_str_t *stack);
+
 /* The request at index 1, checked against the two metatables (upvalues 1 and 2). */
 zv__http_req_t *zv__http_check_req(lua_State *L);
 
