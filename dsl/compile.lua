@@ -89,4 +89,17 @@ function M.compile(paths)
   return M.compile_sources(sources, files)
 end
 
+-- For a command that needs a schema without errors: paths (default { "schema" }) compiled, or
+-- nil, message after writing the diagnostics to stderr (the command exits 1 with it).
+function M.compile_clean(paths)
+  if #paths == 0 then paths = { "schema" } end
+  local result, err = M.compile(paths)
+  if not result then return nil, err end
+  if result.errors > 0 then
+    io.stderr:write(require("dsl.diagnostics").render(result.diags, result.sources))
+    return nil, "the schema has errors"
+  end
+  return result
+end
+
 return M

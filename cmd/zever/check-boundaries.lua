@@ -14,16 +14,9 @@ return {
     { name = "json", summary = "print the crossings as a JSON array" },
   },
   run = function(args, flags)
-    local compile = require "dsl.compile"
-    local diagnostics = require "dsl.diagnostics"
     local graph = require "dsl.graph"
-    if #args == 0 then args = { "schema" } end
-    local result, err = compile.compile(args)
+    local result, err = require("dsl.compile").compile_clean(args)
     if not result then return 1, err end
-    if result.errors > 0 then
-      io.stderr:write(diagnostics.render(result.diags, result.sources))
-      return 1, "the schema has errors"
-    end
     local list = graph.crossings(result.ir)
     if flags.json then
       print(#list == 0 and "[]" or require("zever.json").encode(list))
@@ -33,7 +26,7 @@ return {
         diags[i] = { file = c.file, line = c.line, col = c.col, phase = "boundaries",
           severity = "error", message = c.message }
       end
-      io.stdout:write(diagnostics.render(diags, result.sources))
+      io.stdout:write(require("dsl.diagnostics").render(diags, result.sources))
       io.stderr:write(string.format("zever check-boundaries: %d crossing%s\n", #list,
         #list == 1 and "" or "s"))
     end

@@ -17,16 +17,9 @@ return {
     { name = "modules", summary = "only the module graph" },
   },
   run = function(args, flags)
-    local compile = require "dsl.compile"
-    local diagnostics = require "dsl.diagnostics"
     local graph = require "dsl.graph"
-    if #args == 0 then args = { "schema" } end
-    local result, err = compile.compile(args)
+    local result, err = require("dsl.compile").compile_clean(args)
     if not result then return 1, err end
-    if result.errors > 0 then
-      io.stderr:write(diagnostics.render(result.diags, result.sources))
-      return 1, "the schema has errors"
-    end
     local ir = result.ir
     if flags.module then
       local known = false
