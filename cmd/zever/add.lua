@@ -16,13 +16,7 @@ local PAGES = { session = "sessions", password = "passwords", log = "app" }
 
 local USAGE = "zever add BATTERY[/ADAPTER] [--app DIR] [--dry-run]"
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local slurp = require("zever.file").read
 
 local function put(path, text)
   local f, err = io.open(path, "wb")

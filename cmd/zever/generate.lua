@@ -16,13 +16,7 @@ local USAGE = "zever generate entity|rpc|job|schedule|migration|spec NAME [field
   " [--schema FILE] [--http 'METHOD /path'] [--auth none|required] [--returns TYPE]" ..
   " [--cron SPEC] [--dispatch JOB] [--dry-run]"
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local slurp = require("zever.file").read
 
 local function write(path, text)
   local dir = path:match("^(.*)/[^/]*$")

@@ -37,7 +37,6 @@ local errors = require "zever.errors"
 
 local type, pairs, ipairs, next, setmetatable, format, concat, tostring, error =
   type, pairs, ipairs, next, setmetatable, string.format, table.concat, tostring, error
-local open = io.open
 
 local M = {}
 
@@ -79,13 +78,7 @@ local function make_error(items)
 end
 M.error = make_error
 
-local function slurp(path)
-  local f = open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local slurp = require("zever.file").read
 
 local function join(dir, name)
   if dir == "." or dir == "" then return name end

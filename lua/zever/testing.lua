@@ -236,13 +236,7 @@ local function shell_quote(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
 end
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local slurp = require("zever.file").read
 
 -- Sends one request with curl while the loop serves it; returns { status, headers, body }.
 -- opts: headers, body (a string, or a table sent as JSON), json (a value sent as JSON), query.

@@ -16,13 +16,7 @@ local M = {}
 
 local snake = require("dsl.ir").snake
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local slurp = require("zever.file").read
 
 -- The names a handlers file defines: function M.Name, M.Name =, or Name = in a returned table.
 local function defined(src)

@@ -1,0 +1,19 @@
+-- zever.file: reading a whole file, which the configuration, the CLI's generators and
+-- zever.testing share.
+--
+--   local file = require "zever.file"
+--   file.read(path) -> its bytes | nil when it is missing or unreadable
+
+local open = io.open
+
+local M = {}
+
+function M.read(path)
+  local f = open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+return M
