@@ -3,6 +3,7 @@
 --
 --   local traces = require "spec.support.traces"
 --   local t = traces.run(fn)   -- flushes the trace cache, runs fn with trace events attached
+--   traces.run(fn, { eager = true })  -- the same with every loop and function hot at once
 --   t.stops    { { id =, at = "file.lua:12", link = "loop" }, ... }  completed traces
 --   t.aborts   { { id =, at = "file.lua:40", reason = "NYI: ..." }, ... }
 --   traces.looped(t, file)     -> true when a trace that started in file closed as a loop
@@ -35,8 +36,13 @@ local function reason(code, info)
   return msg
 end
 
-function M.run(fn)
+-- opts.eager: run fn with hotloop = 1, so that every loop and function is recorded the first
+-- time it runs, whatever the earlier specs did to LuaJIT's hot counters (which are shared by
+-- hashed bytecode address: with the default threshold a loop may not be attempted at all in
+-- fn's run). Setting hotloop resets the counters; the default (56) is set again afterwards.
+function M.run(fn, opts)
   assert(jit and jit.status(), "the JIT compiler is off")
+  local eager = opts and opts.eager
   local t, started = { stops = {}, aborts = {} }, {}
   local function on(what, tr, func, pc, otr, oex)
     if what == "start" then
@@ -48,9 +54,11 @@ function M.run(fn)
     end
   end
   jit.flush()
+  if eager then jit.opt.start("hotloop=1") end
   jit.attach(on, "trace")
   local ok, err = pcall(fn)
   jit.attach(on)
+  if eager then jit.opt.start("hotloop=56") end
   if not ok then error(err, 0) end
   return t
 end
