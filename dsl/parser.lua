@@ -185,11 +185,15 @@ function P:expect(kd, what)
   return self:expected(what or format('"%s"', kd))
 end
 
--- A node with room for four more fields (name, type, attributes, value, ...): the nil entries
--- size the table's hash part once, which halves the cost of a node that then gets them.
+-- A node with room for four more fields (name, type, attributes, value, ...): sizing the table's
+-- hash part once halves the cost of a node that then gets them. The four start as false and are
+-- cleared at once, because `luajit -b` (build/bc) keeps only non-nil keys in a constructor's
+-- template: with `name = nil` the precompiled node had 4 slots and rehashed on its first field.
 function P:node(kind, k)
-  return { kind = kind, line = self.line[k], col = self.col[k], pos = self.pos[k], name = nil,
-    type = nil, attributes = nil, value = nil }
+  local n = { kind = kind, line = self.line[k], col = self.col[k], pos = self.pos[k],
+    name = false, type = false, attributes = false, value = false }
+  n.name, n.type, n.attributes, n.value = nil, nil, nil, nil
+  return n
 end
 
 -- Skips a balanced run from the opener at the cursor to its closer (or EOF) with a counter.
