@@ -71,6 +71,16 @@ bench("BreakerCallClosedSlowCounted", function(n)
   return sink
 end)
 
+-- The same guard on the inproc adapter: the state in C memory shared by the worker threads
+-- (host/breaker/), allow and record through the FFI.
+local cb_inproc = breaker.wrap(require("adapters.breaker.inproc").new{ name = "bench" })
+  :get("bench", { window = 100, min_calls = 100 })
+bench("BreakerCallClosedInproc", function(n)
+  local sink = 0
+  for i = 1, n do sink = sink + cb_inproc:call(upstream, i) end
+  return sink
+end)
+
 bench("BreakerBareCall", function(n)
   local sink = 0
   for i = 1, n do sink = sink + upstream(i) end

@@ -164,7 +164,8 @@ local BUILTIN = {
   eventbus = { front = "zever.eventbus", adapters = { memory = {}, redis = REDIS,
     postgres = { "zever.pg" } } },
   outbox = { front = "zever.outbox", adapters = { db = {} } },
-  breaker = { front = "zever.breaker", adapters = { memory = {} } },
+  breaker = { front = "zever.breaker", adapters = { memory = {},
+    inproc = { "zever.breaker_core" } } },
   webhook = { front = "zever.webhook", adapters = { memory = { "zever.crypto_core" } } },
 }
 M.BUILTIN = BUILTIN

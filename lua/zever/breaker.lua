@@ -24,9 +24,9 @@
 -- framework's expected failure), counts as a failure; the raise is re-raised after counting,
 -- the nil, err returned. Time comes from opts.clock (a function returning seconds; specs) or the
 -- monotonic clock. Breakers are named: get(name) returns the same breaker for a name (its
--- options are those of the first get). The memory adapter keeps them per Lua state (one worker
--- of `zever serve`): each worker trips on what it saw itself. Sharing state across workers and
--- processes (an inproc C table, a redis script) is not built yet.
+-- options are those of the first get). The state machine lives in the adapter: memory keeps
+-- breakers per Lua state (one worker of `zever serve`: each worker trips on what it saw
+-- itself), inproc in C memory shared by every worker thread of the process (host/breaker/).
 
 local ffi = require "ffi"
 local battery = require "zever.battery"
@@ -56,95 +56,33 @@ local CLOSED_ERR = Breakers.CLOSED
 local CB = {}
 CB.__index = CB
 
-local CLOSED, OPEN, HALF = "closed", "open", "half_open"
-
-local function reset_window(cb)
-  local w = cb.window
-  for i = 1, w do cb.outcomes[i] = 0 end
-  cb.pos, cb.calls, cb.failures, cb.slow = 0, 0, 0, 0
-end
-
-local function trip(cb, now)
-  cb.st = OPEN
-  cb.until_t = now + cb.open_for
-  cb.opened = cb.opened + 1
-  cb.trials, cb.trial_ok = 0, 0
-end
-
--- Outcomes: 0 none, 1 ok, 2 failed, 3 slow, 4 failed and slow (bit-free arithmetic).
-local function push(cb, failed, slow)
-  local w = cb.window
-  local pos = cb.pos % w + 1
-  cb.pos = pos
-  local old = cb.outcomes[pos]
-  if old ~= 0 then
-    cb.calls = cb.calls - 1
-    if old == 2 or old == 4 then cb.failures = cb.failures - 1 end
-    if old == 3 or old == 4 then cb.slow = cb.slow - 1 end
-  end
-  cb.outcomes[pos] = failed and (slow and 4 or 2) or (slow and 3 or 1)
-  cb.calls = cb.calls + 1
-  if failed then cb.failures = cb.failures + 1 end
-  if slow then cb.slow = cb.slow + 1 end
-end
+-- The adapter's handle speaks numbers (see adapters/breaker/memory.lua); users see names.
+local STATE = { [0] = "closed", [1] = "open", [2] = "half_open" }
 
 function CB:allow()
   if self.owner.closed then return nil, CLOSED_ERR end
-  local st = self.st
-  if st == CLOSED then return true end
-  local now = self.clock()
-  if st == OPEN then
-    if now < self.until_t then
-      self.rejected = self.rejected + 1
-      return nil, Breakers.error("open", "the circuit '" .. self.name .. "' is open",
-        { retry_after = self.until_t - now })
-    end
-    self.st = HALF
-    self.trials, self.trial_ok = 0, 0
+  local rc, retry = self.h:allow()
+  if rc == 0 then return true end
+  if rc == 1 then
+    return nil, Breakers.error("open", "the circuit '" .. self.name .. "' is open",
+      { retry_after = retry })
   end
-  if self.trials >= self.half_open_calls then
-    self.rejected = self.rejected + 1
-    return nil, Breakers.error("open", "the circuit '" .. self.name .. "' is half open and its "
-      .. "trial calls are taken", { retry_after = 0 })
-  end
-  self.trials = self.trials + 1
-  return true
+  return nil, Breakers.error("open", "the circuit '" .. self.name .. "' is half open and its "
+    .. "trial calls are taken", { retry_after = 0 })
 end
 
 -- Records one call's outcome: ok (boolean) and how long it took (seconds, optional).
 function CB:record(ok, seconds)
-  local slow_call = self.slow_call
-  local slow = slow_call and seconds and seconds >= slow_call or false
-  local failed = not ok
-  local st = self.st
-  if st == HALF then
-    if failed or slow then
-      trip(self, self.clock())
-    else
-      self.trial_ok = self.trial_ok + 1
-      if self.trial_ok >= self.half_open_calls then
-        self.st = CLOSED
-        reset_window(self)
-      end
-    end
-    return
-  end
-  if st ~= CLOSED then return end
-  push(self, failed, slow)
-  local calls = self.calls
-  if calls >= self.min_calls and (self.failures >= self.failure_rate * calls
-      or self.slow >= self.slow_rate * calls) then
-    trip(self, self.clock())
-  end
+  self.h:record(not ok, seconds)
 end
 
 local function finish(self, t0, ok, a, ...)
-  local took = t0 and self.clock() - t0
+  local took = t0 and self.clock() - t0 or nil
   if not ok then
-    self:record(false, took)
+    self.h:record(true, took)
     error(a, 0)
   end
-  self:record(not (a == nil and select("#", ...) > 0), took)
+  self.h:record(a == nil and select("#", ...) > 0, took)
   return a, ...
 end
 
@@ -157,18 +95,17 @@ function CB:call(fn, ...)
 end
 
 function CB:state()
-  if self.st == OPEN and self.clock() >= self.until_t then return HALF end
-  return self.st
+  return STATE[self.h:stats().state]
 end
 
 function CB:stats()
-  return { state = self:state(), calls = self.calls, failures = self.failures, slow = self.slow,
-    rejected = self.rejected, opened = self.opened }
+  local s = self.h:stats()
+  return { state = STATE[s.state], calls = s.calls, failures = s.failures, slow = s.slow,
+    rejected = s.rejected, opened = s.opened }
 end
 
 function CB:reset()
-  self.st = CLOSED
-  reset_window(self)
+  self.h:reset()
 end
 
 local function rate(v, default, what)
@@ -183,25 +120,26 @@ function Breakers:get(name, opts)
   battery.string(name, "breakers:get", "name")
   battery.opt_table(opts, "breakers:get", "opts")
   if self.closed then return nil, CLOSED_ERR end
-  local cb = self.impl:find(name)
+  local cb = self.by_name[name]
   if cb then return cb end
   opts = opts or {}
   local d = self.defaults
-  local window = battery.count(opts.window, d.window, "breakers:get", "window", 1)
-  cb = setmetatable({
-    name = name, owner = self, clock = self.clock, st = CLOSED,
+  local cfg = {
     failure_rate = rate(opts.failure_rate, d.failure_rate, "failure_rate"),
     slow_rate = rate(opts.slow_rate, d.slow_rate, "slow_rate"),
     slow_call = battery.seconds(opts.slow_call, d.slow_call, "breakers:get", "slow_call") or false,
-    window = window,
+    window = battery.count(opts.window, d.window, "breakers:get", "window", 1),
     min_calls = battery.count(opts.min_calls, d.min_calls, "breakers:get", "min_calls", 1),
     open_for = battery.seconds(opts.open_for, d.open_for, "breakers:get", "open_for", false, true),
     half_open_calls = battery.count(opts.half_open_calls, d.half_open_calls, "breakers:get",
       "half_open_calls", 1),
-    outcomes = {}, until_t = 0, rejected = 0, opened = 0, trials = 0, trial_ok = 0,
-  }, CB)
-  reset_window(cb)
-  self.impl:store(name, cb)
+  }
+  if cfg.slow_call == 0 then cfg.slow_call = false end
+  local h, err = self.impl:open(name, cfg, self.fake_clock)
+  if not h then return nil, err end
+  cb = setmetatable({ name = name, owner = self, h = h, clock = self.clock,
+    slow_call = cfg.slow_call }, CB)
+  self.by_name[name] = cb
   return cb
 end
 
@@ -214,7 +152,7 @@ function M.wrap(impl, opts)
     error("breaker.wrap: clock must be a function", 2)
   end
   return battery.object(Breakers, impl, {
-    clock = opts.clock or monotonic,
+    clock = opts.clock or monotonic, fake_clock = opts.clock, by_name = {},
     defaults = {
       failure_rate = opts.failure_rate or 0.5, slow_rate = opts.slow_rate or 1,
       slow_call = opts.slow_call ~= 0 and opts.slow_call or nil, window = opts.window or 20,
