@@ -165,7 +165,7 @@ local BUILTIN = {
     postgres = { "zever.pg" } } },
   outbox = { front = "zever.outbox", adapters = { db = {} } },
   breaker = { front = "zever.breaker", adapters = { memory = {},
-    inproc = { "zever.breaker_core" } } },
+    inproc = { "zever.breaker_core" }, redis = REDIS } },
   webhook = { front = "zever.webhook", adapters = { memory = { "zever.crypto_core" } } },
 }
 M.BUILTIN = BUILTIN

@@ -26,7 +26,8 @@
 -- monotonic clock. Breakers are named: get(name) returns the same breaker for a name (its
 -- options are those of the first get). The state machine lives in the adapter: memory keeps
 -- breakers per Lua state (one worker of `zever serve`: each worker trips on what it saw
--- itself), inproc in C memory shared by every worker thread of the process (host/breaker/).
+-- itself), inproc in C memory shared by every worker thread of the process (host/breaker/),
+-- redis on a server shared by processes (cb:stats().errors counts the calls it could not reach).
 
 local ffi = require "ffi"
 local battery = require "zever.battery"
@@ -101,7 +102,7 @@ end
 function CB:stats()
   local s = self.h:stats()
   return { state = STATE[s.state], calls = s.calls, failures = s.failures, slow = s.slow,
-    rejected = s.rejected, opened = s.opened }
+    rejected = s.rejected, opened = s.opened, errors = s.errors }
 end
 
 function CB:reset()

@@ -238,7 +238,9 @@ M.sections = {
     f("cap", "duration", 300, { doc = "longest retry delay" }),
   } },
   { name = "breaker", doc = "circuit breakers (app.breaker)", fields = {
-    f("adapter", "adapter", "memory", { values = { "memory", "inproc" } }),
+    f("adapter", "adapter", "memory", { values = { "memory", "inproc", "redis" } }),
+    f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
+    f("prefix", "string", "zever:breaker:", { doc = "redis adapter: key prefix" }),
     f("failure_rate", "number", 0.5, { doc = "share of failed calls in the window that opens" }),
     f("slow_rate", "number", 1, { doc = "share of slow calls in the window that opens" }),
     f("slow_call", "duration", 0, { doc = "a call at least this long is slow; 0 = not counted" }),
