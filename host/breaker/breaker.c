@@ -23,6 +23,7 @@ struct zv_breaker_s {
   uint32_t pos, calls, failures, slow;
   uint64_t rejected;          /* atomic */
   uint64_t opened;
+  int registered;             /* in the registry (zv_breaker_open), not private */
   uint8_t outcome[];          /* cfg.window of them */
 };
 
@@ -173,12 +174,25 @@ static int breaker_create(const void *arg, void **obj) {
   return 0;
 }
 
+/* Called under the registry's lock, before any other thread can see the breaker. */
+static int breaker_create_registered(const void *arg, void **obj) {
+  int rc = breaker_create(arg, obj);
+  if (rc == 0) ((zv_breaker_t *)*obj)->registered = 1;
+  return rc;
+}
+
+int zv_breaker_new(const zv_breaker_cfg_t *cfg, zv_breaker_t **out) {
+  if (!cfg_valid(cfg)) return ZV_EINVAL;
+  return breaker_create(cfg, (void **)out);
+}
+
 int zv_breaker_open(const char *name, const zv_breaker_cfg_t *cfg, zv_breaker_t **out) {
   if (!cfg_valid(cfg)) return ZV_EINVAL;
   if (strlen(name) > ZV_BREAKER_MAX_NAME) return ZV_ETOOLONG;
-  return zv_registry_open(&breakers, name, NULL, breaker_create, cfg, (void **)out);
+  return zv_registry_open(&breakers, name, NULL, breaker_create_registered, cfg, (void **)out);
 }
 
 void zv_breaker_release(zv_breaker_t *b) {
-  if (zv_registry_release(&breakers, b)) zv_free(b);
+  if (!b) return;
+  if (!b->registered || zv_registry_release(&breakers, b)) zv_free(b);
 }

@@ -55,11 +55,18 @@ uint64_t zv_breaker_clock(void);
 
 /*
  * The process-wide breaker called name (at most ZV_BREAKER_MAX_NAME bytes), created with cfg on
- * the first open and shared by later ones whatever their cfg. Pair each open with a release.
+ * the first open and shared by later ones whatever their cfg. Pair each open with a release
+ * (which frees a private breaker of zv_breaker_new at once).
  * Returns 0, ZV_EINVAL (a cfg out of range), ZV_ETOOLONG or ZV_ENOMEM.
  */
 int zv_breaker_open(const char *name, const zv_breaker_cfg_t *cfg, zv_breaker_t **out);
 void zv_breaker_release(zv_breaker_t *b);
+
+/*
+ * A private breaker, in no registry (the memory adapter: one per Lua state). Free it with
+ * zv_breaker_release too. Returns 0, ZV_EINVAL or ZV_ENOMEM.
+ */
+int zv_breaker_new(const zv_breaker_cfg_t *cfg, zv_breaker_t **out);
 
 /* The options the breaker was created with. */
 void zv_breaker_cfg(zv_breaker_t *b, zv_breaker_cfg_t *out);

@@ -1,7 +1,8 @@
 /*
  * l_breaker_core.c: the zever.breaker_core binding (lua/adapters/breaker/inproc.lua wraps it).
  *
- *   core.open(name, cfg)              -> handle | nil, message, code
+ *   core.open(name, cfg)              -> handle | nil, message, code   (shared by name)
+ *   core.new(cfg)                     -> handle | nil, message, code   (private: this state's)
  *       cfg: { failure_rate, slow_rate, slow_ns (0: none), open_ns, window, min_calls,
  *              half_open_calls }  (checked by the front-end; out of range gives INVAL)
  *   handle:allow([now_ns])            -> 0 go | 1 open | 2 trials taken, retry_ns
@@ -57,9 +58,8 @@ static uint32_t count(lua_Number v) {
   return v >= 1 && v <= 4e9 ? (uint32_t)v : 0;
 }
 
-static int l_open(lua_State *L) {
-  const char *name = luaL_checkstring(L, 1);
-  luaL_checktype(L, 2, LUA_TTABLE);
+/* The options table at index 2. */
+static void read_cfg(lua_State *L, zv_breaker_cfg_t *out) {
   zv_breaker_cfg_t cfg;
   cfg.failure_rate = field(L, "failure_rate");
   cfg.slow_rate = field(L, "slow_rate");
@@ -69,9 +69,31 @@ static int l_open(lua_State *L) {
   cfg.window = count(field(L, "window"));
   cfg.min_calls = count(field(L, "min_calls"));
   cfg.half_open_calls = count(field(L, "half_open_calls"));
+  *out = cfg;
+}
+
+static int l_open(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  zv_breaker_cfg_t cfg;
+  read_cfg(L, &cfg);
   void **slot = zv_l_newhandle(L, MT);
   zv_breaker_t *b;
   int rc = zv_breaker_open(name, &cfg, &b);
+  if (rc) return zv_l_fail(L, rc);
+  *slot = b;
+  return 1;
+}
+
+static int l_new(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  lua_pushvalue(L, 1);   /* the options at index 2, as read_cfg wants them */
+  zv_breaker_cfg_t cfg;
+  read_cfg(L, &cfg);
+  void **slot = zv_l_newhandle(L, MT);
+  zv_breaker_t *b;
+  int rc = zv_breaker_new(&cfg, &b);
   if (rc) return zv_l_fail(L, rc);
   *slot = b;
   return 1;
@@ -138,6 +160,7 @@ static const luaL_Reg methods[] = {
 
 static const luaL_Reg funcs[] = {
   {"open", l_open},
+  {"new", l_new},
   {"clock", l_clock},
   {NULL, NULL},
 };

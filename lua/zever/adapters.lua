@@ -164,7 +164,7 @@ local BUILTIN = {
   eventbus = { front = "zever.eventbus", adapters = { memory = {}, redis = REDIS,
     postgres = { "zever.pg" } } },
   outbox = { front = "zever.outbox", adapters = { db = {} } },
-  breaker = { front = "zever.breaker", adapters = { memory = {},
+  breaker = { front = "zever.breaker", adapters = { memory = { "zever.breaker_core" },
     inproc = { "zever.breaker_core" }, redis = REDIS } },
   webhook = { front = "zever.webhook", adapters = { memory = { "zever.crypto_core" } } },
 }

@@ -25,8 +25,8 @@
 -- the nil, err returned. Time comes from opts.clock (a function returning seconds; specs) or the
 -- monotonic clock. Breakers are named: get(name) returns the same breaker for a name (its
 -- options are those of the first get). The state machine lives in the adapter: memory keeps
--- breakers per Lua state (one worker of `zever serve`: each worker trips on what it saw
--- itself), inproc in C memory shared by every worker thread of the process (host/breaker/),
+-- C breakers private to one Lua state (one worker of `zever serve`: each worker trips on what
+-- it saw itself), inproc the same breakers shared by every worker thread (host/breaker/),
 -- redis on a server shared by processes (cb:stats().errors counts the calls it could not reach).
 
 local ffi = require "ffi"

@@ -62,15 +62,20 @@ Inproc.__index = Inproc
 function Inproc:open(name, cfg, clock)
   local h = self.by_name[name]
   if h then return h end
-  local full = self.name .. ":" .. name
-  if #full > core.MAX_NAME then
-    return nil, errors.new("breaker", "invalid", "the breaker name is too long (" .. #full ..
-      " bytes with the adapter's name; at most " .. core.MAX_NAME .. ")")
-  end
-  local handle, msg, code = core.open(full, {
-    failure_rate = cfg.failure_rate, slow_rate = cfg.slow_rate,
+  local c = { failure_rate = cfg.failure_rate, slow_rate = cfg.slow_rate,
     slow_ns = cfg.slow_call and cfg.slow_call * 1e9 or 0, open_ns = cfg.open_for * 1e9,
-    window = cfg.window, min_calls = cfg.min_calls, half_open_calls = cfg.half_open_calls })
+    window = cfg.window, min_calls = cfg.min_calls, half_open_calls = cfg.half_open_calls }
+  local handle, msg, code
+  if self.private then
+    handle, msg, code = core.new(c)
+  else
+    local full = self.name .. ":" .. name
+    if #full > core.MAX_NAME then
+      return nil, errors.new("breaker", "invalid", "the breaker name is too long (" .. #full ..
+        " bytes with the adapter's name; at most " .. core.MAX_NAME .. ")")
+    end
+    handle, msg, code = core.open(full, c)
+  end
   if not handle then return nil, errors.core("breaker", code, msg) end
   h = setmetatable({ handle = handle, ptr = ffi.cast(breaker_ptr, handle:ptr()),
     out = ffi.new("uint64_t[1]"), clock = clock }, H)
@@ -90,9 +95,12 @@ function Inproc:close()
   return true
 end
 
+-- opts: name (the adapter's name: opens of one name share their breakers), private (true: the
+-- breakers are this object's alone, in no registry: the memory adapter).
 function M.new(opts)
   opts = opts or {}
-  return setmetatable({ name = opts.name or "default", by_name = {} }, Inproc)
+  return setmetatable({ name = opts.name or "default", private = opts.private or false,
+    by_name = {} }, Inproc)
 end
 
 function M.open(section)
