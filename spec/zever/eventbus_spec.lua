@@ -40,6 +40,7 @@ describe("adapters.eventbus.memory", function()
     assert(app.eventbus:publish("app.spec", "hi"))
     zever.sleep(0.01)
     assert.are.equal("hi", got)
-    assert.are.same({ "memory", "postgres", "redis" }, require("zever.adapters").names("eventbus"))
+    assert.are.same({ "inproc", "memory", "postgres", "redis" },
+      require("zever.adapters").names("eventbus"))
   end)
 end)

@@ -220,7 +220,7 @@ M.sections = {
     f("max_wait", "duration", 0.05, { doc = "the cap of acquire's backoff between tries" }),
   } },
   { name = "eventbus", doc = "publish/subscribe on topics (app.eventbus)", fields = {
-    f("adapter", "adapter", "memory", { values = { "memory", "redis", "postgres" } }),
+    f("adapter", "adapter", "memory", { values = { "memory", "inproc", "redis", "postgres" } }),
     f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
     f("prefix", "string", "zever:eventbus:", { doc = "redis adapter: key prefix of the stream" }),
     f("maxlen", "integer", 10000, { min = 1, doc = "redis adapter: messages the stream keeps" }),
