@@ -38,8 +38,7 @@ local function bus_with(subscribers, impl)
 end
 
 -- Publish in batches of 100, each followed by the loop turn that runs the 10 handlers.
-bench("EventbusPublish10Drain", function(n)
-  local bus, count = bus_with(10)
+local function publish_drain(n, bus, count)
   local msg = { id = 1 }
   local done = 0
   while done < n do
@@ -50,23 +49,17 @@ bench("EventbusPublish10Drain", function(n)
   end
   assert(count() == n * 10, "not every message was delivered")
   bus:close()
+end
+
+bench("EventbusPublish10Drain", function(n)
+  publish_drain(n, bus_with(10))
 end)
 
 -- The same through the inproc adapter (host/bus/): each message is JSON-encoded, copied into
 -- the C hub once, drained from this worker's mailbox and decoded before the 10 handlers run.
 bench("EventbusPublish10DrainInproc", function(n)
-  local bus, count = bus_with(10, require("adapters.eventbus.inproc").new{ name = "bench",
-    max_pending = 1e6 })
-  local msg = { id = 1 }
-  local done = 0
-  while done < n do
-    local k = math.min(100, n - done)
-    for _ = 1, k do bus:publish("orders.created", msg) end
-    done = done + k
-    sched.sleep(0)
-  end
-  assert(count() == n * 10, "not every message was delivered")
-  bus:close()
+  publish_drain(n, bus_with(10, require("adapters.eventbus.inproc").new{ name = "bench",
+    max_pending = 1e6 }))
 end)
 
 -- A closed breaker's guard around a call that does nothing (issue #22's target: <= 50 ns of

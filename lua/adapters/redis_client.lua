@@ -14,7 +14,8 @@
 --       fail(err) -> nil, a zever error ("unavailable", "redis: " .. message); with a second
 --       argument a WRONGTYPE error reply gets that code (and the bare message) instead
 --   local url, timeout = redis_client.config(section, ctx)   section.url, else redis.url
---   M.open = redis_client.opener(M.new)     the adapter contract's open over that url
+--   M.open = redis_client.opener(M.new)     the adapter contract's open over that url (and the
+--                                        section's prefix, when it has a non-empty one)
 --
 -- Misuse (no options table, no url nor client, a prefix that is not a string) raises with the
 -- caller of the adapter's new blamed. zever.redis reconnects a shared client by itself.
@@ -72,7 +73,8 @@ end
 function M.opener(new)
   return function(section, ctx)
     local url, timeout = M.config(section, ctx)
-    return new{ url = url, timeout = timeout }
+    local prefix = section.prefix
+    return new{ url = url, timeout = timeout, prefix = prefix ~= "" and prefix or nil }
   end
 end
 

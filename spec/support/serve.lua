@@ -5,6 +5,7 @@
 --   local srv = serve.start(dir, { "--workers", "1" }, { HTTP_WRITE_TIMEOUT = "1s" })
 --   srv.port, srv:log(), srv:alive(), srv:signal("HUP"), srv:wait_exit(5), srv:kill()
 --   serve.free_port()     a port nothing listens on now
+--   serve.temp_app(src)   a fresh temporary folder with app.lua = src; serve.remove(dir)
 --
 -- Waiting is polling a condition with a generous bound, never a fixed sleep.
 
@@ -43,6 +44,21 @@ function M.free_port()
   srv:close()
   require("zever.loop").run("nowait")
   return port
+end
+
+-- A fresh temporary folder holding app.lua with the given source (remove it with M.remove).
+function M.temp_app(source)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. quote(dir)))
+  local f = assert(io.open(dir .. "/app.lua", "w"))
+  f:write(source)
+  f:close()
+  return dir
+end
+
+function M.remove(dir)
+  if dir then os.execute("rm -rf " .. quote(dir)) end
 end
 
 local Server = {}

@@ -78,11 +78,7 @@ describe("adapters.eventbus.inproc", function()
   describe("under zever serve with two workers", function()
     local dir, srv
     setup(function()
-      dir = os.tmpname()
-      os.remove(dir)
-      assert(os.execute("mkdir -p " .. dir))
-      local f = assert(io.open(dir .. "/app.lua", "w"))
-      f:write([[
+      dir = serve.temp_app([[
 local zever = require "zever"
 local app = zever.app()
 local me = tostring({}):match("0x%x+")   -- one per worker: each has its own Lua state
@@ -95,13 +91,12 @@ end)
 app:get("/seen", function() return { worker = me, seen = seen } end)
 return app
 ]])
-      f:close()
       srv = assert(serve.start(dir, { "--workers", "2", "--access-log", "off" },
         { EVENTBUS_ADAPTER = "inproc" }))
     end)
     teardown(function()
       if srv then srv:kill() end
-      os.execute("rm -rf " .. dir)
+      serve.remove(dir)
     end)
 
     local function call(path, extra)

@@ -204,10 +204,6 @@ function M.new(opts)
   return setmetatable(self, R)
 end
 
-function M.open(section, ctx)
-  local url, timeout = redis_client.config(section, ctx)
-  return M.new{ url = url, timeout = timeout, prefix = section.prefix ~= "" and section.prefix
-    or nil }
-end
+M.open = redis_client.opener(M.new)
 
 return M
