@@ -71,7 +71,8 @@ local function tls_options(http, flags, h2)
       "http.tls_cert and http.tls_key)"
   end
   local t = { cert = cert, key = key, min_version = http.tls_min_version,
-    ciphers = http.tls_ciphers, alpn = http.tls_alpn, h2 = h2 or nil }
+    ciphers = http.tls_ciphers, alpn = http.tls_alpn, h2 = h2 or nil,
+    ocsp = flags["tls-ocsp"] or http.tls_ocsp }
   if h2 and t.alpn == "http/1.1" then t.alpn = "h2,http/1.1" end
   local ctx, err = require("zever.tls").context(t)
   if not ctx then return nil, "invalid TLS configuration: " .. tostring(err) end
@@ -153,6 +154,7 @@ local flags = {
     summary = "a handler's time to answer; 0 = none (default 60)" },
   { name = "tls-cert", arg = "FILE", summary = "serve HTTPS with this PEM certificate (chain)" },
   { name = "tls-key", arg = "FILE", summary = "the PEM private key of --tls-cert" },
+  { name = "tls-ocsp", arg = "FILE", summary = "staple this DER OCSP response (docs/tls.md)" },
   { name = "tls-redirect", arg = "HOST:PORT",
     summary = "also listen for plain HTTP there and redirect it to HTTPS" },
   { name = "h2", summary = "serve HTTP/2 too: h2 by ALPN over TLS, h2c (prior knowledge) without" },

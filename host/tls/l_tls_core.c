@@ -1,7 +1,8 @@
 /*
  * l_tls_core.c: the zever.tls_core binding, wrapped by lua/zever/tls.lua.
  *
- *   core.context{ cert =, key =, min_version = "1.2", ciphers =, alpn = "http/1.1", h2 = false }
+ *   core.context{ cert =, key =, min_version = "1.2", ciphers =, alpn = "http/1.1", h2 = false,
+ *                 ocsp = nil (a DER OCSP response file to staple) }
  *                       -> context | nil, message     (a message never holds key material)
  *   context:info()      -> subject, not_after (Unix time)
  *   core.version()      -> OpenSSL's version text
@@ -41,6 +42,7 @@ static int l_context(lua_State *L) {
   o.min_version = opt_str(L, 1, "min_version");
   o.ciphers = opt_str(L, 1, "ciphers");
   o.alpn = opt_str(L, 1, "alpn");
+  o.ocsp = opt_str(L, 1, "ocsp");
   lua_getfield(L, 1, "h2");
   o.h2 = lua_toboolean(L, -1);
   lua_pop(L, 1);

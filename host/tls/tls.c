@@ -32,6 +32,7 @@
 
 #include "../core/zv.h"
 #include "../http/server.h"
+#include "ocsp.h"
 
 #define RAW_READ (16u * 1024 + 512) /* one full TLS record and its header per recv */
 #define SMALL_WRITE 4096            /* buffers up to this much in all go as one record */
@@ -43,6 +44,7 @@ struct zv_tls_ctx_s {
   int refs;
   unsigned char alpn[ALPN_MAX]; /* wire format: length-prefixed names */
   unsigned alpn_len;
+  zv__tls_ocsp_t ocsp;          /* the stapled response, when configured */
 };
 
 typedef struct {
@@ -272,6 +274,7 @@ zv_tls_ctx_t *zv_tls_ctx_new(const zv_tls_opts_t *o, char *err, size_t cap) {
     snprintf(err, cap, "tls: the certificate %s is not valid yet", o->cert);
     goto fail;
   }
+  if (o->ocsp && *o->ocsp && zv__tls_ocsp_load(s, o->ocsp, &ctx->ocsp, err, cap)) goto fail;
   if (o->ciphers && *o->ciphers && SSL_CTX_set_cipher_list(s, o->ciphers) != 1) {
     ERR_clear_error();
     snprintf(err, cap, "tls: ciphers \"%s\": no cipher matches", o->ciphers);
@@ -293,6 +296,7 @@ zv_tls_ctx_t *zv_tls_ctx_new(const zv_tls_opts_t *o, char *err, size_t cap) {
   return ctx;
 fail:
   SSL_CTX_free(s);
+  zv__tls_ocsp_free(&ctx->ocsp);
   zv_free(ctx);
   return NULL;
 }
@@ -304,6 +308,7 @@ void zv_tls_ctx_retain(zv_tls_ctx_t *ctx) {
 void zv_tls_ctx_release(zv_tls_ctx_t *ctx) {
   if (__atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_ACQ_REL)) return;
   SSL_CTX_free(ctx->ssl); /* connections still open hold the SSL_CTX by their SSL */
+  zv__tls_ocsp_free(&ctx->ocsp);
   zv_free(ctx);
 }
 

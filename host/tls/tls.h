@@ -33,6 +33,7 @@ typedef struct {
   const char *ciphers;     /* OpenSSL cipher list for TLS 1.2, or NULL for OpenSSL's default */
   const char *alpn;        /* protocols in preference order, comma-separated ("http/1.1") */
   int h2;                  /* an HTTP/2 layer runs over this context: "h2" may be offered */
+  const char *ocsp;        /* DER OCSP response file to staple (ocsp.h), or NULL */
 } zv_tls_opts_t;
 
 /* Loads and checks the certificate and key (parse, match, validity dates), the version, the

@@ -1,6 +1,7 @@
 -- zever.tls: TLS for `zever serve` (host/tls/, OpenSSL, loaded on first require; docs/tls.md).
 --
---   tls.context{ cert =, key =, min_version = "1.2", ciphers =, alpn = "http/1.1", h2 = false }
+--   tls.context{ cert =, key =, min_version = "1.2", ciphers =, alpn = "http/1.1", h2 = false,
+--                ocsp = nil }   ocsp: a DER OCSP response file to staple (checked when loaded)
 --       h2 = true: an HTTP/2 layer (zever.h2) will run over it; ALPN then offers "h2,http/1.1"
 --       -> context | nil, err     err: a zever error ("tls", "invalid"): a missing or unreadable
 --                                 file, a key that does not match, an expired certificate, ...
@@ -21,7 +22,7 @@ local type, tostring, format = type, tostring, string.format
 
 local M = {}
 
-local FIELDS = { "cert", "key", "min_version", "ciphers", "alpn" }
+local FIELDS = { "cert", "key", "min_version", "ciphers", "alpn", "ocsp" }
 
 function M.context(opts)
   if type(opts) ~= "table" then error("tls.context: want a table of options", 2) end

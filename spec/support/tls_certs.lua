@@ -56,6 +56,46 @@ function M.make()
   return c
 end
 
+-- A CA-signed pair and OCSP responses for it (made with `openssl ocsp` against an index file),
+-- in a fresh folder: o.chain (the certificate then the CA's), o.key, o.good (status good,
+-- valid a day), o.revoked (status revoked), o.other (good, but for another certificate).
+function M.make_ocsp()
+  local dir = os.tmpname()
+  os.remove(dir)
+  sh("mkdir -p " .. quote(dir))
+  local function p(name) return quote(dir .. "/" .. name) end
+  local ec = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+  sh("openssl req -x509" .. ec .. " -days 30 -subj /CN=spec-ca -keyout " .. p("ca.key") ..
+    " -out " .. p("ca.pem"))
+  local f = assert(io.open(dir .. "/ext.cnf", "w"))
+  f:write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+  f:close()
+  for _, s in ipairs({ { "srv", "1234" }, { "other", "5678" } }) do
+    sh("openssl req" .. ec .. " -subj /CN=localhost -keyout " .. p(s[1] .. ".key") ..
+      " -out " .. p(s[1] .. ".csr"))
+    sh("openssl x509 -req -in " .. p(s[1] .. ".csr") .. " -CA " .. p("ca.pem") .. " -CAkey " ..
+      p("ca.key") .. " -set_serial 0x" .. s[2] .. " -days 2 -extfile " .. p("ext.cnf") ..
+      " -out " .. p(s[1] .. ".pem"))
+  end
+  sh("cat " .. p("srv.pem") .. " " .. p("ca.pem") .. " > " .. p("chain.pem"))
+  local expiry = os.date("!%y%m%d%H%M%SZ", os.time() + 2 * 86400)
+  local function respond(name, cert, status)
+    local idx = assert(io.open(dir .. "/index-" .. name .. ".txt", "w"))
+    idx:write(status == "revoked"
+      and ("R\t" .. expiry .. "\t" .. os.date("!%y%m%d%H%M%SZ") .. "\t1234\tunknown\t/CN=localhost\n")
+      or ("V\t" .. expiry .. "\t\t" .. (cert == "other" and "5678" or "1234") ..
+        "\tunknown\t/CN=localhost\n"))
+    idx:close()
+    sh("openssl ocsp -index " .. p("index-" .. name .. ".txt") .. " -rsigner " .. p("ca.pem") ..
+      " -rkey " .. p("ca.key") .. " -CA " .. p("ca.pem") .. " -issuer " .. p("ca.pem") ..
+      " -cert " .. p(cert .. ".pem") .. " -respout " .. p(name .. ".der") .. " -ndays 1")
+    return dir .. "/" .. name .. ".der"
+  end
+  return { dir = dir, chain = dir .. "/chain.pem", key = dir .. "/srv.key",
+    cert_only = dir .. "/srv.pem", good = respond("good", "srv", "good"),
+    revoked = respond("revoked", "srv", "revoked"), other = respond("other", "other", "good") }
+end
+
 function M.fingerprint(pem)
   return (sh("openssl x509 -noout -fingerprint -sha256 -in " .. quote(pem))
     :match("=(%S+)"))

@@ -61,6 +61,8 @@ M.sections = {
       { doc = "HTTP/2 too: h2 by ALPN with TLS, h2c with prior knowledge without (docs/http2.md)" }),
     f("tls_redirect", "string", "",
       { doc = "TLS: host:port of a plain-HTTP listener that redirects to HTTPS" }),
+    f("tls_ocsp", "string", "", { relative = "file",
+      doc = "TLS: a DER OCSP response to staple (refreshed on SIGHUP; docs/tls.md)" }),
   } },
   { name = "redis", doc = "the Redis server every redis adapter uses unless its battery sets url",
     fields = {
