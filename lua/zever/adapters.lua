@@ -167,6 +167,7 @@ local BUILTIN = {
   breaker = { front = "zever.breaker", adapters = { memory = {} } },
   webhook = { front = "zever.webhook", adapters = { memory = { "zever.crypto_core" } } },
 }
+BUILTIN.flag = { front = "zever.flag", adapters = { file = {}, memory = {} } }
 M.BUILTIN = BUILTIN
 
 local function present(module)

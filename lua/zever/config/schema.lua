@@ -253,6 +253,12 @@ M.sections = {
     f("base", "duration", 30, { doc = "first retry delay (doubling, jittered)" }),
     f("cap", "duration", 3600, { doc = "longest retry delay" }),
   } },
+  { name = "flag", doc = "feature flags (app.flag; docs/flag.md)", fields = {
+    f("adapter", "adapter", "file", { values = { "file", "memory" } }),
+    f("file", "string", "", { relative = "file",
+      doc = "file adapter: the YAML or JSON flag file; empty = no flags (fallbacks)" }),
+    f("watch", "boolean", true, { doc = "file adapter: reload the file when it changes" }),
+  } },
   -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
   -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.
   { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },
