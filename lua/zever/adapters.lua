@@ -168,6 +168,7 @@ local BUILTIN = {
   webhook = { front = "zever.webhook", adapters = { memory = { "zever.crypto_core" } } },
 }
 BUILTIN.flag = { front = "zever.flag", adapters = { file = {}, memory = {} } }
+BUILTIN.i18n = { front = "zever.i18n", adapters = { file = {}, memory = {} } }
 M.BUILTIN = BUILTIN
 
 local function present(module)

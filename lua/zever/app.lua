@@ -61,6 +61,7 @@ BATTERIES.outbox = true
 BATTERIES.breaker = true
 BATTERIES.webhook = true
 BATTERIES.flag = true
+BATTERIES.i18n = true
 
 -- app.views: the app's templates (zever.template), in the folder http.views names (default
 -- "views" next to app.lua), with url_for among the helpers; made on first use.

@@ -259,6 +259,14 @@ M.sections = {
       doc = "file adapter: the YAML or JSON flag file; empty = no flags (fallbacks)" }),
     f("watch", "boolean", true, { doc = "file adapter: reload the file when it changes" }),
   } },
+  { name = "i18n", doc = "translations (app.i18n; docs/i18n.md)", fields = {
+    f("adapter", "adapter", "file", { values = { "file", "memory" } }),
+    f("dir", "string", "locales", { relative = "file",
+      doc = "file adapter: the folder of *.yaml / *.json translation files" }),
+    f("default_locale", "string", "en", { doc = "the locale of last resort" }),
+    f("missing", "enum", "auto", { values = { "auto", "log", "raise", "ignore" },
+      doc = "missing keys: log, raise or ignore; auto = log when ZEVER_ENV=development" }),
+  } },
   -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
   -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.
   { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },
