@@ -18,7 +18,8 @@
 -- variable's name); "%%{" is a literal "%{" (any other "%" is plain text). A mapping whose
 -- keys are CLDR plural categories (with "other") is a plural message: { plural = true,
 -- one = msg, other = msg, ... }. Other nested mappings are key paths joined with ".":
--- en: { users: { title: "Users" } } is the key "users.title". A key of two files or a value that is not text is refused with the file named.
+-- en: { users: { title: "Users" } } is the key "users.title". A key of two files or a value
+-- that is not text is refused with the file named.
 --
 -- Plural rules are CLDR 44's cardinal rules (unicode.org/cldr/charts/44/supplemental/
 -- language_plural_rules.html) for the operands a Lua number has: n, i (the
