@@ -267,6 +267,13 @@ M.sections = {
     f("missing", "enum", "auto", { values = { "auto", "log", "raise", "ignore" },
       doc = "missing keys: log, raise or ignore; auto = log when ZEVER_ENV=development" }),
   } },
+  { name = "permission", doc = "roles and permissions (app.permission; docs/permission.md)", fields = {
+    f("adapter", "adapter", "rbac", { values = { "rbac", "noop" } }),
+    f("source", "enum", "file", { values = { "file", "db" }, doc = "rbac: where the roles live" }),
+    f("file", "string", "", { relative = "file",
+      doc = "rbac file: the YAML or JSON roles; empty = no roles (everything denied)" }),
+    f("refresh", "duration", 5, { doc = "rbac db: re-read the roles this often" }),
+  } },
   -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
   -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.
   { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },
