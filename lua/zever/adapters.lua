@@ -170,6 +170,7 @@ local BUILTIN = {
 BUILTIN.flag = { front = "zever.flag", adapters = { file = {}, memory = {} } }
 BUILTIN.i18n = { front = "zever.i18n", adapters = { file = {}, memory = {} } }
 BUILTIN.permission = { front = "zever.permission", adapters = { rbac = {}, noop = {} } }
+BUILTIN.tenant = { front = "zever.tenant", adapters = { single = {}, header = {} } }
 M.BUILTIN = BUILTIN
 
 local function present(module)

@@ -274,6 +274,12 @@ M.sections = {
       doc = "rbac file: the YAML or JSON roles; empty = no roles (everything denied)" }),
     f("refresh", "duration", 5, { doc = "rbac db: re-read the roles this often" }),
   } },
+  { name = "tenant", doc = "the tenant of a request (app.tenant; docs/tenant.md)", fields = {
+    f("adapter", "adapter", "single", { values = { "single", "header" } }),
+    f("id", "string", "default", { doc = "single: the one tenant's id" }),
+    f("header", "string", "X-Tenant-ID",
+      { doc = "header: the request header naming the tenant (only behind a trusted gateway)" }),
+  } },
   -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
   -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.
   { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },
