@@ -171,6 +171,8 @@ BUILTIN.flag = { front = "zever.flag", adapters = { file = {}, memory = {} } }
 BUILTIN.i18n = { front = "zever.i18n", adapters = { file = {}, memory = {} } }
 BUILTIN.permission = { front = "zever.permission", adapters = { rbac = {}, noop = {} } }
 BUILTIN.tenant = { front = "zever.tenant", adapters = { single = {}, header = {} } }
+BUILTIN.storage = { front = "zever.storage", adapters = { ["local"] = { "zever.crypto_core" } } }
+BUILTIN.media = { front = "zever.media", adapters = { storage = {} } }
 M.BUILTIN = BUILTIN
 
 local function present(module)

@@ -64,6 +64,8 @@ BATTERIES.flag = true
 BATTERIES.i18n = true
 BATTERIES.permission = true
 BATTERIES.tenant = true
+BATTERIES.storage = true
+BATTERIES.media = true
 
 -- app.views: the app's templates (zever.template), in the folder http.views names (default
 -- "views" next to app.lua), with url_for among the helpers; made on first use.

@@ -280,6 +280,17 @@ M.sections = {
     f("header", "string", "X-Tenant-ID",
       { doc = "header: the request header naming the tenant (only behind a trusted gateway)" }),
   } },
+  { name = "storage", doc = "objects and presigned URLs (app.storage; docs/storage.md)", fields = {
+    f("adapter", "adapter", "local", { values = { "local" } }),
+    f("root", "string", "storage", { relative = "file", doc = "local: the folder of the objects" }),
+    f("secret", "string", "", { secret = true,
+      doc = "presigned URLs: HMAC key (>= 32 bytes); empty = the crypto keyring" }),
+    f("prefix", "string", "/_storage", { doc = "the path app.storage:mount serves under" }),
+    f("expires", "duration", 900, { doc = "default lifetime of a presigned URL" }),
+  } },
+  { name = "media", doc = "image metadata and ranged downloads on storage (app.media)", fields = {
+    f("adapter", "adapter", "storage", { values = { "storage" } }),
+  } },
   -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
   -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.
   { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },
