@@ -66,6 +66,9 @@ BATTERIES.permission = true
 BATTERIES.tenant = true
 BATTERIES.storage = true
 BATTERIES.media = true
+for _, name in ipairs{ "secrets", "notification", "analytics", "payment", "billing", "geo" } do
+  BATTERIES[name] = true
+end
 
 -- app.views: the app's templates (zever.template), in the folder http.views names (default
 -- "views" next to app.lua), with url_for among the helpers; made on first use.

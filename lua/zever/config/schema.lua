@@ -291,6 +291,33 @@ M.sections = {
   { name = "media", doc = "image metadata and ranged downloads on storage (app.media)", fields = {
     f("adapter", "adapter", "storage", { values = { "storage" } }),
   } },
+  { name = "secrets", doc = "named secrets (app.secrets; docs/secrets.md)", fields = {
+    f("adapter", "adapter", "env", { values = { "env", "file" } }),
+    f("prefix", "string", "SECRET_", { doc = "env: the variables' prefix" }),
+    f("dir", "string", "secrets", { relative = "file",
+      doc = "file: one file per secret; group/world-readable files are refused" }),
+  } },
+  { name = "notification", doc = "notifications to users (app.notification)", fields = {
+    f("adapter", "adapter", "log", { values = { "log" } }),
+    f("log_file", "string", "", { relative = "file", doc = "log: JSON lines file; empty = stderr" }),
+  } },
+  { name = "analytics", doc = "product analytics events (app.analytics)", fields = {
+    f("adapter", "adapter", "log", { values = { "log" } }),
+    f("log_file", "string", "", { relative = "file", doc = "log: JSON lines file; empty = stderr" }),
+  } },
+  { name = "payment", doc = "charges and refunds (app.payment; docs/payment.md)", fields = {
+    f("adapter", "adapter", "stub", { values = { "stub" } }),
+    f("webhook_secret", "string", "", { secret = true, doc = "verifies the provider's webhooks" }),
+  } },
+  { name = "billing", doc = "subscriptions (app.billing; docs/payment.md)", fields = {
+    f("adapter", "adapter", "stub", { values = { "stub" } }),
+    f("webhook_secret", "string", "", { secret = true, doc = "verifies the provider's webhooks" }),
+    f("period", "duration", 2592000, { doc = "stub: the length of a billing period" }),
+  } },
+  { name = "geo", doc = "places, distances and IP networks (app.geo)", fields = {
+    f("adapter", "adapter", "static", { values = { "static" } }),
+    f("file", "string", "", { relative = "file", doc = "static: the JSON of places and networks" }),
+  } },
   -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
   -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.
   { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },
