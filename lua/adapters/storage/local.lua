@@ -10,9 +10,9 @@
 --   impl:move(from, to)           -> true | false (from missing)
 --   local.open(section)           -> impl (the adapter contract)
 --
--- Folders are made on put and move (mkdir -p); empty ones are left behind on delete. A write
--- that fails (disk full, permissions) raises nothing: put returns nil, err ("unavailable") and
--- the old object, when there was one, is untouched.
+-- Folders, the root included, are made on put and move (mkdir -p); empty ones are left
+-- behind on delete. A write that fails (disk full, permissions) raises nothing: put returns
+-- nil, err ("unavailable") and the old object, when there was one, is untouched.
 
 local ffi = require "ffi"
 local errors = require "zever.errors"
@@ -113,9 +113,8 @@ end
 function M.new(opts)
   local root = opts and opts.root
   if type(root) ~= "string" or root == "" then error("storage local: root must be a folder", 2) end
-  root = root:gsub("/+$", "")
-  if not mkdir_p(root) then return unavailable("cannot create the root folder") end
-  return setmetatable({ root = root }, Local)
+  -- The root is made by the first put (zever doctor resolving the battery creates nothing).
+  return setmetatable({ root = (root:gsub("/+$", "")) }, Local)
 end
 
 function M.open(section)
