@@ -75,24 +75,29 @@ local function mismatch(name, v, want)
     { flag = name })
 end
 
-local function getter(want, ok)
+-- One getter per type; lua_type nil accepts any value (json), int wants a whole number. Written
+-- without a per-call closure so that a lookup stays a few instructions in the caller's trace.
+local function getter(want, lua_type, int)
   local fname = "flag:" .. want
   return function(self, name, fallback, ctx)
     if type(name) ~= "string" then error(fname .. ": name must be a string", 2) end
     if self.closed then return fallback, CLOSED end
     local f = self.impl.flags[name]
     if f == nil then return fallback end
-    local v = resolve(f, name, ctx)
-    if not ok(v) then return fallback, mismatch(name, v, want) end
+    local v = f.value
+    if ctx ~= nil then v = resolve(f, name, ctx) end
+    if lua_type ~= nil and (type(v) ~= lua_type or (int and floor(v) ~= v)) then
+      return fallback, mismatch(name, v, want)
+    end
     return v
   end
 end
 
-Flags.bool = getter("bool", function(v) return type(v) == "boolean" end)
-Flags.string = getter("string", function(v) return type(v) == "string" end)
-Flags.number = getter("number", function(v) return type(v) == "number" end)
-Flags.int = getter("int", function(v) return type(v) == "number" and floor(v) == v end)
-Flags.json = getter("json", function(v) return v ~= nil end)
+Flags.bool = getter("bool", "boolean")
+Flags.string = getter("string", "string")
+Flags.number = getter("number", "number")
+Flags.int = getter("int", "number", true)
+Flags.json = getter("json", nil)
 
 function Flags:enabled(name, ctx)
   if type(name) ~= "string" then error("flag:enabled: name must be a string", 2) end
