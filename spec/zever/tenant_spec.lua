@@ -78,6 +78,24 @@ describe("zever.tenant", function()
     end)
   end)
 
+  describe("log context order", function()
+    it("keeps the tenant when request_id runs inside the tenant middleware", function()
+      local d = files.tmpdir({}, "tenant")
+      local path = d .. "/log.jsonl"
+      local out = assert(io.open(path, "w"))
+      local logger = log.new{ format = "json", out = out }
+      local app = zever.app()
+      app:use(tenant.new{ id = "solo" }:middleware())
+      app:use(require("zever.middleware.request_id")())
+      app:get("/x", function() logger:info("in") return "ok" end)
+      assert.are.equal(200, testing.request(app, "GET", "/x", { headers = { ["x-request-id"] = "r-9" } }).status)
+      out:close()
+      local line = json.decode(io.lines(path)())
+      assert.are.same({ "solo", "r-9" }, { line.tenant, line.request_id })
+      files.rm_rf(d)
+    end)
+  end)
+
   describe("query scoping", function()
     local db
     before_each(function()
