@@ -130,6 +130,39 @@ describe("zever.i18n", function()
     end)
   end)
 
+  describe("missing keys in development", function()
+    it("logs one warning per locale and key through the log battery", function()
+      local d = tmp()
+      local out = assert(io.open(d .. "/log.jsonl", "w"))
+      local logger = require("zever.log").new{ format = "json", out = out }
+      local i18n = i18n_m.new{ translations = { en = { a = "A" } }, missing = "log", log = logger }
+      assert.are.equal("nope", i18n:t("en", "nope"))
+      assert.are.equal("nope", i18n:t("en", "nope"))
+      assert.are.equal("other", i18n:t("fr", "other"))
+      out:close()
+      local lines = {}
+      for line in io.lines(d .. "/log.jsonl") do lines[#lines + 1] = json.decode(line) end
+      assert.are.equal(2, #lines)
+      assert.are.same({ "warn", "i18n: missing translation", "en", "nope" },
+        { lines[1].level, lines[1].msg, lines[1].locale, lines[1].key })
+      assert.are.equal(2, i18n:missing()[1].count)
+    end)
+
+    it("means log under ZEVER_ENV=development through the config (auto)", function()
+      local wrap_config = i18n_m.wrap_config
+      local impl = require("adapters.i18n.memory").new{}
+      local logged = {}
+      local ctx = { get = function(_, name)
+        assert.are.equal("log", name)
+        return { warn = function(_, _, f) logged[#logged + 1] = f.key end }
+      end }
+      local i18n = wrap_config(impl, { missing = "log" }, ctx)
+      i18n:t("en", "k")
+      assert.are.same({ "k" }, logged)
+      assert.are.equal("ignore", wrap_config(impl, { missing = "ignore" }, ctx).report)
+    end)
+  end)
+
   describe("app.i18n", function()
     local APP = [[
 local zever = require "zever"
