@@ -148,7 +148,7 @@ describe("zever.i18n", function()
       assert.are.equal(2, i18n:missing()[1].count)
     end)
 
-    it("means log under ZEVER_ENV=development through the config (auto)", function()
+    it("takes its reporter and the log battery from the config section", function()
       local wrap_config = i18n_m.wrap_config
       local impl = require("adapters.i18n.memory").new{}
       local logged = {}
