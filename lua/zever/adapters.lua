@@ -169,6 +169,18 @@ local BUILTIN = {
     inproc = { "zever.breaker_core" }, redis = REDIS } },
   webhook = { front = "zever.webhook", adapters = { memory = { "zever.crypto_core" } } },
 }
+BUILTIN.flag = { front = "zever.flag", adapters = { file = {}, memory = {} } }
+BUILTIN.i18n = { front = "zever.i18n", adapters = { file = {}, memory = {} } }
+BUILTIN.permission = { front = "zever.permission", adapters = { rbac = {}, noop = {} } }
+BUILTIN.tenant = { front = "zever.tenant", adapters = { single = {}, header = {} } }
+BUILTIN.storage = { front = "zever.storage", adapters = { ["local"] = { "zever.crypto_core" } } }
+BUILTIN.media = { front = "zever.media", adapters = { storage = {} } }
+BUILTIN.secrets = { front = "zever.secrets", adapters = { env = {}, file = {} } }
+BUILTIN.notification = { front = "zever.notification", adapters = { log = {} } }
+BUILTIN.analytics = { front = "zever.analytics", adapters = { log = {} } }
+BUILTIN.payment = { front = "zever.payment", adapters = { stub = { "zever.crypto_core" } } }
+BUILTIN.billing = { front = "zever.billing", adapters = { stub = { "zever.crypto_core" } } }
+BUILTIN.geo = { front = "zever.geo", adapters = { static = {} } }
 M.BUILTIN = BUILTIN
 
 local function present(module)

@@ -60,6 +60,15 @@ BATTERIES.eventbus = true
 BATTERIES.outbox = true
 BATTERIES.breaker = true
 BATTERIES.webhook = true
+BATTERIES.flag = true
+BATTERIES.i18n = true
+BATTERIES.permission = true
+BATTERIES.tenant = true
+BATTERIES.storage = true
+BATTERIES.media = true
+for _, name in ipairs{ "secrets", "notification", "analytics", "payment", "billing", "geo" } do
+  BATTERIES[name] = true
+end
 
 -- app.views: the app's templates (zever.template), in the folder http.views names (default
 -- "views" next to app.lua), with url_for among the helpers; made on first use.

@@ -634,6 +634,10 @@ function M.routes(def)
       error("routes.register: opts must be a table", 2)
     end
     opts = opts or {}
+    -- opts.permission (app.permission): the authorize of permission: rpcs (zever.permission).
+    if opts.authorize == nil and type(opts.permission) == "table" then
+      opts = setmetatable({ authorize = opts.permission:authorizer() }, { __index = opts })
+    end
     for _, rpc in ipairs(def.rpcs) do
       local svc
       if handlers then
@@ -657,7 +661,7 @@ function M.routes(def)
           rpc.service, rpc.name, rpc.owner.table), 2)
       end
       if rpc.permission and type(opts.authorize) ~= "function" then
-        error(format("routes.register: %s.%s needs permission %q: pass opts.authorize",
+        error(format("routes.register: %s.%s needs permission %q: pass opts.authorize or opts.permission",
           rpc.service, rpc.name, rpc.permission), 2)
       end
       app:route(rpc.method, rpc.service .. "." .. rpc.name, rpc.pattern, function(req, res)

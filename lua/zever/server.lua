@@ -29,13 +29,14 @@ M.load_app = require("zever.app").load
 
 local function access_text(req, res, bytes, started)
   local id = rawget(req, "_request_id") -- set by zever.middleware.request_id
-  return format("%s %s %d %d %.3fms%s\n", req.method, req.path, res.code, bytes,
-    (now() - started) * 1000, id and " id=" .. id or "")
+  local tenant = rawget(req, "tenant")  -- set by app.tenant:middleware() (zever.tenant)
+  return format("%s %s %d %d %.3fms%s%s\n", req.method, req.path, res.code, bytes,
+    (now() - started) * 1000, id and " id=" .. id or "", tenant and " tenant=" .. tenant or "")
 end
 
 local function access_json(req, res, bytes, started)
   return json.encode({ method = req.method, path = req.path, status = res.code, bytes = bytes,
-    ms = floor((now() - started) * 1e6) / 1000, id = req.id }) .. "\n"
+    ms = floor((now() - started) * 1e6) / 1000, id = req.id, tenant = rawget(req, "tenant") }) .. "\n"
 end
 
 -- The answer goes out through zv_http_respond_ffi (host/http/l_http.c) when it can: the

@@ -257,6 +257,71 @@ M.sections = {
     f("base", "duration", 30, { doc = "first retry delay (doubling, jittered)" }),
     f("cap", "duration", 3600, { doc = "longest retry delay" }),
   } },
+  { name = "flag", doc = "feature flags (app.flag; docs/flag.md)", fields = {
+    f("adapter", "adapter", "file", { values = { "file", "memory" } }),
+    f("file", "string", "", { relative = "file",
+      doc = "file adapter: the YAML or JSON flag file; empty = no flags (fallbacks)" }),
+    f("watch", "boolean", true, { doc = "file adapter: reload the file when it changes" }),
+  } },
+  { name = "i18n", doc = "translations (app.i18n; docs/i18n.md)", fields = {
+    f("adapter", "adapter", "file", { values = { "file", "memory" } }),
+    f("dir", "string", "locales", { relative = "file",
+      doc = "file adapter: the folder of *.yaml / *.json translation files" }),
+    f("default_locale", "string", "en", { doc = "the locale of last resort" }),
+    f("missing", "enum", "auto", { values = { "auto", "log", "raise", "ignore" },
+      doc = "missing keys: log, raise or ignore; auto = log when ZEVER_ENV=development" }),
+  } },
+  { name = "permission", doc = "roles and permissions (app.permission; docs/permission.md)", fields = {
+    f("adapter", "adapter", "rbac", { values = { "rbac", "noop" } }),
+    f("source", "enum", "file", { values = { "file", "db" }, doc = "rbac: where the roles live" }),
+    f("file", "string", "", { relative = "file",
+      doc = "rbac file: the YAML or JSON roles; empty = no roles (everything denied)" }),
+    f("refresh", "duration", 5, { doc = "rbac db: re-read the roles this often" }),
+  } },
+  { name = "tenant", doc = "the tenant of a request (app.tenant; docs/tenant.md)", fields = {
+    f("adapter", "adapter", "single", { values = { "single", "header" } }),
+    f("id", "string", "default", { doc = "single: the one tenant's id" }),
+    f("header", "string", "X-Tenant-ID",
+      { doc = "header: the request header naming the tenant (only behind a trusted gateway)" }),
+  } },
+  { name = "storage", doc = "objects and presigned URLs (app.storage; docs/storage.md)", fields = {
+    f("adapter", "adapter", "local", { values = { "local" } }),
+    f("root", "string", "storage", { relative = "file", doc = "local: the folder of the objects" }),
+    f("secret", "string", "", { secret = true,
+      doc = "presigned URLs: HMAC key (>= 32 bytes); empty = the crypto keyring" }),
+    f("prefix", "string", "/_storage", { doc = "the path app.storage:mount serves under" }),
+    f("expires", "duration", 900, { doc = "default lifetime of a presigned URL" }),
+  } },
+  { name = "media", doc = "image metadata and ranged downloads on storage (app.media)", fields = {
+    f("adapter", "adapter", "storage", { values = { "storage" } }),
+  } },
+  { name = "secrets", doc = "named secrets (app.secrets; docs/secrets.md)", fields = {
+    f("adapter", "adapter", "env", { values = { "env", "file" } }),
+    f("prefix", "string", "SECRET_", { doc = "env: the variables' prefix" }),
+    f("dir", "string", "secrets", { relative = "file",
+      doc = "file: one file per secret; group/world-readable files are refused" }),
+  } },
+  { name = "notification", doc = "notifications to users (app.notification)", fields = {
+    f("adapter", "adapter", "log", { values = { "log" } }),
+    f("log_file", "string", "", { relative = "file", doc = "log: JSON lines file; empty = stderr" }),
+  } },
+  { name = "analytics", doc = "product analytics events (app.analytics)", fields = {
+    f("adapter", "adapter", "log", { values = { "log" } }),
+    f("log_file", "string", "", { relative = "file", doc = "log: JSON lines file; empty = stderr" }),
+  } },
+  { name = "payment", doc = "charges and refunds (app.payment; docs/payment.md)", fields = {
+    f("adapter", "adapter", "stub", { values = { "stub" } }),
+    f("webhook_secret", "string", "", { secret = true, doc = "verifies the provider's webhooks" }),
+  } },
+  { name = "billing", doc = "subscriptions (app.billing; docs/payment.md)", fields = {
+    f("adapter", "adapter", "stub", { values = { "stub" } }),
+    f("webhook_secret", "string", "", { secret = true, doc = "verifies the provider's webhooks" }),
+    f("period", "duration", 2592000, { doc = "stub: the length of a billing period" }),
+  } },
+  { name = "geo", doc = "places, distances and IP networks (app.geo)", fields = {
+    f("adapter", "adapter", "static", { values = { "static" } }),
+    f("file", "string", "", { relative = "file", doc = "static: the JSON of places and networks" }),
+  } },
   -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
   -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.
   { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },

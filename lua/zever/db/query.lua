@@ -832,4 +832,39 @@ function Delete:exec()
   return res.changes
 end
 
+
+-- --- tenant scoping (zever.tenant) -----------------------------------------------------------
+-- q:for_tenant(tenant[, column]): select, update and delete only the tenant's rows (WHERE
+-- column = id, ANDed with the other conditions); insert writes the id into the column of every
+-- row given so far (call it after values). tenant is an id or a table with .id (req.tenant);
+-- column defaults to "tenant_id". A nil tenant raises: an unscoped query is written as one.
+local function tenant_of(t)
+  if type(t) == "table" then t = t.id end
+  if type(t) ~= "string" and type(t) ~= "number" then
+    error("for_tenant: expects a tenant id (a string or number) or a table with id", 3)
+  end
+  return t
+end
+
+local function scope_where(self, t, column)
+  return self:where(column or "tenant_id", tenant_of(t))
+end
+Select.for_tenant, Update.for_tenant, Delete.for_tenant = scope_where, scope_where, scope_where
+
+function Insert:for_tenant(t, column)
+  local id, col = tenant_of(t), column or "tenant_id"
+  local cols, rows = self[I_COLUMNS], self[I_ROWS]
+  if not cols then error("for_tenant: call it after values", 2) end
+  local at
+  for i = 1, #cols do if cols[i] == col then at = i end end
+  for r = 1, #rows do
+    if at and rows[r][at] ~= id then
+      error("for_tenant: row " .. r .. " names another tenant in '" .. col .. "'", 2)
+    end
+    if not at then rows[r][#cols + 1] = id end
+  end
+  if not at then cols[#cols + 1] = col end
+  return self
+end
+
 return M

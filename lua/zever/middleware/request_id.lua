@@ -58,10 +58,16 @@ return function(opts)
     end
     rawset(req, "id", id)
     rawset(req, "_request_id", id)
-    log.set_context({ request_id = id })
+    -- Merged with the context an outer middleware set (app.tenant's), which comes back after.
+    local prev = log.context()
+    local ctx = { request_id = id }
+    if prev then
+      for k, v in pairs(prev) do if ctx[k] == nil then ctx[k] = v end end
+    end
+    log.set_context(ctx)
     nxt()
     res:header(header, id)
-    log.set_context(nil)
+    log.set_context(prev)
     return res
   end
 end
