@@ -113,6 +113,7 @@ int zv_httpc_conn_new(zv_loop_t *loop, zv_httpc_notify_fn notify, zv_httpc_free_
   c->item.teardown = teardown;
   c->item.prev = c->item.next = NULL;
   zv_httpc_resp_init(&c->resp, 0);
+  c->ioff = c->ilen = 0; /* after resp: the memset above stops before the big buffers */
   zv_loop_add(loop, &c->item);
   *out = c;
   return 0;

@@ -54,6 +54,8 @@ local getenv = os.getenv
 local M = {}
 
 M.before_send = {}
+-- Counters of this Lua state: connections opened, requests sent on a pooled connection.
+M.stats = { connects = 0, reused = 0, requests = 0 }
 M.MAX_IDLE_PER_HOST = 8
 
 local DEFAULTS = { timeout = 30, connect = 10, tls = 10, idle = 30, max_redirects = 5,
@@ -128,6 +130,9 @@ local function resolve(base, ref)
   return origin .. dir .. ref
 end
 M.resolve = resolve
+
+-- Basic credentials: MIME base64 (host/mime) without its line breaks.
+local function b64(s) return (gsub(require("zever.mime_core").base64(s), "[\r\n]", "")) end
 
 -- --- proxies ------------------------------------------------------------------------------
 
@@ -264,6 +269,7 @@ end
 local function connect_fresh(st, u, proxy)
   local w = new_conn(st.key)
   local target = proxy or u
+  M.stats.connects = M.stats.connects + 1
   local ok, err = op(st, w, "connect", "connect", target.host, target.port)
   if not ok then return nil, err end
   if u.scheme == "https" then
@@ -272,7 +278,7 @@ local function connect_fresh(st, u, proxy)
       local fields = { "Host", authority }
       if proxy.user then
         fields[3], fields[4] = "Proxy-Authorization",
-          "Basic " .. require("zever.crypto").base64(proxy.user .. ":" .. (proxy.password or ""))
+          "Basic " .. b64(proxy.user .. ":" .. (proxy.password or ""))
       end
       w.c:expect(true)
       ok, err = op(st, w, "connect", "send", core.write_head("CONNECT", authority, fields))
@@ -330,7 +336,6 @@ function M.idle_count(key)
   return n
 end
 
-local function b64(s) return require("zever.crypto").base64(s) end
 
 -- Builds the head: the caller's fields win over the defaults (case-insensitively).
 local function build_head(st, method, u, proxy, body_len, chunked)
@@ -556,7 +561,8 @@ function M.request(o)
     for attempt = 1, 2 do
       local reused = false
       w = st.keepalive and checkout(st.key)
-      if w then reused = true
+      M.stats.requests = M.stats.requests + 1
+      if w then reused = true; M.stats.reused = M.stats.reused + 1
       else
         local err
         w, err = connect_fresh(st, u, proxy)
