@@ -555,8 +555,13 @@ function M.request(o)
     st.shown = shown(method, u)
     local proxy, perr = proxy_for(u, o.proxy)
     if perr then return fail("invalid", "http: the proxy URL: " .. perr) end
+    -- Connections differ by proxy and by TLS settings too: one verified with a CA must not
+    -- serve a request that asked for another (or for verification at all).
+    local t = u.scheme == "https" and st.tls
     st.key = u.scheme .. "://" .. host_port(u) ..
-      (proxy and (" via " .. proxy.host .. ":" .. proxy.port) or "")
+      (proxy and (" via " .. proxy.host .. ":" .. proxy.port) or "") ..
+      (t and (" tls " .. tostring(t.ca_file) .. " " .. tostring(t.verify ~= false) .. " " ..
+        tostring(t.cert)) or "")
     local status, headers, w
     for attempt = 1, 2 do
       local reused = false
