@@ -507,7 +507,9 @@ local METHODS_SAFE = { GET = true, HEAD = true, OPTIONS = true, PUT = true, DELE
 local function check_opts(o)
   if type(o) ~= "table" then error("http.request: want a table of options", 3) end
   if type(o.url) ~= "string" then error("http.request: url must be a string", 3) end
-  if o.method ~= nil and type(o.method) ~= "string" then error("http.request: method must be a string", 3) end
+  if o.method ~= nil and type(o.method) ~= "string" then
+    error("http.request: method must be a string", 3)
+  end
   if o.headers ~= nil and type(o.headers) ~= "table" then error("http.request: headers must be a table", 3) end
   local b = o.body
   if b ~= nil and type(b) ~= "string" and type(b) ~= "function" then
@@ -519,7 +521,9 @@ local function check_opts(o)
       error("http.request: " .. k .. " must be a number >= 0", 3)
     end
   end
-  if o.timeouts ~= nil and type(o.timeouts) ~= "table" then error("http.request: timeouts must be a table", 3) end
+  if o.timeouts ~= nil and type(o.timeouts) ~= "table" then
+    error("http.request: timeouts must be a table", 3)
+  end
 end
 
 local function with_query(url, q)
@@ -557,11 +561,11 @@ function M.request(o)
     if perr then return fail("invalid", "http: the proxy URL: " .. perr) end
     -- Connections differ by proxy and by TLS settings too: one verified with a CA must not
     -- serve a request that asked for another (or for verification at all).
-    local t = u.scheme == "https" and st.tls
+    local to = u.scheme == "https" and st.tls
     st.key = u.scheme .. "://" .. host_port(u) ..
       (proxy and (" via " .. proxy.host .. ":" .. proxy.port) or "") ..
-      (t and (" tls " .. tostring(t.ca_file) .. " " .. tostring(t.verify ~= false) .. " " ..
-        tostring(t.cert)) or "")
+      (to and (" tls " .. tostring(to.ca_file) .. " " .. tostring(to.verify ~= false) .. " " ..
+        tostring(to.cert)) or "")
     local status, headers, w
     for attempt = 1, 2 do
       local reused = false

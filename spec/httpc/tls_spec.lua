@@ -73,7 +73,7 @@ describe("zever.httpc TLS", function()
     local tls = require "zever.tls"
     local srv = assert(http.listen({ host = "127.0.0.1", port = 0, reuseport = false,
       tls = assert(tls.context{ cert = c.cert, key = c.key }) },
-      function(req, method, path) req:respond(200, "zever tls " .. path, {}) end))
+      function(req, _, path) req:respond(200, "zever tls " .. path, {}) end))
     local ok, err = pcall(function()
       local c0 = httpc.stats.connects
       for i = 1, 5 do

@@ -236,6 +236,10 @@ M.sections = {
     f("max_attempts", "integer", 10, { min = 1, doc = "failed deliveries before dead" }),
     f("base", "duration", 1, { doc = "first retry delay (doubling, jittered)" }),
     f("cap", "duration", 300, { doc = "longest retry delay" }),
+    f("relay", "boolean", false, { doc = "zever worker runs the relay (also when the app uses app.outbox)" }),
+    f("relay_sink", "enum", "queue", { values = { "queue", "eventbus" },
+      doc = "where the relay publishes: app.queue or app.eventbus" }),
+    f("relay_interval", "duration", 1, { doc = "the relay's pause when a batch was not full" }),
   } },
   { name = "breaker", doc = "circuit breakers (app.breaker)", fields = {
     f("adapter", "adapter", "memory", { values = { "memory" } }),
