@@ -166,6 +166,7 @@ local BUILTIN = {
   outbox = { front = "zever.outbox", adapters = { db = {} } },
   breaker = { front = "zever.breaker", adapters = { memory = {} } },
   webhook = { front = "zever.webhook", adapters = { memory = { "zever.crypto_core" } } },
+  workflow = { front = "zever.workflow", adapters = { memory = {}, db = {} } },
 }
 M.BUILTIN = BUILTIN
 

@@ -60,6 +60,7 @@ BATTERIES.eventbus = true
 BATTERIES.outbox = true
 BATTERIES.breaker = true
 BATTERIES.webhook = true
+BATTERIES.workflow = true
 
 -- app.views: the app's templates (zever.template), in the folder http.views names (default
 -- "views" next to app.lua), with url_for among the helpers; made on first use.

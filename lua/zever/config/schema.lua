@@ -257,6 +257,10 @@ M.sections = {
     f("base", "duration", 30, { doc = "first retry delay (doubling, jittered)" }),
     f("cap", "duration", 3600, { doc = "longest retry delay" }),
   } },
+  { name = "workflow", doc = "durable workflows (app.workflow)", fields = {
+    f("adapter", "adapter", "memory", { values = { "memory", "db" } }),
+    f("table", "string", "workflow", { doc = "db adapter: the tables' prefix" }),
+  } },
   -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
   -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.
   { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },
