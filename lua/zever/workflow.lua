@@ -336,8 +336,9 @@ function M.wrap(impl, opts)
     prefix = format("%d-%d-", floor(now() * 1000) % 100000000, sys.getpid()),
     counters = { started = 0, completed = 0, failed = 0 } })
   if opts.jobs then
-    -- A run's attempts are the workflow's (backoff, compensations): the job itself never retries.
-    opts.jobs:register(M.JOB, function(args) return execute(wf, args.id) end, { attempts = 1 })
+    -- A run's attempts are the workflow's (backoff, compensations); the job's own retries are
+    -- for a worker that died mid-run (its lease ends and the job runs again) or a store outage.
+    opts.jobs:register(M.JOB, function(args) return execute(wf, args.id) end, { attempts = 25 })
   end
   return wf
 end
