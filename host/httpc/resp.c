@@ -181,13 +181,23 @@ int zv_httpc_resp_feed(zv_httpc_resp_t *r, const char *p, size_t n, size_t *used
     switch (r->state) {
     case S_HEAD:
       while (i < n) {
-        char c = p[i++];
-        size_t hl = r->head_len;
-        if (hl == 0 && (c == '\r' || c == '\n')) continue; /* stray empty lines before */
-        if (hl == ZV_HTTPC_HEAD_MAX) return fail(r, ZV_ETOOLONG);
-        r->head[r->head_len++] = c;
-        if (c != '\n' || hl < 1) continue;
-        if (r->head[hl - 1] == '\n' || (r->head[hl - 1] == '\r' && hl >= 2 && r->head[hl - 2] == '\n')) {
+        /* Copy up to the next LF at once (memchr, memcpy), then look at the line it ends. */
+        const char *lf;
+        size_t hl = r->head_len, k;
+        if (hl == 0 && (p[i] == '\r' || p[i] == '\n')) { /* stray empty lines before */
+          i++;
+          continue;
+        }
+        lf = memchr(p + i, '\n', n - i);
+        k = lf ? (size_t)(lf - (p + i)) + 1 : n - i;
+        if (k > ZV_HTTPC_HEAD_MAX - hl) return fail(r, ZV_ETOOLONG);
+        memcpy(r->head + hl, p + i, k);
+        r->head_len = hl + k;
+        i += k;
+        if (!lf) break;
+        hl = r->head_len - 1; /* the LF's index */
+        if (hl >= 1 && (r->head[hl - 1] == '\n' ||
+                        (r->head[hl - 1] == '\r' && hl >= 2 && r->head[hl - 2] == '\n'))) {
           int rc = parse_head(r);
           if (rc) return fail(r, rc);
           if (r->status < 200 && r->status != 101) { /* interim: skip it */

@@ -43,8 +43,8 @@ local errors = require "zever.errors"
 local loop = require "zever.loop"
 local sched = require "zever.sched"
 
-local type, tostring, tonumber, pairs, ipairs, error, setmetatable = type, tostring,
-  tonumber, pairs, ipairs, error, setmetatable
+local type, tostring, tonumber, pairs, ipairs, error, setmetatable, next = type, tostring,
+  tonumber, pairs, ipairs, error, setmetatable, next
 local format, lower, find, sub, gsub, byte, char, concat, remove =
   string.format, string.lower, string.find, string.sub, string.gsub, string.byte, string.char,
   table.concat, table.remove
@@ -106,6 +106,22 @@ local function parse_url(url)
     password = password, v6 = find(host, ":", 1, true) ~= nil }
 end
 M.parse_url = parse_url
+
+-- Parsed URLs, reused across calls (a client calls the same few URLs over and over); the tables
+-- are read-only to their users, and carry per-URL caches (the head of a plain request, the
+-- pool key, the shown name). Bounded: cleared when it holds 512.
+local parsed, nparsed = {}, 0
+local function parse_cached(url)
+  local u = parsed[url]
+  if u then return u end
+  local why
+  u, why = parse_url(url)
+  if not u then return nil, why end
+  if nparsed >= 512 then parsed, nparsed = {}, 0 end
+  parsed[url], nparsed = u, nparsed + 1
+  u.heads, u.shown = {}, {}
+  return u
+end
 
 local function host_port(u)
   local h = u.v6 and ("[" .. u.host .. "]") or u.host
@@ -391,8 +407,16 @@ end
 local function exchange(st, w, method, u, proxy)
   local body = st.body
   local chunked = type(body) == "function"
-  local head, msg = build_head(st, method, u, proxy, type(body) == "string" and #body or nil,
-    chunked)
+  -- A plain request (no fields of the caller's, no hooks, no body, no proxy) has the same head
+  -- every time: it is kept with the parsed URL.
+  local plain = body == nil and not proxy and next(st.headers) == nil and #M.before_send == 0
+    and not u.user and (method == "GET" or method == "HEAD")
+  local hkey = plain and (st.decompress and method or method .. "-")
+  local head, msg = plain and u.heads[hkey]
+  if not head then
+    head, msg = build_head(st, method, u, proxy, type(body) == "string" and #body or nil, chunked)
+    if head and plain then u.heads[hkey] = head end
+  end
   if not head then close_conn(w); return fail("invalid", st.shown .. ": " .. msg) end
   w.c:expect(method == "HEAD")
   local out = head
@@ -510,7 +534,9 @@ local function check_opts(o)
   if o.method ~= nil and type(o.method) ~= "string" then
     error("http.request: method must be a string", 3)
   end
-  if o.headers ~= nil and type(o.headers) ~= "table" then error("http.request: headers must be a table", 3) end
+  if o.headers ~= nil and type(o.headers) ~= "table" then
+    error("http.request: headers must be a table", 3)
+  end
   local b = o.body
   if b ~= nil and type(b) ~= "string" and type(b) ~= "function" then
     error("http.request: body must be a string or an iterator function", 3)
@@ -535,37 +561,58 @@ local function with_query(url, q)
   return url .. (find(url, "?", 1, true) and "&" or "?") .. concat(parts, "&")
 end
 
+local NO_FIELDS = setmetatable({}, { __newindex = function() error("read-only", 2) end })
+local DEFAULT_PHASES = { connect = DEFAULTS.connect, tls = DEFAULTS.tls, idle = DEFAULTS.idle }
+
 function M.request(o)
   check_opts(o)
   local method = (o.method or "GET"):upper()
   local url = with_query(o.url, o.query)
   local total = o.timeout or DEFAULTS.timeout
-  local t = o.timeouts or {}
+  local t = o.timeouts
   local st = {
-    request = o, headers = o.headers or {}, body = o.body, total = total,
+    request = o, headers = o.headers or NO_FIELDS, body = o.body, total = total,
     deadline = now() + total,
-    phases = { connect = t.connect or DEFAULTS.connect, tls = t.tls or DEFAULTS.tls,
-      first_byte = t.first_byte, idle = t.idle or DEFAULTS.idle },
+    phases = t and { connect = t.connect or DEFAULTS.connect, tls = t.tls or DEFAULTS.tls,
+      first_byte = t.first_byte, idle = t.idle or DEFAULTS.idle } or DEFAULT_PHASES,
     max_body = o.max_body or DEFAULTS.max_body, decompress = o.decompress ~= false,
     keepalive = o.keepalive ~= false, tls = o.tls,
   }
   local redirects = 0
   local max_redirects = o.max_redirects or DEFAULTS.max_redirects
   while true do
-    local u, why = parse_url(url)
+    local u, why = parse_cached(url)
     if not u then
       return fail("invalid", "http: " .. why .. ": " .. (url:gsub("//[^/@]*@", "//"):gsub("%?.*$", "")))
     end
-    st.shown = shown(method, u)
-    local proxy, perr = proxy_for(u, o.proxy)
-    if perr then return fail("invalid", "http: the proxy URL: " .. perr) end
+    local sh = u.shown[method]
+    if not sh then sh = shown(method, u); u.shown[method] = sh end
+    st.shown = sh
+    local proxy, perr
+    if o.proxy == nil then
+      -- The environment's proxy for this URL, read once per URL (the process's environment).
+      if u.env_proxy == nil then
+        u.env_proxy, perr = proxy_for(u, nil)
+        if perr then u.env_proxy = nil; return fail("invalid", "http: the proxy URL: " .. perr) end
+        u.env_proxy = u.env_proxy or false
+      end
+      proxy = u.env_proxy or nil
+    else
+      proxy, perr = proxy_for(u, o.proxy)
+      if perr then return fail("invalid", "http: the proxy URL: " .. perr) end
+    end
     -- Connections differ by proxy and by TLS settings too: one verified with a CA must not
     -- serve a request that asked for another (or for verification at all).
     local to = u.scheme == "https" and st.tls
-    st.key = u.scheme .. "://" .. host_port(u) ..
-      (proxy and (" via " .. proxy.host .. ":" .. proxy.port) or "") ..
-      (to and (" tls " .. tostring(to.ca_file) .. " " .. tostring(to.verify ~= false) .. " " ..
-        tostring(to.cert)) or "")
+    if not proxy and not to then
+      st.key = u.key
+      if not st.key then st.key = u.scheme .. "://" .. host_port(u); u.key = st.key end
+    else
+      st.key = u.scheme .. "://" .. host_port(u) ..
+        (proxy and (" via " .. proxy.host .. ":" .. proxy.port) or "") ..
+        (to and (" tls " .. tostring(to.ca_file) .. " " .. tostring(to.verify ~= false) .. " " ..
+          tostring(to.cert)) or "")
+    end
     local status, headers, w
     for attempt = 1, 2 do
       local reused = false
