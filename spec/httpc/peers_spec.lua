@@ -27,6 +27,30 @@ describe("zever.httpc against zever serve", function()
     assert.same({ id = 42 }, json.decode(assert(httpc.get(base .. "/users/42")).body))
     assert.equals(1, httpc.stats.connects - c0)
   end)
+
+  it("does not map OpenSSL for plain http (TLS is the lazy httpc_tls module)", function()
+    local process = require "spec.support.process"
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write([[
+local http = require "zever.httpc"
+local function ssl_mapped()
+  local maps = io.open("/proc/self/maps"):read("*a")
+  return maps:find("libssl", 1, true) ~= nil
+end
+assert(http.get(arg[1]))
+io.write(tostring(ssl_mapped()), " ")
+-- https to the plain server: the handshake fails, but the TLS module was loaded for it
+assert(not http.get((arg[1]:gsub("^http:", "https:")), { timeout = 5 }))
+io.write(tostring(ssl_mapped()), "\n")
+]])
+    f:close()
+    local r = process.run(process.quote(require("zever.sys").exe()) .. " run " ..
+      process.quote(script) .. " " .. process.quote("http://127.0.0.1:" .. srv.port .. "/hello"))
+    os.remove(script)
+    assert.equals(0, r.code, r.stderr)
+    assert.equals("false true", (r.stdout:gsub("%s+$", "")))
+  end)
 end)
 
 describe("zever.httpc against nginx", function()
