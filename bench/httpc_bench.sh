@@ -22,7 +22,7 @@ for _ in $(seq "$N"); do echo "url = \"http://127.0.0.1:$port/hello\""; echo "ou
 zres=(); pres=(); cres=()
 for r in $(seq "$ROUNDS"); do
   z=$(bin/zever run bench/httpc_zever.lua 127.0.0.1 "$port" /hello "$N")
-  p=$(python3 bench/httpc_client.py 127.0.0.1 "$port" /hello "$N")
+  p=$(/usr/bin/python3 bench/httpc_client.py 127.0.0.1 "$port" /hello "$N")
   # curl: one process, N URLs from a config file, one reused connection; wall and CPU from time.
   c=$( { /usr/bin/time -f "%e %U %S" curl -s -K "$curlcfg" >/dev/null; } 2>&1 | tail -1 |
        awk -v n="$N" '{print n, $1, $2 + $3}')

@@ -32,7 +32,7 @@ end
 function M.start(mode, ...)
   local port = process.free_port()
   local logfile = os.tmpname()
-  local args = { "python3", quote(HERE .. "/pyserver.py"), mode, port }
+  local args = { "/usr/bin/python3", quote(HERE .. "/pyserver.py"), mode, port }
   for i = 1, select("#", ...) do args[#args + 1] = quote((select(i, ...))) end
   local r = process.run(table.concat(args, " ") .. " > " .. quote(logfile) .. " 2>&1 & echo $!")
   local self = setmetatable({ pid = tonumber(r.stdout), port = port, logfile = logfile }, Server)
