@@ -58,6 +58,9 @@ LIBS_crypto := -lcrypto
 LIBS_password := -largon2
 LIBS_tls    := -lssl -lcrypto
 LIBS_h2     := -lnghttp2
+# The HTTP client's TLS (host/httpc_tls/, OpenSSL): the client itself is in the core.
+LAZY     += httpc_tls
+LIBS_httpc_tls := -lssl -lcrypto
 # Libraries the pure cores may need (benchmarks and fuzz targets link cores without Lua).
 CORE_LIBS := -luv -lsqlite3 -lhiredis $(PQ_LIBS) -lssl -lcrypto -lz -lbrotlienc -largon2 -lnghttp2 -lpthread -lm
 LDFLAGS  ?=

@@ -59,6 +59,14 @@ return {
     -- The app's schedules (app.scheduler resolved by the app file) tick on this loop too.
     local sch = app:container():resolved("scheduler")
     if sch and #sch.entries == 0 then sch = nil end
+    -- The outbox relay (docs/outbox.md): on with outbox.relay, or when the app file used
+    -- app.outbox (so its records get published); it publishes to app.queue or app.eventbus.
+    local relay
+    if cfg.outbox.relay or app:container():resolved("outbox") then
+      local outbox = require "zever.outbox"
+      relay = outbox.relayer(app.outbox, outbox.sink_for(app, cfg.outbox.relay_sink),
+        { interval = cfg.outbox.relay_interval, log = logger(app) })
+    end
     local signals = 0
     local function on_signal(name)
       signals = signals + 1
@@ -68,6 +76,7 @@ return {
       end
       io.stderr:write(format("zever: %s, draining (up to %gs)\n", name, drain))
       if sch then sch:stop() end
+      if relay then relay:stop() end
       w:drain(drain, function() loop.stop() end)
     end
     local term, int = loop.signal("SIGTERM", on_signal), loop.signal("SIGINT", on_signal)
@@ -79,6 +88,11 @@ return {
     end)
     w:start()
     if sch then sch:start{ log = logger(app) } end
+    if relay then
+      relay:start()
+      io.stderr:write(format("zever: outbox relay to %s every %gs when idle\n",
+        cfg.outbox.relay_sink, cfg.outbox.relay_interval))
+    end
     io.stderr:write(format("zever: worker for %s on queues %s (concurrency %d)\n", path,
       table.concat(queues, ","), concurrency))
     loop.run()

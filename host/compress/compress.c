@@ -89,3 +89,46 @@ int zv_compress_brotli(const char *in, size_t n, int quality, char *out, size_t 
   BrotliEncoderDestroyInstance(s);
   return ok ? 0 : ZV_ERANGE;
 }
+
+/* --- streaming inflate (the HTTP client's Content-Encoding: gzip / deflate) ---------------- */
+
+struct zv_compress_inflate_s {
+  z_stream z;
+};
+
+int zv_compress_inflate_new(zv_compress_inflate_t **out) {
+  zv_compress_inflate_t *s = zv_alloc(sizeof *s);
+  if (!s) return ZV_ENOMEM;
+  memset(s, 0, sizeof *s);
+  s->z.zalloc = z_alloc;
+  s->z.zfree = z_free;
+  /* 15 + 32: a gzip or a zlib header, detected from the first bytes. */
+  if (inflateInit2(&s->z, 15 + 32) != Z_OK) {
+    zv_free(s);
+    return ZV_ENOMEM;
+  }
+  *out = s;
+  return 0;
+}
+
+int zv_compress_inflate(zv_compress_inflate_t *s, const char *in, size_t n, size_t *used,
+                        char *out, size_t cap, size_t *outlen, int *end) {
+  int rc;
+  s->z.next_in = (Bytef *)in;
+  s->z.avail_in = (uInt)n;
+  s->z.next_out = (Bytef *)out;
+  s->z.avail_out = (uInt)cap;
+  rc = inflate(&s->z, Z_NO_FLUSH);
+  *used = n - s->z.avail_in;
+  *outlen = cap - s->z.avail_out;
+  *end = rc == Z_STREAM_END;
+  if (rc == Z_OK || rc == Z_STREAM_END || (rc == Z_BUF_ERROR && *used == 0 && *outlen == 0))
+    return 0;
+  return rc == Z_MEM_ERROR ? ZV_ENOMEM : ZV_ESYNTAX;
+}
+
+void zv_compress_inflate_free(zv_compress_inflate_t *s) {
+  if (!s) return;
+  inflateEnd(&s->z);
+  zv_free(s);
+}

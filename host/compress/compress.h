@@ -23,4 +23,17 @@ int zv_compress_gzip(const char *in, size_t n, int level, char *out, size_t cap,
 int zv_compress_brotli(const char *in, size_t n, int quality, char *out, size_t cap,
                        size_t *outlen);
 
+/*
+ * Streaming decompression of a gzip (RFC 1952) or zlib/deflate body (the HTTP client's
+ * Content-Encoding), one piece at a time: the state is zv_alloc'd by new and freed by free.
+ * gunzip: consumes in[0, n) while out has room; *used and *outlen say how much was taken and
+ * made; *end is set at the end of the stream. Returns 0, ZV_ESYNTAX (corrupt data) or
+ * ZV_ENOMEM. A caller loops while *used < n or out came back full.
+ */
+typedef struct zv_compress_inflate_s zv_compress_inflate_t;
+int zv_compress_inflate_new(zv_compress_inflate_t **out);
+int zv_compress_inflate(zv_compress_inflate_t *z, const char *in, size_t n, size_t *used,
+                        char *out, size_t cap, size_t *outlen, int *end);
+void zv_compress_inflate_free(zv_compress_inflate_t *z);
+
 #endif

@@ -4,6 +4,10 @@
  *   compress.gzip(s[, level = 6]) -> string       a gzip member (RFC 1952)
  *   compress.brotli(s[, quality = 4]) -> string   a brotli stream (RFC 7932)
  *
+ *   compress.inflater() -> z                     streaming gzip/zlib decoding (the HTTP client)
+ *   z:feed(s) -> out, ended | nil, message      out: what s decoded to; ended: the stream's end
+ *   z:close()                                    frees the state (also at collection)
+ *
  * The output goes into a Lua userdata sized by the bound (collected with the call's garbage):
  * nothing is malloc'd here, so an error raised after the call holds no memory. A bad level
  * raises; the encoders failing (out of memory) raises too.
@@ -44,10 +48,68 @@ static int l_brotli(lua_State *L) {
   return 1;
 }
 
+#define INFLATER_MT "zever.compress.inflater"
+
+static int l_inflater(lua_State *L) {
+  zv_compress_inflate_t **slot = lua_newuserdata(L, sizeof *slot);
+  *slot = NULL;
+  luaL_getmetatable(L, INFLATER_MT);
+  lua_setmetatable(L, -2);
+  if (zv_compress_inflate_new(slot)) return luaL_error(L, "compress.inflater: out of memory");
+  return 1;
+}
+
+/* Decodes s piece by piece into a luaL_Buffer: nothing malloc'd is held across a raise. */
+static int z_feed(lua_State *L) {
+  zv_compress_inflate_t **slot = luaL_checkudata(L, 1, INFLATER_MT);
+  size_t n, off = 0;
+  const char *s = luaL_checklstring(L, 2, &n);
+  luaL_Buffer b;
+  int end = 0;
+  if (!*slot) return luaL_error(L, "compress.inflater: closed");
+  luaL_buffinit(L, &b);
+  for (;;) {
+    char *out = luaL_prepbuffer(&b);
+    size_t used = 0, outlen = 0;
+    int rc = zv_compress_inflate(*slot, s + off, n - off, &used, out, LUAL_BUFFERSIZE, &outlen,
+                                 &end);
+    if (rc) {
+      lua_pushnil(L);
+      lua_pushstring(L, rc == ZV_ENOMEM ? "out of memory" : "corrupt compressed data");
+      return 2;
+    }
+    luaL_addsize(&b, outlen);
+    off += used;
+    if (end || (off == n && outlen < LUAL_BUFFERSIZE)) break;
+    if (!used && !outlen) break;
+  }
+  luaL_pushresult(&b);
+  lua_pushboolean(L, end);
+  return 2;
+}
+
+static int z_close(lua_State *L) {
+  zv_compress_inflate_t **slot = luaL_checkudata(L, 1, INFLATER_MT);
+  zv_compress_inflate_free(*slot);
+  *slot = NULL;
+  return 0;
+}
+
 int luaopen_zever_compress(lua_State *L);
 int luaopen_zever_compress(lua_State *L) {
   static const luaL_Reg fns[] = {{"gzip", l_gzip}, {"brotli", l_brotli}, {NULL, NULL}};
+  static const luaL_Reg zm[] = {{"feed", z_feed}, {"close", z_close}, {NULL, NULL}};
+  if (luaL_newmetatable(L, INFLATER_MT)) {
+    lua_newtable(L);
+    luaL_register(L, NULL, zm);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, z_close);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_pop(L, 1);
   lua_newtable(L);
+  lua_pushcfunction(L, l_inflater);
+  lua_setfield(L, -2, "inflater");
   luaL_register(L, NULL, fns);
   return 1;
 }

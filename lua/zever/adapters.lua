@@ -168,6 +168,7 @@ local BUILTIN = {
   breaker = { front = "zever.breaker", adapters = { memory = { "zever.breaker_core" },
     inproc = { "zever.breaker_core" }, redis = REDIS } },
   webhook = { front = "zever.webhook", adapters = { memory = { "zever.crypto_core" } } },
+  workflow = { front = "zever.workflow", adapters = { memory = {}, db = {} } },
 }
 BUILTIN.flag = { front = "zever.flag", adapters = { file = {}, memory = {} } }
 BUILTIN.i18n = { front = "zever.i18n", adapters = { file = {}, memory = {} } }

@@ -69,6 +69,7 @@ BATTERIES.media = true
 for _, name in ipairs{ "secrets", "notification", "analytics", "payment", "billing", "geo" } do
   BATTERIES[name] = true
 end
+BATTERIES.workflow = true
 
 -- app.views: the app's templates (zever.template), in the folder http.views names (default
 -- "views" next to app.lua), with url_for among the helpers; made on first use.

@@ -36,4 +36,9 @@ function M.wait_until(pred, timeout)
   return require("zever.sched").wait_until(pred, timeout)
 end
 
+-- zever.http: the HTTP client (zever.httpc; docs/http-client.md), loaded on first use:
+-- zever.http.get(url), zever.http.request{...}. (`require "zever.http"` is the server's
+-- binding: the client's module is zever.httpc.)
+M.http = setmetatable({}, { __index = function(_, k) return require("zever.httpc")[k] end })
+
 return M

@@ -27,7 +27,8 @@
 -- battery retries it with backoff (attempts 8, base 30 s, cap 1 h by default) and then
 -- dead-letters it (app.jobs:failed(), `zever jobs failed|retry`: the dead-letter list and its
 -- requeue). An endpoint unregistered meanwhile makes its pending deliveries no-ops. send is
--- the HTTP POST: zever has no HTTP client yet, so an app passes one (the specs use curl).
+-- the HTTP POST: by default zever.httpc (webhook.http_send: 10 s, no redirects); a test or an
+-- app with its own transport passes send = fn.
 
 local battery = require "zever.battery"
 local crypto = require "zever.crypto"
@@ -155,21 +156,31 @@ local function attempt(self, args)
     ["Zever-Delivery"] = args.delivery,
   }
   local status, err = self.send(e.url, headers, args.body)
+  -- The endpoint as errors show it: scheme://host:port, without the URL's credentials.
+  local origin = (e.url:match("^%a+://[^/?#]+"):gsub("//[^@/]*@", "//"))
   if not status then
     self.counters.failed = self.counters.failed + 1
-    error("webhook: " .. e.url:match("^%a+://[^/]+") .. ": " .. tostring(err), 0)
+    error("webhook: " .. origin .. ": " .. tostring(err), 0)
   end
   if status < 200 or status > 299 then
     self.counters.failed = self.counters.failed + 1
-    error("webhook: " .. e.url:match("^%a+://[^/]+") .. " answered " .. status, 0)
+    error("webhook: " .. origin .. " answered " .. status, 0)
   end
   self.counters.delivered = self.counters.delivered + 1
   return status
 end
 
-local function no_client()
-  return nil, "zever has no HTTP client yet: pass webhook.new{ send = fn }"
+-- The default send: a POST through zever.httpc (on the worker's loop: the job yields while
+-- it waits), 10 s in all, no redirects (a webhook endpoint that moves is a failed delivery).
+-- Returns the status (the job judges it) or nil, err (a zever "http" error: its message names
+-- the host and path, never the URL's credentials or query).
+local function http_send(url, headers, body)
+  local res, err = require("zever.httpc").request{ method = "POST", url = url,
+    headers = headers, body = body, timeout = 10, max_redirects = 0, max_body = 65536 }
+  if not res then return nil, err end
+  return res.status
 end
+M.http_send = http_send
 
 -- opts: jobs (a zever.jobs: the job is registered on it), send (fn(url, headers, body) ->
 -- status | nil, err), attempts (8), backoff ({ base = 30, cap = 3600, jitter = true }).
@@ -179,7 +190,7 @@ function M.wrap(impl, opts)
     error("webhook.wrap: send must be a function", 2)
   end
   local hooks = battery.object(Hooks, impl, {
-    jobs = opts.jobs, send = opts.send or no_client, seq = 0,
+    jobs = opts.jobs, send = opts.send or http_send, seq = 0,
     prefix = format("%d-%d-", floor(sys.wall() * 1000), sys.getpid()),
     counters = { dispatched = 0, delivered = 0, failed = 0 },
   })

@@ -238,6 +238,10 @@ M.sections = {
     f("max_attempts", "integer", 10, { min = 1, doc = "failed deliveries before dead" }),
     f("base", "duration", 1, { doc = "first retry delay (doubling, jittered)" }),
     f("cap", "duration", 300, { doc = "longest retry delay" }),
+    f("relay", "boolean", false, { doc = "zever worker runs the relay (also when the app uses app.outbox)" }),
+    f("relay_sink", "enum", "queue", { values = { "queue", "eventbus" },
+      doc = "where the relay publishes: app.queue or app.eventbus" }),
+    f("relay_interval", "duration", 1, { doc = "the relay's pause when a batch was not full" }),
   } },
   { name = "breaker", doc = "circuit breakers (app.breaker)", fields = {
     f("adapter", "adapter", "memory", { values = { "memory", "inproc", "redis" } }),
@@ -321,6 +325,10 @@ M.sections = {
   { name = "geo", doc = "places, distances and IP networks (app.geo)", fields = {
     f("adapter", "adapter", "static", { values = { "static" } }),
     f("file", "string", "", { relative = "file", doc = "static: the JSON of places and networks" }),
+  } },
+  { name = "workflow", doc = "durable workflows (app.workflow)", fields = {
+    f("adapter", "adapter", "memory", { values = { "memory", "db" } }),
+    f("table", "string", "workflow", { doc = "db adapter: the tables' prefix" }),
   } },
   -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
   -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.

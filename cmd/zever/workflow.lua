@@ -1,0 +1,115 @@
+-- zever workflow list|status|start|signal|cancel: the app's durable workflows (app.workflow,
+-- docs/workflow.md) from the command line. The app (--app PATH or -C DIR, default .;
+-- zever.cli.app) is loaded, so its workflow definitions are known; `zever worker` runs them.
+--
+--   list [--status S] [--json]          runs (oldest first)
+--   status ID [--json]                  a run: status, attempts, steps done, error, output
+--   start NAME [--input JSON] [--id ID] a new run (its id printed)
+--   signal ID NAME [--value JSON]       delivers a signal
+--   cancel ID                           cancels it (compensations run in the worker)
+
+local json = require "zever.json"
+local cliapp = require "zever.cli.app"
+
+local format = string.format
+
+local USAGE = "zever workflow list [--status S] [--json] | status ID [--json] | " ..
+  "start NAME [--input JSON] [--id ID] | signal ID NAME [--value JSON] | cancel ID [--app PATH]"
+local VERBS = { "list", "status", "start", "signal", "cancel" }
+
+local function decode_flag(s, what)
+  if s == nil then return true, nil end
+  local ok, v = pcall(json.decode, s)
+  if not ok then return false, what .. " is not JSON: " .. tostring(v) end
+  return true, v
+end
+
+local function run_verb(wf, args, flags)
+  local verb = args[1]
+  if verb == "list" then
+    local runs, err = wf:list(flags.status, flags.limit)
+    if not runs then return 1, tostring(err) end
+    if flags.json then
+      local out = {}
+      for i, r in ipairs(runs) do
+        out[i] = { id = r.id, name = r.name, status = r.status, attempts = r.attempts }
+      end
+      print(#out == 0 and "[]" or json.encode(out))
+      return 0
+    end
+    if #runs == 0 then print("no runs") return 0 end
+    print(format("%-32s %-16s %-10s %s", "ID", "NAME", "STATUS", "ATTEMPTS"))
+    for _, r in ipairs(runs) do
+      print(format("%-32s %-16s %-10s %d", r.id, r.name, r.status, r.attempts or 0))
+    end
+    return 0
+  elseif verb == "status" then
+    if not args[2] then return 2, "status: want a run id" end
+    local st, err = wf:status(args[2])
+    if not st then return 1, tostring(err) end
+    if flags.json then print(json.encode(st)) return 0 end
+    print(format("%s (%s): %s, attempts %d, steps %s%s", st.id, st.name, st.status,
+      st.attempts or 0, #st.steps > 0 and table.concat(st.steps, ",") or "none",
+      st.error and (", last error: " .. st.error) or ""))
+    return 0
+  elseif verb == "start" then
+    if not args[2] then return 2, "start: want a workflow name" end
+    local ok, input = decode_flag(flags.input, "--input")
+    if not ok then return 2, input end
+    local id, err = wf:start(args[2], input or {}, flags.id)
+    if not id then return 1, tostring(err) end
+    print(id)
+    return 0
+  elseif verb == "signal" then
+    if not args[2] or not args[3] then return 2, "signal: want a run id and a signal name" end
+    local ok, value = decode_flag(flags.value, "--value")
+    if not ok then return 2, value end
+    local done, err = wf:signal(args[2], args[3], value)
+    if not done then return 1, tostring(err) end
+    print("signalled " .. args[2])
+    return 0
+  elseif verb == "cancel" then
+    if not args[2] then return 2, "cancel: want a run id" end
+    local done, err = wf:cancel(args[2])
+    if not done then return 1, tostring(err) end
+    print("cancelling " .. args[2])
+    return 0
+  end
+end
+
+return {
+  name = "workflow",
+  summary = "List, start, signal or cancel durable workflow runs",
+  usage = USAGE,
+  flags = {
+    cliapp.FLAG,
+    { name = "json", summary = "list, status: print JSON" },
+    { name = "status", arg = "S", summary = "list: only runs in this status" },
+    { name = "limit", arg = "N", type = "number", summary = "list: at most N runs" },
+    { name = "input", arg = "JSON", summary = "start: the run's input" },
+    { name = "id", arg = "ID", summary = "start: the run's id (refused when it exists)" },
+    { name = "value", arg = "JSON", summary = "signal: the signal's value" },
+  },
+  run = function(args, flags)
+    local verb = args[1]
+    local known = false
+    for _, v in ipairs(VERBS) do if v == verb then known = true end end
+    if not known then
+      if verb then
+        local best = require("zever.text").closest(verb, VERBS)
+        return 2, format('unknown workflow command "%s"%s; usage: %s', verb,
+          best and format(' (did you mean "%s"?)', best) or "", USAGE)
+      end
+      return 2, "usage: " .. USAGE
+    end
+    local target, terr = cliapp.resolve(flags, nil, "workflow")
+    if not target then return 2, terr end
+    local ok, app = pcall(cliapp.load, target)
+    if not ok then return 1, tostring(app) end
+    local got, wf = pcall(function() return app.workflow end)
+    if not got then return 1, tostring(wf) end
+    local code, msg = run_verb(wf, args, flags)
+    app:close()
+    return code, msg
+  end,
+}

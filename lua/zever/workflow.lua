@@ -1,0 +1,360 @@
+-- zever.workflow: durable multi-step runs (docs/workflow.md), on the jobs battery and a store
+-- (adapters.workflow.memory, adapters.workflow.db): a run survives a worker killed between
+-- steps, each step's result is recorded once, waits for signals and timers cost no worker.
+--
+--   local wf = workflow.new{ jobs = app.jobs }               -- memory store; db: store = impl
+--   wf:define("order", function(ctx, input)
+--     local charge = ctx:step("charge", function(key) return pay(input, key) end)
+--     local ok = ctx:wait("approved", 3600)                  -- a signal, or nil after 1 h
+--     ctx:sleep(60)                                          -- a durable timer
+--     ctx:set_state({ stage = "shipping" })                  -- what query("state") returns
+--     return ctx:step("ship", function() return ship(input) end)
+--   end, { compensate = { charge = function(result, input) refund(result) end }, attempts = 5 })
+--   wf:start(name, input[, id])  -> id | nil, err ("conflict": the id exists; "not_found")
+--   wf:signal(id, name, value)   -> true | nil, err ("not_found", "completed")
+--   wf:query(id[, "state"|"status"|"output"]) -> value | nil, err
+--   wf:cancel(id)                -> true | nil, err      compensations run in reverse order
+--   wf:status(id)                -> { id, name, status, attempts, error, output, steps }
+--   wf:list([status][, limit])   -> runs
+--
+-- How a run executes: a job "zever.workflow" (args { id }) replays the workflow function from
+-- the top in a coroutine of the worker. ctx:step(name, fn) returns the recorded result when the
+-- step ran before, else runs fn(key) (key: "<run id>/<step name>", an idempotency key to pass to
+-- the outside world) and records what it returned (JSON) before going on. ctx:wait and
+-- ctx:sleep record their outcome the same way; when they must wait, the job ends ("waiting")
+-- and is dispatched again by signal() or by a delayed job at the timer's due time. So the code
+-- between steps must be deterministic (replayed), and a step's effect happens once unless the
+-- worker dies inside the step itself, between its effect and the record (the key is for that).
+--
+-- Statuses: pending, running, waiting, completed, failed, cancelling, cancelled. A step that
+-- raises fails the attempt: the run is retried from its last recorded step after a backoff
+-- (attempts: 3, base 1 s doubling), then fails; a failed or cancelled run runs the
+-- compensations of its recorded steps, last first, each once (recorded as "compensate:<step>").
+-- Follows the Go framework's workflow battery: start(name, input, id) with a duplicate id
+-- refused, signal/query/cancel by run id, "completed" for a run that ended, a pending-signal
+-- bound (100), query "state".
+
+local battery = require "zever.battery"
+local json = require "zever.json"
+local sys = require "zever.sys"
+
+local type, error, tostring, pcall, setmetatable, format, floor, min =
+  type, error, tostring, pcall, setmetatable, string.format, math.floor, math.min
+local encode, decode = json.encode, json.decode
+
+local M = {}
+
+M.JOB = "zever.workflow"
+M.MAX_PENDING_SIGNALS = 100
+
+local Workflow = battery.define("workflow", "the workflows are closed")
+M.error = Workflow.error
+local CLOSED = Workflow.CLOSED
+
+local ENDED = { completed = true, failed = true, cancelled = true }
+
+-- The sentinel a suspending ctx call raises: the job ends the attempt without failing.
+local SUSPEND = setmetatable({}, { __tostring = function() return "workflow: suspended" end })
+
+local function now() return sys.wall() end
+
+local function dec(s)
+  if s == nil then return nil end
+  return decode(s)
+end
+
+-- --- the context a run's function sees ------------------------------------------------------
+
+local Ctx = {}
+Ctx.__index = Ctx
+
+function Ctx:step(name, fn)
+  if type(name) ~= "string" or name == "" then error("ctx:step: name must be a string", 2) end
+  if type(fn) ~= "function" then error("ctx:step: fn must be a function", 2) end
+  if self.seen[name] then error("ctx:step: step \"" .. name .. "\" runs twice in one run", 2) end
+  self.seen[name] = true
+  local key = "step:" .. name
+  local done = self.steps[key]
+  if done ~= nil then return dec(done).v end
+  local v = fn(self.id .. "/" .. name)
+  local text = encode({ v = v })
+  if self.wf.impl:put_step(self.id, key, text) then
+    self.order[#self.order + 1] = name
+    self.wf.impl:update(self.id, { state = encode({ state = self.state, order = self.order }),
+      updated_at = now() })
+  else
+    text = self.wf.impl:steps(self.id)[key] -- another worker recorded it first: theirs stands
+  end
+  self.steps[key] = text
+  return dec(text).v
+end
+
+-- Waits for the next signal called name; returns its value, or nil after timeout seconds.
+function Ctx:wait(name, timeout)
+  if type(name) ~= "string" then error("ctx:wait: name must be a string", 2) end
+  self.nwait = self.nwait + 1
+  local key = "wait:" .. self.nwait .. ":" .. name
+  local done = self.steps[key]
+  if done ~= nil then
+    local rec = dec(done)
+    if rec.timeout then return nil end
+    return rec.v
+  end
+  -- The first signal of that name not taken by an earlier wait.
+  for _, s in ipairs(self.signals) do
+    if s.name == name and not self.taken[s.seq] then
+      self.taken[s.seq] = true
+      local text = encode({ v = dec(s.value), seq = s.seq })
+      self.wf.impl:put_step(self.id, key, text)
+      self.steps[key] = text
+      return dec(s.value)
+    end
+  end
+  local tkey = "wait_until:" .. self.nwait
+  local due = self.steps[tkey] and dec(self.steps[tkey]).v
+  if timeout then
+    if not due then
+      due = now() + timeout
+      self.wf.impl:put_step(self.id, tkey, encode({ v = due }))
+      self.steps[tkey] = encode({ v = due })
+    end
+    if now() >= due then
+      local text = encode({ timeout = true })
+      self.wf.impl:put_step(self.id, key, text)
+      self.steps[key] = text
+      return nil
+    end
+  end
+  self.wake_at = due
+  error(SUSPEND, 0)
+end
+
+-- A durable timer: the run goes on seconds from the first time it got here.
+function Ctx:sleep(seconds)
+  if type(seconds) ~= "number" or seconds < 0 then error("ctx:sleep: seconds must be >= 0", 2) end
+  self.nsleep = self.nsleep + 1
+  local key = "sleep:" .. self.nsleep
+  local due = self.steps[key] and dec(self.steps[key]).v
+  if not due then
+    due = now() + seconds
+    self.wf.impl:put_step(self.id, key, encode({ v = due }))
+    self.steps[key] = encode({ v = due })
+  end
+  if now() >= due then return end
+  self.wake_at = due
+  error(SUSPEND, 0)
+end
+
+function Ctx:set_state(v)
+  self.state = v
+  self.wf.impl:update(self.id, { state = encode({ state = v, order = self.order }),
+    updated_at = now() })
+end
+
+-- --- running a run (the job) ----------------------------------------------------------------
+
+local function backoff(attempts)
+  return min(2 ^ (attempts - 1), 300)
+end
+
+local function dispatch(self, id, delay)
+  local ok, err = self.jobs:dispatch(M.JOB, { id = id }, delay and delay > 0 and
+    { delay = delay } or nil)
+  if not ok then return nil, err end
+  return true
+end
+
+local function compensate(self, run, def)
+  local st = dec(run.state) or {}
+  local order = st.order or {}
+  local steps = self.impl:steps(run.id)
+  local input = dec(run.input)
+  for i = #order, 1, -1 do
+    local name = order[i]
+    local fn = def.compensate and def.compensate[name]
+    local key = "compensate:" .. name
+    if fn and steps[key] == nil then
+      fn(dec(steps["step:" .. name]).v, input)
+      self.impl:put_step(run.id, key, encode({ v = true }))
+    end
+  end
+end
+
+-- One attempt at a run: replay the function; the outcome goes to the store.
+local function execute(self, id)
+  local run = self.impl:get(id)
+  if not run or ENDED[run.status] then return "ended" end
+  local def = self.defs[run.name]
+  if not def then error("workflow: no workflow named \"" .. run.name .. "\" is defined", 0) end
+  if run.status == "cancelling" then
+    compensate(self, run, def)
+    self.impl:update(id, { status = "cancelled", updated_at = now() })
+    return "cancelled"
+  end
+  local st = dec(run.state) or {}
+  local ctx = setmetatable({ wf = self, id = id, steps = self.impl:steps(id),
+    signals = self.impl:signals(id), taken = {}, seen = {}, order = st.order or {},
+    state = st.state, nwait = 0, nsleep = 0 }, Ctx)
+  -- Signals already taken by recorded waits are not offered again.
+  for k, v in pairs(ctx.steps) do
+    if k:match("^wait:") then
+      local seq = dec(v).seq
+      if seq then ctx.taken[seq] = true end
+    end
+  end
+  self.impl:update(id, { status = "running", updated_at = now() })
+  local ok, out = pcall(def.fn, ctx, dec(run.input))
+  if ok then
+    self.impl:update(id, { status = "completed", output = encode({ v = out }), updated_at = now() })
+    self.counters.completed = self.counters.completed + 1
+    return "completed"
+  end
+  if out == SUSPEND then
+    local cur = self.impl:get(id)
+    if cur and cur.status == "cancelling" then return execute(self, id) end
+    self.impl:update(id, { status = "waiting", wake_at = ctx.wake_at or self.impl.null,
+      updated_at = now() })
+    if ctx.wake_at then dispatch(self, id, ctx.wake_at - now()) end
+    return "waiting"
+  end
+  local attempts = (run.attempts or 0) + 1
+  local msg = tostring(out):sub(1, 500)
+  if attempts < def.attempts then
+    self.impl:update(id, { status = "pending", attempts = attempts, error = msg,
+      updated_at = now() })
+    dispatch(self, id, def.base * backoff(attempts))
+    return "retry"
+  end
+  self.impl:update(id, { status = "failed", attempts = attempts, error = msg, updated_at = now() })
+  self.counters.failed = self.counters.failed + 1
+  compensate(self, self.impl:get(id), def)
+  return "failed"
+end
+M.execute = execute
+
+-- --- the front-end -----------------------------------------------------------------------------
+
+function Workflow:define(name, fn, opts)
+  battery.string(name, "workflow:define", "name")
+  if type(fn) ~= "function" then error("workflow:define: fn must be a function", 2) end
+  battery.opt_table(opts, "workflow:define", "opts")
+  opts = opts or {}
+  if opts.compensate ~= nil and type(opts.compensate) ~= "table" then
+    error("workflow:define: opts.compensate must be a table of functions by step name", 2)
+  end
+  self.defs[name] = { fn = fn, compensate = opts.compensate,
+    attempts = battery.count(opts.attempts, 3, "workflow:define", "attempts", 1),
+    base = opts.base or 1 }
+  return self
+end
+
+function Workflow:start(name, input, id)
+  battery.string(name, "workflow:start", "name")
+  if id ~= nil then battery.string(id, "workflow:start", "id") end
+  if self.closed then return nil, CLOSED end
+  if not self.defs[name] then
+    return nil, Workflow.error("not_found", "no workflow named \"" .. name .. "\" is defined")
+  end
+  local okj, text = pcall(encode, input)
+  if not okj then return nil, Workflow.error("invalid", "the input is not a JSON value") end
+  if id == nil then
+    self.seq = self.seq + 1
+    id = format("%s-%s%d", name, self.prefix, self.seq)
+  end
+  if not self.impl:create(id, name, text, now()) then
+    return nil, Workflow.error("conflict", "a run with id \"" .. id .. "\" exists")
+  end
+  self.counters.started = self.counters.started + 1
+  local ok, err = dispatch(self, id)
+  if not ok then return nil, err end
+  return id
+end
+
+function Workflow:signal(id, name, value)
+  battery.string(id, "workflow:signal", "id")
+  battery.string(name, "workflow:signal", "name")
+  if self.closed then return nil, CLOSED end
+  local run = self.impl:get(id)
+  if not run then return nil, Workflow.error("not_found", "no run \"" .. id .. "\"") end
+  if ENDED[run.status] or run.status == "cancelling" then
+    return nil, Workflow.error("completed", "the run \"" .. id .. "\" has ended (" .. run.status .. ")")
+  end
+  if #self.impl:signals(id) >= M.MAX_PENDING_SIGNALS then
+    return nil, Workflow.error("full", "the run \"" .. id .. "\" holds too many signals")
+  end
+  local okj, text = pcall(encode, value)
+  if not okj then return nil, Workflow.error("invalid", "the value is not a JSON value") end
+  self.impl:add_signal(id, name, text)
+  return dispatch(self, id)
+end
+
+function Workflow:query(id, what)
+  battery.string(id, "workflow:query", "id")
+  what = what or "state"
+  if self.closed then return nil, CLOSED end
+  local run = self.impl:get(id)
+  if not run then return nil, Workflow.error("not_found", "no run \"" .. id .. "\"") end
+  if what == "state" then return (dec(run.state) or {}).state end
+  if what == "status" then return run.status end
+  if what == "output" then return run.output and dec(run.output).v end
+  return nil, Workflow.error("invalid", "unknown query \"" .. tostring(what) ..
+    "\" (state, status or output)")
+end
+
+function Workflow:cancel(id)
+  battery.string(id, "workflow:cancel", "id")
+  if self.closed then return nil, CLOSED end
+  local run = self.impl:get(id)
+  if not run then return nil, Workflow.error("not_found", "no run \"" .. id .. "\"") end
+  if ENDED[run.status] then
+    return nil, Workflow.error("completed", "the run \"" .. id .. "\" has ended (" .. run.status .. ")")
+  end
+  self.impl:update(id, { status = "cancelling", updated_at = now() })
+  return dispatch(self, id)
+end
+
+function Workflow:status(id)
+  battery.string(id, "workflow:status", "id")
+  if self.closed then return nil, CLOSED end
+  local run = self.impl:get(id)
+  if not run then return nil, Workflow.error("not_found", "no run \"" .. id .. "\"") end
+  local st = dec(run.state) or {}
+  return { id = run.id, name = run.name, status = run.status, attempts = run.attempts,
+    error = run.error, output = run.output and dec(run.output).v, steps = st.order or {},
+    created_at = run.created_at, updated_at = run.updated_at }
+end
+
+function Workflow:list(status, limit)
+  if self.closed then return nil, CLOSED end
+  return self.impl:list(status, battery.count(limit, 100, "workflow:list", "limit", 1))
+end
+
+-- opts: jobs (a zever.jobs: the job is registered on it).
+function M.wrap(impl, opts)
+  opts = opts or {}
+  local wf = battery.object(Workflow, impl, { jobs = opts.jobs, defs = {}, seq = 0,
+    prefix = format("%d-%d-", floor(now() * 1000) % 100000000, sys.getpid()),
+    counters = { started = 0, completed = 0, failed = 0 } })
+  if opts.jobs then
+    -- A run's attempts are the workflow's (backoff, compensations); the job's own retries are
+    -- for a worker that died mid-run (its lease ends and the job runs again) or a store outage.
+    opts.jobs:register(M.JOB, function(args) return execute(wf, args.id) end, { attempts = 25 })
+  end
+  return wf
+end
+
+function M.wrap_config(impl, _, ctx)
+  local jobs, err = ctx:get("jobs")
+  if not jobs then return nil, err end
+  return M.wrap(impl, { jobs = jobs })
+end
+
+-- workflow.new{ jobs = app.jobs[, db = app.db] }: the db store when db is given, else memory.
+function M.new(opts)
+  opts = opts or {}
+  local impl = opts.db and require("adapters.workflow.db").new(opts.db, opts) or
+    require("adapters.workflow.memory").new()
+  return M.wrap(impl, opts)
+end
+
+return M

@@ -1,0 +1,50 @@
+-- zever.workflow's db store on PostgreSQL (#pg): the same run as on SQLite (steps recorded once,
+-- a signal, a compensation on cancel), through the jobs battery of a testing app.
+local pg_server = require "spec.support.pg_server"
+local zever = require "zever"
+local testing = require "zever.testing"
+local workflow = require "zever.workflow"
+local zdb = require "zever.db"
+
+describe("zever.workflow on PostgreSQL #pg", function()
+  local fx = pg_server.fixture("workflow")
+  local t, db, wf
+
+  before_each(function()
+    t = testing.app(zever.app())
+    db = assert(zdb.open(fx.dsn))
+    wf = workflow.new{ jobs = t.app.jobs, db = db, table = "wf" .. math.random(1, 1e6) }
+  end)
+
+  after_each(function()
+    wf:close()
+    t:close()
+    db:close()
+  end)
+
+  it("records steps once, takes a signal, refuses a duplicate id and compensates on cancel", function()
+    local ran = {}
+    wf:define("pg", function(ctx, input)
+      ctx:step("one", function(key) ran[#ran + 1] = key; return input.n + 1 end)
+      local v = ctx:wait("go")
+      ctx:step("two", function() ran[#ran + 1] = "two"; return v end)
+      return v
+    end, { compensate = { one = function(r) ran[#ran + 1] = "undo " .. r end } })
+    assert.equals("r1", wf:start("pg", { n = 1 }, "r1"))
+    assert.equals("conflict", select(2, wf:start("pg", {}, "r1")).code)
+    t:perform_jobs()
+    assert.equals("waiting", wf:query("r1", "status"))
+    assert(wf:signal("r1", "go", "yes"))
+    t:perform_jobs()
+    assert.equals("completed", wf:query("r1", "status"))
+    assert.equals("yes", wf:query("r1", "output"))
+    assert.same({ "r1/one", "two" }, ran)
+    assert.equals("r2", wf:start("pg", { n = 5 }, "r2"))
+    t:perform_jobs()
+    assert(wf:cancel("r2"))
+    t:perform_jobs()
+    assert.equals("cancelled", wf:query("r2", "status"))
+    assert.same({ "r1/one", "two", "r2/one", "undo 6" }, ran)
+    assert.equals(2, #wf:list())
+  end)
+end)
