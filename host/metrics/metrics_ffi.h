@@ -1,0 +1,27 @@
+/*
+ * metrics_ffi.h: the per-event calls of the metrics core, as LuaJIT's FFI sees it
+ * (lua/adapters/metrics/prometheus.lua loads it with require("zever.cdef.metrics")). The Makefile
+ * runs this file through the preprocessor with -DZV_FFI_CDEF into build/ffi.h, which the host
+ * preloads: these are the only declarations of these functions, C included.
+ *
+ * Both write one worker's own cells (the slot zv_metrics_claim gave it): no lock, no atomic
+ * read-modify-write, no allocation. cell is the index zv_metrics_series returned.
+ */
+#ifndef ZV_METRICS_FFI_H
+#define ZV_METRICS_FFI_H
+
+#ifndef ZV_FFI_CDEF
+#include <stdint.h>
+#endif
+
+/* Adds v to the counter or gauge at cells[cell]. */
+void zv_metrics_add(double *cells, int32_t cell, double v);
+
+/*
+ * Records v in the histogram whose cells start at cells[cell]: the first bucket whose upper
+ * bound (bounds[0 .. nb), ascending) is >= v gets one more count (the +Inf bucket, cell + nb,
+ * when none is), and v is added to the sum at cell + nb + 1. A NaN lands in +Inf.
+ */
+void zv_metrics_observe(double *cells, int32_t cell, const double *bounds, int32_t nb, double v);
+
+#endif
