@@ -167,6 +167,10 @@ local BUILTIN = {
   breaker = { front = "zever.breaker", adapters = { memory = {} } },
   webhook = { front = "zever.webhook", adapters = { memory = { "zever.crypto_core" } } },
 }
+-- The observability battery (docs/observability.md): metrics in the C registry, and tracing.
+BUILTIN.metrics = { front = "zever.metrics", adapters = {
+  prometheus = { "zever.metrics_core" }, noop = {} } }
+BUILTIN.trace = { front = "zever.trace", adapters = { stdout = {}, otlp = {}, noop = {} } }
 M.BUILTIN = BUILTIN
 
 local function present(module)

@@ -60,6 +60,9 @@ BATTERIES.eventbus = true
 BATTERIES.outbox = true
 BATTERIES.breaker = true
 BATTERIES.webhook = true
+-- app.metrics is also callable: app:metrics(opts) installs GET /metrics (zever.metrics).
+BATTERIES.metrics = true
+BATTERIES.trace = true
 
 -- app.views: the app's templates (zever.template), in the folder http.views names (default
 -- "views" next to app.lua), with url_for among the helpers; made on first use.
@@ -488,7 +491,8 @@ function App:dispatch(method, path, query_string, source)
     res = on_failure(self, err, req)
   end
   if rawget(req, "_tempfiles") then request.cleanup(req) end
-  return finish(res), req
+  -- id: the matched route's (nil when none matched), for the HTTP metrics (zever.server).
+  return finish(res), req, id
 end
 
 -- Under `zever test`, whether the test configuration names the database: db.dsn set by
@@ -559,6 +563,11 @@ function M.load(path, root)
   if not app.names.healthz then
     local loaded, cfg = pcall(app.config, app)
     if loaded and cfg.http.health then app:health() end
+  end
+  -- http.metrics: GET /metrics and the built-in HTTP metrics without app:metrics() in the file.
+  if not app.names.metrics then
+    local loaded, cfg = pcall(app.config, app)
+    if loaded and cfg.http.metrics then app:metrics() end
   end
   return app, path
 end
