@@ -315,8 +315,13 @@ function M.wrap_config(impl, section)
   return M.wrap(impl, section)
 end
 
+-- A battery outside any app (specs, scripts): opts as the metrics config section (registry,
+-- max_cells, path, http) on the prometheus adapter.
 function M.new(opts)
-  return battery.default(M.wrap, "adapters.metrics.prometheus", "metrics.new", opts)
+  if opts ~= nil and type(opts) ~= "table" then error("metrics.new: opts must be a table", 2) end
+  local impl, err = require("adapters.metrics.prometheus").open(opts or {})
+  if not impl then error(tostring(err), 2) end
+  return M.wrap(impl, opts)
 end
 
 -- --- the built-in HTTP metrics ----------------------------------------------------------------

@@ -28,7 +28,7 @@ function Impl.render()
   return ""
 end
 
-function Impl.value()
+function Family.value()
   return 0
 end
 

@@ -5,7 +5,7 @@
 --   impl:family(name, help, kind, labels, bounds) -> family | nil, err
 --   family:series(values) -> { cells, cell, bounds, nb } | nil, err    (the hot path's handles)
 --   impl:render(format) -> text ("prometheus" | "openmetrics", without "# EOF")
---   impl:value(series[, offset]) -> the merged value of a cell (specs, the dashboard)
+--   family:value(series[, offset]) -> the merged value of a cell (specs, the dashboard)
 --
 -- Each Lua state (one worker) opens the registry once and claims one slot of cells, which it
 -- alone writes: zever.metrics then adds into cells[cell] through the FFI, without a lock. The
@@ -76,8 +76,8 @@ function Impl:render(fmt)
   return self.state.handle:render(fmt)
 end
 
-function Impl:value(series, offset)
-  return self.state.handle:value(series.cell + (offset or 0))
+function Family:value(series, offset)
+  return self.impl.state.handle:value(series.cell + (offset or 0))
 end
 
 function M.open(section)
