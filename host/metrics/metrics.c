@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../core/registry.h"
 #include "../core/zv.h"
@@ -47,17 +48,39 @@ struct zv_metrics_s {
 /* --- the hot path ------------------------------------------------------------------------- */
 
 /*
- * Relaxed 8-byte atomics: on x86-64 and arm64 these are the plain loads and stores, but they
- * tell the compiler (and the sanitizers) that a scrape on another thread reads the cell.
+ * Relaxed 8-byte atomics on the cell's bits: on x86-64 and arm64 these are the plain loads and
+ * stores, but they tell the compiler (and the sanitizers) that a scrape on another thread reads
+ * the cell.
  */
+typedef union {
+  double d;
+  uint64_t u;
+} bits_t;
+
 static inline double load_cell(const double *p) {
-  double v;
-  __atomic_load(p, &v, __ATOMIC_RELAXED);
-  return v;
+  bits_t b;
+  b.u = __atomic_load_n((const uint64_t *)(const void *)p, __ATOMIC_RELAXED);
+  return b.d;
 }
 
 static inline void store_cell(double *p, double v) {
-  __atomic_store(p, &v, __ATOMIC_RELAXED);
+  bits_t b;
+  b.d = v;
+  __atomic_store_n((uint64_t *)(void *)p, b.u, __ATOMIC_RELAXED);
+}
+
+static inline void observe(double *cells, int32_t cell, const double *bounds, int32_t nb, double v) {
+  int32_t i = 0;
+  while (i < nb && !(v <= bounds[i])) i++;
+  double *p = cells + cell;
+  store_cell(p + i, load_cell(p + i) + 1);
+  if (v == v) store_cell(p + nb + 1, load_cell(p + nb + 1) + v);
+}
+
+static inline double clock_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 void zv_metrics_add(double *cells, int32_t cell, double v) {
@@ -66,11 +89,17 @@ void zv_metrics_add(double *cells, int32_t cell, double v) {
 }
 
 void zv_metrics_observe(double *cells, int32_t cell, const double *bounds, int32_t nb, double v) {
-  int32_t i = 0;
-  while (i < nb && !(v <= bounds[i])) i++;
-  double *p = cells + cell;
-  store_cell(p + i, load_cell(p + i) + 1);
-  if (v == v) store_cell(p + nb + 1, load_cell(p + nb + 1) + v);
+  observe(cells, cell, bounds, nb, v);
+}
+
+double zv_metrics_clock(void) {
+  return clock_now();
+}
+
+void zv_metrics_request(const zv_metrics_pair_t *p, double t0) {
+  double *c = p->cells + p->counter;
+  store_cell(c, load_cell(c) + 1);
+  observe(p->cells, p->hist, p->bounds, p->nb, clock_now() - t0);
 }
 
 /* --- registry ------------------------------------------------------------------------------ */
