@@ -380,6 +380,70 @@ function M.http_observer(app, m)
   return obs
 end
 
+-- The job metrics (zever.trace.job_observer_for puts them on zever worker):
+--   zever_jobs_total{job,status}              counter, status "done" | "failed"
+--   zever_job_duration_seconds{job}           histogram (DEFAULT_BUCKETS)
+function M.job_observer(m)
+  local total = assert(m:counter("zever_jobs_total", "Jobs run, by job name and outcome.",
+    { "job", "status" }))
+  local dur = assert(m:histogram("zever_job_duration_seconds", "Time a job's handler ran.",
+    { "job" }, M.DEFAULT_BUCKETS))
+  return function(job)
+    local t0 = clock()
+    return function(ok)
+      total:labels(job.name, ok and "done" or "failed"):inc()
+      dur:labels(job.name):observe(clock() - t0)
+    end
+  end
+end
+
+-- What a scrape reads from the app's batteries (no hook on their paths): each resolved
+-- battery's numeric stats() as zever_battery_stat{battery,stat}, and the length of each
+-- jobs queue as zever_jobs_queue_length{queue}. A battery that fails to answer is skipped.
+local function battery_collectors(app, m)
+  m:collect("zever_battery_stat", "Numeric stats() of each resolved battery.", "gauge",
+    function()
+      local rows = {}
+      local c = rawget(app, "_container")
+      if not c then return rows end
+      for _, name in ipairs(require("zever.config").schema.batteries) do
+        local b = name ~= "metrics" and c:resolved(name)
+        if b and type(b.stats) == "function" then
+          local ok, st = pcall(b.stats, b)
+          if ok and type(st) == "table" then
+            for k, v in pairs(st) do
+              if type(v) == "number" then
+                rows[#rows + 1] = { labels = { battery = name, stat = tostring(k) }, value = v }
+              end
+            end
+          end
+        end
+      end
+      table.sort(rows, function(a, b)
+        return a.labels.battery .. a.labels.stat < b.labels.battery .. b.labels.stat
+      end)
+      return rows
+    end)
+  m:collect("zever_jobs_queue_length", "Jobs waiting in each queue of the app's jobs.", "gauge",
+    function()
+      local rows = {}
+      local c = rawget(app, "_container")
+      local jobs = c and c:resolved("jobs")
+      local queue = c and c:resolved("queue")
+      if not jobs or not queue then return rows end
+      local seen = {}
+      for _, e in pairs(jobs.registry or {}) do
+        local q = e.queue or (jobs.defaults and jobs.defaults.queue) or "default"
+        if not seen[q] then
+          seen[q] = true
+          local ok, n = pcall(queue.len, queue, "jobs:" .. q)
+          if ok and type(n) == "number" then rows[#rows + 1] = { labels = { queue = q }, value = n } end
+        end
+      end
+      return rows
+    end)
+end
+
 -- app:metrics(opts): GET opts.path (default the metrics section's path, "/metrics") answers the
 -- exposition (Accept negotiation); opts.http ~= false (and metrics.http) records the built-in
 -- HTTP metrics for every request the server answers. Returns the app.
@@ -401,6 +465,10 @@ function M.install(app, opts)
   end)
   local http = opts.http
   if http == nil then http = m.http_enabled end
+  if not rawget(m, "app_collectors") then
+    rawset(m, "app_collectors", true)
+    battery_collectors(app, m)
+  end
   if http then rawset(app, "observe_request", M.http_observer(app, m)) end
   local quiet = rawget(app, "quiet_paths") or {}
   quiet[path] = true
