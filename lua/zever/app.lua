@@ -569,6 +569,8 @@ function M.load(path, root)
     local loaded, cfg = pcall(app.config, app)
     if loaded and cfg.http.metrics then app:metrics() end
   end
+  -- dashboard.enabled: the /_zever dashboard (zever.dashboard; development or a token only).
+  require("zever.dashboard").maybe_install(app)
   return app, path
 end
 

@@ -276,6 +276,14 @@ M.sections = {
     f("timeout", "duration", 2, { doc = "otlp: give up one export after this long" }),
     f("http", "boolean", true, { doc = "app:tracing() starts a server span per request" }),
   } },
+  { name = "dashboard", doc = "the /_zever development dashboard (docs/dashboard.md)", fields = {
+    f("enabled", "boolean", false,
+      { doc = "serve it (zever dev sets DASHBOARD_ENABLED=true); without token, development only" }),
+    f("path", "string", "/_zever", { doc = "where the page and its /api/ answer" }),
+    f("token", "string", "", { secret = true,
+      doc = "required as Authorization: Bearer (or ?token=) when set; needed outside development" }),
+    f("recent", "integer", 100, { min = 1, doc = "recent requests kept per worker" }),
+  } },
   -- The app's own settings: any keys, any YAML values (nested mappings and lists too), read as
   -- app:config().app.<key>. APP_<KEY> sets a top-level key from the environment.
   { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },
