@@ -569,6 +569,11 @@ function M.load(path, root)
     local loaded, cfg = pcall(app.config, app)
     if loaded and cfg.http.metrics then app:metrics() end
   end
+  -- trace.adapter other than noop, with trace.http: a server span per request (app:trace()).
+  do
+    local loaded, cfg = pcall(app.config, app)
+    if loaded and cfg.trace and cfg.trace.adapter ~= "noop" and cfg.trace.http then app:trace() end
+  end
   -- dashboard.enabled: the /_zever dashboard (zever.dashboard; development or a token only).
   require("zever.dashboard").maybe_install(app)
   return app, path

@@ -329,6 +329,7 @@ end
 -- trace is not cut by a classic C call).
 local clock = C.zv_metrics_clock
 M.clock = clock
+Metrics.clock = clock   -- app.metrics.clock(): the same clock, from the battery
 local request_ffi = C.zv_metrics_request
 
 local STANDARD = { GET = true, HEAD = true, POST = true, PUT = true, PATCH = true, DELETE = true,

@@ -238,6 +238,8 @@ Tracer.inject = function(_, headers) return M.inject(headers) end
 -- app:trace(opts) is app.trace(app, opts): the request middleware (see the header).
 function Tracer.__call(self, app, opts)
   if opts ~= nil and type(opts) ~= "table" then error("app:trace: opts must be a table", 2) end
+  if rawget(app, "_traced") then return app end   -- once per app (config and file may both ask)
+  rawset(app, "_traced", true)
   local tracer = self
   app:use(function(req, res, nxt)
     -- The span's name is the method (OpenTelemetry's rule without a route): never the raw path.

@@ -274,7 +274,8 @@ M.sections = {
     f("batch", "integer", 64, { min = 1, doc = "otlp: spans per export" }),
     f("flush", "duration", 1, { doc = "otlp: export spans at least this often" }),
     f("timeout", "duration", 2, { doc = "otlp: give up one export after this long" }),
-    f("http", "boolean", true, { doc = "app:tracing() starts a server span per request" }),
+    f("http", "boolean", true,
+      { doc = "with an adapter other than noop, every app traces its requests (app:trace())" }),
   } },
   { name = "dashboard", doc = "the /_zever development dashboard (docs/dashboard.md)", fields = {
     f("enabled", "boolean", false,
