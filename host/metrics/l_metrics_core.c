@@ -12,6 +12,9 @@
  *   handle:value(cell)             -> the merged value
  *   handle:render(format)          -> text ("prometheus" | "openmetrics"; no "# EOF")
  *   handle:release()               -> drops this state's reference (also done by __gc)
+ *   core.add(cells, cell, v)       the classic-API increment (bench/metrics_lua_bench.lua
+ *                                  compares it with the FFI path zever.metrics takes)
+ *   core.observe(cells, cell, bounds, nb, v)   the same for a histogram
  *
  * Codes are zv_errname names ("INVAL", "CONFLICT", "TOOLONG", "RANGE", "NOMEM"). Using a
  * released handle raises. The rendered text lives in a buffer the handle owns until the next
@@ -169,8 +172,24 @@ static const luaL_Reg methods[] = {
   {NULL, NULL},
 };
 
+static int l_add(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TLIGHTUSERDATA);
+  zv_metrics_add(lua_touserdata(L, 1), (int32_t)luaL_checkinteger(L, 2), luaL_checknumber(L, 3));
+  return 0;
+}
+
+static int l_observe(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TLIGHTUSERDATA);
+  luaL_checktype(L, 3, LUA_TLIGHTUSERDATA);
+  zv_metrics_observe(lua_touserdata(L, 1), (int32_t)luaL_checkinteger(L, 2), lua_touserdata(L, 3),
+                     (int32_t)luaL_checkinteger(L, 4), luaL_checknumber(L, 5));
+  return 0;
+}
+
 static const luaL_Reg funcs[] = {
   {"open", l_open},
+  {"add", l_add},
+  {"observe", l_observe},
   {NULL, NULL},
 };
 
