@@ -16,7 +16,7 @@ Family.__index = Family
 local scratch = ffi.new("double[66]")
 local no_bounds = ffi.new("double[1]")
 
-function Impl:family()
+function Impl.family()
   return setmetatable({}, Family)
 end
 
