@@ -102,6 +102,10 @@ DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         python3-websockets neovim
 # HTTP/2 (host/h2, libnghttp2) and its load generator h2load (bench/http/tls.sh).
 DEBS += libnghttp2-dev nghttp2-client
+# Observability and the /_zever dashboard: promtool (package prometheus, ~19 MB) checks the
+# /metrics exposition; headless chromium (~81 MB) drives the dashboard page through the DevTools
+# protocol with python3-websockets (spec/dashboard/, skipped with a message when absent).
+DEBS += prometheus chromium
 
 .PHONY: all deps run test asan bench bench-http fuzz lint check-includes install clean
 all: deps bin/zever $(LAZY_SO) build/bc/.stamp build/commands.lua

@@ -81,6 +81,12 @@ return {
   flags = flags,
   run = function(args, given)
     if not given.workers then given.workers = "1" end
+    -- Development: ZEVER_ENV=development and the /_zever dashboard (docs/dashboard.md), unless
+    -- the environment says otherwise; set before the configuration is read.
+    local ffi = require "ffi"
+    require "zever.cdef.libc"
+    ffi.C.setenv("ZEVER_ENV", "development", 0)
+    ffi.C.setenv("DASHBOARD_ENABLED", "true", 0)
     local opts, err = serve.options(args, given)
     if not opts then return 2, err end
     local server = require "zever.server"

@@ -55,7 +55,8 @@ return {
     local concurrency = flags.concurrency or cfg.jobs.concurrency
     local drain = flags.drain or cfg.jobs.drain
     local w = require("zever.worker").new(jobs, { queues = queues, concurrency = concurrency,
-      poll_max = cfg.queue.poll_max, log = logger(app) })
+      poll_max = cfg.queue.poll_max, log = logger(app),
+      observe = require("zever.trace").job_observer_for(app) })
     -- The app's schedules (app.scheduler resolved by the app file) tick on this loop too.
     local sch = app:container():resolved("scheduler")
     if sch and #sch.entries == 0 then sch = nil end

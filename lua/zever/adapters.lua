@@ -182,6 +182,10 @@ BUILTIN.analytics = { front = "zever.analytics", adapters = { log = {} } }
 BUILTIN.payment = { front = "zever.payment", adapters = { stub = { "zever.crypto_core" } } }
 BUILTIN.billing = { front = "zever.billing", adapters = { stub = { "zever.crypto_core" } } }
 BUILTIN.geo = { front = "zever.geo", adapters = { static = {} } }
+-- The observability battery (docs/observability.md): metrics in the C registry, and tracing.
+BUILTIN.metrics = { front = "zever.metrics", adapters = {
+  prometheus = { "zever.metrics_core" }, noop = {} } }
+BUILTIN.trace = { front = "zever.trace", adapters = { stdout = {}, otlp = {}, noop = {} } }
 M.BUILTIN = BUILTIN
 
 local function present(module)

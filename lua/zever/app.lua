@@ -70,6 +70,9 @@ for _, name in ipairs{ "secrets", "notification", "analytics", "payment", "billi
   BATTERIES[name] = true
 end
 BATTERIES.workflow = true
+-- app.metrics is also callable: app:metrics(opts) installs GET /metrics (zever.metrics).
+BATTERIES.metrics = true
+BATTERIES.trace = true
 
 -- app.views: the app's templates (zever.template), in the folder http.views names (default
 -- "views" next to app.lua), with url_for among the helpers; made on first use.
@@ -498,7 +501,8 @@ function App:dispatch(method, path, query_string, source)
     res = on_failure(self, err, req)
   end
   if rawget(req, "_tempfiles") then request.cleanup(req) end
-  return finish(res), req
+  -- id: the matched route's (nil when none matched), for the HTTP metrics (zever.server).
+  return finish(res), req, id
 end
 
 -- Under `zever test`, whether the test configuration names the database: db.dsn set by
@@ -570,6 +574,18 @@ function M.load(path, root)
     local loaded, cfg = pcall(app.config, app)
     if loaded and cfg.http.health then app:health() end
   end
+  -- http.metrics: GET /metrics and the built-in HTTP metrics without app:metrics() in the file.
+  if not app.names.metrics then
+    local loaded, cfg = pcall(app.config, app)
+    if loaded and cfg.http.metrics then app:metrics() end
+  end
+  -- trace.adapter other than noop, with trace.http: a server span per request (app:trace()).
+  do
+    local loaded, cfg = pcall(app.config, app)
+    if loaded and cfg.trace and cfg.trace.adapter ~= "noop" and cfg.trace.http then app:trace() end
+  end
+  -- dashboard.enabled: the /_zever dashboard (zever.dashboard; development or a token only).
+  require("zever.dashboard").maybe_install(app)
   return app, path
 end
 

@@ -135,7 +135,10 @@ function Jobs:dispatch(name, args, opts)
       best and format('; did you mean "%s"?', best) or format(" (registered: %s)",
       table.concat(names, ", "))), 2)
   end
-  local ok, payload = pcall(encode, { name = name, args = args })
+  -- The dispatching span's traceparent rides along (zever.trace), when tracing is loaded.
+  local trace = package.loaded["zever.trace"]
+  local ok, payload = pcall(encode, { name = name, args = args,
+    traceparent = trace and trace.context() or nil })
   if not ok then error("jobs:dispatch: args are not JSON-encodable: " .. tostring(payload), 2) end
   if self.closed then return nil, CLOSED end
   local topic

@@ -112,13 +112,17 @@ function M.listen(app, opts)
   app.access_log = log
   app.access_log_id = log == access_json or nil
   local quiet = rawget(app, "quiet_paths") -- app:health()'s paths stay out of the access log
+  local observe = rawget(app, "observe_request") -- app:metrics(): the HTTP metrics
+  local obs_start, obs_finish = observe and observe.start, observe and observe.finish
   return http.listen(conf, function(creq, method, path, query)
     local started = log and now()
-    local res, req = app:dispatch(method, path, query, creq)
+    local t0 = obs_start and obs_start()
+    local res, req, rid = app:dispatch(method, path, query, creq)
     -- The C request's headers are gone once it is answered: take the id first if it is logged.
     if log == access_json then local _ = req.id end
     -- A streamed response (zever.stream) was finished by dispatch.
     if not res.streamed then respond(creq, res.code, res.body, res.headers) end
+    if t0 then obs_finish(t0, rid, method, res.code) end
     if started and not (quiet and quiet[path]) then
       io.stderr:write(log(req, res, res.streamed and res.sent or #res.body, started))
     end

@@ -263,7 +263,10 @@ function M.run_job(self, msg)
   slot.deadline = self.now() + entry.timeout
   guard_for(self, slot.deadline)
   local job = { id = msg.id, name = name, queue = slot.queue, attempt = msg.attempt }
+  -- opts.observe (zever.trace.job_observer_for): a span and job metrics around the handler.
+  local observed = self.observe and self.observe(job, rec)
   local fok, err = xpcall(entry.fn, traceback, rec.args, job)
+  if observed then observed(fok, err) end
   if slot.settled then return end   -- timed out or released by a drain meanwhile
   finish(self, slot)
   if fok then
@@ -385,7 +388,7 @@ function M.new(jobs, opts)
     waiting = nil, slot_wait = false, poller = nil, timer = nil, guard = nil, guard_at = nil,
     stats = { claimed = 0, done = 0, retried = 0, dead = 0, released = 0, timeouts = 0,
       wakes = 0, notified = 0 },
-    run_job = M.run_job,
+    run_job = M.run_job, observe = opts.observe,
   }, W)
   self.on_wake = function() on_wake(self) end
   self.on_notify = function(topic) on_notify(self, topic) end

@@ -1,0 +1,147 @@
+-- adapters.trace.otlp: spans exported to an OpenTelemetry collector over OTLP/HTTP with the
+-- JSON encoding (POST <endpoint>, application/json, an ExportTraceServiceRequest), in batches:
+-- when section.batch spans wait, when the oldest waited section.flush seconds (a timer on the
+-- worker's loop, unref'd), and on flush/close.
+--
+--   otlp.open(section) -> impl | nil, err   section: endpoint (http://host:port/path), service,
+--                                           batch, flush, timeout, send (optional function)
+--   impl:export(span) ; impl:flush() -> true | nil, err ; impl:stats() ; impl:close()
+--   otlp.encode(records, service) -> the request body (JSON text)
+--
+-- Sending: section.send(url, body, timeout) -> status | nil, message when given (zever's HTTP
+-- client, #22, plugs in here); otherwise zever.post_core's blocking POST (host/metrics/post.c)
+-- with a deadline of section.timeout seconds, which holds the worker for that exchange: point
+-- it at a collector on loopback (an agent), as OpenTelemetry deployments usually do. A failed
+-- export drops the batch (counted in stats().dropped) and is logged once per failure streak to
+-- stderr: tracing never fails a request. http:// only (https needs the HTTP client).
+
+local json = require "zever.json"
+local errors = require "zever.errors"
+
+local ipairs, pairs, type, tostring, tonumber, format = ipairs, pairs, type, tostring, tonumber,
+  string.format
+
+local M = {}
+
+local KIND = { internal = 1, server = 2, client = 3, producer = 4, consumer = 5 }
+local STATUS = { unset = 0, ok = 1, error = 2 }
+
+local function attr_value(v)
+  local t = type(v)
+  if t == "boolean" then return { boolValue = v } end
+  if t == "number" then
+    if v % 1 == 0 and v > -2 ^ 53 and v < 2 ^ 53 then return { intValue = format("%d", v) } end
+    return { doubleValue = v }
+  end
+  return { stringValue = tostring(v) }
+end
+
+local function attributes(t)
+  local keys = {}
+  for k in pairs(t or {}) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local out = json.array()
+  for i, k in ipairs(keys) do out[i] = { key = k, value = attr_value(t[k]) } end
+  return out
+end
+
+function M.encode(records, service)
+  local spans = json.array()
+  for i, r in ipairs(records) do
+    local status = { code = STATUS[r.status] or 0 }
+    if r.message then status.message = r.message end
+    spans[i] = { traceId = r.trace_id, spanId = r.span_id, parentSpanId = r.parent_id,
+      name = r.name, kind = KIND[r.kind] or 1, startTimeUnixNano = r.start,
+      endTimeUnixNano = r["end"], attributes = attributes(r.attributes), status = status }
+  end
+  return json.encode({ resourceSpans = { { resource = { attributes = attributes({
+    ["service.name"] = service or "zever" }) }, scopeSpans = { { scope = { name = "zever" },
+    spans = spans } } } } })
+end
+
+local function parse_url(url)
+  local host, port, path = tostring(url):match("^http://([%w%.%-]+):(%d+)(/.*)$")
+  if not host then
+    host, path = tostring(url):match("^http://([%w%.%-]+)(/.*)$")
+    port = host and "80"
+  end
+  return host, tonumber(port), path
+end
+
+local function default_send(url, body, timeout)
+  local host, port, path = parse_url(url)
+  local status, msg, code = require("zever.post_core").post(host, port, path,
+    "application/json", body, timeout)
+  if not status then return nil, format("%s (%s)", msg, code) end
+  return status
+end
+
+local Impl = {}
+Impl.__index = Impl
+
+function Impl:flush()
+  local n = #self.buffer
+  if n == 0 then return true end
+  local batch = self.buffer
+  self.buffer = {}
+  if self.timer then self.timer:stop() end
+  local body = M.encode(batch, self.service)
+  local status, err = self.send(self.endpoint, body, self.timeout)
+  if status and status >= 200 and status < 300 then
+    self.exported = self.exported + n
+    self.failing = false
+    return true
+  end
+  self.dropped = self.dropped + n
+  local msg = err or ("the collector answered " .. tostring(status))
+  if not self.failing then
+    io.stderr:write("zever: trace: otlp export to ", self.endpoint, " failed: ", msg,
+      " (spans dropped)\n")
+  end
+  self.failing = true
+  return nil, errors.new("trace", "unavailable", "trace: otlp export failed: " .. msg)
+end
+
+function Impl:export(span)
+  local buf = self.buffer
+  buf[#buf + 1] = require("zever.trace").record(span)
+  if #buf >= self.batch then
+    self:flush()
+  elseif #buf == 1 and self.flush_every > 0 then
+    if not self.timer then
+      local ok, loop = pcall(require, "zever.loop")
+      if ok then
+        self.timer = loop.timer(function() self:flush() end)
+        if self.timer.unref then self.timer:unref() end
+      end
+    end
+    if self.timer then self.timer:start(self.flush_every) end
+  end
+end
+
+function Impl:stats()
+  return { exported = self.exported, dropped = self.dropped, buffered = #self.buffer }
+end
+
+function Impl:close()
+  self:flush()
+  if self.timer then self.timer:stop() end
+  return true
+end
+
+function M.open(section)
+  section = section or {}
+  local endpoint = section.endpoint or "http://127.0.0.1:4318/v1/traces"
+  if not section.send and not parse_url(endpoint) then
+    return nil, errors.new("trace", "invalid",
+      "trace: endpoint must be http://host[:port]/path (https needs zever's HTTP client)")
+  end
+  if section.send ~= nil and type(section.send) ~= "function" then
+    return nil, errors.new("trace", "invalid", "trace: send must be a function")
+  end
+  return setmetatable({ endpoint = endpoint, service = section.service or "zever",
+    batch = section.batch or 64, flush_every = section.flush or 1, timeout = section.timeout or 2,
+    send = section.send or default_send, buffer = {}, exported = 0, dropped = 0 }, Impl)
+end
+
+return M
