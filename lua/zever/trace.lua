@@ -235,11 +235,22 @@ end
 Tracer.current = function() return M.current() end
 Tracer.inject = function(_, headers) return M.inject(headers) end
 
+-- Outgoing calls of the HTTP client (zever.httpc) carry the current span's traceparent: inject
+-- joins the client's before_send list once, when a tracer is first installed on an app.
+local function trace_http_client()
+  local httpc = require "zever.httpc"
+  for _, fn in ipairs(httpc.before_send) do
+    if fn == M.inject then return end
+  end
+  httpc.before_send[#httpc.before_send + 1] = M.inject
+end
+
 -- app:trace(opts) is app.trace(app, opts): the request middleware (see the header).
 function Tracer.__call(self, app, opts)
   if opts ~= nil and type(opts) ~= "table" then error("app:trace: opts must be a table", 2) end
   if rawget(app, "_traced") then return app end   -- once per app (config and file may both ask)
   rawset(app, "_traced", true)
+  trace_http_client()
   local tracer = self
   app:use(function(req, res, nxt)
     -- The span's name is the method (OpenTelemetry's rule without a route): never the raw path.

@@ -3,22 +3,24 @@
 -- when section.batch spans wait, when the oldest waited section.flush seconds (a timer on the
 -- worker's loop, unref'd), and on flush/close.
 --
---   otlp.open(section) -> impl | nil, err   section: endpoint (http://host:port/path), service,
+--   otlp.open(section) -> impl | nil, err   section: endpoint (http(s)://host:port/path), service,
 --                                           batch, flush, timeout, send (optional function)
 --   impl:export(span) ; impl:flush() -> true | nil, err ; impl:stats() ; impl:close()
 --   otlp.encode(records, service) -> the request body (JSON text)
 --
--- Sending: section.send(url, body, timeout) -> status | nil, message when given (zever's HTTP
--- client, #22, plugs in here); otherwise zever.post_core's blocking POST (host/metrics/post.c)
--- with a deadline of section.timeout seconds, which holds the worker for that exchange: point
--- it at a collector on loopback (an agent), as OpenTelemetry deployments usually do. A failed
--- export drops the batch (counted in stats().dropped) and is logged once per failure streak to
--- stderr: tracing never fails a request. http:// only (https needs the HTTP client).
+-- Sending: section.send(url, body, timeout) -> status | nil, message when given; otherwise a
+-- POST through zever's HTTP client (zever.httpc: http:// or https://, on the worker's loop, with
+-- a total timeout of section.timeout seconds). An export the batch size or the timer starts runs
+-- in a coroutine of its own, so it never holds up the request whose span filled the batch;
+-- flush() and close() send at once (they wait). A failed export drops the batch (counted in
+-- stats().dropped) and is logged once per failure streak to stderr: tracing never fails a
+-- request.
 
 local json = require "zever.json"
 local errors = require "zever.errors"
+local sched = require "zever.sched"
 
-local ipairs, pairs, type, tostring, tonumber, format = ipairs, pairs, type, tostring, tonumber,
+local ipairs, pairs, type, tostring, format = ipairs, pairs, type, tostring,
   string.format
 
 local M = {}
@@ -59,21 +61,15 @@ function M.encode(records, service)
     spans = spans } } } } })
 end
 
-local function parse_url(url)
-  local host, port, path = tostring(url):match("^http://([%w%.%-]+):(%d+)(/.*)$")
-  if not host then
-    host, path = tostring(url):match("^http://([%w%.%-]+)(/.*)$")
-    port = host and "80"
-  end
-  return host, tonumber(port), path
+local function valid_url(url)
+  return tostring(url):match("^https?://[^/%s]+/%S*$") ~= nil
 end
 
 local function default_send(url, body, timeout)
-  local host, port, path = parse_url(url)
-  local status, msg, code = require("zever.post_core").post(host, port, path,
-    "application/json", body, timeout)
-  if not status then return nil, format("%s (%s)", msg, code) end
-  return status
+  local res, err = require("zever.httpc").post(url, body, { timeout = timeout,
+    headers = { ["content-type"] = "application/json" } })
+  if not res then return nil, tostring(err and err.message or err) end
+  return res.status
 end
 
 local Impl = {}
@@ -106,12 +102,12 @@ function Impl:export(span)
   local buf = self.buffer
   buf[#buf + 1] = require("zever.trace").record(span)
   if #buf >= self.batch then
-    self:flush()
+    sched.spawn(self.flush, self)
   elseif #buf == 1 and self.flush_every > 0 then
     if not self.timer then
       local ok, loop = pcall(require, "zever.loop")
       if ok then
-        self.timer = loop.timer(function() self:flush() end)
+        self.timer = loop.timer(function() sched.spawn(self.flush, self) end)
         if self.timer.unref then self.timer:unref() end
       end
     end
@@ -132,9 +128,9 @@ end
 function M.open(section)
   section = section or {}
   local endpoint = section.endpoint or "http://127.0.0.1:4318/v1/traces"
-  if not section.send and not parse_url(endpoint) then
+  if not section.send and not valid_url(endpoint) then
     return nil, errors.new("trace", "invalid",
-      "trace: endpoint must be http://host[:port]/path (https needs zever's HTTP client)")
+      "trace: endpoint must be http(s)://host[:port]/path")
   end
   if section.send ~= nil and type(section.send) ~= "function" then
     return nil, errors.new("trace", "invalid", "trace: send must be a function")
