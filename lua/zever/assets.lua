@@ -11,6 +11,8 @@
 --   assets.listdir(path)       -> sorted names (files and folders) | nil, message
 --   assets.exists(path)        -> boolean
 --   assets.name(path)          -> "app/<path in the app>" when path lies in the app folder
+--   assets.module(name)        -> true when require(name) would find a Lua file (the bundle's
+--                                 searcher order, or package.path outside a bundle)
 --
 -- It must not write: the bundle is read-only, and disk writes belong to their batteries.
 
@@ -84,6 +86,19 @@ function M.listdir(path)
     if #out > 0 then return out end
   end
   return require("zever.sys").listdir(path)
+end
+
+local SEARCH = { "lua/%s.lua", "lua/%s/init.lua", "%s.lua", "%s/init.lua", "app/%s.lua",
+  "app/%s/init.lua" } -- host/runtime/bundle_state.c's order
+
+function M.module(name)
+  if type(name) ~= "string" then error("assets.module: want a module name", 2) end
+  if not M.bundled then return package.searchpath(name, package.path) ~= nil end
+  local rel = name:gsub("%.", "/")
+  for _, p in ipairs(SEARCH) do
+    if bundle.list(format(p, rel))[1] == format(p, rel) then return true end
+  end
+  return false
 end
 
 -- A read-only file over a string: what io.open gives, for the calls readers make.

@@ -119,7 +119,7 @@ function M.open_db(dsn, opts, mkdir_parent)
       .. '"postgres://user:password@host:port/db")'
   end
   if scheme == "postgresql" then scheme = "postgres" end
-  if not package.searchpath("adapters.db." .. scheme, package.path) then
+  if not require("zever.assets").module("adapters.db." .. scheme) then
     return nil, M.missing_adapter("db", scheme)
   end
   local file = scheme == "sqlite" and dsn:match("^sqlite:(/.*)$")
