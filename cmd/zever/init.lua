@@ -258,6 +258,15 @@ function M.main(argv)
     print(M.command_help(cmd))
     return 0
   end
+  -- A bundle checks its whole payload (every file's hash, the host's) before a command runs;
+  -- help and --help read only the index and the files they load, each checked as it loads.
+  if bundle.active and name ~= "help" then
+    local ok, verr = bundle.verify()
+    if not ok then
+      stderr("zever: " .. verr .. "; rebuild it with zever bundle")
+      return 1
+    end
+  end
   if flags.C then
     local ok, err = require("zever.cli.app").chdir(flags.C)
     if not ok then

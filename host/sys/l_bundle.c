@@ -10,10 +10,13 @@
  *   bundle.verify()        -> true | nil, message (every file and the host against its hash)
  *   bundle.hash(s[, raw])  -> zv_bundle_hash of s: 16 hex digits, or 8 bytes little-endian
  *   bundle.u32(n), bundle.u64(n) -> n as 4 or 8 bytes little-endian
+ *   bundle.root([dir])     -> the app folder the payload's app/ stands for, process-wide (every
+ *                             worker's state sees what the first one set) | nil when unset
  *   bundle.MAGIC           -> "ZVBUNDL1"
  *
  * Outside a bundle, read/load/list find nothing and info/verify return nil.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -154,11 +157,27 @@ static int l_u64(lua_State *L) {
   return 1;
 }
 
+static pthread_mutex_t root_mu = PTHREAD_MUTEX_INITIALIZER;
+static char root[4096];
+
+static int l_root(lua_State *L) {
+  size_t n;
+  const char *dir = luaL_optlstring(L, 1, NULL, &n);
+  if (dir && n >= sizeof root) return luaL_argerror(L, 1, "path too long");
+  pthread_mutex_lock(&root_mu);
+  if (dir) memcpy(root, dir, n + 1);
+  if (root[0]) lua_pushstring(L, root);
+  else lua_pushnil(L);
+  pthread_mutex_unlock(&root_mu);
+  return 1;
+}
+
 int luaopen_zever_bundle(lua_State *L);
 int luaopen_zever_bundle(lua_State *L) {
   static const luaL_Reg fns[] = {
     {"read", l_read}, {"load", l_load}, {"list", l_list}, {"info", l_info},
-    {"verify", l_verify}, {"hash", l_hash}, {"u32", l_u32}, {"u64", l_u64}, {NULL, NULL},
+    {"verify", l_verify}, {"hash", l_hash}, {"u32", l_u32}, {"u64", l_u64}, {"root", l_root},
+    {NULL, NULL},
   };
   lua_createtable(L, 0, 10);
   luaL_register(L, NULL, fns);

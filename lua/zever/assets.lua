@@ -10,6 +10,8 @@
 --   assets.loadfile(path)      -> chunk | nil, message (a bundled .lua is precompiled)
 --   assets.listdir(path)       -> sorted names (files and folders) | nil, message
 --   assets.exists(path)        -> boolean
+--   assets.root([dir])         -> the app folder a bundle's files stand for; dir sets it
+--                                 (zever.cli.app does, for the app a command resolved)
 --   assets.name(path)          -> "app/<path in the app>" when path lies in the app folder
 --   assets.module(name)        -> true when require(name) would find a Lua file (the bundle's
 --                                 searcher order, or package.path outside a bundle)
@@ -24,13 +26,21 @@ local M = {}
 
 M.bundled = bundle.active
 
-local root   -- the app folder a bundle's app/ stands for: the working directory at first use
+-- The root lives in the host (zever.bundle.root), shared by every worker thread's state; the
+-- working directory until a command resolves its app folder.
+function M.root(dir)
+  if dir ~= nil then
+    if type(dir) ~= "string" then error("assets.root: want a folder", 2) end
+    return bundle.root(require("zever.config.paths").absolute(dir))
+  end
+  return bundle.root() or require("zever.config.paths").cwd()
+end
 
 function M.name(path)
   if not M.bundled then return nil end
   if type(path) ~= "string" then error("assets: want a path (string)", 2) end
   local paths = require "zever.config.paths"
-  root = root or paths.cwd() or "."
+  local root = M.root() or "."
   local abs = paths.absolute(path)
   if abs == root then return "app" end
   if sub(abs, 1, #root + 1) ~= root .. "/" then return nil end

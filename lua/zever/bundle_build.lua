@@ -74,11 +74,100 @@ local function walk(root, rel, out, skip)
   return out
 end
 
--- The bytecode of a Lua source, its chunk named after name (debug info kept).
+-- LuaJIT writes a table constructor's constant keys (a template table's hash part) in hash
+-- order, and its string hashes are seeded per process: the same source dumps to different
+-- bytes from one run to the next. normalize() rewrites each template's key/value pairs in
+-- sorted order (same length, same table), walking the dump as lj_bcwrite.c lays it out:
+--   header: "\27LJ" version, uleb flags, [uleb len + chunk name unless stripped]
+--   protos: uleb length, then flags numparams framesize numuv (1 byte each), uleb sizekgc,
+--           uleb sizekn, uleb sizebc, [uleb sizedbg, [uleb firstline, uleb numline]],
+--           sizebc * 4 bytes of bytecode, numuv * 2 bytes, the kgc constants, ...; a 0 ends
+--   kgc: uleb tp: 0 child, 1 table (uleb narray, uleb nhash, values, key/value pairs),
+--        2/3 int64 (2 ulebs), 4 complex (4 ulebs), >= 5 a string of tp - 5 bytes
+--   a table value: uleb tp: 0 nil, 1 false, 2 true, 3 int (uleb), 4 num (2 ulebs), >= 5 string
+local byte, sub = string.byte, string.sub
+
+local function uleb(s, p)
+  local v, shift = 0, 0
+  repeat
+    local b = byte(s, p)
+    v = v + (b % 128) * 2 ^ shift
+    shift, p = shift + 7, p + 1
+  until b < 128
+  return v, p
+end
+
+local function ktabk(s, p)
+  local tp
+  tp, p = uleb(s, p)
+  if tp == 3 then
+    local _; _, p = uleb(s, p)
+  elseif tp == 4 then
+    local _; _, p = uleb(s, p); _, p = uleb(s, p)
+  elseif tp >= 5 then
+    p = p + tp - 5
+  end
+  return p
+end
+
+function M.normalize(bc)
+  local flags, p = uleb(bc, 5)
+  if flags % 4 < 2 then -- BCDUMP_F_STRIP is 2: a chunk name follows
+    local n; n, p = uleb(bc, p); p = p + n
+  end
+  local out = { sub(bc, 1, p - 1) }
+  while true do
+    local len, body = uleb(bc, p)
+    if len == 0 then break end
+    local stop = body + len
+    local numuv = byte(bc, body + 3)
+    local q = body + 4
+    local sizekgc, sizebc, sizedbg, _
+    sizekgc, q = uleb(bc, q)
+    _, q = uleb(bc, q)
+    sizebc, q = uleb(bc, q)
+    if flags % 4 < 2 then
+      sizedbg, q = uleb(bc, q)
+      if sizedbg > 0 then _, q = uleb(bc, q); _, q = uleb(bc, q) end
+    end
+    q = q + sizebc * 4 + numuv * 2
+    out[#out + 1] = sub(bc, p, q - 1)
+    for _ = 1, sizekgc do
+      local start, tp = q
+      tp, q = uleb(bc, q)
+      if tp == 1 then
+        local narray, nhash
+        narray, q = uleb(bc, q)
+        nhash, q = uleb(bc, q)
+        for _ = 1, narray do q = ktabk(bc, q) end
+        local pairs_ = {}
+        local head = sub(bc, start, q - 1)
+        for i = 1, nhash do
+          local k = q
+          q = ktabk(bc, ktabk(bc, q))
+          pairs_[i] = sub(bc, k, q - 1)
+        end
+        sort(pairs_)
+        out[#out + 1] = head .. concat(pairs_)
+      else
+        if tp == 2 or tp == 3 then _, q = uleb(bc, q); _, q = uleb(bc, q)
+        elseif tp == 4 then for _ = 1, 4 do _, q = uleb(bc, q) end
+        elseif tp >= 5 then q = q + tp - 5 end
+        out[#out + 1] = sub(bc, start, q - 1)
+      end
+    end
+    out[#out + 1] = sub(bc, q, stop - 1)
+    p = stop
+  end
+  out[#out + 1] = sub(bc, p)
+  return concat(out)
+end
+
+-- The bytecode of a Lua source, its chunk named after name (debug info kept), normalized.
 local function compile(src, name)
   local fn, err = loadstring(src, "@" .. name)
   if not fn then return nil, err end
-  return string.dump(fn)
+  return M.normalize(string.dump(fn))
 end
 
 local function framework(opts, files)
