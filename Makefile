@@ -99,6 +99,8 @@ DEBS := build-essential pkg-config clang libclang-rt-14-dev \
         python3-websockets neovim
 # HTTP/2 (host/h2, libnghttp2) and its load generator h2load (bench/http/tls.sh).
 DEBS += libnghttp2-dev nghttp2-client
+# Deploy specs (spec/deploy/): systemd-socket-activate and systemd-analyze; dpkg-deb for make deb.
+DEBS += systemd dpkg-dev
 
 .PHONY: all deps run test asan bench bench-http fuzz lint check-includes install clean
 all: deps bin/zever $(LAZY_SO) build/bc/.stamp build/commands.lua
