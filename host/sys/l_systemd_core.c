@@ -6,6 +6,8 @@
  *   core.arrive(generation, n)    -> boolean                 true for the n-th arrival
  *   core.getpid()                 -> the process id (the same in every worker thread)
  *   core.monotonic_usec()         -> CLOCK_MONOTONIC in microseconds (MONOTONIC_USEC=)
+ *   core.reap()                   -> how many ended children it waited for (PID 1's duty)
+ *   core.forward(signum)          -> true | false: signum sent to every other process (PID 1)
  */
 #include <string.h>
 #include <time.h>
@@ -59,11 +61,22 @@ static int l_monotonic_usec(lua_State *L) {
   return 1;
 }
 
+static int l_reap(lua_State *L) {
+  lua_pushinteger(L, zv_systemd_reap());
+  return 1;
+}
+
+static int l_forward(lua_State *L) {
+  lua_pushboolean(L, zv_systemd_forward((int)luaL_checkinteger(L, 1)) == 0);
+  return 1;
+}
+
 int luaopen_zever_systemd_core(lua_State *L);
 int luaopen_zever_systemd_core(lua_State *L) {
   static const luaL_Reg fns[] = {
     {"notify", l_notify}, {"is_stream", l_is_stream}, {"arrive", l_arrive},
-    {"getpid", l_getpid}, {"monotonic_usec", l_monotonic_usec}, {NULL, NULL},
+    {"getpid", l_getpid}, {"monotonic_usec", l_monotonic_usec},
+    {"reap", l_reap}, {"forward", l_forward}, {NULL, NULL},
   };
   lua_createtable(L, 0, 5);
   luaL_register(L, NULL, fns);

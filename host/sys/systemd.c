@@ -5,11 +5,13 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../core/zv.h"
@@ -65,4 +67,14 @@ int zv_systemd_arrive(uint64_t gen, int n) {
   done = ++arrive_count == n;
   pthread_mutex_unlock(&arrive_mu);
   return done;
+}
+
+int zv_systemd_reap(void) {
+  int n = 0, status;
+  while (waitpid(-1, &status, WNOHANG) > 0) n++;
+  return n;
+}
+
+int zv_systemd_forward(int sig) {
+  return kill(-1, sig) == 0 ? 0 : ZV_EIO;
 }

@@ -31,4 +31,13 @@ int zv_systemd_is_stream(int fd, const char *journal_stream);
  */
 int zv_systemd_arrive(uint64_t gen, int n);
 
+/*
+ * The duties of PID 1 (zever serve as a container's first process): zv_systemd_reap() waits for
+ * every child that has ended, its own or an orphan the kernel re-parented to it, without
+ * blocking, and returns how many it reaped. zv_systemd_forward(sig) sends sig to every other
+ * process of the PID namespace (kill(-1, sig)); returns 0 or ZV_EIO (none left, say).
+ */
+int zv_systemd_reap(void);
+int zv_systemd_forward(int sig);
+
 #endif

@@ -284,6 +284,7 @@ function M.run(opts)
     end
     io.stderr:write(format("zever: %s, draining (up to %gs)\n", name, current.opts.drain))
     systemd.stopping()
+    systemd.forward(name == "SIGINT" and 2 or 15) -- as PID 1: the other processes stop too
     for _, g in ipairs(gens) do
       if g.alive > 0 then g.pool:send(0, "drain") end
     end
@@ -361,6 +362,7 @@ function M.run(opts)
   end
   local term, int = loop.signal("SIGTERM", on_signal), loop.signal("SIGINT", on_signal)
   local hup = loop.signal("SIGHUP", on_hup)
+  local init = systemd.init(loop) -- as PID 1 (a container): reap orphans
   local interval = systemd.watchdog_interval() -- WatchdogSec=: WATCHDOG=1 at half of it
   local watchdog = interval and loop.every(interval, function() systemd.notify("WATCHDOG=1") end)
   if opts.watch then opts.watch(on_hup) end
@@ -369,6 +371,7 @@ function M.run(opts)
   int:stop()
   hup:stop()
   if watchdog then watchdog:stop() end
+  if init then init:stop() end
   for _, g in ipairs(gens) do
     g.pool:join()
     if g.failed and g == current then failed = true end

@@ -10,6 +10,10 @@
 --                                  WATCHDOG_USEC, when WATCHDOG_PID is unset or ours) | nil
 --   systemd.journal([env])      -> true when stderr is the journal (JOURNAL_STREAM matches it)
 --   systemd.priority(level)     -> "<N>" for a log level (syslog: 3 error ... 7 debug)
+--   systemd.init(loop)          -> handle | nil   as PID 1 (a container's first process):
+--                                  reaps every child that ends (orphans included) on SIGCHLD;
+--                                  handle:stop() ends that. systemd.forward(signum) passes a
+--                                  signal on to every other process, as an init does.
 --
 -- env: a getenv-like function (os.getenv by default), so specs can pass their own.
 -- It must not block: a notice is one non-blocking datagram, lost if nobody reads it.
@@ -43,19 +47,63 @@ function M.notify(msg, env)
 end
 
 function M.ready(status)
-  return M.notify(format("READY=1\nSTATUS=%s\nMAINPID=%d", status or "serving", core.getpid()))
+  function M.init(loop)
+  if core.getpid() ~= 1 then return nil end
+  core.reap()
+  return loop.signal("SIGCHLD", function() core.reap() end)
+end
+
+function M.forward(signum)
+  if core.getpid() ~= 1 then return false end
+  return core.forward(signum)
+end
+
+return M.notify(format("READY=1\nSTATUS=%s\nMAINPID=%d", status or "serving", core.getpid()))
 end
 
 function M.reloading()
-  return M.notify(format("RELOADING=1\nMONOTONIC_USEC=%d", core.monotonic_usec()))
+  function M.init(loop)
+  if core.getpid() ~= 1 then return nil end
+  core.reap()
+  return loop.signal("SIGCHLD", function() core.reap() end)
+end
+
+function M.forward(signum)
+  if core.getpid() ~= 1 then return false end
+  return core.forward(signum)
+end
+
+return M.notify(format("RELOADING=1\nMONOTONIC_USEC=%d", core.monotonic_usec()))
 end
 
 function M.stopping()
-  return M.notify("STOPPING=1")
+  function M.init(loop)
+  if core.getpid() ~= 1 then return nil end
+  core.reap()
+  return loop.signal("SIGCHLD", function() core.reap() end)
+end
+
+function M.forward(signum)
+  if core.getpid() ~= 1 then return false end
+  return core.forward(signum)
+end
+
+return M.notify("STOPPING=1")
 end
 
 function M.arrived(generation, n, status)
-  if core.arrive(generation or 0, n or 1) then return M.ready(status) end
+  if core.arrive(generation or 0, n or 1) then function M.init(loop)
+  if core.getpid() ~= 1 then return nil end
+  core.reap()
+  return loop.signal("SIGCHLD", function() core.reap() end)
+end
+
+function M.forward(signum)
+  if core.getpid() ~= 1 then return false end
+  return core.forward(signum)
+end
+
+return M.ready(status) end
   return false
 end
 
@@ -74,6 +122,17 @@ end
 local PRIORITY = { error = "<3>", warn = "<4>", info = "<6>", debug = "<7>" }
 function M.priority(level)
   return PRIORITY[level] or "<6>"
+end
+
+function M.init(loop)
+  if core.getpid() ~= 1 then return nil end
+  core.reap()
+  return loop.signal("SIGCHLD", function() core.reap() end)
+end
+
+function M.forward(signum)
+  if core.getpid() ~= 1 then return false end
+  return core.forward(signum)
 end
 
 return M
