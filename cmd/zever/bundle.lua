@@ -40,6 +40,7 @@ return {
     { name = "exclude", arg = "GLOBS", type = "list", summary = "leave these files out (a,b)" },
     { name = "include", arg = "GLOBS", type = "list",
       summary = "keep these files that the defaults leave out (a,b)" },
+    { name = "keep-debug", summary = "keep the host's and modules' debug info (for gdb)" },
   },
   run = function(args, flags)
     if args[2] then return 2, "one app only; usage: zever bundle [app] [-o FILE]" end
@@ -50,9 +51,9 @@ return {
     local bundle = require "zever.bundle"
     local files, err = build.collect({ home = not bundle.active and sys.home() or nil,
       app = target.dir, exclude = flags.exclude, include = flags.include,
-      revision = revision(target.dir) })
+      revision = revision(target.dir), keep_debug = flags["keep-debug"] })
     if not files then return 1, err end
-    local host, herr = build.host()
+    local host, herr = build.host(flags["keep-debug"])
     if not host then return 1, herr end
     local bytes, hash = build.pack(host, files)
     local dir = out:match("^(.*)/[^/]*$")

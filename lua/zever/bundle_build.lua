@@ -9,7 +9,8 @@
 --                          a pattern without "/" matches a file's name in any folder)
 --
 -- opts = { home = zever home | nil (from the running bundle), app = absolute app folder,
---          exclude = { globs }, include = { globs }, revision = "git revision" | nil }
+--          exclude = { globs }, include = { globs }, revision = "git revision" | nil,
+--          keep_debug = true to keep the shared objects' debug info (stripped otherwise) }
 --
 -- What goes in, under these names:
 --   lua/..., cmd/..., dsl/...   the framework's Lua, compiled to bytecode with debug info (the
@@ -200,7 +201,10 @@ local function framework(opts, files)
   local exe = sys.exe()
   local libdir = exe:match("^(.*)/[^/]*$") .. "/../lib/" .. exe:match("([^/]*)$")
   for _, so in ipairs(sys.listdir(libdir) or {}) do
-    if so:match("%.so$") then files["lib/" .. so] = file.read(libdir .. "/" .. so) end
+    if so:match("%.so$") then
+      local bytes = file.read(libdir .. "/" .. so)
+      files["lib/" .. so] = opts.keep_debug and bytes or M.strip(bytes)
+    end
   end
   return true
 end
@@ -253,12 +257,29 @@ function M.pack(host, files)
   return concat({ host, concat(data), idx, trailer }), bundle.hash(idx)
 end
 
--- The host's own bytes: the running binary, or the host part of the running bundle.
-function M.host()
+-- bytes of an ELF file without its debug sections and symbol table (binutils' strip, which
+-- keeps the dynamic symbols that dlsym and LuaJIT's FFI look up), or bytes as they are when
+-- strip is missing or fails. strip is deterministic: the same input gives the same output.
+function M.strip(bytes)
+  local src, dst = os.tmpname(), os.tmpname()
+  local f = io.open(src, "wb")
+  if not f then return bytes end
+  f:write(bytes)
+  f:close()
+  local ok = os.execute(format("strip -o '%s' '%s' 2>/dev/null", dst, src))
+  local out = (ok == 0 or ok == true) and file.read(dst) or nil
+  os.remove(src)
+  os.remove(dst)
+  return out and #out > 0 and out or bytes
+end
+
+-- The host's own bytes: the running binary, or the host part of the running bundle; stripped
+-- unless keep_debug.
+function M.host(keep_debug)
   local bytes = file.read(sys.exe())
   if not bytes then return nil, "cannot read " .. sys.exe() end
   if bundle.active then bytes = bytes:sub(1, bundle.info().host_size) end
-  return bytes
+  return keep_debug and bytes or M.strip(bytes)
 end
 
 function M.write(path, bytes)

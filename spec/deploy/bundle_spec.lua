@@ -84,9 +84,21 @@ describe("zever bundle", function()
     assert.truthy(titled, files.text(run .. "/worker.log"))
   end)
 
+  it("answers zever doctor --json as a readiness probe: 0 when ready, 1 when not", function()
+    local r = run_in(run, "./bookmarks", "migrate up")
+    assert.equal(0, r.code, r.stderr)
+    r = run_in(run, "./bookmarks", "doctor --json")
+    assert.equal(0, r.code, r.stderr .. r.stdout)
+    local report = require("zever.json").decode(r.stdout)
+    assert.equal("OK", report.rows[1].status)
+    r = run_in(run, "./bookmarks", "doctor --json", "DB_DSN=sqlite:/nonexistent-dir/x/y.db")
+    assert.equal(1, r.code)
+    assert.matches('"FAIL"', r.stdout)
+  end)
+
   it("refuses a damaged payload with a clear error", function()
     local bytes = files.read(exe)
-    local host = build.host()
+    local host = build.host() -- stripped, as the bundle carries it
     -- One byte of the first file's data, then one byte of the index.
     local at = #host + 11
     local damaged = bytes:sub(1, at - 1) .. string.char((bytes:byte(at) + 1) % 256) ..
