@@ -253,6 +253,7 @@ bench: deps bin/zever $(BENCH_BIN)
 	@if [ -z '$(BENCH)' ] || echo WsEcho | grep -q '$(BENCH)'; then bash bench/ws_echo.sh; fi
 	@if [ -z '$(BENCH)' ] || echo Tls | grep -q '$(BENCH)'; then bash bench/http/tls.sh; fi
 	@if [ -z '$(BENCH)' ] || echo Lsp | grep -q '$(BENCH)'; then bash bench/lsp_bench.sh; fi
+	@if [ -z '$(BENCH)' ] || echo Bundle | grep -q '$(BENCH)'; then bash bench/bundle_bench.sh; fi
 
 # zever serve against nginx + ngx_lua (OpenResty's LuaJIT, unpacked into bench/http/vendor).
 bench-http: deps bin/zever
