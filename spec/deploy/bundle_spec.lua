@@ -116,6 +116,27 @@ describe("zever bundle", function()
     assert.matches("this bundle is damaged %(the index does not match its hash%)", r.stderr)
   end)
 
+  it("renders the app's templates and reads its files through zever.assets from the bundle",
+    function()
+      local app = files.tmpdir({ ["app.lua"] = [[
+local zever = require "zever"
+local assets = require "zever.assets"
+local app = zever.app()
+app:get("/hi", function(_, res) return res:render("hi", { name = "zv" }) end)
+app:get("/terms", function() return assets.read(app.dir .. "/data/terms.txt") end)
+return app
+]], ["views/hi.etlua"] = "<p><%= name %></p>", ["data/terms.txt"] = "be nice" }, "zv-bundle-views")
+      finally(function() files.rm_rf(app) end)
+      bundle_of(app, tmp .. "/views-app")
+      local dir = files.tmpdir({}, "zv-bundle-views-run")
+      finally(function() files.rm_rf(dir) end)
+      local srv = assert(serve.start(dir, { "--listen", "127.0.0.1:" .. serve.free_port(),
+        "--workers", "1" }, { ZEVER_HOME = false }, "serve", tmp .. "/views-app"))
+      finally(function() srv:kill() end)
+      assert.equal("<p>zv</p>", srv:curl("/hi").stdout)
+      assert.equal("be nice", srv:curl("/terms").stdout)
+    end)
+
   it("leaves out --exclude patterns and default ones, and keeps --include ones", function()
     local app = files.tmpdir({ ["app.lua"] = "return require('zever').app()\n",
       ["notes.md"] = "x", ["docs/a.md"] = "a", ["data.db"] = "db", ["keep.db"] = "k",
