@@ -101,10 +101,8 @@ static int read_index(zv_bundle_t *b, const unsigned char *idx, uint64_t len, ui
 
 int zv_bundle_open(zv_bundle_t *b, const char *path, const char **why) {
   struct stat st;
-  const unsigned char *t;
-  uint64_t index_off, index_len, index_hash;
   void *map;
-  int fd;
+  int fd, rc;
   memset(b, 0, sizeof *b);
   if (why) *why = NULL;
   fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -132,8 +130,21 @@ int zv_bundle_open(zv_bundle_t *b, const char *path, const char **why) {
   map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
   if (map == MAP_FAILED) return ZV_EIO;
-  b->map = map;
-  b->map_len = (size_t)st.st_size;
+  rc = zv_bundle_parse(b, map, (size_t)st.st_size, why);
+  if (rc == 0) b->mapped = 1;
+  else munmap(map, (size_t)st.st_size); /* a failed parse leaves b empty */
+  return rc;
+}
+
+int zv_bundle_parse(zv_bundle_t *b, const unsigned char *data, size_t len, const char **why) {
+  const unsigned char *t;
+  uint64_t index_off, index_len, index_hash;
+  memset(b, 0, sizeof *b);
+  if (why) *why = NULL;
+  if (len < ZV_BUNDLE_TRAILER || memcmp(data + len - 8, ZV_BUNDLE_MAGIC, 8) != 0)
+    return ZV_ENOTFOUND;
+  b->map = data;
+  b->map_len = len;
   t = b->map + b->map_len - ZV_BUNDLE_TRAILER;
   b->host_len = le64(t);
   index_off = le64(t + 8);
@@ -150,7 +161,7 @@ int zv_bundle_open(zv_bundle_t *b, const char *path, const char **why) {
 }
 
 void zv_bundle_close(zv_bundle_t *b) {
-  if (b->map) munmap((void *)b->map, b->map_len);
+  if (b->map && b->mapped) munmap((void *)b->map, b->map_len);
   zv_free(b->entries);
   memset(b, 0, sizeof *b);
 }

@@ -45,8 +45,9 @@ typedef struct {
 } zv_bundle_entry_t;
 
 typedef struct {
-  const unsigned char *map;  /* the whole file, mapped read-only */
+  const unsigned char *map;  /* the whole file, mapped read-only (or the caller's buffer) */
   size_t map_len;
+  int mapped;                /* 1: zv_bundle_close unmaps map */
   uint64_t host_len;
   uint64_t host_hash;
   uint64_t content_hash;     /* the index hash */
@@ -62,7 +63,15 @@ typedef struct {
  */
 int zv_bundle_open(zv_bundle_t *b, const char *path, const char **why);
 
-/* Unmaps and frees what zv_bundle_open made; b is empty afterwards. */
+/*
+ * Reads the trailer and index of the len bytes at data (a whole bundle file in memory) into b,
+ * as zv_bundle_open does after mapping: 0, ZV_ENOTFOUND (no trailer magic), ZV_ESYNTAX (*why)
+ * or ZV_ENOMEM. b borrows data (which must outlive it) and owns its entry array.
+ */
+int zv_bundle_parse(zv_bundle_t *b, const unsigned char *data, size_t len, const char **why);
+
+/* Unmaps (when it mapped) and frees what zv_bundle_open or zv_bundle_parse made; b is empty
+ * afterwards. */
 void zv_bundle_close(zv_bundle_t *b);
 
 /* The entry named name (len bytes), or NULL. Allocates nothing. */
