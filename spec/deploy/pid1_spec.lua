@@ -25,7 +25,8 @@ return app
     finally(function() files.rm_rf(app) end)
     local port = serve.free_port()
     local log = app .. "/serve.log"
-    local p = io.popen("unshare --pid --fork --mount-proc " .. quote(sys.exe()) .. " serve " ..
+    -- --kill-child: if unshare dies (the spec's cleanup), the namespace's PID 1 dies with it.
+    local p = io.popen("unshare --pid --fork --kill-child --mount-proc " .. quote(sys.exe()) .. " serve " ..
       quote(app) .. " --workers 1 --listen 127.0.0.1:" .. port .. " >" .. quote(log) ..
       " 2>&1 & echo $!")
     local outer = tonumber(p:read("*l"))
@@ -36,6 +37,7 @@ return app
       files.text(log))
     local zpid = tonumber(files.sh("pgrep -P " .. outer))
     assert.is_number(zpid)
+    finally(function() os.execute("kill -9 " .. zpid .. " 2>/dev/null") end)
     assert.equal("spawned", process.run(base .. "/orphan").stdout)
     -- The orphan is zever's child (in the outer namespace's numbering) until it ends; then no
     -- zombie may stay behind.
