@@ -8,6 +8,7 @@
 #   make bench-http zever serve against nginx + ngx_lua, side by side (bench/http/NOTES.md)
 #   make fuzz       libFuzzer targets, FUZZ_TIME seconds each
 #   make install    PREFIX=/usr/local
+#   make deb        a Debian package (dpkg-deb) in build/ (docs/deploy.md)
 #
 # A C module is a folder host/<name>/ with a pure core and one binding l_<name>.c exporting
 # luaopen_zever_<name>; adding the folder is all it takes to build it and preload it as
@@ -106,6 +107,8 @@ DEBS += libnghttp2-dev nghttp2-client
 # /metrics exposition; headless chromium (~81 MB) drives the dashboard page through the DevTools
 # protocol with python3-websockets (spec/dashboard/, skipped with a message when absent).
 DEBS += prometheus chromium
+# Deploy specs (spec/deploy/): systemd-socket-activate and systemd-analyze; dpkg-deb for make deb.
+DEBS += systemd dpkg-dev
 
 .PHONY: all deps run test asan bench bench-http fuzz lint check-includes install clean
 all: deps bin/zever $(LAZY_SO) build/bc/.stamp build/commands.lua
@@ -257,6 +260,7 @@ bench: deps bin/zever $(BENCH_BIN)
 	@if [ -z '$(BENCH)' ] || echo WsEcho | grep -q '$(BENCH)'; then bash bench/ws_echo.sh; fi
 	@if [ -z '$(BENCH)' ] || echo Tls | grep -q '$(BENCH)'; then bash bench/http/tls.sh; fi
 	@if [ -z '$(BENCH)' ] || echo Lsp | grep -q '$(BENCH)'; then bash bench/lsp_bench.sh; fi
+	@if [ -z '$(BENCH)' ] || echo Bundle | grep -q '$(BENCH)'; then bash bench/bundle_bench.sh; fi
 
 # zever serve against nginx + ngx_lua (OpenResty's LuaJIT, unpacked into bench/http/vendor).
 bench-http: deps bin/zever
@@ -284,11 +288,43 @@ fuzz: deps $(FUZZ_BIN)
 	done
 
 # --- install ------------------------------------------------------------------------------
+# The layout the host finds on its own (host/sys/sys.c, runtime/state.c): <prefix>/bin/zever,
+# <prefix>/lib/zever/*.so, the Lua tree in <prefix>/share/zever, its bytecode and the command
+# index in share/zever/build (copied after the sources, so newer than them: the bytecode is used).
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/zever $(DESTDIR)$(PREFIX)/lib/zever
 	install -m 755 bin/zever $(DESTDIR)$(PREFIX)/bin/zever
 	install -m 644 $(LAZY_SO) $(DESTDIR)$(PREFIX)/lib/zever/
 	cp -R $(wildcard lua cmd dsl) $(DESTDIR)$(PREFIX)/share/zever/
+	install -d $(DESTDIR)$(PREFIX)/share/zever/build
+	cp -R build/bc build/commands.lua $(DESTDIR)$(PREFIX)/share/zever/build/
+
+# make deb: a Debian package of zever, built with dpkg-deb from `make install PREFIX=/usr` in
+# DEB_DIR, written to DEB_OUT. Depends: the shared libraries the host and the LAZY modules link
+# (dpkg-shlibdeps finds them and their versions) and the Lua modules the framework loads.
+DEB_VERSION := $(shell sed -n 's/^\#define ZV_VERSION "\(.*\)"$$/\1/p' host/sys/sys.h)
+DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null)
+DEB_DIR     ?= build/deb
+DEB_OUT     ?= build
+DEB_LUA     := lua-lpeg, lua-yaml
+.PHONY: deb
+deb: all
+	@rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/root/DEBIAN $(DEB_DIR)/debian $(DEB_OUT)
+	@$(MAKE) --no-print-directory install DESTDIR=$(abspath $(DEB_DIR))/root PREFIX=/usr >/dev/null
+	@printf 'Source: zever\n\nPackage: zever\nArchitecture: any\n' > $(DEB_DIR)/debian/control
+	@shlibs=$$(cd $(DEB_DIR) && dpkg-shlibdeps -O -eroot/usr/bin/zever \
+	  $$(for f in root/usr/lib/zever/*.so; do printf ' -e%s' $$f; done) 2>/dev/null \
+	  | sed -n 's/^shlibs:Depends=//p'); \
+	[ -n "$$shlibs" ] || { echo "deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }; \
+	printf '%s\n' "Package: zever" "Version: $(DEB_VERSION)" "Architecture: $(DEB_ARCH)" \
+	  "Maintainer: zever developers <zever@localhost>" "Section: interpreters" \
+	  "Priority: optional" "Depends: $$shlibs, $(DEB_LUA)" "Recommends: lua-busted, lua-check" \
+	  "Installed-Size: $$(du -sk $(DEB_DIR)/root/usr | cut -f1)" \
+	  "Description: batteries-included application framework for Lua" \
+	  " One C program embeds LuaJIT and serves HTTP on libuv; batteries and the CLI are Lua." \
+	  > $(DEB_DIR)/root/DEBIAN/control
+	@dpkg-deb --root-owner-group -Zgzip --build $(DEB_DIR)/root \
+	  $(DEB_OUT)/zever_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 clean:
 	rm -rf build bin lib

@@ -1,7 +1,8 @@
 /*
  * main.c: the zever binary. It creates a Lua state (runtime/state.c: every C module of host/ in
  * package.preload as zever.<name>, package.path at the zever home) and hands argv to the
- * Lua dispatcher in cmd/zever/init.lua, whose main(args) returns the exit code.
+ * Lua dispatcher in cmd/zever/init.lua, whose main(args) returns the exit code. A bundle (a host
+ * with a payload appended: sys/bundle.h) takes that tree from its payload instead.
  *
  * It must not grow logic of its own: commands, flags and messages belong to cmd/zever/.
  */
@@ -14,6 +15,7 @@
 
 #include "core/zv.h"
 #include "runtime/runtime.h"
+#include "sys/bundle.h"
 #include "sys/sys.h"
 
 static int traceback(lua_State *L) {
@@ -54,8 +56,16 @@ static int run(lua_State *L, int argc, char **argv) {
 
 int main(int argc, char **argv) {
   char home[4096];
+  const char *why = NULL;
   lua_State *L;
-  int rc = zv_sys_home(home, sizeof home);
+  /* A bundle (sys/bundle.h) carries its Lua tree; a damaged one is refused before any use. */
+  int rc = zv_bundle_self_open(&why);
+  if (rc != 0 && rc != ZV_ENOTFOUND) {
+    fprintf(stderr, "zever: this bundle is damaged (%s); rebuild it with zever bundle\n",
+            why ? why : zv_strerror(rc));
+    return 1;
+  }
+  rc = zv_bundle_self() ? 0 : zv_sys_home(home, sizeof home);
   if (rc) {
     fprintf(stderr, "zever: cannot find the Lua tree (set ZEVER_HOME): %s\n", zv_strerror(rc));
     return 1;

@@ -6,6 +6,7 @@
 
 local sys = require "zever.sys"
 local text = require "zever.text"
+local bundle = require "zever.bundle" -- a bundle carries cmd/zever/ and the index in its payload
 
 local concat, sort = table.concat, table.sort
 local format = string.format
@@ -29,8 +30,9 @@ local SYNONYMS = { init = "new", create = "new", start = "serve", server = "serv
 -- Names of every command: the files of cmd/zever/ but the internal ones, sorted.
 function M.names()
   local names = {}
-  for _, file in ipairs(sys.listdir(sys.home() .. "/cmd/zever") or {}) do
-    local name = file:match("^([%w_-]+)%.lua$")
+  local files = bundle.active and bundle.list("cmd/zever/") or sys.listdir(sys.home() .. "/cmd/zever")
+  for _, file in ipairs(files or {}) do
+    local name = file:match("([%w_-]+)%.lua$")
     if name and not INTERNAL[name] then names[#names + 1] = name end
   end
   sort(names)
@@ -41,10 +43,13 @@ end
 -- internal one). A command file that does not return a command table raises: a bug.
 function M.load(name)
   if type(name) ~= "string" or not name:match("^[%w_-]+$") or INTERNAL[name] then return nil end
-  local path = sys.home() .. "/cmd/zever/" .. name .. ".lua"
-  local f = io.open(path, "r")
-  if not f then return nil end
-  f:close()
+  if bundle.active then
+    if not bundle.list("cmd/zever/" .. name .. ".lua")[1] then return nil end
+  else
+    local f = io.open(sys.home() .. "/cmd/zever/" .. name .. ".lua", "r")
+    if not f then return nil end
+    f:close()
+  end
   local cmd = require("cmd.zever." .. name)
   if type(cmd) ~= "table" or type(cmd.run) ~= "function" or cmd.name ~= name then
     error(format("cmd/zever/%s.lua must return a command table {name = %q, run = ...}", name, name), 2)
@@ -72,7 +77,13 @@ end
 -- it is up to date, otherwise by loading each command.
 function M.summaries()
   local names = M.names()
-  local index = load_index(sys.home(), names)
+  local index
+  if bundle.active then
+    local chunk = bundle.load("build/commands.lua")
+    index = chunk and chunk()
+  else
+    index = load_index(sys.home(), names)
+  end
   if index then return index end
   index = {}
   for _, name in ipairs(names) do index[name] = M.load(name).summary or "" end
@@ -246,6 +257,15 @@ function M.main(argv)
   if flags.help then
     print(M.command_help(cmd))
     return 0
+  end
+  -- A bundle checks its whole payload (every file's hash, the host's) before a command runs;
+  -- help and --help read only the index and the files they load, each checked as it loads.
+  if bundle.active and name ~= "help" then
+    local ok, verr = bundle.verify()
+    if not ok then
+      stderr("zever: " .. verr .. "; rebuild it with zever bundle")
+      return 1
+    end
   end
   if flags.C then
     local ok, err = require("zever.cli.app").chdir(flags.C)

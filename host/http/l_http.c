@@ -3,6 +3,7 @@
  *
  *   http.listen(opts, on_request)  -> server | nil, message (e.g. "address already in use")
  *     opts: host ("127.0.0.1"), port (0 = any free one), reuseport (true), backlog (511),
+ *           fd (a listening TCP socket to accept on instead of binding: socket activation),
  *           max_header_bytes (8192), max_body_bytes (1 MiB), header_timeout (10 s),
  *           body_timeout (30 s), keepalive_timeout (75 s), write_timeout (60 s),
  *           handler_timeout (0 = none), max_connections (10000),
@@ -874,6 +875,8 @@ static void read_opts(lua_State *L, zv_http_server_opts_t *o, int *watchdog) {
       o->port = (int)opt_int(L, k, 0, 65535);
     } else if (!strcmp(k, "reuseport")) {
       o->reuseport = lua_toboolean(L, -1);
+    } else if (!strcmp(k, "fd")) {
+      o->fd = (int)opt_int(L, k, 0, 1 << 20); /* an inherited listener (LISTEN_FDS) */
     } else if (!strcmp(k, "backlog")) {
       o->backlog = (int)opt_int(L, k, 1, 65535);
     } else if (!strcmp(k, "max_header_bytes")) {

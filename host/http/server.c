@@ -22,6 +22,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "../core/zv.h"
@@ -32,6 +33,7 @@ void zv_http_server_defaults(zv_http_server_opts_t *o) {
   o->host = "127.0.0.1";
   o->port = 0;
   o->reuseport = 1;
+  o->fd = -1;
   o->backlog = 511;
   o->limits.max_header_bytes = 8192;
   o->limits.max_body_bytes = 1 << 20;
@@ -178,7 +180,15 @@ int zv_http_server_start(zv_http_server_t *s, uv_loop_t *loop, const zv_http_ser
   s->cb = *cb;
   s->data = data;
   s->on_conn_change = conn_change;
-  if (resolve(o->host, o->port, &ss)) return ZV_EINVAL;
+  if (o->fd >= 0) {
+    /* An inherited listener (socket activation): TCP only, its address read back. */
+    socklen_t sl = sizeof ss;
+    if (getsockname(o->fd, (struct sockaddr *)&ss, &sl) != 0 ||
+        (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+      return ZV_EINVAL;
+  } else if (resolve(o->host, o->port, &ss)) {
+    return ZV_EINVAL;
+  }
   if (o->xport) o->xport->retain(o->xport_ctx);
   /* Writing to a socket the peer closed must be an error, not the end of the process. */
   signal(SIGPIPE, SIG_IGN);
@@ -188,7 +198,7 @@ int zv_http_server_start(zv_http_server_t *s, uv_loop_t *loop, const zv_http_ser
   s->epfd = epoll_create1(EPOLL_CLOEXEC);
   rc = s->epfd < 0 ? uv_translate_sys_error(errno) : uv_poll_init(loop, &s->events, s->epfd);
   if (!rc) rc = uv_poll_start(&s->events, UV_READABLE, zv__http_events_cb);
-  if (!rc) rc = uv_tcp_init_ex(loop, &s->listener, ss.ss_family);
+  if (!rc) rc = uv_tcp_init_ex(loop, &s->listener, o->fd >= 0 ? AF_UNSPEC : ss.ss_family);
   if (rc) {
     /* The listener never became a handle (nor, maybe, events): close the others only. */
     s->nhandles = 2;
@@ -208,13 +218,21 @@ int zv_http_server_start(zv_http_server_t *s, uv_loop_t *loop, const zv_http_ser
   }
   s->nhandles = 4;
   s->listening = 1;
-  if (o->reuseport) {
-    uv_os_fd_t fd;
-    int one = 1;
-    if (uv_fileno((uv_handle_t *)&s->listener, &fd) == 0)
-      setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  if (o->fd >= 0) {
+    /* Each worker's loop owns a duplicate, so that closing one listener (a drain) leaves the
+     * socket open for the others and for the service manager. */
+    int fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 3);
+    rc = fd < 0 ? uv_translate_sys_error(errno) : uv_tcp_open(&s->listener, fd);
+    if (rc && fd >= 0) close(fd);
+  } else {
+    if (o->reuseport) {
+      uv_os_fd_t fd;
+      int one = 1;
+      if (uv_fileno((uv_handle_t *)&s->listener, &fd) == 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    }
+    rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0);
   }
-  rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0);
   if (!rc) rc = uv_listen((uv_stream_t *)&s->listener, o->backlog, on_connection);
   if (!rc) rc = uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len);
   if (rc) {

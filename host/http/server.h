@@ -67,6 +67,8 @@ typedef struct {
   const char *host;        /* numeric IPv4 or IPv6 address, or "localhost" */
   int port;                /* 0: the kernel picks one */
   int reuseport;           /* SO_REUSEPORT, so that several loops can bind the same port */
+  int fd;                  /* >= 0: accept on this listening TCP socket (systemd's LISTEN_FDS),
+                            * a duplicate of it, instead of binding host:port; -1 by default */
   int backlog;
   zv_http_limits_t limits;
   uint64_t header_timeout_ms;

@@ -93,4 +93,13 @@ static inline void zv_co_done(zv_loop_t *loop, lua_State *L, lua_State *co, int 
  */
 lua_State *zv_runtime_newstate(void);
 
+/*
+ * The bundle hooks (bundle_state.c; sys/bundle.h), used only when the host runs from a bundle:
+ * zv__bundle_searcher(L) puts the payload's searcher at package.loaders[2];
+ * zv__bundle_dlopen(folder, err, cap) returns the handle of the payload's lib/<folder>.so,
+ * loaded once per process, or NULL with a message in err.
+ */
+void zv__bundle_searcher(lua_State *L);
+void *zv__bundle_dlopen(const char *folder, char *err, size_t cap);
+
 #endif

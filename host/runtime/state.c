@@ -16,6 +16,9 @@
  * source when it is strictly newer than the source; a source edited since (or a tree without
  * build/bc) falls through to the source, so a stale bytecode file is never used.
  *
+ * From a bundle (sys/bundle.h), the same state takes its modules and the LAZY shared objects
+ * from the payload instead (bundle_state.c), and has no home.
+ *
  * It must not grow logic of its own: what a state runs belongs to Lua.
  */
 #include <dlfcn.h>
@@ -28,6 +31,7 @@
 #include <lualib.h>
 
 #include "../core/zv.h"
+#include "../sys/bundle.h"
 #include "../sys/sys.h"
 #include "libc_ffi.h" /* compiled here so that C checks it against the libc headers */
 #include "runtime.h"
@@ -53,7 +57,13 @@ static int load_lazy(lua_State *L) {
   const char *base, *slash;
   void *h;
   lua_CFunction open;
-  int rc = zv_sys_exe(exe, sizeof exe), n;
+  int rc, n;
+  if (zv_bundle_self()) {
+    h = zv__bundle_dlopen(folder, path, sizeof path);
+    if (!h) return luaL_error(L, "zever: cannot load %s from the bundle: %s", folder, path);
+    goto found;
+  }
+  rc = zv_sys_exe(exe, sizeof exe);
   if (rc) return luaL_error(L, "zever: cannot find the binary's path: %s", zv_strerror(rc));
   slash = strrchr(exe, '/');
   base = slash ? slash + 1 : exe;
@@ -62,8 +72,9 @@ static int load_lazy(lua_State *L) {
   if (n < 0 || (size_t)n >= sizeof path) return luaL_error(L, "zever: module path too long");
   h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
   if (!h) return luaL_error(L, "zever: cannot load %s (run make): %s", path, dlerror());
+found:
   *(void **)(&open) = dlsym(h, sym);
-  if (!open) return luaL_error(L, "zever: %s has no %s", path, sym);
+  if (!open) return luaL_error(L, "zever: %s.so has no %s", folder, sym);
   lua_pushcfunction(L, open);
   lua_pushvalue(L, 1);
   lua_call(L, 1, 1);
@@ -185,6 +196,16 @@ static void set_path(lua_State *L, const char *home) {
 lua_State *zv_runtime_newstate(void) {
   char home[4096];
   lua_State *L;
+  if (zv_bundle_self()) {
+    /* A bundle: modules come from its payload (bundle_state.c), never from a tree on disk. */
+    L = luaL_newstate();
+    if (!L) return NULL;
+    luaL_openlibs(L);
+    preload(L);
+    preload_cdef(L);
+    zv__bundle_searcher(L);
+    return L;
+  }
   if (zv_sys_home(home, sizeof home)) return NULL;
   L = luaL_newstate();
   if (!L) return NULL;

@@ -2,7 +2,8 @@
  * l_sys.c: the zever.sys binding: facts about the host process for the CLI and the runtime.
  *
  *   sys.version            -> "0.1.0"
- *   sys.home()             -> the folder of the Lua tree (see zv_sys_home)
+ *   sys.home()             -> the folder of the Lua tree (see zv_sys_home); in a bundle,
+ *                             which has none, the folder holding the bundle file
  *   sys.exe()              -> absolute path of the running binary
  *   sys.now()              -> monotonic seconds (a number with nanosecond resolution)
  *   sys.wall()             -> wall-clock seconds since the Unix epoch (CLOCK_REALTIME)
@@ -26,11 +27,19 @@
 #include <lua.h>
 
 #include "../core/zv.h"
+#include "bundle.h"
 #include "sys.h"
 
 static int l_home(lua_State *L) {
   char buf[4096];
-  int rc = zv_sys_home(buf, sizeof buf);
+  int rc;
+  if (zv_bundle_self()) { /* a bundle has no tree: the folder holding the bundle file */
+    char *slash;
+    rc = zv_sys_exe(buf, sizeof buf);
+    if (rc == 0 && (slash = strrchr(buf, '/')) != NULL) *(slash == buf ? slash + 1 : slash) = '\0';
+  } else {
+    rc = zv_sys_home(buf, sizeof buf);
+  }
   if (rc) return luaL_error(L, "cannot find the zever home: %s", zv_strerror(rc));
   lua_pushstring(L, buf);
   return 1;

@@ -190,7 +190,7 @@ M.BUILTIN = BUILTIN
 
 local function present(module)
   if package.preload[module] or package.loaded[module] then return true end
-  return package.searchpath(module, package.path) ~= nil
+  return require("zever.assets").module(module) -- in a bundle: its payload (docs/deploy.md)
 end
 
 -- The factory of a built-in adapter: open the implementation, wrap it with the front-end.

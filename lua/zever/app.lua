@@ -553,7 +553,9 @@ end
 function M.load(path, root)
   path = path or "."
   if require("zever.sys").isdir(path) then path = path:gsub("/$", "") .. "/app.lua" end
-  local chunk, err = loadfile(path)
+  -- In a bundle the app's files come from its payload (zever.assets; docs/deploy.md).
+  local assets = require "zever.assets"
+  local chunk, err = (assets.bundled and assets.loadfile or loadfile)(path)
   if not chunk then error("cannot load the app: " .. err, 0) end
   local dir = path:match("^(.*)/[^/]*$")
   if dir then package.path = dir .. "/?.lua;" .. dir .. "/?/init.lua;" .. package.path end

@@ -16,4 +16,7 @@ function M.read(path)
   return s
 end
 
+-- In a bundle, a file of the app folder is read from the payload first (zever.assets).
+if require("zever.bundle").active then M.read = require("zever.assets").read end
+
 return M

@@ -6,7 +6,9 @@
 --
 -- One line per entry, written with a single write call so lines from several worker threads
 -- do not interleave. Text: "2026-11-29T22:54:38Z INFO listening addr=127.0.0.1:8080" (fields
--- sorted); JSON: {"time":...,"level":"info","msg":...,<fields>}.
+-- sorted); JSON: {"time":...,"level":"info","msg":...,<fields>}. When stderr is the journal
+-- (zever.systemd.journal: JOURNAL_STREAM names it), text lines to stderr drop the date, which
+-- the journal records, and start with the syslog priority: "<6>INFO listening addr=...".
 --
 -- Context: log.set_context(fields) adds fields to every line logged from the current coroutine
 -- (a request's, until it is set again or cleared with nil); zever.middleware.request_id puts
@@ -57,6 +59,13 @@ local function render_text(level, msg, fields)
   return concat(parts, " ") .. "\n"
 end
 
+-- stderr is the journal (systemd's JOURNAL_STREAM): it stamps the time itself and reads the
+-- priority from a "<N>" prefix (sd-daemon(3)), so text lines carry that instead of a date.
+local function render_journal(level, msg, fields)
+  local line = render_text(level, msg, fields)
+  return require("zever.systemd").priority(level) .. line:sub(22)
+end
+
 local function render_json(level, msg, fields)
   local entry = { time = date("!%Y-%m-%dT%H:%M:%SZ"), level = level, msg = msg }
   if fields then
@@ -77,7 +86,9 @@ function M.new(opts)
   local level = opts.level or "info"
   if not LEVELS[level] then error("unknown log level " .. tostring(level), 2) end
   return setmetatable({
-    render = fmt == "json" and render_json or render_text,
+    render = fmt == "json" and render_json or
+      ((opts.out == nil or opts.out == io.stderr) and require("zever.systemd").journal() and
+        render_journal or render_text),
     min = LEVELS[level],
     out = opts.out or io.stderr,
   }, Logger)

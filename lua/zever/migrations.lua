@@ -23,6 +23,7 @@
 
 local db_mod = require "zever.db"
 local sys = require "zever.sys"
+local assets = require "zever.assets" -- a bundle's migrations come from its payload
 
 local type, pcall, tostring, error = type, pcall, tostring, error
 local sort, format = table.sort, string.format
@@ -37,8 +38,10 @@ end
 
 -- Migration files in dir, sorted by version (numerically).
 function M.list(dir)
-  if not sys.isdir(dir) then return nil, err("not_found", "no migrations folder '" .. dir .. "'") end
-  local names, lerr = sys.listdir(dir)
+  if not (assets.bundled and assets.exists(dir) or sys.isdir(dir)) then
+    return nil, err("not_found", "no migrations folder '" .. dir .. "'")
+  end
+  local names, lerr = (assets.bundled and assets.listdir or sys.listdir)(dir)
   if not names then return nil, err("io", tostring(lerr)) end
   local out, seen = {}, {}
   for _, f in ipairs(names) do
@@ -102,7 +105,7 @@ function M.status(db, dir)
 end
 
 local function load_migration(m)
-  local chunk, lerr = loadfile(m.file)
+  local chunk, lerr = (assets.bundled and assets.loadfile or loadfile)(m.file)
   if not chunk then return nil, err("invalid", lerr) end
   local ok, mod = pcall(chunk)
   if not ok then return nil, err("invalid", m.file .. ": " .. tostring(mod)) end

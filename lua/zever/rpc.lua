@@ -645,7 +645,7 @@ function M.routes(def)
       else
         -- The app's handlers/<service>.lua (zever gen's stubs) first, then the generated one.
         local own = "handlers." .. rpc.handlers
-        svc = require(package.searchpath(own, package.path) and own or prefix .. rpc.handlers)
+        svc = require(require("zever.assets").module(own) and own or prefix .. rpc.handlers)
       end
       local fn = type(svc) == "table" and svc[rpc.name]
       if type(fn) ~= "function" then

@@ -15,6 +15,7 @@
 -- configuration is invalid, the app does not load) is logged and the old workers keep serving.
 
 local http = require "zever.http"
+local systemd = require "zever.systemd"
 local loop = require "zever.loop"
 local sys = require "zever.sys"
 local json = require "zever.json"
@@ -95,6 +96,7 @@ end
 -- zever.http runs the request function in a pooled coroutine of its own, so a handler may wait.
 function M.listen(app, opts)
   local conf = { host = opts.host or "127.0.0.1", port = opts.port or 8080, reuseport = true }
+  if opts.fd then conf.fd = opts.fd end -- socket activation: accept on systemd's socket
   for k, v in pairs(opts.limits or {}) do conf[k] = v end
   if app.statics and #app.statics > 0 then conf.static = app.statics end
   -- A route with a timeout of its own needs the watchdog even when the server has none.
@@ -148,6 +150,8 @@ function M.worker(payload, index)
     local f = io.open(format("%s/%d.%d", opts.ready_dir, opts.generation or 0, index), "w")
     if f then f:close() end
   end
+  -- systemd (Type=notify): the last worker of this generation to listen says READY=1.
+  systemd.arrived(opts.generation or 0, opts.workers, "serving " .. tostring(opts.app))
   -- TLS with a redirect port: plain HTTP there answers with the HTTPS address.
   local redir
   if opts.tls and opts.tls.redirect_port then
@@ -247,7 +251,11 @@ function M.run(opts)
   local _, path = M.load_app(opts.app, opts.root)   -- fail early, in the main thread, with a clear message
   opts.app = path
   local asked_port = opts.port
-  opts.port = probe(opts.host, opts.port)
+  -- Socket activation (LISTEN_FDS): every worker accepts on systemd's first socket, which
+  -- stays open across restarts, so no connection is refused; there is nothing to probe.
+  local fds = systemd.listen_fds()
+  if fds then opts.fd = fds[1] end
+  if not opts.fd then opts.port = probe(opts.host, opts.port) end
   if opts.tls and opts.tls.redirect_port then
     opts.tls.asked_redirect = opts.tls.redirect_port
     opts.tls.redirect_port = probe(opts.tls.redirect_host, opts.tls.redirect_port)
@@ -280,6 +288,8 @@ function M.run(opts)
       os.exit(1)
     end
     io.stderr:write(format("zever: %s, draining (up to %gs)\n", name, current.opts.drain))
+    systemd.stopping()
+    systemd.forward(name == "SIGINT" and 2 or 15) -- as PID 1: the other processes stop too
     for _, g in ipairs(gens) do
       if g.alive > 0 then g.pool:send(0, "drain") end
     end
@@ -293,6 +303,7 @@ function M.run(opts)
       return
     end
     io.stderr:write("zever: ", why, ", reloading the configuration and the app\n")
+    systemd.reloading()
     local ok, new, err = pcall(opts.reload)
     if ok and new then
       ok, err = pcall(function()
@@ -325,10 +336,12 @@ function M.run(opts)
     if not ok then
       io.stderr:write("zever: reload failed, the current workers keep serving: ",
         tostring(err), "\n")
+      systemd.ready("reload failed; serving the previous configuration")
       return
     end
     local old = current
     generation = generation + 1
+    new.fd = opts.fd
     new.generation, new.ready_dir = generation, opts.ready_dir
     local function retire()
       if old.alive > 0 and not old.retired then
@@ -354,11 +367,16 @@ function M.run(opts)
   end
   local term, int = loop.signal("SIGTERM", on_signal), loop.signal("SIGINT", on_signal)
   local hup = loop.signal("SIGHUP", on_hup)
+  local init = systemd.init(loop) -- as PID 1 (a container): reap orphans
+  local interval = systemd.watchdog_interval() -- WatchdogSec=: WATCHDOG=1 at half of it
+  local watchdog = interval and loop.every(interval, function() systemd.notify("WATCHDOG=1") end)
   if opts.watch then opts.watch(on_hup) end
   while live() > 0 do loop.run() end
   term:stop()
   int:stop()
   hup:stop()
+  if watchdog then watchdog:stop() end
+  if init then init:stop() end
   for _, g in ipairs(gens) do
     g.pool:join()
     if g.failed and g == current then failed = true end

@@ -39,6 +39,8 @@ local type, tostring, tonumber, setmetatable, setfenv, loadstring, pairs, rawget
   type, tostring, tonumber, setmetatable, setfenv, loadstring, pairs, rawget, error
 local concat, format, find, gsub = table.concat, string.format, string.find, string.gsub
 local open = io.open
+-- In a bundle (zever bundle) the app's templates are read from its payload (zever.assets).
+if require("zever.bundle").active then open = require("zever.assets").open end
 
 local M = {}
 

@@ -93,14 +93,21 @@ function Server:curl(path, extra)
     quote("http://127.0.0.1:" .. self.port .. path))
 end
 
--- Starts `zever serve app args...` with env (a table of variables) in the background and waits
+-- Starts `zever serve app args...` with env (a table of variables; a false value unsets the
+-- variable) in the background and waits
 -- for its "serving ... on http://host:port" line. Returns the server, or nil and the log when
--- it did not start (it exited, say, with a message). command: "serve" unless given ("dev").
-function M.start(app, args, env, command)
+-- it did not start (it exited, say, with a message). command: "serve" unless given ("dev");
+-- exe: the binary to run (a bundle), zever.sys.exe() unless given.
+function M.start(app, args, env, command, exe)
   local logfile = os.tmpname()
   local parts = {}
-  for k, v in pairs(env or {}) do parts[#parts + 1] = k .. "=" .. quote(v) end
-  parts[#parts + 1] = quote(sys.exe())
+  for k, v in pairs(env or {}) do
+    if v == false then table.insert(parts, 1, "-u " .. quote(k)) end -- false: unset it
+  end
+  for k, v in pairs(env or {}) do
+    if v ~= false then parts[#parts + 1] = k .. "=" .. quote(v) end
+  end
+  parts[#parts + 1] = quote(exe or sys.exe())
   parts[#parts + 1] = command or "serve"
   parts[#parts + 1] = quote(app)
   for _, a in ipairs(args or {}) do parts[#parts + 1] = quote(a) end

@@ -70,7 +70,7 @@ local function exists(path)
   return true
 end
 
-function M.resolve(flags, positional, cmd)
+local function resolve(flags, positional, cmd)
   flags = flags or {}
   local named = flags.app
   if flags.dir ~= nil then
@@ -93,6 +93,14 @@ function M.resolve(flags, positional, cmd)
     return nil, format('no app at "%s": want a folder (with zever.yaml, app.lua) or an app file', name)
   end
   return { dir = paths.dirname(abs), file = abs }
+end
+
+-- In a bundle, the folder resolved is the one the bundle's app files stand for (zever.assets).
+function M.resolve(flags, positional, cmd)
+  local target, err = resolve(flags, positional, cmd)
+  local assets = require "zever.assets"
+  if target and assets.bundled then assets.root(target.dir) end
+  return target, err
 end
 
 -- Adapters that are configurable (the schema names them) but not written yet, and what to do.
@@ -119,7 +127,7 @@ function M.open_db(dsn, opts, mkdir_parent)
       .. '"postgres://user:password@host:port/db")'
   end
   if scheme == "postgresql" then scheme = "postgres" end
-  if not package.searchpath("adapters.db." .. scheme, package.path) then
+  if not require("zever.assets").module("adapters.db." .. scheme) then
     return nil, M.missing_adapter("db", scheme)
   end
   local file = scheme == "sqlite" and dsn:match("^sqlite:(/.*)$")
