@@ -19,7 +19,7 @@
 local errors = require "zever.errors"
 local file = require "zever.file"
 local read = require "zever.config.read"
-local sys = require "zever.sys"
+local assets = require "zever.assets"
 local catalog = require "adapters.i18n.catalog"
 
 local setmetatable, tostring, ipairs, sort, match = setmetatable, tostring, ipairs, table.sort,
@@ -37,10 +37,10 @@ end
 local function load(dir, default)
   local trees = {}
   local names = {}
-  if dir ~= "" and sys.isdir(dir) then
-    for _, name in ipairs(sys.listdir(dir) or {}) do
-      if match(name, "%.ya?ml$") or match(name, "%.json$") then names[#names + 1] = name end
-    end
+  -- zever.assets: from a bundle, the locales are the bundle's (file.read follows it too).
+  local listing = dir ~= "" and assets.listdir(dir) or nil
+  for _, name in ipairs(listing or {}) do
+    if match(name, "%.ya?ml$") or match(name, "%.json$") then names[#names + 1] = name end
   end
   sort(names)
   for _, name in ipairs(names) do
