@@ -807,9 +807,7 @@ Update.with_recursive = with(U_CTES, true, "with_recursive")
 function Update:exec()
   local db, text, binds = rendered(self, 2)
   if self[U_RETURNING] then return db:_query(text, binds) end
-  local res, err = db:_exec(text, binds)
-  if not res then return nil, err end
-  return res.changes
+  return db:_changes(text, binds)
 end
 
 -- --- delete -------------------------------------------------------------------------------
@@ -827,9 +825,7 @@ Delete.with_recursive = with(D_CTES, true, "with_recursive")
 function Delete:exec()
   local db, text, binds = rendered(self, 2)
   if self[D_RETURNING] then return db:_query(text, binds) end
-  local res, err = db:_exec(text, binds)
-  if not res then return nil, err end
-  return res.changes
+  return db:_changes(text, binds)
 end
 
 return M
