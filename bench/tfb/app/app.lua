@@ -14,7 +14,8 @@
 local zever = require "zever"
 local json = require "zever.json"
 
-local random, floor, tonumber, sort = math.random, math.floor, tonumber, table.sort
+local random, floor, tonumber = math.random, math.floor, tonumber
+local sort = require "zever.sort"
 local tnew = require "table.new"
 
 local app = zever.app()
@@ -66,14 +67,10 @@ app:get("/updates", function(req)
   return json.array(rows)
 end)
 
-local function by_message(a, b)
-  return a.message < b.message
-end
-
 app:get("/fortunes", function(_, res)
   local rows = app.db:from("Fortune"):select("id", "message"):all()
   rows[#rows + 1] = { id = 0, message = "Additional fortune added at request time." }
-  sort(rows, by_message)
+  sort.by(rows, "message") -- compiled, unlike table.sort with a comparator
   return res:render("fortunes", { fortunes = rows }, { layout = false })
 end)
 
