@@ -16,6 +16,10 @@
 -- busy machine inflates both sides alike); a line gives the medians in ns/op, the overhead in
 -- ns and %, and B/op of each side (the Lua heap's growth over 20,000 ops with the collector
 -- stopped). N (ops per round) defaults to 200,000 (ZV_DB_OVERHEAD_N).
+--
+-- Instructions instead of time (load-independent): ZV_DB_OVERHEAD_MODE=<Name>/raw or
+-- <Name>/zever runs only that side N times after a warm-up and prints nothing else; run it
+-- under callgrind at two N and take the slope (bench/db_overhead_callgrind.sh does).
 
 local ffi = require "ffi"
 local zdb = require "zever.db"
@@ -131,6 +135,20 @@ end
 local function median(t)
   table.sort(t)
   return t[math.floor((#t + 1) / 2)]
+end
+
+local mode = os.getenv("ZV_DB_OVERHEAD_MODE")
+if mode then
+  local name, side = mode:match("^(%w+)/(%w+)$")
+  for _, p in ipairs(pairs_) do
+    if p[1] == name then
+      local f = side == "raw" and p[2] or p[3]
+      f(20000)
+      f(N)
+      return
+    end
+  end
+  error("ZV_DB_OVERHEAD_MODE: no benchmark " .. mode)
 end
 
 print(string.format("# %d ops per round, 5 alternating rounds, CPU time; load average %s", N,
