@@ -23,16 +23,7 @@
 
 local ffi = require "ffi"
 local zdb = require "zever.db"
-require "zever.cdef.sqlite" -- bind/step/column declarations (sqlite_ffi.h), shared with the adapter
-
-ffi.cdef [[
-int sqlite3_open_v2(const char *filename, void **db, int flags, const char *vfs);
-int sqlite3_prepare_v2(void *db, const char *sql, int n, sqlite3_stmt **st, const char **tail);
-int sqlite3_exec(void *db, const char *sql, void *cb, void *arg, char **err);
-int sqlite3_reset(sqlite3_stmt *st);
-int sqlite3_finalize(sqlite3_stmt *st);
-int sqlite3_close_v2(void *db);
-]]
+require "zever.cdef.sqlite" -- sqlite_ffi.h: the adapter's calls and the raw ones used here
 
 local C = ffi.C
 local filter = (arg and arg[1]) or os.getenv("BENCH") or ""
@@ -48,15 +39,19 @@ db:transaction(function(tx)
   for i = 1, ROWS do tx:exec("INSERT INTO World VALUES (?, ?)", i, (i * 7919) % 10000 + 1) end
 end)
 
-local pdb = ffi.new("void *[1]")
+local pdb = ffi.new("sqlite3 *[1]")
 assert(C.sqlite3_open_v2(path, pdb, 0x02 + 0x8000, nil) == 0)
 local raw = pdb[0]
-assert(C.sqlite3_exec(raw, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL", nil, nil,
-  nil) == 0)
 local function prepare(sql)
   local p = ffi.new("sqlite3_stmt *[1]")
   assert(C.sqlite3_prepare_v2(raw, sql, #sql, p, nil) == 0, sql)
   return p[0]
+end
+for _, pragma in ipairs { "PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL" } do
+  local st = prepare(pragma)
+  local rc = C.sqlite3_step(st)
+  assert(rc == ROW or rc == DONE, pragma)
+  C.sqlite3_finalize(st)
 end
 local SELECT = "SELECT id, randomNumber FROM World WHERE id = ?"
 local UPDATE = "UPDATE World SET randomNumber = ? WHERE id = ?"
