@@ -6,6 +6,7 @@
 #   make asan       the same specs under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      C and Lua benchmarks (BENCH=Name: C by benchmark, Lua by file name)
 #   make bench-http zever serve against nginx + ngx_lua, side by side (bench/http/NOTES.md)
+#   make bench-tfb  the six TechEmpower test types, zever against nginx + ngx_lua (bench/tfb/)
 #   make fuzz       libFuzzer targets, FUZZ_TIME seconds each
 #   make install    PREFIX=/usr/local
 #   make deb        a Debian package (dpkg-deb) in build/ (docs/deploy.md)
@@ -265,6 +266,12 @@ bench: deps bin/zever $(BENCH_BIN)
 # zever serve against nginx + ngx_lua (OpenResty's LuaJIT, unpacked into bench/http/vendor).
 bench-http: deps bin/zever
 	bash bench/http/run.sh
+
+# The TechEmpower test types (plaintext, json, db, queries, updates, fortunes) on zever and on
+# nginx + ngx_lua with FFI SQLite, checked against the TFB rules, at 1 and 2 workers.
+.PHONY: bench-tfb
+bench-tfb: deps bin/zever
+	bash bench/tfb/run.sh
 
 # --- fuzzing ------------------------------------------------------------------------------
 build/fuzz/%: fuzz/%.c $(CORE_SRC) $(HEADERS)

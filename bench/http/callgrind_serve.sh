@@ -7,11 +7,13 @@
 # binaries older than the flag). One client sends requests one
 # at a time on one keep-alive connection; the cost per request is the slope between a run of N1
 # and a run of N2 requests, so start-up and shutdown cancel out.
+# APP: the app folder to serve (default examples/hello; bench/tfb/callgrind.sh serves bench/tfb/app).
 # TLS=1: the same over TLS (a self-signed EC P-256 certificate made here, --tls-cert/--tls-key;
 # one handshake per run, so the slope is the keep-alive cost per request).
 set -e
 BIN=${1:-bin/zever}
 ROUTE=${2:-/hello}
+APP=${APP:-examples/hello}
 N1=${N1:-2000}
 N2=${N2:-12000}
 HT=${HANDLER_TIMEOUT:+--handler-timeout $HANDLER_TIMEOUT}
@@ -25,7 +27,7 @@ fi
 count() {
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$tmp/cg.$1" "$BIN" serve \
-    examples/hello --workers 1 --access-log off $HT $TLSF \
+    "$APP" --workers 1 --access-log off $HT $TLSF \
     --listen "127.0.0.1:$port" >/dev/null 2>"$tmp/vg.$1" &
   vg=$!
   # Wait for the worker's "serving" line (a connect could hit the main thread's port probe).

@@ -521,6 +521,14 @@ void zv_json_buf_add(zv_json_buf_t *b, const char *s, size_t n) {
   b->len += n;
 }
 
+size_t zv_json_plain_len(const char *s, size_t len) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t i = 0;
+  /* The writer's rule (below): only '"', '\\' and control bytes are escaped. */
+  while (i < len && (!special[u[i]] || u[i] >= 0x80)) i++;
+  return i;
+}
+
 void zv_json_buf_add_string(zv_json_buf_t *b, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   const unsigned char *u = (const unsigned char *)s;

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "json_ffi.h"
+
 /* Containers nest at most this deep (an attacker's [[[[...]]]] must not exhaust a stack). */
 #define ZV_JSON_MAX_DEPTH 1000
 /* Inputs are at most this long: spans are 32-bit. */

@@ -185,11 +185,14 @@ static int acquire(conn_t *c, const char *sql, size_t len, use_t *u) {
   return SQLITE_OK;
 }
 
-/* Gives a checked-out statement back: reset, bindings cleared, idle in the cache. */
-static void release(conn_t *c, use_t *u) {
+/*
+ * Gives a checked-out statement back: reset, bindings cleared when clear (the FFI path does not
+ * need it: sqlite_ffi.h, zv_sqlite_ffi_done), idle in the cache.
+ */
+static void give_back(conn_t *c, use_t *u, int clear) {
   if (!u->stmt) return;
   sqlite3_reset(u->stmt);
-  sqlite3_clear_bindings(u->stmt);
+  if (clear) sqlite3_clear_bindings(u->stmt);
   if (u->cached) {
     zv_sqlite_cache_release(&c->cache, u->slot);
     if (c->closed) {
@@ -201,6 +204,10 @@ static void release(conn_t *c, use_t *u) {
   }
   u->stmt = NULL;
   if (--c->active == 0 && c->closed) zv_sqlite_cache_free(&c->cache);
+}
+
+static void release(conn_t *c, use_t *u) {
+  give_back(c, u, 1);
 }
 
 /*
@@ -365,6 +372,31 @@ int zv_sqlite_ffi_acquire(void *conn, const char *sql, size_t len, int n, use_t 
 
 void zv_sqlite_ffi_release(void *conn, use_t *u) {
   release(conn, u);
+}
+
+int zv_sqlite_ffi_acquire_slot(void *conn, size_t slot, uint64_t born, int n, use_t *u) {
+  conn_t *c = conn;
+  void *h;
+  if (c->closed || zv_sqlite_cache_take(&c->cache, slot, born, &h) != 0) return 1;
+  u->stmt = h;
+  u->slot = slot;
+  u->cached = 1;
+  u->multi = 0;
+  u->born = born;
+  c->active++;
+  if (sqlite3_bind_parameter_count(h) != n) {
+    give_back(c, u, 0);
+    return 1;
+  }
+  return 0;
+}
+
+void zv_sqlite_ffi_done(void *conn, use_t *u) {
+  give_back(conn, u, 0);
+}
+
+sqlite3 *zv_sqlite_ffi_db(void *conn) {
+  return ((conn_t *)conn)->db;
 }
 
 /* conn:_ptr() -> the conn_t as a light userdata, for the FFI path (the caller keeps conn alive). */

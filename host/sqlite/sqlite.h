@@ -55,6 +55,14 @@ int zv_sqlite_cache_get(zv_sqlite_cache_t *c, const char *sql, size_t len, void 
                         size_t *index);
 
 /*
+ * The entry at index, by the birth tick a caller remembered from an earlier get or put (its
+ * key for the SQL text, so a repeated lookup hashes and compares nothing): as get, 0 with the
+ * handle stored and the entry busy; ZV_ENOTFOUND when the slot now holds another handle (evicted
+ * and reused, or drained); ZV_ECONFLICT when busy. Allocates nothing.
+ */
+int zv_sqlite_cache_take(zv_sqlite_cache_t *c, size_t index, uint64_t born, void **handle);
+
+/*
  * Inserts sql -> handle as a busy entry (the caller is about to use it) and stores its index.
  * When the cache is full the least recently used idle entry is evicted and its handle stored in
  * *evicted for the caller to finalize (else *evicted is NULL). Copies the text (one

@@ -17,6 +17,7 @@
 
 #include <sqlite3.h>
 #else
+typedef struct sqlite3 sqlite3;
 typedef struct sqlite3_stmt sqlite3_stmt;
 typedef long long sqlite3_int64;
 #endif
@@ -31,7 +32,7 @@ typedef struct {
 } zv_sqlite_use_t;
 
 /*
- * The FFI path for reads (first/query from lua/adapters/db/sqlite.lua), which LuaJIT compiles:
+ * The FFI path for reads and writes (first/query/exec from lua/adapters/db/sqlite.lua), which LuaJIT compiles:
  * Lua checks a statement out here, binds, steps and decodes through sqlite3_* directly, and
  * gives it back. zv_sqlite_ffi_acquire returns 0 with the statement checked out (cached or
  * private, exactly as the classic calls do) when conn is open, sql is one statement and it has
@@ -42,6 +43,28 @@ typedef struct {
 
 int zv_sqlite_ffi_acquire(void *conn, const char *sql, size_t len, int n, zv_sqlite_use_t *u);
 void zv_sqlite_ffi_release(void *conn, zv_sqlite_use_t *u);
+
+/*
+ * The same checkout by the cache slot and birth tick an earlier acquire reported in u (the Lua
+ * side keeps SQL text -> slot in a table, keyed by the interned string: no hashing or comparing
+ * of the text per call). Returns 0 with the statement checked out when conn is open, the slot
+ * still holds that statement, it is idle and has n placeholders; otherwise nonzero with nothing
+ * checked out, and the caller acquires by text.
+ */
+int zv_sqlite_ffi_acquire_slot(void *conn, size_t slot, uint64_t born, int n,
+                               zv_sqlite_use_t *u);
+
+/*
+ * Gives the statement back as zv_sqlite_ffi_release does, without clearing its bindings: for
+ * the FFI path, which binds every placeholder before each step (acquire checks the count), so a
+ * stale binding is never read. The text pointers bound SQLITE_STATIC stay in the idle statement
+ * and are overwritten before its next step.
+ */
+void zv_sqlite_ffi_done(void *conn, zv_sqlite_use_t *u);
+
+/* The connection's sqlite3 handle, for sqlite3_changes64 and sqlite3_last_insert_rowid after
+ * an exec of the FFI path (NULL once closed). */
+sqlite3 *zv_sqlite_ffi_db(void *conn);
 
 /*
  * The SQLite calls the FFI path makes between acquire and release, with sqlite3.h's own
@@ -61,5 +84,17 @@ const unsigned char *sqlite3_column_text(sqlite3_stmt *st, int i);
 const void *sqlite3_column_blob(sqlite3_stmt *st, int i);
 int sqlite3_column_bytes(sqlite3_stmt *st, int i);
 int sqlite3_stmt_status(sqlite3_stmt *st, int op, int reset);
+int sqlite3_reset(sqlite3_stmt *st);
+sqlite3_int64 sqlite3_changes64(sqlite3 *db);
+
+/*
+ * What a raw FFI caller needs besides (bench/db_overhead_lua_bench.lua measures zever.db against
+ * plain libsqlite3 calls of the same SQL): open, prepare, finalize, close.
+ */
+int sqlite3_open_v2(const char *filename, sqlite3 **db, int flags, const char *vfs);
+int sqlite3_prepare_v2(sqlite3 *db, const char *sql, int n, sqlite3_stmt **st, const char **tail);
+int sqlite3_finalize(sqlite3_stmt *st);
+int sqlite3_close_v2(sqlite3 *db);
+sqlite3_int64 sqlite3_last_insert_rowid(sqlite3 *db);
 
 #endif

@@ -48,6 +48,18 @@ int zv_sqlite_cache_get(zv_sqlite_cache_t *c, const char *sql, size_t len, void 
   return ZV_ENOTFOUND;
 }
 
+int zv_sqlite_cache_take(zv_sqlite_cache_t *c, size_t index, uint64_t born, void **handle) {
+  zv_sqlite_entry_t *e;
+  if (index >= c->n) return ZV_ENOTFOUND;
+  e = &c->entries[index];
+  if (!e->handle || e->born != born) return ZV_ENOTFOUND;
+  if (e->busy) return ZV_ECONFLICT;
+  e->busy = 1;
+  e->used = ++c->tick;
+  *handle = e->handle;
+  return 0;
+}
+
 int zv_sqlite_cache_put(zv_sqlite_cache_t *c, const char *sql, size_t len, void *handle,
                         size_t *index, void **evicted) {
   size_t i;

@@ -261,7 +261,15 @@ function DB:first(text, ...)
   return first_values(self, text, n, a1, a2, a3, a4, a5, a6, a7, a8)
 end
 
--- The calls every path ends in (the builder uses them with rendered SQL).
+-- The calls every path ends in (the builder uses them with rendered SQL). _changes is exec
+-- returning the number of changed rows, without exec's result table (update/delete).
+function DB:_changes(text, binds, n)
+  if self.finished then check_live(self) end
+  local changes, id, message, fields = self.conn:exec(text, binds, n)
+  if not changes then return fail(self, id, message, text, fields) end
+  return changes
+end
+
 function DB:_exec(text, binds, n)
   if self.finished then check_live(self) end
   local changes, id, message, fields = self.conn:exec(text, binds, n)
@@ -314,6 +322,65 @@ local function pack(...)
   return { n = select("#", ...), ... }
 end
 
+-- The statements of the savepoint that opens depth (2, 3, ...): made once per depth.
+local savepoints = {}
+local function savepoint(depth)
+  local sp = savepoints[depth]
+  if not sp then
+    local name = "zever_sp_" .. depth
+    sp = { "SAVEPOINT " .. name, "RELEASE SAVEPOINT " .. name, "ROLLBACK TO SAVEPOINT " .. name }
+    savepoints[depth] = sp
+  end
+  return sp
+end
+
+-- The handle a transaction hands to fn. A handle on one connection (not a pool's pinned one)
+-- keeps one per depth it opens and reuses it once its transaction has finished: a transaction
+-- then allocates nothing of its own. A finished handle raises when used, until the next
+-- transaction at that depth from the same handle takes it again.
+local function tx_handle(self, conn, st, depth, pinned)
+  local txs = not pinned and rawget(self, "_txs")
+  local tx = txs and txs[depth]
+  if tx and tx.finished and tx.conn == conn and tx.state == st then
+    tx.finished = nil
+    return tx
+  end
+  tx = setmetatable({
+    conn = conn, adapter = self.adapter, dialect = self.dialect, dsn = self.dsn, state = st,
+    soft = self.soft, depth = depth,
+  }, DB)
+  if not pinned then
+    if not txs then
+      txs = {}
+      rawset(self, "_txs", txs)
+    end
+    txs[depth] = tx
+  end
+  return tx
+end
+
+-- The end of a transaction: commit (or roll back when fn failed or COMMIT did), then fn's
+-- results or its error. fn's results pass as arguments, never through a table.
+local function finish(self, st, depth, conn, pinned, commit, rollback, release, tx, ok, ...)
+  tx.finished = true
+  local code, message, fields
+  if ok then
+    local done
+    done, code, message, fields = conn:exec(commit)
+    if done then
+      st.depth = depth
+      if pinned then pinned:unpin() end
+      return ...
+    end
+  end
+  conn:exec(rollback)
+  if release then conn:exec(release) end
+  st.depth = depth
+  if pinned then pinned:unpin() end
+  if ok then return fail(self, code, message, commit, fields) end
+  error((...), 0)
+end
+
 -- Runs fn(tx) in a transaction (a savepoint when one is already open): commits when fn
 -- returns and returns its results; on an error, rolls back and re-raises it unchanged. A
 -- failing BEGIN or COMMIT raises a db error (after a rollback). tx has the API of db.
@@ -335,9 +402,8 @@ function DB:transaction(fn)
   if depth == 0 then
     begin, commit, rollback = self.adapter.begin_sql or "BEGIN", "COMMIT", "ROLLBACK"
   else
-    local name = "zever_sp_" .. (depth + 1)
-    begin, commit = "SAVEPOINT " .. name, "RELEASE SAVEPOINT " .. name
-    rollback, release = "ROLLBACK TO SAVEPOINT " .. name, "RELEASE SAVEPOINT " .. name
+    local sp = savepoint(depth + 1)
+    begin, commit, rollback, release = sp[1], sp[2], sp[3], sp[2]
   end
   local ok, code, message, fields = conn:exec(begin)
   if not ok then
@@ -345,30 +411,8 @@ function DB:transaction(fn)
     return fail(self, code, message, begin, fields)
   end
   st.depth = depth + 1
-  local tx = setmetatable({
-    conn = conn, adapter = self.adapter, dialect = self.dialect, dsn = self.dsn, state = st,
-    soft = self.soft, depth = depth + 1,
-  }, DB)
-  local res = pack(pcall(fn, tx))
-  tx.finished = true
-  if res[1] then
-    ok, code, message, fields = conn:exec(commit)
-    if ok then
-      st.depth = depth
-      if pinned then pinned:unpin() end
-      return unpack(res, 2, res.n)
-    end
-    conn:exec(rollback)
-    if release then conn:exec(release) end
-    st.depth = depth
-    if pinned then pinned:unpin() end
-    return fail(self, code, message, commit, fields)
-  end
-  conn:exec(rollback)
-  if release then conn:exec(release) end
-  st.depth = depth
-  if pinned then pinned:unpin() end
-  error(res[2], 0)
+  local tx = tx_handle(self, conn, st, depth + 1, pinned)
+  return finish(self, st, depth, conn, pinned, commit, rollback, release, tx, pcall(fn, tx))
 end
 
 -- Runs fn(db) and returns its results; a db error it raises comes back as nil, err instead (only
@@ -402,6 +446,7 @@ end
 local function handle(self, soft)
   local h = {}
   for k, v in pairs(self) do h[k] = v end
+  h._txs = nil -- its transaction handles are its own (tx_handle)
   h.soft = soft
   return setmetatable(h, DB)
 end

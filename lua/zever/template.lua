@@ -53,11 +53,27 @@ require "zever.cdef.html"
 local native, ffi_string = ffi.C, ffi.string
 local buf, cap = nil, 0
 
+-- The text of small non-negative integers (ids, counts), made once each: tostring formats a
+-- number through "%.14g" (lj_strfmt_wfnum), ~240 instructions for a 2-digit id (callgrind,
+-- bench/tfb /fortunes).
+local MAX_INT_TEXT = 4095
+local int_text = tnew(MAX_INT_TEXT, 1)
+
 -- The escaped text of v: nil is "", a number is its text (it has nothing to escape).
 local function escape(v)
   if type(v) ~= "string" then
     if v == nil then return "" end
-    if type(v) == "number" then return tostring(v) end
+    if type(v) == "number" then
+      if v <= MAX_INT_TEXT and v % 1 == 0 and (v > 0 or (v == 0 and 1 / v > 0)) then
+        local s = int_text[v]
+        if s == nil then
+          s = tostring(v)
+          int_text[v] = s
+        end
+        return s
+      end
+      return tostring(v)
+    end
     v = tostring(v)
   end
   local len = #v

@@ -434,6 +434,30 @@ describe("zever.db", function()
       end
     end)
 
+    it("renders a repeated update shape from the cache, set values before where values", function()
+      for i = 1, 3 do
+        local text, binds = db:update("users"):set("age", 20 + i):set("team", "t" .. i):where("id", i):to_sql()
+        assert.are.equal('UPDATE "users" SET "age" = ?, "team" = ? WHERE "id" = ?', text)
+        assert.are.same({ 20 + i, "t" .. i, i }, binds)
+        text, binds = db:update("users"):set({ age = i }):to_sql()
+        assert.are.equal('UPDATE "users" SET "age" = ?', text)
+        assert.are.same({ i }, binds)
+      end
+      assert.is_true(db:update("users"):set("age", 1):where("id", 1):to_sql() ~= (db:from("users"):where("id", 1):to_sql()))
+    end)
+
+    it("leaves updates it does not walk to the renderer (NULL, expressions, returning)", function()
+      for _ = 1, 2 do
+        local t1, b1 = db:update("users"):set("team", db.null):where("id", 1):to_sql()
+        assert.are.equal('UPDATE "users" SET "team" = ? WHERE "id" = ?', t1)
+        assert.are.equal(db.null, b1[1])
+        assert.are.equal('UPDATE "users" SET "age" = ("age" + ?) WHERE "id" = ?', (db:update("users"):set("age", db.col("age") + 1):where("id", 1):to_sql()))
+        local text, binds = db:update("users"):set("age", 5):where("id", 2):returning("id"):to_sql()
+        assert.are.equal('UPDATE "users" SET "age" = ? WHERE "id" = ? RETURNING "id"', text)
+        assert.are.same({ 5, 2 }, binds)
+      end
+    end)
+
     it("keeps rendering errors uncached", function()
       for _ = 1, 2 do
         assert.has_error(function() db:from("users"):where("x", ">", nil):to_sql() end)

@@ -25,6 +25,12 @@ describe("zever.template", function()
       { "NUL and control bytes pass", "a\0b\1", "a\0b\1" },
       { "nil is empty", nil, "" },
       { "a number is its text", 42.5, "42.5" },
+      { "a small integer is its text", 7, "7" },
+      { "zero is 0", 0, "0" },
+      { "negative zero keeps its sign", -0.0, "-0" },
+      { "the largest remembered integer", 4095, "4095" },
+      { "an integer past the remembered ones", 4096, "4096" },
+      { "a negative integer", -3, "-3" },
       { "a boolean is its text", false, "false" },
     }
     for _, row in ipairs(rows) do

@@ -3,14 +3,18 @@
 -- message on failure (zever.db's adapter contract), from the binding's nil, message, code (the
 -- order of every binding, l_sqlite.c).
 --
--- Reads (first, query) take an FFI path that LuaJIT compiles: the statement is checked out of
--- the binding's cache (zv_sqlite_ffi_acquire, same cache, same busy rules), bound, stepped and
--- decoded through libsqlite3's own functions, and given back. Whatever that path does not
--- handle plainly (a closed handle, a prepare error, several statements, a wrong number of
--- values, a BLOB or int64 value to bind) goes to the classic binding, which does the whole call
--- and reports the error; a failing step is reported by the binding (conn:_error) before the
--- statement is given back. Rows decode as in l_sqlite.c: NULL columns absent, integers beyond
--- +-2^53 as int64_t cdata, BLOBs as strings.
+-- Reads and writes (first, query, exec) take an FFI path that LuaJIT compiles: the statement is
+-- checked out of the binding's cache, bound, stepped and decoded through libsqlite3's own
+-- functions, and given back. The first call with a text checks out by the text (the cache
+-- hashes it: zv_sqlite_ffi_acquire); the slot and birth tick it reports are kept in a table
+-- keyed by the text (an interned string: the lookup hashes nothing), and later calls check out
+-- by slot (zv_sqlite_ffi_acquire_slot), falling back to the text when the slot was reused. The
+-- table holds at most one text per cache slot. Whatever this path does not handle plainly (a
+-- closed handle, a prepare error, several statements, a wrong number of values, a BLOB or int64
+-- value to bind) goes to the classic binding, which does the whole call and reports the error;
+-- a failing step is reported by the binding (conn:_error) before the statement is given back.
+-- Rows decode as in l_sqlite.c: NULL columns absent, integers beyond +-2^53 as int64_t cdata,
+-- BLOBs as strings; exec returns changes, last_insert_id as the binding does.
 --
 -- One connection per worker; WAL, busy_timeout and foreign_keys=ON are set at open. It must not
 -- render SQL: that is zever.sql's job, for the "sqlite" dialect named here. Between acquire and
@@ -116,16 +120,17 @@ local function decode(st, nm)
   return row
 end
 
--- A failed step of read: the binding reports it (SQLite's message is read before the statement
--- is given back), in the adapter's order.
+-- A failed step of the FFI path: the binding reports it (SQLite's message is read before the
+-- statement is given back), in the adapter's order.
 local function step_failed(self, rc, sql)
   local _, message, code = self.raw:_error(rc, sql)
-  C.zv_sqlite_ffi_release(self.ptr, self.use)
+  C.zv_sqlite_ffi_done(self.ptr, self.use)
   return true, nil, code, message
 end
 
--- The shared body of first/query: all == false returns the first row or nil.
-local function read(self, sql, binds, n, all)
+-- Checks the statement of sql out into self.use, bound to binds[1..n]: its handle, or nil when
+-- the classic binding must do the call (nothing is then checked out).
+local function checkout(self, sql, binds, n)
   if type(sql) ~= "string" then return nil end
   if binds == nil then
     n = 0
@@ -137,12 +142,33 @@ local function read(self, sql, binds, n, all)
     return nil
   end
   local u, ptr = self.use, self.ptr
-  if C.zv_sqlite_ffi_acquire(ptr, sql, #sql, n, u) ~= 0 then return nil end
+  local slot = self.slot_of[sql]
+  if slot == nil or C.zv_sqlite_ffi_acquire_slot(ptr, slot, self.born[slot], n, u) ~= 0 then
+    if C.zv_sqlite_ffi_acquire(ptr, sql, #sql, n, u) ~= 0 then return nil end
+    if u.cached ~= 0 then
+      -- Remember sql -> slot, forgetting the text the slot held before (evicted).
+      slot = tonumber(u.slot)
+      local old = self.sql_at[slot]
+      if old ~= sql then
+        if old ~= nil then self.slot_of[old] = nil end
+        self.sql_at[slot], self.slot_of[sql] = sql, slot
+      end
+      self.born[slot] = u.born
+    end
+  end
   local st = u.stmt
   if n > 0 and not bind_all(st, binds, n) then
-    C.zv_sqlite_ffi_release(ptr, u)
+    C.zv_sqlite_ffi_done(ptr, u)
     return nil
   end
+  return st
+end
+
+-- The shared body of first/query: all == false returns the first row or nil.
+local function read(self, sql, binds, n, all)
+  local st = checkout(self, sql, binds, n)
+  if st == nil then return nil end
+  local u, ptr = self.use, self.ptr
   local rc = C.sqlite3_step(st)
   if not all then
     local row
@@ -151,7 +177,7 @@ local function read(self, sql, binds, n, all)
     elseif rc ~= DONE then
       return step_failed(self, rc, sql)
     end
-    C.zv_sqlite_ffi_release(ptr, u)
+    C.zv_sqlite_ffi_done(ptr, u)
     return true, row
   end
   local rows, count = {}, 0
@@ -164,8 +190,23 @@ local function read(self, sql, binds, n, all)
     until rc ~= ROW
   end
   if rc ~= DONE then return step_failed(self, rc, sql) end
-  C.zv_sqlite_ffi_release(ptr, u)
+  C.zv_sqlite_ffi_done(ptr, u)
   return true, rows
+end
+
+-- The body of exec: true, changes, last_insert_id (an int64_t cdata beyond +-2^53, as the
+-- binding returns it); true, nil, code, message when the step fails; nil for the classic path.
+local function write(self, sql, binds, n)
+  local st = checkout(self, sql, binds, n)
+  if st == nil then return nil end
+  local rc = C.sqlite3_step(st)
+  while rc == ROW do rc = C.sqlite3_step(st) end
+  if rc ~= DONE then return step_failed(self, rc, sql) end
+  C.zv_sqlite_ffi_done(self.ptr, self.use)
+  local db = C.zv_sqlite_ffi_db(self.ptr)
+  local id = C.sqlite3_last_insert_rowid(db)
+  if id >= -EXACT and id <= EXACT then id = tonumber(id) end
+  return true, tonumber(C.sqlite3_changes64(db)), id
 end
 
 -- The binding's result a, b, c (value(s), or nil, message, code) in the adapter's order.
@@ -187,7 +228,9 @@ function Conn:query(sql, binds, n)
 end
 
 function Conn:exec(sql, binds, n)
-  return contract(self.raw:exec(sql, binds, n))
+  local done, changes, id, message = write(self, sql, binds, n)
+  if not done then return contract(self.raw:exec(sql, binds, n)) end
+  return changes, id, message
 end
 
 function Conn:each(sql, binds, n, fn)
@@ -215,6 +258,9 @@ function M.open(target, opts)
     ptr = ffi.cast("void *", raw:_ptr()),
     use = ffi.new("zv_sqlite_use_t"),
     names = {},
+    slot_of = {}, -- SQL text -> cache slot (checkout), at most one text per slot
+    sql_at = {}, -- cache slot -> the SQL text slot_of maps to it
+    born = {}, -- cache slot -> the birth tick (uint64_t cdata) of the statement it held
   }, Conn)
 end
 

@@ -103,6 +103,16 @@ local function collect(fn)
   return g[S_WHERE]
 end
 
+-- A comparison node, made with table.new and filled slot by slot: the constructor
+-- { CMP, conj, a, "=", b } compiles to a TDUP of a template whose array part ends before slot 5
+-- (only "=" is a constant), so the fifth store rehashed the node on every where() (callgrind:
+-- one lj_tab_newkey + rehashtab + lj_tab_resize per condition, ~500 instructions).
+local function cmp_node(conj, a, op, b)
+  local t = tnew(5, 0)
+  t[1], t[2], t[3], t[4], t[5] = CMP, conj, a, op, b
+  return t
+end
+
 function add_cond(q, slot, conj, fname, n, a, b, c)
   if n == 1 then
     local ta = type(a)
@@ -133,7 +143,7 @@ function add_cond(q, slot, conj, fname, n, a, b, c)
     local cnd
     if n == 2 then
       if b == nil then b = NULL end
-      cnd = { CMP, conj, a, "=", b }
+      cnd = cmp_node(conj, a, "=", b)
     else
       if type(b) ~= "string" then error(fname .. ": the operator must be a string", 3) end
       local lb = lower(b)
@@ -142,7 +152,7 @@ function add_cond(q, slot, conj, fname, n, a, b, c)
         cnd = { IN, conj, a, c, lb == "not in" }
       else
         if c == nil then c = NULL end
-        cnd = { CMP, conj, a, b, c }
+        cnd = cmp_node(conj, a, b, c)
       end
     end
     local list = q[slot]
@@ -807,9 +817,7 @@ Update.with_recursive = with(U_CTES, true, "with_recursive")
 function Update:exec()
   local db, text, binds = rendered(self, 2)
   if self[U_RETURNING] then return db:_query(text, binds) end
-  local res, err = db:_exec(text, binds)
-  if not res then return nil, err end
-  return res.changes
+  return db:_changes(text, binds)
 end
 
 -- --- delete -------------------------------------------------------------------------------
@@ -827,9 +835,7 @@ Delete.with_recursive = with(D_CTES, true, "with_recursive")
 function Delete:exec()
   local db, text, binds = rendered(self, 2)
   if self[D_RETURNING] then return db:_query(text, binds) end
-  local res, err = db:_exec(text, binds)
-  if not res then return nil, err end
-  return res.changes
+  return db:_changes(text, binds)
 end
 
 

@@ -14,10 +14,12 @@
 --
 -- Only the shapes the builder makes for everyday selects are walked: a string table, string
 -- columns, joins on string columns, where with =/</in/between/null/groups over plain values,
--- order by strings, limit and offset. Anything else (expressions, subqueries, LIKE, group by,
--- CTEs, writes) goes to C every time. A new leaf is filled by one C render, and is kept only if
--- C produced the same binds as the walk; errors are never cached. The trie is bounded: past
--- MAX_NODES it is dropped and starts again.
+-- order by strings, limit and offset; and updates of a string table setting columns to plain
+-- values with such a where (an update's path starts with its opcode, a number, where a
+-- select's starts with its table, a string). Anything else (expressions, subqueries, LIKE,
+-- group by, CTEs, returning, inserts, deletes) goes to C every time. A new leaf is filled by
+-- one C render, and is kept only if C produced the same binds as the walk; errors are never
+-- cached. The trie is bounded: past MAX_NODES it is dropped and starts again.
 --
 -- It must not decide SQL text itself: every text it returns was produced by zever.sql.
 
@@ -40,6 +42,10 @@ sql.check_slots("select", { from = S_FROM, columns = S_COLUMNS, distinct = S_DIS
   limit = S_LIMIT, offset = S_OFFSET, ctes = S_CTES, setops = S_SETOPS, lock = S_LOCK,
   wait = S_WAIT })
 local CMP, GROUP, IN, BETWEEN, ISNULL = OP.CMP, OP.GROUP, OP.IN, OP.BETWEEN, OP.NULL
+local UPDATE = OP.UPDATE
+local U_TABLE, U_SET, U_WHERE, U_RETURNING, U_CTES = 2, 3, 4, 5, 6
+sql.check_slots("update", { set = U_SET, where = U_WHERE, returning = U_RETURNING,
+  ctes = U_CTES })
 
 local MAX_NODES = 20000
 local LEAF = {} -- the leaf's key: no token is a table
@@ -234,6 +240,45 @@ local function walk(q, node, binds)
   return node[tail] or new(node, tail), nb
 end
 
+-- An update of the supported shape (UPDATE t SET col = value, ... [WHERE ...]): its leaf node
+-- and bind count (the set values, then the where's, the renderer's order), or nil.
+local function walk_update(q, node, binds)
+  local t, set, where = q[U_TABLE], q[U_SET], q[U_WHERE]
+  if type(t) ~= "string" or type(set) ~= "table" or q[U_RETURNING] ~= nil
+    or q[U_CTES] ~= nil then
+    return nil
+  end
+  local n = #set
+  if n == 0 or n % 2 == 1 then return nil end
+  node = node[UPDATE] or new(node, UPDATE)
+  node = node[t] or new(node, t)
+  node = node[n] or new(node, n)
+  local nb = 0
+  for i = 1, n - 1, 2 do
+    local col, v = set[i], set[i + 1]
+    local tv = type(v)
+    if type(col) ~= "string" or (tv ~= "number" and tv ~= "string" and tv ~= "boolean"
+      and tv ~= "cdata") then
+      return nil
+    end
+    node = node[col] or new(node, col)
+    nb = nb + 1
+    binds[nb] = v
+  end
+  if where ~= nil then
+    if type(where) ~= "table" then return nil end
+    if #where == 0 then
+      node = node[0] or new(node, 0)
+    else
+      node, nb = conds(node, where, binds, nb)
+      if not node then return nil end
+    end
+  else
+    node = node[0] or new(node, 0)
+  end
+  return node, nb
+end
+
 -- Fills a new leaf from one C render; keeps the text only when C bound what the walk bound.
 local function fill(leaf, q, dialect, binds, nb)
   local text, cbinds = c_render(q, dialect)
@@ -251,13 +296,19 @@ end
 -- also raises for an unknown dialect).
 function M.render(q, dialect)
   local root = roots[dialect]
-  if root == nil or q[1] ~= SELECT then return c_render(q, dialect) end
+  local op = q[1]
+  if root == nil or (op ~= SELECT and op ~= UPDATE) then return c_render(q, dialect) end
   if nodes > MAX_NODES then
     reset()
     root = roots[dialect]
   end
   local binds = tnew(8, 0)
-  local leaf, nb = walk(q, root, binds)
+  local leaf, nb
+  if op == SELECT then
+    leaf, nb = walk(q, root, binds)
+  else
+    leaf, nb = walk_update(q, root, binds)
+  end
   if not leaf then return c_render(q, dialect) end
   local text = leaf[LEAF]
   if text then return text, binds end

@@ -1,0 +1,23 @@
+#!/bin/sh
+# bench/db_overhead_callgrind.sh [BIN]: instructions per operation of each pair of
+# bench/db_overhead_lua_bench.lua (raw FFI libsqlite3 vs zever.db, the same SQL), counted by
+# callgrind (load-independent): the slope between runs of N1 and N2 operations after the same
+# warm-up, so set-up cancels out. Prints one line per pair: raw, zever, the overhead in % .
+set -e
+BIN=${1:-bin/zever}
+N1=${N1:-20000}
+N2=${N2:-60000}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+count() { # count MODE N -> instructions
+  ZV_DB_OVERHEAD_MODE=$1 ZV_DB_OVERHEAD_N=$2 valgrind --tool=callgrind \
+    --callgrind-out-file="$tmp/cg" "$BIN" run bench/db_overhead_lua_bench.lua >/dev/null 2>&1
+  grep '^summary:\|^totals:' "$tmp/cg" | head -1 | grep -o '[0-9]*$'
+}
+for name in First FirstBuilder Exec Transaction; do
+  r1=$(count "$name/raw" "$N1"); r2=$(count "$name/raw" "$N2")
+  z1=$(count "$name/zever" "$N1"); z2=$(count "$name/zever" "$N2")
+  awk -v n="$name" -v r=$(( (r2 - r1) / (N2 - N1) )) -v z=$(( (z2 - z1) / (N2 - N1) )) \
+    'BEGIN { printf "%-13s raw %6d  zever %6d instructions/op  overhead %+.1f%%\n", n, r, z,
+      (z - r) * 100 / r }'
+done

@@ -1,0 +1,178 @@
+-- bench/db_overhead_lua_bench.lua: what zever.db costs over raw FFI calls of libsqlite3 doing
+-- the same SQL, side by side in one run (issue #24: within 10 %).
+-- Run: bin/zever run bench/db_overhead_lua_bench.lua [filter]
+--
+-- Each pair runs the same statements on the same database file (WAL, synchronous NORMAL, as
+-- the adapter opens it) from two connections: "raw" prepares once and calls sqlite3_* through
+-- LuaJIT's FFI the way a hand-tuned OpenResty handler does (bench/tfb/nginx/tfb.lua), building
+-- the same row table; "zever" calls the db front-end as an application does. The pairs:
+--
+--   First        db:first("SELECT id, randomNumber FROM World WHERE id = ?", id)
+--   FirstBuilder db:from("World"):where("id", id):first()
+--   Exec         db:exec("UPDATE World SET randomNumber = ? WHERE id = ?", n, id)
+--   Transaction  db:transaction(fn) around one such UPDATE (BEGIN IMMEDIATE ... COMMIT)
+--
+-- Rounds alternate raw and zever (5 rounds each, CPU time of this process via os.clock, so a
+-- busy machine inflates both sides alike); a line gives the medians in ns/op, the overhead in
+-- ns and %, and B/op of each side (the Lua heap's growth over 20,000 ops with the collector
+-- stopped). N (ops per round) defaults to 200,000 (ZV_DB_OVERHEAD_N).
+--
+-- Instructions instead of time (load-independent): ZV_DB_OVERHEAD_MODE=<Name>/raw or
+-- <Name>/zever runs only that side N times after a warm-up and prints nothing else; run it
+-- under callgrind at two N and take the slope (bench/db_overhead_callgrind.sh does).
+
+local ffi = require "ffi"
+local zdb = require "zever.db"
+require "zever.cdef.sqlite" -- sqlite_ffi.h: the adapter's calls and the raw ones used here
+
+local C = ffi.C
+local filter = (arg and arg[1]) or os.getenv("BENCH") or ""
+local N = tonumber(os.getenv("ZV_DB_OVERHEAD_N")) or 200000
+local ROWS = 10000
+local ROW, DONE = 100, 101
+
+local path = os.tmpname()
+os.remove(path)
+local db = assert(zdb.open("sqlite:" .. path))
+db:exec("CREATE TABLE World (id INTEGER PRIMARY KEY, randomNumber INTEGER NOT NULL)")
+db:transaction(function(tx)
+  for i = 1, ROWS do tx:exec("INSERT INTO World VALUES (?, ?)", i, (i * 7919) % 10000 + 1) end
+end)
+
+local pdb = ffi.new("sqlite3 *[1]")
+assert(C.sqlite3_open_v2(path, pdb, 0x02 + 0x8000, nil) == 0)
+local raw = pdb[0]
+local function prepare(sql)
+  local p = ffi.new("sqlite3_stmt *[1]")
+  assert(C.sqlite3_prepare_v2(raw, sql, #sql, p, nil) == 0, sql)
+  return p[0]
+end
+for _, pragma in ipairs { "PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL" } do
+  local st = prepare(pragma)
+  local rc = C.sqlite3_step(st)
+  assert(rc == ROW or rc == DONE, pragma)
+  C.sqlite3_finalize(st)
+end
+local SELECT = "SELECT id, randomNumber FROM World WHERE id = ?"
+local UPDATE = "UPDATE World SET randomNumber = ? WHERE id = ?"
+local sel, upd = prepare(SELECT), prepare(UPDATE)
+local begin, commit = prepare("BEGIN IMMEDIATE"), prepare("COMMIT")
+
+local function run(st)
+  local rc = C.sqlite3_step(st)
+  C.sqlite3_reset(st)
+  assert(rc == DONE)
+end
+
+local sink -- luacheck: ignore 231 (keeps each result alive, as the app would)
+
+local function raw_first(id)
+  C.sqlite3_bind_int64(sel, 1, id)
+  assert(C.sqlite3_step(sel) == ROW)
+  local row = { id = tonumber(C.sqlite3_column_int64(sel, 0)),
+    randomNumber = tonumber(C.sqlite3_column_int64(sel, 1)) }
+  C.sqlite3_reset(sel)
+  return row
+end
+
+local function raw_update(n, id)
+  C.sqlite3_bind_int64(upd, 1, n)
+  C.sqlite3_bind_int64(upd, 2, id)
+  run(upd)
+end
+
+local pairs_ = {
+  { "First",
+    function(n) for i = 1, n do sink = raw_first(i % ROWS + 1) end end,
+    function(n) for i = 1, n do sink = db:first(SELECT, i % ROWS + 1) end end },
+  { "FirstBuilder",
+    function(n) for i = 1, n do sink = raw_first(i % ROWS + 1) end end,
+    function(n) for i = 1, n do sink = db:from("World"):where("id", i % ROWS + 1):first() end end },
+  { "Exec",
+    function(n) for i = 1, n do raw_update(i % 10000 + 1, i % ROWS + 1) end end,
+    function(n) for i = 1, n do db:exec(UPDATE, i % 10000 + 1, i % ROWS + 1) end end },
+  { "Transaction",
+    function(n)
+      for i = 1, n do
+        run(begin)
+        raw_update(i % 10000 + 1, i % ROWS + 1)
+        run(commit)
+      end
+    end,
+    function(n)
+      local v, id
+      local function body(tx) tx:exec(UPDATE, v, id) end
+      for i = 1, n do
+        v, id = i % 10000 + 1, i % ROWS + 1
+        db:transaction(body)
+      end
+    end },
+}
+
+local function cpu_ns(fn, n)
+  collectgarbage("collect")
+  local t0 = os.clock()
+  fn(n)
+  return (os.clock() - t0) / n * 1e9
+end
+
+local function bytes(fn)
+  local n = 20000
+  collectgarbage("collect")
+  collectgarbage("stop")
+  local kb = collectgarbage("count")
+  fn(n)
+  local b = (collectgarbage("count") - kb) * 1024 / n
+  collectgarbage("restart")
+  return b
+end
+
+local function median(t)
+  table.sort(t)
+  return t[math.floor((#t + 1) / 2)]
+end
+
+local mode = os.getenv("ZV_DB_OVERHEAD_MODE")
+if mode then
+  local name, side = mode:match("^(%w+)/(%w+)$")
+  for _, p in ipairs(pairs_) do
+    if p[1] == name then
+      local f = side == "raw" and p[2] or p[3]
+      f(20000)
+      f(N)
+      return
+    end
+  end
+  error("ZV_DB_OVERHEAD_MODE: no benchmark " .. mode)
+end
+
+print(string.format("# %d ops per round, 5 alternating rounds, CPU time; load average %s", N,
+  (io.open("/proc/loadavg"):read("*l"):match("^(%S+)"))))
+print(string.format("%-32s %9s %10s %11s %8s %8s %8s", "benchmark", "raw ns/op", "zever ns/op",
+  "overhead", "", "raw B/op", "zever B/op"))
+for _, p in ipairs(pairs_) do
+  local name, rawf, zf = p[1], p[2], p[3]
+  if name:find(filter, 1, true) then
+    rawf(math.min(N, 20000))
+    zf(math.min(N, 20000))
+    local tr, tz = {}, {}
+    for r = 1, 5 do
+      tr[r] = cpu_ns(rawf, N)
+      tz[r] = cpu_ns(zf, N)
+    end
+    local mr, mz = median(tr), median(tz)
+    print(string.format("BenchmarkDbOverhead%-13s %9.0f %10.0f %8.0f ns %+7.1f%% %8.0f %8.0f",
+      name, mr, mz, mz - mr, (mz - mr) / mr * 100, bytes(rawf), bytes(zf)))
+  end
+end
+sink = nil
+
+C.sqlite3_finalize(sel)
+C.sqlite3_finalize(upd)
+C.sqlite3_finalize(begin)
+C.sqlite3_finalize(commit)
+C.sqlite3_close_v2(raw)
+db:close()
+os.remove(path)
+os.remove(path .. "-wal")
+os.remove(path .. "-shm")

@@ -1,0 +1,149 @@
+# bench/http/lib.sh: what the peer benchmarks (bench/http/run.sh, bench/tfb/run.sh) share:
+# process helpers that only ever touch the PIDs the script started, and the vendor nginx +
+# ngx_lua (.debs fetched with `apt-get download` and unpacked into bench/http/vendor, never
+# installed). Sourced, not run: the sourcing script sets root (the repository), run (its
+# temporary folder) and defines die and note first; vendor_setup needs network access once.
+# shellcheck shell=bash disable=SC2154  # root and run come from the sourcing script
+
+here_http=$root/bench/http
+vendor=$here_http/vendor
+vroot=$vendor/root
+vlib=$vroot/usr/lib/x86_64-linux-gnu
+nginx_bin=$vroot/usr/sbin/nginx
+
+alive() { [[ -n $1 ]] && kill -0 "$1" 2>/dev/null; }
+
+# proc_state PID: the state letter from /proc/<pid>/stat (field 3, after the ")" of the name).
+proc_state() {
+  local line
+  line=$(cat /proc/"$1"/stat 2>/dev/null) || { echo X; return 0; }
+  line=${line##*) }
+  echo "${line%% *}"
+}
+
+# nginx_worker_pids MASTER: the children of our master that run the vendor nginx binary.
+nginx_worker_pids() {
+  local kids k
+  kids=$(cat /proc/"$1"/task/*/children 2>/dev/null || true)
+  for k in $kids; do
+    [[ $(readlink /proc/"$k"/exe 2>/dev/null) == "$nginx_bin" ]] && echo "$k"
+  done
+  return 0
+}
+
+stop() { # stop PID: SIGTERM, up to 5 s, then SIGKILL; reaps it (it is our child)
+  local pid=$1 i
+  alive "$pid" || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    [[ $(proc_state "$pid") == [ZX] ]] && break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+# --- vendor: nginx, ngx_lua, OpenResty's LuaJIT, lua-resty-core, lua-cjson -----------------
+debs=(nginx nginx-common libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core
+  lua-resty-lrucache libluajit2-5.1-2 lua-cjson)
+
+# The package that ships a shared library nginx or its modules may miss on a bare system.
+lib_package() {
+  case $1 in
+    libpcre.so.3) echo libpcre3 ;;
+    libpcre2-8.so.0) echo libpcre2-8-0 ;;
+    libssl.so.3 | libcrypto.so.3) echo libssl3 ;;
+    libz.so.1) echo zlib1g ;;
+    libcrypt.so.1) echo libcrypt1 ;;
+    *) return 1 ;;
+  esac
+}
+
+fetch() { # fetch PACKAGE...: apt-get download into vendor/debs, unpack into vendor/root
+  local p f
+  mkdir -p "$vendor/debs" "$vroot"
+  for p in "$@"; do rm -f "$vendor/debs/${p}_"*.deb; done # one version of each, the current one
+  if ! (cd "$vendor/debs" && apt-get download "$@" >"$run/apt.log" 2>&1); then
+    note "apt-get download failed; running apt-get update and retrying"
+    apt-get update >>"$run/apt.log" 2>&1 || { cat "$run/apt.log" >&2; die "apt-get update failed"; }
+    (cd "$vendor/debs" && apt-get download "$@" >>"$run/apt.log" 2>&1) ||
+      { cat "$run/apt.log" >&2; die "apt-get download $* failed"; }
+  fi
+  for p in "$@"; do
+    for f in "$vendor/debs/${p}_"*.deb; do dpkg-deb -x "$f" "$vroot"; done
+  done
+}
+
+vendor_ready() {
+  [[ -x $nginx_bin && -f $vroot/usr/lib/nginx/modules/ngx_http_lua_module.so &&
+    -f $vroot/usr/lib/nginx/modules/ndk_http_module.so &&
+    -f $vroot/usr/share/lua/5.1/resty/core.lua &&
+    -f $vroot/usr/share/lua/5.1/resty/lrucache.lua && -f $vlib/libluajit-5.1.so.2.1.0 &&
+    -e $vlib/lua/5.1/cjson.so ]]
+}
+
+# vendor_ld_path: sets ld_path, nginx's LD_LIBRARY_PATH: the vendor libraries (and any system
+# library fetched by vendor_setup) first.
+vendor_ld_path() {
+  ld_path=$vlib
+  [[ -d $vroot/lib/x86_64-linux-gnu ]] && ld_path=$ld_path:$vroot/lib/x86_64-linux-gnu
+  return 0
+}
+
+# vendor_setup: makes sure the vendor nginx is unpacked and has every library it needs; sets
+# ld_path (the LD_LIBRARY_PATH to start it with).
+vendor_setup() {
+  if ! vendor_ready; then
+    note "fetching nginx + ngx_lua .debs into $vendor (not installed system-wide)"
+    fetch "${debs[@]}"
+    vendor_ready || die "the unpacked .debs lack a file this benchmark needs (see $vroot)"
+  fi
+  # The package's ldconfig trigger would make this link; there is none for an unpacked .deb.
+  ln -sf libluajit-5.1.so.2.1.0 "$vlib/libluajit-5.1.so.2"
+
+  vendor_ld_path
+  local missing still lib pkg extra
+  missing=$(LD_LIBRARY_PATH=$ld_path ldd "$nginx_bin" "$vroot"/usr/lib/nginx/modules/*.so |
+    awk '/not found/ {print $1}' | sort -u)
+  if [[ -n $missing ]]; then
+    extra=()
+    for lib in $missing; do
+      pkg=$(lib_package "$lib") || die "nginx needs $lib and this script does not know its package"
+      extra+=("$pkg")
+    done
+    note "fetching libraries nginx needs: ${extra[*]}"
+    fetch "${extra[@]}"
+    vendor_ld_path
+    still=$(LD_LIBRARY_PATH=$ld_path ldd "$nginx_bin" "$vroot"/usr/lib/nginx/modules/*.so |
+      awk '/not found/ {print $1}' | sort -u)
+    [[ -z $still ]] || die "still missing after fetching: $still"
+  fi
+}
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# cpu_ticks PID...: utime + stime (fields 14 and 15 of /proc/<pid>/stat, clock ticks), summed.
+# The command name (field 2) may hold spaces, so fields are counted after its closing ")".
+cpu_ticks() {
+  local total=0 pid line rest f
+  for pid in "$@"; do
+    line=$(cat /proc/"$pid"/stat) || die "process $pid is gone"
+    rest=${line##*) }
+    read -r -a f <<<"$rest"
+    total=$((total + f[11] + f[12]))
+  done
+  echo "$total"
+}
+
+wait_ready() { # wait_ready PID URL: up to 10 s for a 200
+  local pid=$1 url=$2 i
+  for ((i = 0; i < 100; i++)); do
+    alive "$pid" || return 1
+    [[ $(curl -s -o /dev/null -w '%{http_code}' -m 1 "$url" 2>/dev/null) == 200 ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# bench/tfb/run.sh: the six TechEmpower test types on zever (bench/tfb/app) and on nginx +
+# ngx_lua (bench/tfb/nginx: libsqlite3 through LuaJIT's FFI), side by side, in one run.
+#
+# For each worker count (BENCH_TFB_WORKERS, default "1 2"): writes the TFB data (data.py: World
+# 10,000 rows, Fortune 12) once and gives each server its own copy, starts both servers with
+# that many workers, checks both against the TFB rules (check.py; a failure stops the run), then
+# alternates wrk runs:
+#
+#   for each round: for each test: nginx, zever   (each: a 1 s warm-up, then
+#                   `wrk -t<workers> -c<conns> -d<S>s`; plaintext pipelined 16 as TFB does)
+#
+# and prints one table: per test and worker count, the medians of req/s and of the servers' CPU
+# time per request (utime+stime of every process of the server from /proc, over the requests
+# wrk completed), the zever/nginx ratios against issue #24's targets (req/s >= 1.0x; CPU/request
+# <= 0.8x on plaintext, json, db and <= 1.0x on queries, updates, fortunes) and the ratio in
+# each round. The load average is printed before each worker count: the machine may be shared.
+#
+# Environment: BENCH_TFB_SECONDS (default 5, 1..10), BENCH_TFB_ROUNDS (default 3),
+# BENCH_TFB_CONNECTIONS (default 64), BENCH_TFB_WORKERS (default "1 2"), BENCH_TFB_TESTS
+# (default "plaintext json db queries updates fortunes"), BENCH_TFB_QUERIES (the count for
+# queries and updates, default 20).
+#
+# The vendor nginx comes from bench/http/lib.sh (unpacked .debs, never installed). It stops only
+# the processes it started, by PID. Exit status: 0 when everything was measured (targets met or
+# missed), 1 when a server did not start or broke a TFB rule, 2 on bad settings.
+
+# shellcheck disable=SC2317  # functions reached through trap
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+root=$PWD
+here=$root/bench/tfb
+
+seconds=${BENCH_TFB_SECONDS:-5}
+rounds=${BENCH_TFB_ROUNDS:-3}
+conns=${BENCH_TFB_CONNECTIONS:-64}
+workers_list=${BENCH_TFB_WORKERS:-1 2}
+tests=${BENCH_TFB_TESTS:-plaintext json db queries updates fortunes}
+queries=${BENCH_TFB_QUERIES:-20}
+
+die() { echo "bench/tfb: $1" >&2; exit "${2:-1}"; }
+note() { echo "# $*"; }
+
+if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds < 1 || seconds > 10)); then
+  die "BENCH_TFB_SECONDS wants 1..10, got \"$seconds\"" 2
+fi
+if ! [[ $rounds =~ ^[0-9]+$ ]] || ((rounds < 1)); then die "BENCH_TFB_ROUNDS wants >= 1" 2; fi
+if ! [[ $conns =~ ^[0-9]+$ ]] || ((conns < 1)); then die "BENCH_TFB_CONNECTIONS wants >= 1" 2; fi
+if ! [[ $queries =~ ^[0-9]+$ ]] || ((queries < 1 || queries > 500)); then
+  die "BENCH_TFB_QUERIES wants 1..500" 2
+fi
+for w in $workers_list; do
+  if ! [[ $w =~ ^[0-9]+$ ]] || ((w < 1)); then die "BENCH_TFB_WORKERS: \"$w\" is not a count" 2; fi
+done
+for t in $tests; do
+  case $t in plaintext | json | db | queries | updates | fortunes) ;;
+    *) die "BENCH_TFB_TESTS: unknown test \"$t\"" 2 ;;
+  esac
+done
+for c in wrk curl python3; do command -v $c >/dev/null || die "$c is not installed"; done
+[[ -x bin/zever ]] || die "bin/zever is not built (run make)"
+
+run=$(mktemp -d /tmp/zever-bench-tfb.XXXXXX)
+nginx_pid="" nginx_workers="" zever_pid=""
+# shellcheck source=bench/http/lib.sh
+. "$root/bench/http/lib.sh"
+
+cleanup() {
+  local w
+  stop "$zever_pid"
+  stop "$nginx_pid"
+  for w in $nginx_workers; do
+    [[ $(readlink /proc/"$w"/exe 2>/dev/null) == "$nginx_bin" ]] && kill -KILL "$w" 2>/dev/null
+  done
+  rm -rf "$run"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+vendor_setup
+
+clk_tck=$(getconf CLK_TCK)
+results=$run/results.tsv
+: >"$results"
+declare -A port=() pids=()
+
+start_nginx() { # start_nginx WORKERS DBFILE
+  local user=""
+  ((EUID == 0)) && user="user root;"
+  port[nginx]=$(free_port)
+  mkdir -p "$run/nginx"
+  sed -e "s|@VENDOR@|$vroot|g; s|@RUN@|$run/nginx|g; s|@PORT@|${port[nginx]}|g" \
+    -e "s|@USER@|$user|g; s|@HERE@|$here/nginx|g; s|@WORKERS@|$1|g; s|@DB@|$2|g" \
+    "$here/nginx/nginx.conf.in" >"$run/nginx/nginx.conf"
+  LD_LIBRARY_PATH=$ld_path "$nginx_bin" -p "$run/nginx" -c "$run/nginx/nginx.conf" \
+    -e "$run/nginx/error.log" </dev/null >"$run/nginx/out" 2>&1 &
+  nginx_pid=$!
+  if ! wait_ready "$nginx_pid" "http://127.0.0.1:${port[nginx]}/plaintext"; then
+    cat "$run/nginx/out" "$run/nginx/error.log" >&2 2>/dev/null || true
+    die "nginx did not start"
+  fi
+  local i
+  for ((i = 0; i < 50; i++)); do # the workers fork after the master answers... wait for all
+    nginx_workers=$(nginx_worker_pids "$nginx_pid")
+    [[ $(wc -w <<<"$nginx_workers") == "$1" ]] && break
+    sleep 0.1
+  done
+  [[ $(wc -w <<<"$nginx_workers") == "$1" ]] || die "want $1 nginx workers, got: $nginx_workers"
+  pids[nginx]="$nginx_pid $nginx_workers"
+  note "nginx $("$nginx_bin" -v 2>&1 | sed 's/^nginx version: nginx\///') + ngx_lua:" \
+    "master $nginx_pid, workers $nginx_workers, port ${port[nginx]}"
+}
+
+start_zever() { # start_zever WORKERS DBFILE
+  port[zever]=$(free_port)
+  DB_DSN="sqlite:$2" bin/zever serve "$here/app" --listen "127.0.0.1:${port[zever]}" \
+    --workers "$1" --access-log off --drain 1 </dev/null >"$run/zever.out" 2>&1 &
+  zever_pid=$!
+  if ! wait_ready "$zever_pid" "http://127.0.0.1:${port[zever]}/plaintext"; then
+    sed -n 1,20p "$run/zever.out" >&2
+    die "zever serve did not answer 200 on /plaintext"
+  fi
+  pids[zever]=$zever_pid
+  note "zever serve: pid $zever_pid, $1 workers, port ${port[zever]}"
+}
+
+stop_servers() {
+  stop "$zever_pid"
+  stop "$nginx_pid"
+  zever_pid="" nginx_pid="" nginx_workers=""
+}
+
+path_of() {
+  case $1 in
+    queries | updates) echo "/$1?queries=$queries" ;;
+    *) echo "/$1" ;;
+  esac
+}
+
+# measure SERVER TEST WORKERS ROUND: warm-up, one wrk run, a row in $results.
+measure() {
+  local s=$1 t=$2 w=$3 n=$4 url before after out rps reqs cpu_us p
+  url="http://127.0.0.1:${port[$s]}$(path_of "$t")"
+  local script=()
+  [[ $t == plaintext ]] && script=(-s "$here/pipeline.lua")
+  local extra=()
+  [[ $t == plaintext ]] && extra=(-- 16)
+  wrk -t"$w" -c"$conns" -d1s "${script[@]}" "$url" "${extra[@]}" >/dev/null
+  # shellcheck disable=SC2086
+  before=$(cpu_ticks ${pids[$s]})
+  out=$(wrk -t"$w" -c"$conns" -d"${seconds}s" "${script[@]}" "$url" "${extra[@]}")
+  # shellcheck disable=SC2086
+  after=$(cpu_ticks ${pids[$s]})
+  for p in ${pids[$s]}; do alive "$p" || die "$s (pid $p) died during the run"; done
+  if grep -q 'Non-2xx' <<<"$out"; then
+    echo "$out" >&2
+    die "$s answered non-2xx responses on $t"
+  fi
+  rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+  reqs=$(awk '/ requests in / {print $1}' <<<"$out")
+  [[ -n $rps && -n $reqs && $reqs -gt 0 ]] || { echo "$out" >&2; die "cannot parse wrk output"; }
+  cpu_us=$(awk -v t=$((after - before)) -v hz="$clk_tck" -v n="$reqs" \
+    'BEGIN {printf "%.2f", t / hz / n * 1e6}')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$t" "$s" "$n" "$rps" "$cpu_us" >>"$results"
+  printf 'workers %d round %d  %-9s %-5s %10.0f req/s  %7.2f µs CPU/req  (%d requests)\n' \
+    "$w" "$n" "$t" "$s" "$rps" "$cpu_us" "$reqs"
+}
+
+note "wrk -c$conns -d${seconds}s (-t = workers), 1 s warm-up each, $rounds rounds," \
+  "plaintext pipelined 16, queries/updates ?queries=$queries, CLK_TCK $clk_tck, $(nproc) CPUs"
+for w in $workers_list; do
+  rm -f "$run"/*.db*
+  python3 "$here/data.py" "$run/tfb.db"
+  cp "$run/tfb.db" "$run/nginx.db"
+  cp "$run/tfb.db" "$run/zever.db"
+  start_nginx "$w" "$run/nginx.db"
+  start_zever "$w" "$run/zever.db"
+  python3 "$here/check.py" nginx "http://127.0.0.1:${port[nginx]}" "$run/nginx.db"
+  python3 "$here/check.py" zever "http://127.0.0.1:${port[zever]}" "$run/zever.db"
+  read -r load _ </proc/loadavg
+  note "workers $w: load average before the runs: $load on $(nproc) CPUs"
+  for ((n = 1; n <= rounds; n++)); do
+    for t in $tests; do
+      for s in nginx zever; do measure "$s" "$t" "$w" "$n"; done
+    done
+  done
+  read -r load _ </proc/loadavg
+  note "workers $w: load average after the runs: $load"
+  stop_servers
+done
+
+echo
+python3 - "$results" <<'PY'
+import statistics, sys
+rows = {}  # (workers, test, server) -> {round: (req/s, CPU us/req)}
+order = []
+for line in open(sys.argv[1]):
+    w, t, s, n, rps, cpu = line.rstrip("\n").split("\t")
+    rows.setdefault((int(w), t, s), {})[int(n)] = (float(rps), float(cpu))
+    if (int(w), t) not in order:
+        order.append((int(w), t))
+CPU_TARGET = {"plaintext": 0.8, "json": 0.8, "db": 0.8, "queries": 1.0, "updates": 1.0,
+              "fortunes": 1.0}
+med = {k: [statistics.median(x[i] for x in v.values()) for i in range(2)] for k, v in rows.items()}
+print("medians of %d rounds; ratio = zever / nginx (targets: req/s >= 1.00, CPU/req <= the "
+      "column's)" % max(len(v) for v in rows.values()))
+print("%-2s %-9s %9s %9s %6s %4s  %8s %8s %6s %4s %6s  %s" % (
+    "w", "test", "nginx r/s", "zever r/s", "ratio", "", "nginx µs", "zever µs", "ratio", "",
+    "target", "rounds (req/s ratio | CPU ratio)"))
+for w, t in order:
+    g, z = rows.get((w, t, "nginx")), rows.get((w, t, "zever"))
+    if not g or not z:
+        continue
+    mg, mz = med[(w, t, "nginx")], med[(w, t, "zever")]
+    rr, cr = mz[0] / mg[0], mz[1] / mg[1]
+    per = " ".join("%.2f|%.2f" % (z[n][0] / g[n][0], z[n][1] / g[n][1]) for n in sorted(z) if n in g)
+    print("%-2d %-9s %9.0f %9.0f %5.2fx %4s  %8.2f %8.2f %5.2fx %4s %5.2fx  %s" % (
+        w, t, mg[0], mz[0], rr, "met" if rr >= 1.0 else "MISS", mg[1], mz[1], cr,
+        "met" if cr <= CPU_TARGET[t] else "MISS", CPU_TARGET[t], per))
+PY

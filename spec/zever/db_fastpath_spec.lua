@@ -1,0 +1,155 @@
+-- zever.db over the SQLite adapter's FFI path (issue #24): statements checked out by cache slot
+-- after the first call, exec on the FFI path, transactions that reuse their handle. Every
+-- answer is compared with what the classic binding (the same connection's raw calls) returns.
+
+local zdb = require "zever.db"
+
+local function fresh(opts)
+  local db = assert(zdb.open("sqlite::memory:", opts))
+  db:exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, n INTEGER)")
+  return db
+end
+
+local function raised(fn, ...)
+  local ok, e = pcall(fn, ...)
+  assert.is_false(ok, "expected an error")
+  return e
+end
+
+describe("zever.db fast path", function()
+  local db
+  after_each(function() if db and db:is_open() then db:close() end end)
+
+  describe("statement lookup by slot", function()
+    it("answers right while three texts share a cache of two statements (slots reused)", function()
+      db = fresh({ statements = 2 })
+      for i = 1, 5 do db:exec("INSERT INTO t (id, v, n) VALUES (?, ?, ?)", i, "v" .. i, i * 10) end
+      local a = "SELECT v FROM t WHERE id = ?"
+      local b = "SELECT n FROM t WHERE id = ?"
+      local c = "SELECT id FROM t WHERE v = ?"
+      for round = 1, 20 do
+        local id = round % 5 + 1
+        assert.are.same({ v = "v" .. id }, db:first(a, id))
+        assert.are.same({ n = id * 10 }, db:first(b, id))
+        assert.are.same({ id = id }, db:first(c, "v" .. id))
+      end
+      assert.are.equal(2, db.conn:cached())
+    end)
+
+    it("sees a column renamed by a schema change on a remembered statement", function()
+      db = fresh()
+      db:exec("INSERT INTO t (id, v) VALUES (1, 'x')")
+      local q = "SELECT * FROM t WHERE id = ?"
+      assert.are.equal("x", db:first(q, 1).v)
+      db:exec("ALTER TABLE t RENAME COLUMN v TO w")
+      local row = db:first(q, 1)
+      assert.is_nil(row.v)
+      assert.are.equal("x", row.w)
+    end)
+
+    it("reports a wrong number of values on a remembered statement as before", function()
+      db = fresh()
+      local q = "SELECT v FROM t WHERE id = ?"
+      assert.is_nil(db:first(q, 1))
+      local e = raised(db.first, db, q, 1, 2)
+      assert.are.equal("invalid", e.code)
+      assert.is_nil(db:first(q, 1))
+    end)
+  end)
+
+  describe("exec", function()
+    it("returns changes and last_insert_id as the classic binding does", function()
+      db = fresh()
+      local r = db:exec("INSERT INTO t (v) VALUES (?)", "a")
+      assert.are.same({ changes = 1, last_insert_id = 1 }, r)
+      db:exec("INSERT INTO t (v) VALUES (?)", "b")
+      r = db:exec("UPDATE t SET n = ? WHERE id > ?", 7, 0)
+      assert.are.equal(2, r.changes)
+      local changes, id = db.conn.raw:exec("UPDATE t SET n = ? WHERE id > ?", { 8, 0 })
+      assert.are.equal(2, changes)
+      assert.are.equal(r.last_insert_id, id)
+    end)
+
+    it("returns a rowid beyond 2^53 exactly, as an int64_t", function()
+      db = fresh()
+      local big = 9007199254740993LL -- 2^53 + 1
+      local r = db:exec("INSERT INTO t (id, v) VALUES (?, 'big')", big)
+      assert.are.equal("cdata", type(r.last_insert_id))
+      assert.is_true(r.last_insert_id == big)
+    end)
+
+    it("raises a constraint error with the statement's text, and the statement stays usable", function()
+      db = fresh()
+      local ins = "INSERT INTO t (id, v) VALUES (?, ?)"
+      db:exec(ins, 1, "a")
+      local e = raised(db.exec, db, ins, 1, "b")
+      assert.are.equal("constraint", e.code)
+      assert.are.equal(ins, e.sql)
+      assert.are.equal(1, db:exec(ins, 2, "b").changes)
+    end)
+
+    it("returns the changed count from the builder's update and delete", function()
+      db = fresh()
+      for i = 1, 3 do db:exec("INSERT INTO t (id, n) VALUES (?, 0)", i) end
+      assert.are.equal(2, db:update("t"):set("n", 5):where("id", "<", 3):exec())
+      assert.are.equal(1, db:delete_from("t"):where("id", 3):exec())
+      local soft = db:try_handle()
+      local n, err = soft:update("nosuch"):set("n", 1):exec()
+      assert.is_nil(n)
+      assert.are.equal("schema", err.code)
+    end)
+  end)
+
+  describe("transaction", function()
+    it("commits again and again through one reused handle, nested savepoints too", function()
+      db = fresh()
+      local seen = {}
+      for i = 1, 3 do
+        local r1, r2 = db:transaction(function(tx)
+          seen[#seen + 1] = tx
+          tx:exec("INSERT INTO t (id, n) VALUES (?, 0)", i)
+          tx:transaction(function(sp) sp:exec("UPDATE t SET n = ? WHERE id = ?", i, i) end)
+          return i, "done"
+        end)
+        assert.are.equal(i, r1)
+        assert.are.equal("done", r2)
+      end
+      assert.are.equal(seen[1], seen[3])
+      assert.are.equal(6, db:first("SELECT sum(n) AS s FROM t").s)
+    end)
+
+    it("rolls back and re-raises fn's error, and the next transaction works", function()
+      db = fresh()
+      local e = raised(db.transaction, db, function(tx)
+        tx:exec("INSERT INTO t (id) VALUES (1)")
+        error({ mine = true })
+      end)
+      assert.is_true(e.mine)
+      assert.is_nil(db:first("SELECT id FROM t"))
+      db:transaction(function(tx) tx:exec("INSERT INTO t (id) VALUES (2)") end)
+      assert.are.equal(2, db:first("SELECT id FROM t").id)
+      assert.is_false(db:in_transaction())
+    end)
+
+    it("refuses a handle used after its transaction", function()
+      db = fresh()
+      local kept
+      db:transaction(function(tx) kept = tx end)
+      local e = raised(kept.exec, kept, "INSERT INTO t (id) VALUES (1)")
+      assert.matches("finished", tostring(e))
+    end)
+
+    it("gives a try handle transaction handles that keep its soft errors", function()
+      db = fresh()
+      db:transaction(function() end) -- the strict handle caches its own
+      local soft = db:try_handle()
+      local r, err = soft:transaction(function(tx)
+        local ok, e = tx:exec("INSERT INTO nosuch VALUES (1)")
+        assert.is_nil(ok)
+        return e.code
+      end)
+      assert.are.equal("schema", r)
+      assert.is_nil(err)
+    end)
+  end)
+end)
