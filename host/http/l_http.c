@@ -3,12 +3,14 @@
  *
  *   http.listen(opts, on_request)  -> server | nil, message (e.g. "address already in use")
  *     opts: host ("127.0.0.1"), port (0 = any free one), reuseport (true), backlog (511),
- *           max_header_bytes (8192), max_body_bytes (1 MiB), header_timeout (10 s),
+ *           max_header_bytes (8192), max_body_bytes (1 MiB), max_stream_bytes (0: off; the
+ *           largest streamed request body, docs/streaming.md), header_timeout (10 s),
  *           body_timeout (30 s), keepalive_timeout (75 s), write_timeout (60 s),
  *           handler_timeout (0 = none), max_connections (10000),
  *           tls (a zever.tls context: serve HTTPS, docs/tls.md; or a zever.h2 layer:
  *           HTTP/2 too, docs/http2.md)
- *     on_request(req, method, path, query) runs for each complete request in a coroutine of
+ *     on_request(req, method, path, query[, streamed]) runs for each complete request (or, with
+ *     streamed true, for a request whose body still comes: lx_body.c) in a coroutine of
  *     its own (pooled), so it may wait by yielding; query is nil when the URL has no '?'. If it
  *     raises, the error and its traceback are logged and the client gets 500
  *     {"error":"internal"} unless it was answered already.
@@ -119,7 +121,7 @@ static void on_request(zv_http_server_t *srv, zv_http_sconn_t *c) {
   lua_State *L = ls->loop->L, *co;
   const zv_http_conn_t *core = &c->core;
   lreq_t *r;
-  int rc, ref;
+  int rc, ref, nargs = 4;
   if (!L) {
     zv__http_answer_internal(c);
     return;
@@ -128,7 +130,7 @@ static void on_request(zv_http_server_t *srv, zv_http_sconn_t *c) {
   r = lua_newuserdata(L, sizeof *r);
   r->c = c;
   r->answered = r->streaming = r->cancelled = r->sized = 0;
-  r->left = 0;
+  r->left = r->body_pos = 0;
   r->watch_ref = LUA_NOREF;
   c->data = r;
   lua_rawgeti(L, LUA_REGISTRYINDEX, ls->req_mt_ref);
@@ -141,13 +143,18 @@ static void on_request(zv_http_server_t *srv, zv_http_sconn_t *c) {
   lua_pushlstring(co, core->buf + core->url_off, core->path_len);
   if (core->query_off >= 0) lua_pushlstring(co, core->buf + core->query_off, core->query_len);
   else lua_pushnil(co);
+  if (c->body_streaming) {
+    /* The body still comes (lx_body.c): the application reads it or buffers it first. */
+    lua_pushboolean(co, 1);
+    nargs = 5;
+  }
   if (ls->wd.started) {
     zv__http_running_wd = &ls->wd;
     ls->wd.conn = c;
     __atomic_store_n(&ls->wd.limit_ms, srv->opts.handler_timeout_ms, __ATOMIC_RELAXED);
     __atomic_store_n(&ls->wd.seq, ls->wd.seq + 1 ? ls->wd.seq + 1 : 1, __ATOMIC_RELAXED);
     __atomic_store_n(&ls->wd.busy, 1, __ATOMIC_RELAXED);
-    rc = lua_resume(co, 4);
+    rc = lua_resume(co, nargs);
     __atomic_store_n(&ls->wd.busy, 0, __ATOMIC_RELAXED);
     ls->wd.conn = NULL;
     if (__atomic_load_n(&ls->wd.armed, __ATOMIC_RELAXED)) {
@@ -155,7 +162,7 @@ static void on_request(zv_http_server_t *srv, zv_http_sconn_t *c) {
       lua_sethook(L, NULL, 0, 0);
     }
   } else {
-    rc = lua_resume(co, 4);
+    rc = lua_resume(co, nargs);
   }
   zv_co_done(ls->loop, L, co, ref, rc, "http request handler");
   /* c->data == r means unanswered and the client is there. */
@@ -209,6 +216,14 @@ static void on_upgraded_data(zv_http_server_t *srv, zv_http_sconn_t *c) {
   lserver_t *ls = ZV_CONTAINER_OF(srv, lserver_t, srv);
   lreq_t *r = c->data;
   if (r && ls->loop->L && !ls->loop->closing) zv__http_watch_fire(ls->loop->L, r, 1);
+}
+
+/* A streamed request body's reader waited and something came: it goes on. */
+static void on_body(zv_http_server_t *srv, zv_http_sconn_t *c) {
+  lserver_t *ls = ZV_CONTAINER_OF(srv, lserver_t, srv);
+  lreq_t *r = c->data;
+  if (r && r->watch_ref != LUA_NOREF && ls->loop->L && !ls->loop->closing)
+    zv__http_watch_fire(ls->loop->L, r, 1);
 }
 
 /* A streamed response's queue drained to its low mark: its waiting writer goes on. */
@@ -358,6 +373,12 @@ static void read_opts(lua_State *L, zv_http_server_opts_t *o, int *watchdog) {
       o->limits.max_header_bytes = (uint32_t)opt_int(L, k, 64, ZV_HTTP_MAX_HEADER_LIMIT);
     } else if (!strcmp(k, "max_body_bytes")) {
       o->limits.max_body_bytes = (uint32_t)opt_int(L, k, 0, ZV_HTTP_MAX_BODY_LIMIT);
+    } else if (!strcmp(k, "max_stream_bytes")) {
+      lua_Number v = lua_tonumber(L, -1);
+      if (lua_type(L, -1) != LUA_TNUMBER || !(v >= 0) || v > (lua_Number)ZV_HTTP_MAX_STREAM_LIMIT ||
+          v != (lua_Number)(uint64_t)v)
+        luaL_error(L, "http.listen: max_stream_bytes must be an integer within 0..2^50");
+      o->limits.max_stream_bytes = (uint64_t)v;
     } else if (!strcmp(k, "header_timeout")) {
       o->header_timeout_ms = opt_ms(L, k);
     } else if (!strcmp(k, "body_timeout")) {
@@ -396,7 +417,7 @@ static void read_opts(lua_State *L, zv_http_server_opts_t *o, int *watchdog) {
 static int l_listen(lua_State *L) {
   zv_http_server_opts_t o;
   zv_http_server_cb_t cb = {on_request, on_conn_close, on_drained, on_closed,
-                            on_handler_timeout, on_writable, on_upgraded_data};
+                            on_handler_timeout, on_writable, on_upgraded_data, on_body};
   zv_loop_t *loop;
   lserver_t *ls;
   sproxy_t *p;
@@ -482,6 +503,12 @@ int luaopen_zever_http(lua_State *L) {
     lua_setfield(L, -2, m->name);
   }
   for (const luaL_Reg *m = zv__http_stream_methods; m->name; m++) {
+    lua_pushvalue(L, -3);
+    lua_pushvalue(L, -3);
+    lua_pushcclosure(L, m->func, 2);
+    lua_setfield(L, -2, m->name);
+  }
+  for (const luaL_Reg *m = zv__http_body_methods; m->name; m++) {
     lua_pushvalue(L, -3);
     lua_pushvalue(L, -3);
     lua_pushcclosure(L, m->func, 2);

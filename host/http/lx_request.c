@@ -118,6 +118,9 @@ static int r_headers(lua_State *L) {
 static int r_body(lua_State *L) {
   lreq_t *r = zv__http_check_req(L);
   zv_http_sconn_t *c = readable(L, r);
+  if (c && c->core.streamed && (!c->core.buffer_all || c->core.state != ZV_HTTP_DONE))
+    return luaL_error(L, "req:body(): this request's body is streamed (a stream_body route): "
+                      "read it with req:read() or req:body_reader() (docs/streaming.md)");
   if (!c || c->core.body_len == 0) {
     lua_pushliteral(L, "");
     return 1;

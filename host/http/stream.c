@@ -150,10 +150,17 @@ static void timer_cb(uv_timer_t *t) {
   } else if (c->core.state == ZV_HTTP_HEAD || c->core.state == ZV_HTTP_BODY) {
     body = zv_http_error_body(408);
     c->core.state = ZV_HTTP_ERROR;
-    c->resp = ZV_HTTP_RESP_NONE;
-    c->must_close = 1;
-    c->is_head = 0;
-    zv_http_respond(c, 408, hdrs, 1, body, strlen(body));
+    c->core.status = 408;
+    c->body_streaming = 0;
+    if (c->resp == ZV_HTTP_RESP_NONE) {
+      c->must_close = 1;
+      c->is_head = 0;
+      zv_http_respond(c, 408, hdrs, 1, body, strlen(body));
+    } else {
+      zv__http_conn_close_now(c); /* a response is streaming: it cannot be a 408 now */
+    }
+    /* A streamed body's reader waited for this body: it learns of the timeout. */
+    zv__http_body_notify(c);
   }
   if (!c->closing) zv__http_rearm(c, uv_now(s->loop));
 }
@@ -220,6 +227,7 @@ static zv_http_sconn_t *conn_get(zv_http_server_t *s) {
   c->wdeadline = c->queued = c->wmark = c->koutq = c->handler_ms = 0;
   c->pending = c->low_water = c->up_cap = 0;
   c->want_writable = c->upgraded = c->corked = 0;
+  c->body_streaming = c->body_wait = 0;
   c->writes = 0;
   c->nclose = 0;
   c->timer_mode = T_NONE;

@@ -35,6 +35,8 @@ void zv__http_conn_close_graceful(zv_http_sconn_t *c);
 
 /* stream_read.c: the connection wants bytes again (read from the idle callback). */
 void zv__http_start_reading(zv_http_sconn_t *c);
+/* stream_read.c: tells a waiting reader of a streamed body (on_body) that something came. */
+void zv__http_body_notify(zv_http_sconn_t *c);
 /* stream_read.c: the response is complete and flushed: the next request on c. */
 void zv__http_next_request(zv_http_sconn_t *c);
 

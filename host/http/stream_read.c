@@ -192,12 +192,51 @@ void zv__http_next_request(zv_http_sconn_t *c) {
 }
 
 
+static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+/* A reader of a streamed body waited (zv_http_body_want) and something came: bytes, the end,
+ * or a failure. The timer goes back to what the request waits for otherwise. */
+void zv__http_body_notify(zv_http_sconn_t *c) {
+  zv_http_server_t *s = c->srv;
+  if (!c->body_wait) return;
+  c->body_wait = 0;
+  if (c->timer_mode == T_BODY) {
+    if (c->resp == ZV_HTTP_RESP_NONE && (c->handler_ms || s->opts.handler_timeout_ms))
+      zv__http_arm(c, T_HANDLER);
+    else
+      zv__http_arm(c, T_NONE);
+  }
+  if (s->cb.on_body) s->cb.on_body(s, c);
+}
+
+/* An event of a streamed body (after HEADERS dispatched its request). Returns 1 when the loop
+ * of conn_process goes on (the body ended and the response is out: the next request). */
+static int body_event(zv_http_sconn_t *c, int ev) {
+  if (ev == ZV_HTTP_NEED_MORE) {
+    if (c->core.body_len) zv__http_body_notify(c);
+    return 0;
+  }
+  c->body_streaming = 0;
+  if (ev == ZV_HTTP_FAIL) {
+    /* Over the limit or malformed framing: 413/400 when nothing was answered yet. */
+    if (c->resp == ZV_HTTP_RESP_NONE) send_error(c, c->core.status);
+    else zv__http_conn_close_now(c);
+    zv__http_body_notify(c);
+    return 0;
+  }
+  zv__http_body_notify(c); /* REQUEST: the body is complete */
+  return !c->closing && c->resp == ZV_HTTP_RESP_DONE && !c->writes && !c->shutting;
+}
+
 static void conn_process(zv_http_sconn_t *c) {
-  static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
   zv_http_server_t *s = c->srv;
   c->in_dispatch = 1;
   while (!c->closing) {
     int ev = zv_http_conn_parse(&c->core);
+    if (c->body_streaming) {
+      if (!body_event(c, ev)) break;
+      goto next;
+    }
     if (ev == ZV_HTTP_NEED_MORE) {
       if (c->core.state != ZV_HTTP_IDLE) c->fresh = 0;
       zv__http_arm_for_state(c);
@@ -213,7 +252,7 @@ static void conn_process(zv_http_sconn_t *c) {
       send_error(c, c->core.status);
       break;
     }
-    /* A complete request. */
+    /* A complete request, or the head of one whose body streams (HEADERS). */
     zv__http_arm(c, T_NONE);
     s->requests++;
     c->resp = ZV_HTTP_RESP_NONE;
@@ -221,11 +260,15 @@ static void conn_process(zv_http_sconn_t *c) {
     c->must_close = (uint8_t)!c->core.keep_alive;
     c->stream_raw = c->want_writable = 0;
     c->handler_ms = 0;
-    if (!s->opts.statics || !zv__http_serve_static(c)) s->cb.on_request(s, c);
+    c->body_streaming = ev == ZV_HTTP_HEADERS;
+    c->body_wait = 0;
+    if (c->body_streaming || !s->opts.statics || !zv__http_serve_static(c))
+      s->cb.on_request(s, c);
     if (c->resp == ZV_HTTP_RESP_NONE && !c->closing &&
-        (c->handler_ms || s->opts.handler_timeout_ms))
+        (c->handler_ms || s->opts.handler_timeout_ms) && c->timer_mode != T_BODY)
       zv__http_arm(c, T_HANDLER);
     if (c->closing || c->resp != ZV_HTTP_RESP_DONE || c->writes || c->shutting) break;
+  next:
     zv_http_conn_next(&c->core);
     c->resp = ZV_HTTP_RESP_NONE;
     c->fresh = 0;
@@ -236,6 +279,35 @@ static void conn_process(zv_http_sconn_t *c) {
   }
   c->in_dispatch = 0;
   if (!c->closing && !c->shutting && c->core.state != ZV_HTTP_ERROR) zv__http_start_reading(c);
+}
+
+/* --- streamed request bodies (the binding's side) ------------------------------------------- */
+
+int zv_http_body_want(zv_http_sconn_t *c) {
+  if (c->closing || c->shutting) return ZV_EIO;
+  if (!c->body_streaming) return 0;
+  if (c->core.expect_continue && !c->core.continue_sent && c->resp == ZV_HTTP_RESP_NONE) {
+    uv_buf_t b = uv_buf_init((char *)cont, sizeof cont - 1);
+    c->core.continue_sent = 1;
+    if (zv__http_conn_write(c, &b, 1)) return ZV_EIO;
+  }
+  c->body_wait = 1;
+  zv__http_arm(c, T_BODY);
+  /* Bytes read with the head (or before the window filled) wait unparsed: parse them from the
+   * idle callback, as a pipelined request's. */
+  if (zv_http_conn_pending(&c->core)) schedule(c);
+  zv__http_start_reading(c);
+  return 0;
+}
+
+void zv_http_body_take(zv_http_sconn_t *c, size_t n) {
+  zv_http_conn_body_take(&c->core, n);
+  if (!c->closing && !c->shutting) zv__http_start_reading(c);
+}
+
+int zv_http_body_buffer_all(zv_http_sconn_t *c) {
+  if (!c->body_streaming) return 0;
+  return zv_http_conn_buffer_all(&c->core);
 }
 
 static void idle_cb(uv_idle_t *h) {

@@ -191,6 +191,8 @@ int zv__http_build_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdr
     if (!info.skip) zv_http_head_add(&c->head, name->p, name->n, value->p, value->n);
   }
   if (s->draining || s->torn_down) c->must_close = 1;
+  /* The rest of a streamed body was not read: the connection cannot carry another request. */
+  if (c->body_streaming) c->must_close = 1;
   h.status = status;
   h.content_length = content_length;
   h.chunked = chunked;

@@ -97,9 +97,16 @@ function M.listen(app, opts)
   for k, v in pairs(opts.limits or {}) do conf[k] = v end
   if app.statics and #app.statics > 0 then conf.static = app.statics end
   -- A route with a timeout of its own needs the watchdog even when the server has none.
+  -- Request bodies stream only when a route asks for it (stream_body): then up to the largest
+  -- of the routes' max_body (default http.max_stream_bytes) (docs/streaming.md).
+  local stream_max = 0
   for _, route in pairs(app.routes or {}) do
     if route.timeout then conf.watchdog = true end
+    if route.stream_body then
+      stream_max = math.max(stream_max, route.max_body or conf.max_stream_bytes or 2 ^ 30)
+    end
   end
+  conf.max_stream_bytes = stream_max
   if opts.tls then
     local ctx, err = require("zever.tls").context(opts.tls)
     if not ctx then error(tostring(err), 0) end
@@ -111,9 +118,9 @@ function M.listen(app, opts)
   app.access_log = log
   app.access_log_id = log == access_json or nil
   local quiet = rawget(app, "quiet_paths") -- app:health()'s paths stay out of the access log
-  return http.listen(conf, function(creq, method, path, query)
+  return http.listen(conf, function(creq, method, path, query, streamed)
     local started = log and now()
-    local res, req = app:dispatch(method, path, query, creq)
+    local res, req = app:dispatch(method, path, query, creq, streamed)
     -- The C request's headers are gone once it is answered: take the id first if it is logged.
     if log == access_json then local _ = req.id end
     -- A streamed response (zever.stream) was finished by dispatch.
