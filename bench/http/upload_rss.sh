@@ -4,8 +4,9 @@
 #   stream    a stream_body route reading it with req:read (Content-Length, curl -T a file)
 #   chunked   the same route, chunked (curl -T - from a pipe)
 #   buffered  a plain route (req.body whole), for contrast, at MiB/4 (--max-body raised)
-# Prints the server's VmHWM after start-up and after each upload, and the seconds and MiB/s of
-# each upload (wall time: the machine's load moves it; the memory figures do not depend on it).
+# Prints the server's VmHWM after start-up and after each upload, and each upload's wall time
+# and the server's CPU seconds for it (the machine's load moves the wall time; the memory
+# figures do not depend on it).
 set -e
 BIN=${1:-bin/zever}
 MIB=${2:-1024}
@@ -35,13 +36,17 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 pid=$!
 for i in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 hwm() { awk '/VmHWM/ {print $2 " kB"}' /proc/$pid/status; }
+# The server's CPU seconds so far (user + system, from /proc/PID/stat; clock ticks of 1/100 s).
+cpu() { awk '{printf "%.2f", ($14 + $15) / 100}' /proc/$pid/stat; }
 echo "start-up: VmHWM $(hwm)"
 run() {
   t0=$(date +%s.%N)
+  c0=$(cpu)
   out=$(curl -s "$@")
   t1=$(date +%s.%N)
+  c1=$(cpu)
   echo "$out" | grep -q '"bytes"' || { echo "failed: $out"; exit 1; }
-  echo "$out $(echo "$t1 - $t0" | bc) s, VmHWM $(hwm)"
+  echo "$out wall $(echo "$t1 - $t0" | bc) s, server CPU $(echo "$c1 - $c0" | bc) s, VmHWM $(hwm)"
 }
 printf 'stream   %s MiB: ' "$MIB"; run -T "$tmp/big" "http://127.0.0.1:$port/stream"
 printf 'chunked  %s MiB: ' "$MIB"; run -T - "http://127.0.0.1:$port/stream" < "$tmp/big"
