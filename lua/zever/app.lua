@@ -480,7 +480,7 @@ local BODY_ERRORS = { [413] = "content_too_large", [408] = "request_timeout", [4
 -- A request whose body still comes (zever.http dispatched it at the end of its head, streamed
 -- true), or any request of a route with max_body: a stream_body route reads it itself (after a
 -- Content-Length check against max_body); any other route gets it whole first. Returns nil, or
--- the chain that answers a body that cannot be had (413, 408, 400).
+-- the handler that answers a body that cannot be had (413, 408, 400).
 local function prepare_body(r, source)
   local stream = require "zever.stream"
   local err
@@ -495,9 +495,18 @@ local function prepare_body(r, source)
   end
   -- (a client that went away gets its answer nowhere, quietly)
   local name = BODY_ERRORS[err.status] or "bad_request"
-  return { function(_, res)
+  return function(_, res)
     return res:status(err.status):json({ error = name, message = err.message })
-  end }
+  end
+end
+
+-- Answers a request whose body could not be had (prepare_body's answer), without the app's
+-- middleware.
+local function refuse_body(app, answer_fn, method, path, query_string, params, source)
+  local req = request.new(method, path, query_string, params, source)
+  local res = response.new(app.response_class)
+  answer_fn(req, res)
+  return finish(res), req
 end
 
 function App:dispatch(method, path, query_string, source, streamed)
@@ -505,21 +514,18 @@ function App:dispatch(method, path, query_string, source, streamed)
   local chain, max_body
   if id then
     local r = self.routes[id]
-    max_body = r.max_body
-    chain = (streamed or max_body) and prepare_body(r, source) or r.chain
+    chain = r.chain
     -- A route's own handler timeout goes to the server (zever.http's req:timeout).
     local timeout = r.timeout
     if timeout and type(source) == "userdata" then source:timeout(timeout) end
+    max_body = r.max_body
+    if streamed or max_body then
+      local refuse = prepare_body(r, source)
+      if refuse then return refuse_body(self, refuse, method, path, query_string, params, source) end
+    end
   else
     chain = params == 404 and NOT_FOUND or { answer(params, extra) }
     params = empty_params
-  end
-  if (streamed or max_body) and id and chain ~= self.routes[id].chain then
-    -- The body could not be had: answered without the app's middleware.
-    local req = request.new(method, path, query_string, params, source)
-    local res = response.new(self.response_class)
-    chain[1](req, res)
-    return finish(res), req
   end
   chain = with_app_middleware(self, chain)
   local req = request.new(method, path, query_string, params, source)
