@@ -42,7 +42,7 @@ static const char post_req[] =
     "\r\n"
     "{\"name\":\"Ada Lovelace\",\"email\":\"ada@example.com\",\"admin\":false} ";
 
-static const zv_http_limits_t limits = {8192, 1 << 20};
+static const zv_http_limits_t limits = {8192, 1 << 20, 0};
 
 /* Feeds len bytes of req as one read and parses every request in it. */
 static int feed(zv_http_conn_t *c, const char *req, size_t len) {

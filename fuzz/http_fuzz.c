@@ -21,7 +21,11 @@
  *   - feeding the same bytes in one piece gives the same requests (count, method, URL, body)
  *     as feeding them split, unless a limit fails in one of the two (limits count buffered
  *     bytes, so they may fire at different points);
- *   - a response head built from the request's first header is well formed or refused.
+ *   - a response head built from the request's first header is well formed or refused;
+ *   - fed a third time with streaming on (max_stream_bytes: a chunked body, or one announced
+ *     with Expect, is reported at its head and taken piece by piece as it comes, as
+ *     stream_read.c and lx_body.c do), the requests and their bodies are the same, and the
+ *     buffer stays within its window.
  * Run: make fuzz FUZZ_BIN=build/fuzz/http_fuzz FUZZ_TIME=60 (seeds in fuzz/corpus/http_fuzz/).
  */
 #include <stdint.h>
@@ -62,7 +66,7 @@ static void check_request(const zv_http_conn_t *c) {
     check((size_t)h->value_off + h->value_len <= c->pos);
     check(h->value_off >= c->start && h->value_off - c->start <= c->limits.max_header_bytes);
   }
-  check(c->body_len <= c->limits.max_body_bytes);
+  check(c->body_len <= c->limits.max_body_bytes || c->streamed);
   if (c->body_len) check((size_t)c->body_off + c->body_len <= c->pos);
 }
 
@@ -84,10 +88,14 @@ static void check_head(const zv_http_conn_t *c) {
   zv_http_buf_free(&b);
 }
 
+#define FNV 1469598103934665603ull
+
 static void feed(const zv_http_limits_t *lim, const uint8_t *data, size_t size,
                  const size_t *cuts, int ncuts, outcome_t *out) {
   zv_http_conn_t c;
   size_t at = 0;
+  int streaming = 0;            /* a streamed body is being taken */
+  uint64_t sig = 0, bsig = 0;   /* its running hashes (FNV chains over the pieces taken) */
   memset(out, 0, sizeof *out);
   if (zv_http_conn_init(&c, lim)) return;
   for (int piece = 0; piece <= ncuts && !out->failed; piece++) {
@@ -97,7 +105,9 @@ static void feed(const zv_http_limits_t *lim, const uint8_t *data, size_t size,
       size_t n;
       int ev;
       check(zv_http_conn_space(&c, &p, &n) == 0);
-      check(c.cap <= (size_t)c.limits.max_header_bytes + c.limits.max_body_bytes + (16 << 10));
+      check(c.cap <= (size_t)c.limits.max_header_bytes + c.limits.max_body_bytes + (16 << 10) ||
+            (c.streamed && c.cap <= (size_t)c.limits.max_header_bytes + ZV_HTTP_STREAM_WINDOW +
+                                        (16 << 10)));
       if (n == 0) {
         /* Only a waiting request or an error may refuse input; we always answered. */
         check(c.state == ZV_HTTP_ERROR);
@@ -117,12 +127,29 @@ static void feed(const zv_http_limits_t *lim, const uint8_t *data, size_t size,
           break;
         }
         if (ev == ZV_HTTP_CONTINUE) continue;
+        if (ev == ZV_HTTP_HEADERS) {
+          /* The head of a streamed body: its pieces are taken as they come (below). */
+          check(c.streamed && c.state == ZV_HTTP_BODY && c.limits.max_stream_bytes);
+          streaming = 1;
+          sig = hash(hash(FNV, zv_http_conn_method(&c), 3), c.buf + c.url_off, c.url_len);
+          bsig = FNV;
+          check_head(&c);
+          continue;
+        }
         check_request(&c);
-        if (out->n < MAX_REQS) {
-          uint64_t h = hash(1469598103934665603ull, zv_http_conn_method(&c), 3);
+        if (streaming) {
+          sig = hash(sig, c.buf + c.body_off, c.body_len);
+          bsig = hash(bsig, c.buf + c.body_off, c.body_len);
+          streaming = 0;
+          if (out->n < MAX_REQS) {
+            out->sig[out->n] = sig;
+            out->body_sig[out->n] = bsig;
+          }
+        } else if (out->n < MAX_REQS) {
+          uint64_t h = hash(FNV, zv_http_conn_method(&c), 3);
           h = hash(h, c.buf + c.url_off, c.url_len);
           out->sig[out->n] = hash(h, c.buf + c.body_off, c.body_len);
-          out->body_sig[out->n] = hash(1469598103934665603ull, c.buf + c.body_off, c.body_len);
+          out->body_sig[out->n] = hash(FNV, c.buf + c.body_off, c.body_len);
         }
         out->n++;
         check_head(&c);
@@ -131,6 +158,18 @@ static void feed(const zv_http_limits_t *lim, const uint8_t *data, size_t size,
           break;
         }
         zv_http_conn_next(&c);
+      }
+      if (streaming && !out->failed && c.body_len) {
+        /* The reader takes what came (in two bites when it can, as req:read(n) does). */
+        size_t half = c.body_len / 2;
+        check((size_t)c.body_off + c.body_len <= c.pos && c.pos <= c.len);
+        sig = hash(sig, c.buf + c.body_off, half);
+        bsig = hash(bsig, c.buf + c.body_off, half);
+        zv_http_conn_body_take(&c, half);
+        sig = hash(sig, c.buf + c.body_off, c.body_len);
+        bsig = hash(bsig, c.buf + c.body_off, c.body_len);
+        zv_http_conn_body_take(&c, c.body_len);
+        check(c.body_len == 0 && c.pos <= c.len);
       }
     }
   }
@@ -284,12 +323,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   zv_http_limits_t lim;
   size_t cuts[MAX_SPLITS];
   int ncuts;
-  outcome_t split, whole;
+  outcome_t split, whole, streamed;
   static gen_t g;
   int structured;
   if (size < 2) return 0;
   lim.max_header_bytes = 64 + (uint32_t)(data[0] & 0x0f) * 256;
   lim.max_body_bytes = (uint32_t)(data[0] >> 4) * 64;
+  lim.max_stream_bytes = 0;
   ncuts = (data[1] & 0x7f) % (MAX_SPLITS + 1);
   structured = data[1] >> 7;
   data += 2;
@@ -322,6 +362,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (split.failed != 1 && whole.failed != 1) {
     check(split.n == whole.n);
     for (int i = 0; i < split.n && i < MAX_REQS; i++) check(split.sig[i] == whole.sig[i]);
+  }
+  {
+    /* Streaming on, with the same limit for a streamed body: the same requests and bodies. */
+    zv_http_limits_t sl = lim;
+    sl.max_stream_bytes = lim.max_body_bytes;
+    feed(&sl, data, size, cuts, ncuts, &streamed);
+    if (streamed.failed != 1 && whole.failed != 1) {
+      check(streamed.n == whole.n);
+      for (int i = 0; i < streamed.n && i < MAX_REQS; i++) check(streamed.sig[i] == whole.sig[i]);
+    }
   }
   /* A request built of valid pieces only, within the limits, is accepted with its body. */
   if (structured && g.valid && g.head_max <= lim.max_header_bytes &&

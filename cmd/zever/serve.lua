@@ -22,6 +22,7 @@ end
 -- Flags of zever.http options: flag name, option (= http.* field), kind, lowest value.
 local LIMITS = {
   { "max-body", "max_body_bytes", "integer", 0 },
+  { "max-stream", "max_stream_bytes", "integer", 0 },
   { "max-header", "max_header_bytes", "integer", 64 },
   { "max-connections", "max_connections", "integer", 1 },
   { "header-timeout", "header_timeout", "duration", 0.001 },
@@ -143,6 +144,8 @@ local flags = {
   { name = "drain", arg = "SECONDS",
     summary = "how long in-flight requests may run after SIGTERM (default 10)" },
   { name = "max-body", arg = "BYTES", summary = "request body limit (default 1 MiB)" },
+  { name = "max-stream", arg = "BYTES",
+    summary = "body limit of a stream_body route without max_body (default 1 GiB)" },
   { name = "max-header", arg = "BYTES", summary = "request line + headers limit (default 8192)" },
   { name = "max-connections", arg = "N", summary = "open connections per worker (default 10000)" },
   { name = "header-timeout", arg = "SECONDS", summary = "time to read the headers (default 10)" },

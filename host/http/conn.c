@@ -53,6 +53,8 @@ static void reset_request(zv_http_conn_t *c) {
   c->continue_due = 0;
   c->upgrade = 0;
   c->chunked = 0;
+  c->streamed = c->buffer_all = c->continue_sent = 0;
+  c->body_taken = 0;
   memset(&c->parser, 0, sizeof c->parser);
 }
 
@@ -166,6 +168,15 @@ static int header_line(zv_http_conn_t *c, size_t off, size_t end) {
   return header_seen(c, h, end);
 }
 
+/* The most body bytes the current request may have: a streamed one's limit is the larger of
+ * the two (the binding applies a route's own); a buffered one's max_body_bytes. */
+static uint64_t body_limit(const zv_http_conn_t *c) {
+  if (c->streamed && !c->buffer_all)
+    return c->limits.max_stream_bytes > c->limits.max_body_bytes ? c->limits.max_stream_bytes
+                                                                  : c->limits.max_body_bytes;
+  return c->limits.max_body_bytes;
+}
+
 /* The head is complete (c->pos is the body's first byte): decides the framing. 0 or the status
  * to fail with. Order matters only for which status a request with several faults gets. */
 static int head_done(zv_http_conn_t *c) {
@@ -178,7 +189,14 @@ static int head_done(zv_http_conn_t *c) {
     if (ps->te_status) return ps->te_status;
     c->chunked = 1;
   }
-  if (ps->content_length > c->limits.max_body_bytes) return 413;
+  if (c->limits.max_stream_bytes &&
+      (c->chunked || ps->content_length > ZV_HTTP_STREAM_ABOVE ||
+       (c->expect_continue && ps->content_length))) {
+    c->streamed = 1;
+    if (ps->content_length > body_limit(c)) return 413;
+  } else if (ps->content_length > c->limits.max_body_bytes) {
+    return 413;
+  }
   c->upgrade = ps->has_upgrade && (ps->conn_flags & ZV_HTTP_CONN_UPGRADE);
   if (ps->http_minor >= 1) c->keep_alive = !(ps->conn_flags & ZV_HTTP_CONN_CLOSE);
   else c->keep_alive = (ps->conn_flags & (ZV_HTTP_CONN_CLOSE | ZV_HTTP_CONN_KEEP_ALIVE)) ==
@@ -193,7 +211,9 @@ static int head_done(zv_http_conn_t *c) {
     ps->remaining = ps->content_length;
   }
   ps->line = ps->scan = c->pos;
-  if (c->expect_continue && (c->chunked || ps->content_length)) c->continue_due = 1;
+  /* A streamed body's 100 Continue waits for its reader (the binding sends it). */
+  if (c->expect_continue && !c->streamed && (c->chunked || ps->content_length))
+    c->continue_due = 1;
   return 0;
 }
 
@@ -301,7 +321,8 @@ static int parse_body(zv_http_conn_t *c) {
       if (ps->remaining == 0) {
         ps->phase = PH_TRAILER;
       } else {
-        if (ps->remaining > c->limits.max_body_bytes - c->body_len) return fail(c, 413);
+        uint64_t seen = c->body_taken + c->body_len, limit = body_limit(c);
+        if (seen > limit || ps->remaining > limit - seen) return fail(c, 413);
         ps->phase = PH_DATA;
       }
       break;
@@ -330,6 +351,8 @@ int zv_http_conn_init(zv_http_conn_t *c, const zv_http_limits_t *limits) {
     c->limits.max_header_bytes = ZV_HTTP_MAX_HEADER_LIMIT;
   if (c->limits.max_body_bytes > ZV_HTTP_MAX_BODY_LIMIT)
     c->limits.max_body_bytes = ZV_HTTP_MAX_BODY_LIMIT;
+  if (c->limits.max_stream_bytes > ZV_HTTP_MAX_STREAM_LIMIT)
+    c->limits.max_stream_bytes = ZV_HTTP_MAX_STREAM_LIMIT;
   c->buf = zv_alloc(ZV_HTTP_BUF_MIN);
   if (!c->buf) return ZV_ENOMEM;
   c->cap = ZV_HTTP_BUF_MIN;
@@ -358,6 +381,9 @@ void zv_http_conn_free(zv_http_conn_t *c) {
 }
 
 static size_t hard_cap(const zv_http_conn_t *c) {
+  /* A streamed body that is taken piece by piece needs a window, not room for all of it. */
+  if (c->streamed && !c->buffer_all && c->state == ZV_HTTP_BODY)
+    return (size_t)c->body_off + ZV_HTTP_STREAM_WINDOW + SLACK;
   return (size_t)c->limits.max_header_bytes + c->limits.max_body_bytes + SLACK;
 }
 
@@ -384,12 +410,15 @@ int zv_http_conn_space(zv_http_conn_t *c, char **p, size_t *n) {
       avail = c->cap - c->len;
     }
   }
-  if (avail >= READ_MIN || c->state == ZV_HTTP_DONE) {
+  if ((avail >= READ_MIN || c->state == ZV_HTTP_DONE) &&
+      !(c->streamed && !c->buffer_all && c->state == ZV_HTTP_BODY && c->cap < hard_cap(c))) {
     *p = c->buf + c->len;
     *n = avail;
     return 0;
   }
   want = c->cap * 2;
+  /* A streamed body reads a window at a time (the buffer shrinks back after the request). */
+  if (c->streamed && !c->buffer_all && c->state == ZV_HTTP_BODY) want = hard_cap(c);
   if (c->state == ZV_HTTP_BODY && !c->chunked && c->parser.content_length < hard_cap(c) &&
       c->pos + c->parser.content_length + READ_MIN > want)
     want = c->pos + (size_t)c->parser.content_length + READ_MIN;
@@ -447,6 +476,7 @@ int zv_http_conn_parse(zv_http_conn_t *c) {
       c->continue_due = 0;
       return ZV_HTTP_CONTINUE;
     }
+    if (c->streamed) return ZV_HTTP_HEADERS;
   }
   return parse_body(c);
 }
@@ -466,6 +496,29 @@ void zv_http_conn_next(zv_http_conn_t *c) {
       c->cap = ZV_HTTP_BUF_MIN;
     }
   }
+}
+
+void zv_http_conn_body_take(zv_http_conn_t *c, size_t n) {
+  size_t from;
+  if (n > c->body_len) n = c->body_len;
+  if (n == 0) return;
+  /* Everything behind the taken bytes (the rest of the body, unparsed input) moves down. */
+  from = (size_t)c->body_off + n;
+  memmove(c->buf + c->body_off, c->buf + from, c->len - from);
+  c->len -= n;
+  c->pos -= n;
+  c->parser.line = c->parser.line >= from ? c->parser.line - n : c->pos;
+  c->parser.scan = c->parser.scan >= from ? c->parser.scan - n : c->pos;
+  c->body_len -= (uint32_t)n;
+  c->body_taken += n;
+}
+
+int zv_http_conn_buffer_all(zv_http_conn_t *c) {
+  c->buffer_all = 1;
+  if (c->body_taken + c->body_len > c->limits.max_body_bytes ||
+      c->parser.content_length > c->limits.max_body_bytes)
+    return 413;
+  return 0;
 }
 
 int zv_http_conn_pending(const zv_http_conn_t *c) {

@@ -39,7 +39,16 @@
 typedef struct {
   uint32_t max_header_bytes; /* request line + headers; over: 431 (414 for the line alone) */
   uint32_t max_body_bytes;   /* decoded body; over: 413 */
+  /* A body larger than ZV_HTTP_STREAM_ABOVE (or chunked, or announced with Expect:
+   * 100-continue) is streamed: the request is reported at the end of its head (HEADERS) and
+   * the body is taken piece by piece (zv_http_conn_body_take), up to this many bytes in all;
+   * over: 413. 0: no streaming (every body is buffered whole under max_body_bytes). */
+  uint64_t max_stream_bytes;
 } zv_http_limits_t;
+
+#define ZV_HTTP_STREAM_ABOVE (64u << 10) /* a Content-Length above this streams */
+#define ZV_HTTP_STREAM_WINDOW (256u << 10) /* body bytes buffered ahead of a streaming reader */
+#define ZV_HTTP_MAX_STREAM_LIMIT ((uint64_t)1 << 50) /* the largest max_stream_bytes */
 
 typedef struct {
   uint32_t name_off, name_len, value_off, value_len;
@@ -57,7 +66,10 @@ enum zv_http_event {
   ZV_HTTP_NEED_MORE = 0, /* all input parsed; read more */
   ZV_HTTP_REQUEST,       /* a complete request is ready (state DONE) */
   ZV_HTTP_CONTINUE,      /* send "100 Continue", then parse again */
-  ZV_HTTP_FAIL           /* answer conn->status and close (state ERROR) */
+  ZV_HTTP_FAIL,          /* answer conn->status and close (state ERROR) */
+  ZV_HTTP_HEADERS        /* the head of a request whose body streams (state BODY, streamed):
+                          * dispatch it now; later parses return NEED_MORE as body bytes come
+                          * and REQUEST when the body is complete */
 };
 
 /* The parser's state between reads. The head is parsed one complete line at a time: a line
@@ -102,6 +114,10 @@ typedef struct {
   uint8_t continue_due;   /* CONTINUE is the next event */
   uint8_t upgrade;        /* the request asked for another protocol: close after it */
   uint8_t chunked;
+  uint8_t streamed;       /* the body streams (HEADERS was reported) */
+  uint8_t buffer_all;     /* a streamed body is to be buffered whole after all (not taken) */
+  uint8_t continue_sent;  /* a streamed body's "100 Continue" went out */
+  uint64_t body_taken;    /* bytes of a streamed body taken (and dropped) so far */
 } zv_http_conn_t;
 
 /* Prepares a connection with its limits; allocates the first buffer. 0 or ZV_ENOMEM. */
@@ -136,6 +152,15 @@ int zv_http_conn_parse(zv_http_conn_t *c);
  * May shrink a buffer that grew large for one request.
  */
 void zv_http_conn_next(zv_http_conn_t *c);
+
+/*
+ * A streamed body: body_off/body_len hold the decoded bytes not taken yet. Take drops the first
+ * n of them (n <= body_len), so the buffer makes room for more. Buffer-all turns a streamed body
+ * into a buffered one (the route reads it whole): its limit becomes max_body_bytes again;
+ * returns 0, or 413 when the bytes taken or announced are over that already.
+ */
+void zv_http_conn_body_take(zv_http_conn_t *c, size_t n);
+int zv_http_conn_buffer_all(zv_http_conn_t *c);
 
 /* True when bytes beyond the current request are buffered and not parsed yet. */
 int zv_http_conn_pending(const zv_http_conn_t *c);

@@ -9,10 +9,18 @@
  *           given), size, data (in memory) or path (spooled) }
  *     kind: "too_large" (a limit: answer 413) or "invalid" (a malformed body: 400)
  *   multipart.boundary(content_type) -> boundary | nil
+ *   multipart.new(content_type, opts) -> parser | nil, message, kind
+ *     parser:feed(chunk) -> true | nil, message, kind     the next bytes of the body, as they
+ *                                                         come from the socket
+ *     parser:finish() -> parts | nil, message, kind       the body ended
+ *     parser:spooled() -> {path, ...}   the temporary files made so far (a live list: the
+ *                                       caller removes them after the response, whatever
+ *                                       happened)
+ *   parse is new + feed + finish.
  *
- * The body is fed to the core parser (multipart.c) in one call; the parser is streaming, so
- * nothing here depends on having it whole. A field's value collects in a luaL_Buffer (on the
- * Lua stack: nothing malloc'd); a file part past spool_bytes is written to a new file made with
+ * The core parser (multipart.c) is streaming: a body arrives in chunks of any size. A field's
+ * value collects as a list of pieces in the parser's own table (Lua strings: nothing malloc'd),
+ * joined when the part ends; a file part past spool_bytes is written to a new file made with
  * mkstemp in tmpdir (mode 0600; its name never comes from the client). On a failure every file
  * made so far is removed before returning. zever.request removes the others after the response.
  */
@@ -33,24 +41,29 @@
 #define NAME_MAX_BYTES 1024
 #define CTYPE_MAX 256
 
+#define PARSER_MT "zever.multipart.parser"
+
+/* The parser object (a userdata) and its environment table {parts, spooled, pieces}: those
+ * three are pushed on the stack for each feed, at parts_idx, spooled_idx and pieces_idx. */
 typedef struct {
+  zv_multipart_t m;
   lua_State *L;
-  int parts_idx, spooled_idx;
-  int nparts, nspooled;
+  int parts_idx, spooled_idx, pieces_idx;
+  int nparts, nspooled, npieces;
+  int failed;    /* a feed failed: the parser is done */
   /* the current part */
   char name[NAME_MAX_BYTES], filename[NAME_MAX_BYTES], ctype[CTYPE_MAX];
   int has_disp, has_filename, has_ctype;
   size_t size;
-  int buffering; /* buf is active (the part's bytes so far are in it) */
-  luaL_Buffer buf;
+  int buffering; /* the part's bytes so far are pieces[1..npieces] */
   int fd;        /* the spool file, or -1 */
   char path[4096];
   /* limits */
   size_t max_field, max_file, spool;
-  const char *tmpdir;
+  char tmpdir[1024];
   /* the failure */
   const char *kind;
-  char msg[256];
+  char msg[1536]; /* room for tmpdir in a message */
 } ctx_t;
 
 static int stop(ctx_t *x, const char *kind, const char *fmt, const char *arg, size_t n) {
@@ -84,9 +97,24 @@ static int on_headers_done(void *ud) {
     return stop(x, "invalid", "a part has no Content-Disposition header%s", "", 0);
   x->size = 0;
   x->fd = -1;
-  luaL_buffinit(x->L, &x->buf);
+  x->npieces = 0;
   x->buffering = 1;
   return 0;
+}
+
+/* Pushes the pieces of the current part joined into one string, and forgets them. */
+static void push_pieces(ctx_t *x) {
+  lua_State *L = x->L;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (int i = 1; i <= x->npieces; i++) {
+    lua_rawgeti(L, x->pieces_idx, i);
+    luaL_addvalue(&b);
+    lua_pushnil(L);
+    lua_rawseti(L, x->pieces_idx, i);
+  }
+  luaL_pushresult(&b);
+  x->npieces = 0;
 }
 
 static int write_all(int fd, const char *p, size_t n) {
@@ -105,7 +133,7 @@ static int spool(ctx_t *x) {
   lua_State *L = x->L;
   const char *s;
   size_t n;
-  luaL_pushresult(&x->buf);
+  push_pieces(x);
   x->buffering = 0;
   s = lua_tolstring(L, -1, &n);
   snprintf(x->path, sizeof x->path, "%s/zever-upload-XXXXXX", x->tmpdir);
@@ -137,7 +165,8 @@ static int on_data(void *ud, const char *p, size_t n) {
                 x->name, limit);
   if (x->buffering && x->has_filename && x->size > x->spool && spool(x)) return 1;
   if (x->buffering) {
-    luaL_addlstring(&x->buf, p, n);
+    lua_pushlstring(x->L, p, n);
+    lua_rawseti(x->L, x->pieces_idx, ++x->npieces);
     return 0;
   }
   if (write_all(x->fd, p, n))
@@ -151,7 +180,7 @@ static int on_part_end(void *ud) {
   lua_State *L = x->L;
   int in_mem = x->buffering;
   if (in_mem) {
-    luaL_pushresult(&x->buf); /* the value, on top */
+    push_pieces(x); /* the value, on top */
     x->buffering = 0;
   }
   lua_createtable(L, 0, 6);
@@ -192,69 +221,153 @@ static size_t opt_size(lua_State *L, int t, const char *k, size_t dflt) {
   }
   v = lua_tonumber(L, -1);
   if (lua_type(L, -1) != LUA_TNUMBER || !(v >= 0) || v > 9e15)
-    luaL_error(L, "multipart.parse: %s must be a number >= 0", k);
+    luaL_error(L, "multipart: %s must be a number >= 0", k);
   lua_pop(L, 1);
   return (size_t)v;
 }
 
-static int l_parse(lua_State *L) {
-  size_t blen, clen, bn;
-  const char *body = luaL_checklstring(L, 1, &blen);
-  const char *ctype = luaL_checklstring(L, 2, &clen);
-  const char *b;
-  zv_multipart_cb_t cb = {on_header, on_headers_done, on_data, on_part_end};
-  zv_multipart_t *m;
-  ctx_t *x;
-  uint32_t max_parts;
-  int rc;
-  luaL_checktype(L, 3, LUA_TTABLE);
-  max_parts = (uint32_t)opt_size(L, 3, "max_parts", 1000);
-  /* Both structs are Lua userdata: collected whatever happens, nothing to free by hand. */
-  m = lua_newuserdata(L, sizeof *m);
-  x = lua_newuserdata(L, sizeof *x);
-  memset(x, 0, offsetof(ctx_t, buf));
-  x->L = L;
-  x->fd = -1;
-  x->max_field = opt_size(L, 3, "max_field_bytes", 1 << 20);
-  x->max_file = opt_size(L, 3, "max_file_bytes", (size_t)1 << 40);
-  x->spool = opt_size(L, 3, "spool_bytes", 64 << 10);
-  lua_getfield(L, 3, "tmpdir");
-  x->tmpdir = lua_isnil(L, -1) ? "/tmp" : luaL_checkstring(L, -1); /* kept alive by opts */
-  lua_pop(L, 1);
-  if (zv_multipart_boundary(ctype, clen, &b, &bn) || zv_multipart_init(m, b, bn, max_parts)) {
-    return zv_l_failure(L, zv_multipart_strerror(ZV_MULTIPART_E_BOUNDARY), "invalid");
-  }
-  lua_newtable(L);
+static ctx_t *check_parser(lua_State *L) {
+  return luaL_checkudata(L, 1, PARSER_MT);
+}
+
+/* Pushes the parser's three tables (its environment) and points x at them. */
+static void push_tables(lua_State *L, ctx_t *x, int ud) {
+  lua_getfenv(L, ud);
+  lua_rawgeti(L, -1, 1);
   x->parts_idx = lua_gettop(L);
-  lua_newtable(L);
+  lua_rawgeti(L, -2, 2);
   x->spooled_idx = lua_gettop(L);
-  rc = zv_multipart_feed(m, body, blen, &cb, x);
-  if (!rc) rc = zv_multipart_finish(m);
+  lua_rawgeti(L, -3, 3);
+  x->pieces_idx = lua_gettop(L);
+  x->L = L;
+}
+
+/* A failed parse: removes every file made so far, returns nil, message, kind. */
+static int failed(lua_State *L, ctx_t *x, int rc) {
+  const char *kind = "invalid";
   if (x->fd >= 0) {
     close(x->fd);
     x->fd = -1;
   }
-  if (rc) {
-    const char *kind = "invalid";
-    if (x->buffering) {
-      luaL_pushresult(&x->buf);
-      lua_pop(L, 1);
-    }
-    for (int i = 1; i <= x->nspooled; i++) {
-      lua_rawgeti(L, x->spooled_idx, i);
-      unlink(lua_tostring(L, -1));
-      lua_pop(L, 1);
-    }
-    if (rc == ZV_MULTIPART_E_ABORTED && x->kind) {
-      kind = x->kind;
-    } else {
-      if (rc == ZV_MULTIPART_E_TOO_MANY_PARTS || rc == ZV_MULTIPART_E_HEADER_TOO_LARGE)
-        kind = "too_large";
-      snprintf(x->msg, sizeof x->msg, "%s", zv_multipart_strerror(rc));
-    }
-    return zv_l_failure(L, x->msg, kind);
+  x->failed = 1;
+  x->buffering = 0;
+  for (int i = 1; i <= x->nspooled; i++) {
+    lua_rawgeti(L, x->spooled_idx, i);
+    unlink(lua_tostring(L, -1));
+    lua_pop(L, 1);
   }
+  if (rc == ZV_MULTIPART_E_ABORTED && x->kind) {
+    kind = x->kind;
+  } else {
+    if (rc == ZV_MULTIPART_E_TOO_MANY_PARTS || rc == ZV_MULTIPART_E_HEADER_TOO_LARGE)
+      kind = "too_large";
+    snprintf(x->msg, sizeof x->msg, "%s", zv_multipart_strerror(rc));
+  }
+  return zv_l_failure(L, x->msg, kind);
+}
+
+static int p_feed(lua_State *L) {
+  ctx_t *x = check_parser(L);
+  size_t n;
+  const char *p = luaL_checklstring(L, 2, &n);
+  zv_multipart_cb_t cb = {on_header, on_headers_done, on_data, on_part_end};
+  int rc;
+  if (x->failed) return zv_l_failure(L, x->msg, x->kind ? x->kind : "invalid");
+  push_tables(L, x, 1);
+  rc = zv_multipart_feed(&x->m, p, n, &cb, x);
+  if (rc) return failed(L, x, rc);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int p_finish(lua_State *L) {
+  ctx_t *x = check_parser(L);
+  int rc;
+  if (x->failed) return zv_l_failure(L, x->msg, x->kind ? x->kind : "invalid");
+  push_tables(L, x, 1);
+  rc = zv_multipart_finish(&x->m);
+  if (rc) return failed(L, x, rc);
+  if (x->fd >= 0) {
+    close(x->fd);
+    x->fd = -1;
+  }
+  x->failed = 1; /* done: a later feed is refused */
+  snprintf(x->msg, sizeof x->msg, "the body was finished already");
   lua_pushvalue(L, x->parts_idx);
+  return 1;
+}
+
+static int p_spooled(lua_State *L) {
+  check_parser(L);
+  lua_getfenv(L, 1);
+  lua_rawgeti(L, -1, 2);
+  return 1;
+}
+
+static int p_gc(lua_State *L) {
+  ctx_t *x = lua_touserdata(L, 1);
+  if (x->fd >= 0) close(x->fd);
+  x->fd = -1;
+  return 0;
+}
+
+/* multipart.new(content_type, opts): the parser userdata on top, or the failure's 3 values. */
+static int l_new(lua_State *L) {
+  size_t clen, bn;
+  const char *ctype = luaL_checklstring(L, 1, &clen);
+  const char *b, *tmpdir;
+  ctx_t *x;
+  uint32_t max_parts;
+  luaL_checktype(L, 2, LUA_TTABLE);
+  max_parts = (uint32_t)opt_size(L, 2, "max_parts", 1000);
+  /* A Lua userdata: collected whatever happens, nothing to free by hand. */
+  x = lua_newuserdata(L, sizeof *x);
+  memset(x, 0, sizeof *x);
+  x->fd = -1;
+  x->max_field = opt_size(L, 2, "max_field_bytes", 1 << 20);
+  x->max_file = opt_size(L, 2, "max_file_bytes", (size_t)1 << 40);
+  x->spool = opt_size(L, 2, "spool_bytes", 64 << 10);
+  lua_getfield(L, 2, "tmpdir");
+  tmpdir = lua_isnil(L, -1) ? "/tmp" : luaL_checkstring(L, -1);
+  if (strlen(tmpdir) >= sizeof x->tmpdir) return luaL_error(L, "multipart: tmpdir is too long");
+  strcpy(x->tmpdir, tmpdir);
+  lua_pop(L, 1);
+  luaL_getmetatable(L, PARSER_MT);
+  lua_setmetatable(L, -2);
+  if (zv_multipart_boundary(ctype, clen, &b, &bn) || zv_multipart_init(&x->m, b, bn, max_parts))
+    return zv_l_failure(L, zv_multipart_strerror(ZV_MULTIPART_E_BOUNDARY), "invalid");
+  lua_createtable(L, 3, 0);
+  for (int i = 1; i <= 3; i++) {
+    lua_newtable(L);
+    lua_rawseti(L, -2, i);
+  }
+  lua_setfenv(L, -2);
+  return 1;
+}
+
+static int l_parse(lua_State *L) {
+  luaL_checkstring(L, 1);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  lua_pushcfunction(L, l_new);
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, 3);
+  lua_call(L, 2, 3);
+  if (lua_isnil(L, -3)) return 3;
+  lua_pop(L, 2);
+  /* parser:feed(body), then parser:finish() */
+  lua_replace(L, 3);
+  lua_settop(L, 3);
+  lua_pushcfunction(L, p_feed);
+  lua_pushvalue(L, 3);
+  lua_pushvalue(L, 1);
+  lua_call(L, 2, 3);
+  if (lua_isnil(L, -3)) return 3;
+  lua_settop(L, 3);
+  lua_pushcfunction(L, p_finish);
+  lua_pushvalue(L, 3);
+  lua_call(L, 1, 3);
+  if (lua_isnil(L, -3)) return 3;
+  lua_pop(L, 2);
   return 1;
 }
 
@@ -268,7 +381,19 @@ static int l_boundary(lua_State *L) {
 
 int luaopen_zever_multipart(lua_State *L);
 int luaopen_zever_multipart(lua_State *L) {
-  static const luaL_Reg fns[] = {{"parse", l_parse}, {"boundary", l_boundary}, {NULL, NULL}};
+  static const luaL_Reg fns[] = {
+    {"parse", l_parse}, {"boundary", l_boundary}, {"new", l_new}, {NULL, NULL},
+  };
+  static const luaL_Reg methods[] = {
+    {"feed", p_feed}, {"finish", p_finish}, {"spooled", p_spooled}, {NULL, NULL},
+  };
+  luaL_newmetatable(L, PARSER_MT);
+  lua_newtable(L);
+  luaL_register(L, NULL, methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, p_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
   lua_newtable(L);
   luaL_register(L, NULL, fns);
   return 1;

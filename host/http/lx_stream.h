@@ -18,6 +18,7 @@ typedef struct {
   zv_http_sconn_t *c;
   uint8_t answered, streaming, cancelled, sized;
   uint64_t left;
+  uint64_t body_pos;      /* what req:body_read took of a buffered body (lx_body.c) */
   int watch_ref;
 } zv__http_req_t;
 
@@ -33,6 +34,9 @@ zv__http_req_t *zv__http_check_req(lua_State *L);
 
 /* The request's methods lx_stream.c adds (registered like l_http.c's own, same upvalues). */
 extern const luaL_Reg zv__http_stream_methods[];
+
+/* The request's body-reading methods (lx_body.c), registered the same way. */
+extern const luaL_Reg zv__http_body_methods[];
 
 /* Registers the metatable of the WebSocket frame readers (req:upgrade). */
 void zv__http_ws_open(lua_State *L);

@@ -61,6 +61,9 @@ typedef struct {
   /* An upgraded connection (zv_http_upgrade) read more bytes: they follow in c->core.buf
    * [0..c->core.len). May be NULL. */
   void (*on_upgraded_data)(zv_http_server_t *s, zv_http_sconn_t *c);
+  /* A streamed request body's reader waited (zv_http_body_want) and bytes came, the body
+   * ended (c->core.state DONE) or failed (ERROR: 413, 400, 408). May be NULL. */
+  void (*on_body)(zv_http_server_t *s, zv_http_sconn_t *c);
 } zv_http_server_cb_t;
 
 typedef struct {
@@ -129,6 +132,8 @@ struct zv_http_sconn_s {
   uint8_t want_writable;        /* a streamed response waits for its queue to shrink */
   uint8_t upgraded;             /* another protocol (zv_http_upgrade) owns the connection */
   uint8_t corked;               /* inside on_upgraded_data: writes collect in head */
+  uint8_t body_streaming;       /* the request was dispatched at its head; its body still comes */
+  uint8_t body_wait;            /* the body's reader waits for on_body */
   size_t up_cap;                /* the most an upgraded connection's buffer may grow to */
   void *xp;                     /* the transport's state of this connection, or NULL */
 };
@@ -219,6 +224,25 @@ void zv_http_upgraded_consume(zv_http_sconn_t *c, size_t n);
 /* Back-pressure: asks for on_writable once c's queued bytes (c->pending) fall to low or below.
  * Once only; the caller checks c->pending first (no callback comes when it is low already). */
 void zv_http_want_writable(zv_http_sconn_t *c, size_t low);
+
+/*
+ * Streamed request bodies (limits.max_stream_bytes > 0): a request whose body is large, chunked
+ * or announced with Expect: 100-continue reaches on_request at the end of its head, with
+ * c->body_streaming set; its decoded body bytes come into c->core.buf[body_off, +body_len)
+ * as the client sends them, at most ZV_HTTP_STREAM_WINDOW ahead of the reader (then the socket
+ * is not read: TCP flow control slows the client).
+ *   zv_http_body_want     the reader waits: sends "100 Continue" once if the client asked for
+ *                         it, reads the socket, and calls on_body once when something came
+ *                         (body_timeout: 408). 0 or ZV_EIO.
+ *   zv_http_body_take     drops the first n bytes of body_len (the reader has them).
+ *   zv_http_body_buffer_all  the route wants the body whole after all: it collects in the
+ *                         buffer under max_body_bytes (zv_http_body_want waits for the end);
+ *                         0 or 413 when it is larger already.
+ * A response that completes before the body was read closes the connection after it.
+ */
+int zv_http_body_want(zv_http_sconn_t *c);
+void zv_http_body_take(zv_http_sconn_t *c, size_t n);
+int zv_http_body_buffer_all(zv_http_sconn_t *c);
 
 /* Closes c at once, dropping what is unsent (used when a response cannot be completed). */
 void zv_http_abort(zv_http_sconn_t *c);

@@ -137,10 +137,26 @@ local function add(group, methods, name, pattern, handler, level, opts)
   local app = group.app
   if type(pattern) ~= "string" then error("route pattern must be a string", level) end
   if type(handler) ~= "function" then error("route handler must be a function", level) end
-  local timeout, source
+  local timeout, source, stream_body, max_body
   if opts ~= nil then
     for k in pairs(opts) do
-      if k ~= "timeout" and k ~= "source" then error("unknown route option " .. tostring(k), level) end
+      if k ~= "timeout" and k ~= "source" and k ~= "stream_body" and k ~= "max_body" then
+        error("unknown route option " .. tostring(k), level)
+      end
+    end
+    -- stream_body: the handler reads the body itself (req:read, req:body_reader, req:form
+    -- spooling from the socket) up to max_body bytes (docs/streaming.md).
+    stream_body = opts.stream_body
+    if stream_body ~= nil and type(stream_body) ~= "boolean" then
+      error("route option stream_body must be a boolean", level)
+    end
+    max_body = opts.max_body
+    if max_body ~= nil and (type(max_body) ~= "number" or max_body < 0 or max_body % 1 ~= 0) then
+      error("route option max_body must be an integer number of bytes >= 0", level)
+    end
+    if max_body ~= nil and not stream_body then
+      error("route option max_body is for stream_body routes (http.max_body_bytes bounds the others)",
+        level)
     end
     timeout = opts.timeout
     if timeout ~= nil and (type(timeout) ~= "number" or timeout ~= timeout or timeout < 0 or
@@ -170,7 +186,8 @@ local function add(group, methods, name, pattern, handler, level, opts)
   local param_names = {}
   for pname in full:gmatch("/[:*]([%w_]+)") do param_names[#param_names + 1] = pname end
   local route = { method = nil, pattern = full, name = name, handler = handler, chain = chain,
-    source = source_of(source or handler), param_names = param_names, timeout = timeout }
+    source = source_of(source or handler), param_names = param_names, timeout = timeout,
+    stream_body = stream_body or nil, max_body = max_body }
   for _, m in ipairs(methods) do
     if type(m) ~= "string" or not METHODS[m:upper()] then
       error("unsupported HTTP method " .. tostring(m), level)
@@ -471,21 +488,61 @@ local function match(app, method, path)
   return trie:match(method, path)
 end
 
-function App:dispatch(method, path, query_string, source)
+local BODY_ERRORS = { [413] = "content_too_large", [408] = "request_timeout", [400] = "bad_request" }
+
+-- A request whose body still comes (zever.http dispatched it at the end of its head, streamed
+-- true), or any request of a route with max_body: a stream_body route reads it itself (after a
+-- Content-Length check against max_body); any other route gets it whole first. Returns nil, or
+-- the handler that answers a body that cannot be had (413, 408, 400).
+local function prepare_body(r, source)
+  local stream = require "zever.stream"
+  local err
+  if r and r.stream_body then
+    local cl = tonumber(source:header("content-length") or "")
+    if not (r.max_body and cl and cl > r.max_body) then return nil end
+    err = stream.body_error("too_large")
+  else
+    local ok
+    ok, err = stream.buffer_body(source)
+    if ok then return nil end
+  end
+  -- (a client that went away gets its answer nowhere, quietly)
+  local name = BODY_ERRORS[err.status] or "bad_request"
+  return function(_, res)
+    return res:status(err.status):json({ error = name, message = err.message })
+  end
+end
+
+-- Answers a request whose body could not be had (prepare_body's answer), without the app's
+-- middleware.
+local function refuse_body(app, answer_fn, method, path, query_string, params, source)
+  local req = request.new(method, path, query_string, params, source)
+  local res = response.new(app.response_class)
+  answer_fn(req, res)
+  return finish(res), req
+end
+
+function App:dispatch(method, path, query_string, source, streamed)
   local id, params, extra = match(self, method, path)
-  local chain
+  local chain, max_body
   if id then
     local r = self.routes[id]
     chain = r.chain
     -- A route's own handler timeout goes to the server (zever.http's req:timeout).
     local timeout = r.timeout
     if timeout and type(source) == "userdata" then source:timeout(timeout) end
+    max_body = r.max_body
+    if streamed or max_body then
+      local refuse = prepare_body(r, source)
+      if refuse then return refuse_body(self, refuse, method, path, query_string, params, source) end
+    end
   else
     chain = params == 404 and NOT_FOUND or { answer(params, extra) }
     params = empty_params
   end
   chain = with_app_middleware(self, chain)
   local req = request.new(method, path, query_string, params, source)
+  if max_body then rawset(req, "_max_body", max_body) end
   -- A JSON access log names the request id; a streamed response may finish (and the C
   -- request's headers go) before the handler returns, so it is read first (zever.server).
   if rawget(self, "access_log_id") then local _ = req.id end

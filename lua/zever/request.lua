@@ -161,6 +161,50 @@ end
 local LIMIT_KEYS = { max_parts = true, max_field_bytes = true, max_file_bytes = true,
   spool_bytes = true, tmpdir = true }
 
+-- The body of a stream_body route comes from the socket (zever.stream): a form reads it piece
+-- by piece; a multipart body's files are spooled as they arrive, never held whole.
+local function is_streamed(req)
+  local src = req.source
+  local f = type(src) == "userdata" and src.streamed
+  return f and f(src) or false
+end
+
+local READ_PIECE = 256 * 1024
+
+local function body_kind(err)
+  return err.status == 413 and "too_large" or "invalid"
+end
+
+local function read_all(req)
+  local parts = {}
+  while true do
+    local chunk, err = req:read(READ_PIECE)
+    if chunk == nil then
+      if err then return nil, err end
+      return table.concat(parts)
+    end
+    parts[#parts + 1] = chunk
+  end
+end
+
+local function stream_multipart(req, ctype, limits)
+  local p, msg, kind = multipart.new(ctype, limits)
+  if not p then return nil, msg, kind end
+  -- The parser's live list of temporary files: removed after the response (zever.app), even
+  -- when the upload breaks off midway.
+  rawset(req, "_tempfiles", p:spooled())
+  while true do
+    local chunk, err = req:read(READ_PIECE)
+    if chunk == nil then
+      if err then return nil, err.message, body_kind(err) end
+      return p:finish()
+    end
+    local ok
+    ok, msg, kind = p:feed(chunk)
+    if not ok then return nil, msg, kind end
+  end
+end
+
 local function parse_form(req, opts)
   local ctype = req.source:header("content-type") or ""
   local mtype = ctype:match("^%s*([^;%s]*)"):lower()
@@ -171,20 +215,31 @@ local function parse_form(req, opts)
     for k, v in pairs(opts) do merged[k] = v end
     limits = merged
   end
-  local body = req.body
+  local streamed = is_streamed(req)
+  local body = not streamed and req.body
   if mtype == "application/x-www-form-urlencoded" then
+    if streamed then
+      local err
+      body, err = read_all(req)
+      if not body then return nil, form_error(body_kind(err), err.message) end
+    end
     local n = select(2, gsub(body, "[&;]", "")) + 1
     if n > limits.max_parts then
       return nil, form_error("too_large", format("more than %d fields", limits.max_parts))
     end
     return M.parse_query(body), {}
   elseif mtype == "multipart/form-data" then
-    local parts, msg, kind = multipart.parse(body, ctype, limits)
+    local parts, msg, kind
+    if streamed then
+      parts, msg, kind = stream_multipart(req, ctype, limits)
+    else
+      parts, msg, kind = multipart.parse(body, ctype, limits)
+    end
     if not parts then return nil, form_error(kind, msg) end
     local fields, files = {}, {}
     for _, p in ipairs(parts) do
       if p.filename then
-        if p.path then
+        if p.path and not streamed then
           local list = rawget(req, "_tempfiles") or {}
           list[#list + 1] = p.path
           rawset(req, "_tempfiles", list)
@@ -199,7 +254,7 @@ local function parse_form(req, opts)
       end
     end
     return fields, files
-  elseif body == "" then
+  elseif body == "" or streamed and req:read(1) == nil then
     return {}, {}
   end
   return nil, form_error("unsupported", "the body is " .. (mtype ~= "" and mtype or "untyped")
@@ -238,6 +293,47 @@ function Request:files()
   local form, err = self:form()
   if form == nil then return nil, err end
   return rawget(self, "_files")
+end
+
+-- --- reading the body piece by piece (docs/streaming.md, "Request bodies") ----------------------
+
+-- The next piece of the body, at most n bytes (default 64 KiB): a string; nil at the end;
+-- nil, err when the client went away or the body broke a limit (err.code "closed",
+-- "too_large", "timeout", "invalid"; err.status 400, 413, 408). On a stream_body route it
+-- waits (yields) for bytes from the socket; the server reads on only as the handler takes
+-- them. Elsewhere it reads the body already received.
+function Request:read(n)
+  if n ~= nil and (type(n) ~= "number" or n < 1) then error("req:read(n) wants a number >= 1", 2) end
+  local src = self.source
+  if type(src) == "userdata" then
+    local state = rawget(self, "_body_state")
+    if not state then
+      state = { read = 0, limit = rawget(self, "_max_body") }
+      rawset(self, "_body_state", state)
+    end
+    return require("zever.stream").read_body(src, n or 65536, state)
+  end
+  -- A table source (zever.testing): its body string.
+  local body, pos = self.body, rawget(self, "_body_pos") or 0
+  if pos >= #body then return nil end
+  local chunk = sub(body, pos + 1, pos + (n or 65536))
+  rawset(self, "_body_pos", pos + #chunk)
+  return chunk
+end
+
+-- A function that returns the next piece of the body each call (req:read(n)): for chunk in
+-- req:body_reader() do ... end stops at the end, or at a failure, which the reader then
+-- remembers: reader.err (nil after a clean end).
+function Request:body_reader(n)
+  if n ~= nil and (type(n) ~= "number" or n < 1) then
+    error("req:body_reader(n) wants a number >= 1", 2)
+  end
+  local reader = {}
+  return setmetatable(reader, { __call = function()
+    local chunk, err = self:read(n)
+    if err then reader.err = err end
+    return chunk, err
+  end })
 end
 
 -- Removes the temporary files of the request's uploads (zever.app calls it after the response).

@@ -100,9 +100,16 @@ function M.listen(app, opts)
   for k, v in pairs(opts.limits or {}) do conf[k] = v end
   if app.statics and #app.statics > 0 then conf.static = app.statics end
   -- A route with a timeout of its own needs the watchdog even when the server has none.
+  -- Request bodies stream only when a route asks for it (stream_body): then up to the largest
+  -- of the routes' max_body (default http.max_stream_bytes) (docs/streaming.md).
+  local stream_max = 0
   for _, route in pairs(app.routes or {}) do
     if route.timeout then conf.watchdog = true end
+    if route.stream_body then
+      stream_max = math.max(stream_max, route.max_body or conf.max_stream_bytes or 2 ^ 30)
+    end
   end
+  conf.max_stream_bytes = stream_max
   if opts.tls then
     local ctx, err = require("zever.tls").context(opts.tls)
     if not ctx then error(tostring(err), 0) end
@@ -116,10 +123,10 @@ function M.listen(app, opts)
   local quiet = rawget(app, "quiet_paths") -- app:health()'s paths stay out of the access log
   local observe = rawget(app, "observe_request") -- app:metrics(): the HTTP metrics
   local obs_start, obs_finish = observe and observe.start, observe and observe.finish
-  return http.listen(conf, function(creq, method, path, query)
+  return http.listen(conf, function(creq, method, path, query, streamed)
     local started = log and now()
     local t0 = obs_start and obs_start()
-    local res, req, rid = app:dispatch(method, path, query, creq)
+    local res, req, rid = app:dispatch(method, path, query, creq, streamed)
     -- The C request's headers are gone once it is answered: take the id first if it is logged.
     if log == access_json then local _ = req.id end
     -- A streamed response (zever.stream) was finished by dispatch.

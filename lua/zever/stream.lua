@@ -307,4 +307,54 @@ function M.sse(res, opts)
   return s
 end
 
+-- --- request bodies (docs/streaming.md, "Request bodies") -----------------------------------------
+--
+-- src is the C request of zever.http (req.source), whose body_read/body_buffer (host/http/
+-- lx_body.c) never wait: they answer false when nothing is there yet, and the request's
+-- watcher (req:watch, the same as a streamed response's) is called once something came.
+
+local BODY_STATUS = { too_large = 413, timeout = 408, invalid = 400, closed = 400 }
+local BODY_MESSAGE = {
+  too_large = "the request body is larger than this route accepts",
+  timeout = "the client stopped sending the request body (http.body_timeout)",
+  invalid = "the request body's framing is malformed",
+  closed = "the client went away",
+}
+
+local function body_error(code)
+  return errors.new("http", code, BODY_MESSAGE[code] or code, { status = BODY_STATUS[code] or 400 })
+end
+M.body_error = body_error
+
+-- The next piece of the body (at most n bytes), waiting for it; nil at the end; nil, err when
+-- the client went away, the body broke a limit or timed out (err.status: 400, 408, 413).
+-- limit: the most bytes the route accepts in all (counted in state.read).
+function M.read_body(src, n, state)
+  while true do
+    local chunk, code = src:body_read(n)
+    if chunk then
+      if state then
+        state.read = state.read + #chunk
+        if state.limit and state.read > state.limit then return nil, body_error("too_large") end
+      end
+      return chunk
+    end
+    if chunk == nil then
+      if code == nil then return nil end
+      return nil, body_error(code)
+    end
+    if not wait(src) then return nil, body_error("closed") end
+  end
+end
+
+-- Collects a streamed body whole (a route that did not ask for streaming): true, or nil, err.
+function M.buffer_body(src)
+  while true do
+    local ok, code = src:body_buffer()
+    if ok then return true end
+    if ok == nil then return nil, body_error(code) end
+    if not wait(src) then return nil, body_error("closed") end
+  end
+end
+
 return M

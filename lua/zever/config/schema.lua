@@ -46,6 +46,8 @@ M.sections = {
     f("drain", "duration", 10, { doc = "how long in-flight requests may finish on shutdown" }),
     f("max_header_bytes", "integer", 8192, { min = 1, doc = "request line + headers (431/414)" }),
     f("max_body_bytes", "integer", MiB, { min = 0, doc = "request body (413)" }),
+    f("max_stream_bytes", "integer", 1024 * MiB,
+      { min = 0, doc = "request body of a stream_body route without max_body (413)" }),
     f("header_timeout", "duration", 10, { doc = "time to read the headers (408)" }),
     f("body_timeout", "duration", 30, { doc = "time to read the body (408)" }),
     f("keepalive_timeout", "duration", 75, { doc = "idle time between requests" }),
