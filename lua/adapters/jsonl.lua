@@ -5,8 +5,12 @@
 --   out:write(tbl)  -> true | nil, err     one line, one write: lines of several workers do not
 --                                          interleave (O_APPEND, unbuffered)
 --   out:close()
+--   jsonl.adapter(battery, verb) -> an adapter module { new(opts), open(section) } whose
+--                                   impl:<verb>(t) writes t as one line to opts.log_file
+--                                   (section.log_file): the log adapters of notification
+--                                   ("send") and analytics ("record")
 --
--- It must not know any battery.
+-- It must not know any battery beyond the name it is given.
 
 local json = require "zever.json"
 local errors = require "zever.errors"
@@ -43,6 +47,23 @@ function M.open(path, battery)
   end
   f:setvbuf("no")
   return setmetatable({ f = f, battery = battery }, Out)
+end
+
+function M.adapter(battery, verb)
+  local Log = {}
+  Log.__index = Log
+  Log[verb] = function(self, t) return self.out:write(t) end
+  function Log:close() return self.out:close() end
+  local A = {}
+  function A.new(opts)
+    local out, err = M.open(opts and opts.log_file, battery)
+    if not out then return nil, err end
+    return setmetatable({ out = out }, Log)
+  end
+  function A.open(section)
+    return A.new{ log_file = section.log_file }
+  end
+  return A
 end
 
 return M
