@@ -167,7 +167,8 @@ local BUILTIN = {
   outbox = { front = "zever.outbox", adapters = { db = {} } },
   breaker = { front = "zever.breaker", adapters = { memory = { "zever.breaker_core" },
     inproc = { "zever.breaker_core" }, redis = REDIS } },
-  webhook = { front = "zever.webhook", adapters = { memory = { "zever.crypto_core" } } },
+  webhook = { front = "zever.webhook", adapters = { memory = { "zever.crypto_core" },
+    db = { "zever.crypto_core" } } },
   workflow = { front = "zever.workflow", adapters = { memory = {}, db = {} } },
 }
 BUILTIN.flag = { front = "zever.flag", adapters = { file = {}, memory = {} } }

@@ -3,6 +3,7 @@
 -- a timestamp and the body, Stripe's, with a replay window for incoming webhooks.
 --
 --   local hooks = webhook.new{ jobs = app.jobs, send = fn }      -- memory endpoint store
+--   (app.webhook with webhook.adapter: db keeps the endpoints in the app's database)
 --   hooks:register(event, url, secret)  -> id | nil, err      event: a name or "*"
 --   hooks:unregister(id)                -> true | false
 --   hooks:endpoints([event])            -> list of { id, event, url } (never the secrets)
@@ -147,7 +148,9 @@ end
 
 -- The job: one delivery attempt. Raises on failure, so the jobs battery retries it.
 local function attempt(self, args)
-  local e = self.impl:get(args.endpoint)
+  local e, gerr = self.impl:get(args.endpoint)
+  -- A store that cannot answer (the db adapter's database) fails the attempt: it is retried.
+  if not e and gerr then error("webhook: the endpoint store: " .. tostring(gerr), 0) end
   if not e then return "unregistered" end
   local headers = {
     ["Content-Type"] = "application/json",

@@ -260,7 +260,8 @@ M.sections = {
     f("half_open_calls", "integer", 3, { min = 1, doc = "trial calls that close it again" }),
   } },
   { name = "webhook", doc = "outgoing webhooks (app.webhook)", fields = {
-    f("adapter", "adapter", "memory", { values = { "memory" } }),
+    f("adapter", "adapter", "memory", { values = { "memory", "db" } }),
+    f("table", "string", "webhook_endpoints", { doc = "db adapter: the endpoints' table" }),
     f("attempts", "integer", 8, { min = 1, doc = "delivery tries before the dead-letter list" }),
     f("base", "duration", 30, { doc = "first retry delay (doubling, jittered)" }),
     f("cap", "duration", 3600, { doc = "longest retry delay" }),
