@@ -110,6 +110,8 @@ DEBS += libnghttp2-dev nghttp2-client
 DEBS += prometheus chromium
 # Deploy specs (spec/deploy/): systemd-socket-activate and systemd-analyze; dpkg-deb for make deb.
 DEBS += systemd dpkg-dev
+# The storage battery's s3 adapter: its SigV4 signer is checked against botocore's (the AWS SDK's).
+DEBS += python3-botocore
 
 .PHONY: all deps run test asan bench bench-http fuzz lint check-includes install clean
 all: deps bin/zever $(LAZY_SO) build/bc/.stamp build/commands.lua

@@ -104,6 +104,16 @@ void zv_crypto_mac_free(zv_crypto_mac_t *m) {
   zv_free(m);
 }
 
+int zv_crypto_digest(int bits, const void *msg, size_t n, unsigned char *out, size_t *outlen) {
+  const EVP_MD *md = bits == 256 ? EVP_sha256() : bits == 384 ? EVP_sha384()
+                   : bits == 512 ? EVP_sha512() : NULL;
+  unsigned int len = 0;
+  if (!md) return ZV_EINVAL;
+  if (EVP_Digest(msg, n, out, &len, md, NULL) != 1) return ZV_ENOMEM;
+  *outlen = len;
+  return 0;
+}
+
 int zv_crypto_hmac(int bits, const void *key, size_t klen, const void *msg, size_t n,
                    unsigned char *out, size_t *outlen) {
   zv_crypto_mac_t *m;

@@ -31,6 +31,10 @@ int zv_crypto_mac_compute(zv_crypto_mac_t *m, const void *msg, size_t n, unsigne
                           size_t *outlen);
 void zv_crypto_mac_free(zv_crypto_mac_t *m);
 
+/* The SHA-2 digest (bits 256, 384 or 512) of msg into out (up to ZV_CRYPTO_MAC_MAX bytes);
+ * *outlen its length. Returns 0, ZV_EINVAL (bits) or ZV_ENOMEM. */
+int zv_crypto_digest(int bits, const void *msg, size_t n, unsigned char *out, size_t *outlen);
+
 /* One-shot HMAC (test vectors, key derivation): as mac_new + mac_compute + mac_free. */
 int zv_crypto_hmac(int bits, const void *key, size_t klen, const void *msg, size_t n,
                    unsigned char *out, size_t *outlen);

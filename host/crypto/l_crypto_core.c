@@ -78,6 +78,18 @@ static int l_hmac(lua_State *L) {
   return 1;
 }
 
+static int l_digest(lua_State *L) {
+  unsigned char out[ZV_CRYPTO_MAC_MAX];
+  size_t n, olen;
+  int bits = (int)luaL_checkinteger(L, 1);
+  const char *msg = luaL_checklstring(L, 2, &n);
+  int rc = zv_crypto_digest(bits, msg, n, out, &olen);
+  if (rc == ZV_EINVAL) return luaL_argerror(L, 1, "want 256, 384 or 512");
+  if (rc) return luaL_error(L, "crypto: %s", zv_strerror(rc));
+  lua_pushlstring(L, (const char *)out, olen);
+  return 1;
+}
+
 static int l_mac(lua_State *L) {
   size_t klen;
   int bits = (int)luaL_checkinteger(L, 1);
@@ -277,7 +289,7 @@ int luaopen_zever_crypto_core(lua_State *L) {
                                          {"sign", l_sig_sign}, {"verify", l_sig_verify},
                                          {NULL, NULL}};
   static const luaL_Reg funcs[] = {
-    {"random", l_random}, {"process_key", l_process_key}, {"equal", l_equal}, {"hmac", l_hmac}, {"mac", l_mac},
+    {"random", l_random}, {"process_key", l_process_key}, {"equal", l_equal}, {"hmac", l_hmac}, {"digest", l_digest}, {"mac", l_mac},
     {"aead", l_aead}, {"sig_key", l_sig_key}, {"b64url", l_b64url}, {"unb64url", l_unb64url}, {NULL, NULL}};
   zv_l_newmeta(L, MAC_MT, mac_methods, l_mac_gc);
   zv_l_newmeta(L, AEAD_MT, aead_methods, l_aead_gc);

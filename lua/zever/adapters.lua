@@ -175,7 +175,8 @@ BUILTIN.flag = { front = "zever.flag", adapters = { file = {}, memory = {} } }
 BUILTIN.i18n = { front = "zever.i18n", adapters = { file = {}, memory = {} } }
 BUILTIN.permission = { front = "zever.permission", adapters = { rbac = {}, noop = {} } }
 BUILTIN.tenant = { front = "zever.tenant", adapters = { single = {}, header = {} } }
-BUILTIN.storage = { front = "zever.storage", adapters = { ["local"] = { "zever.crypto_core" } } }
+BUILTIN.storage = { front = "zever.storage", adapters = { ["local"] = { "zever.crypto_core" },
+  s3 = { "zever.crypto_core" } } }
 BUILTIN.media = { front = "zever.media", adapters = { storage = {} } }
 BUILTIN.secrets = { front = "zever.secrets", adapters = { env = {}, file = {} } }
 BUILTIN.notification = { front = "zever.notification", adapters = { log = {} } }

@@ -6,6 +6,7 @@
 --   crypto.token([n])               -> n random bytes (default 32) as base64url text
 --   crypto.equal(a, b)              -> boolean, constant time (for equal lengths)
 --   crypto.hmac(alg, key, msg)      -> raw MAC; alg "sha256" | "sha384" | "sha512"
+--   crypto.digest(alg, msg)         -> raw SHA-2 digest; the same algs
 --   crypto.b64url(s), crypto.unb64url(s) -> text; bytes | nil (strict, no padding)
 --   crypto.aes_gcm_encrypt(key32, iv, pt[, aad]) -> ct, tag
 --   crypto.aes_gcm_decrypt(key32, iv, ct, tag[, aad]) -> pt | nil
@@ -73,6 +74,14 @@ function M.hmac(alg, key, msg)
     error("crypto.hmac: key and msg must be strings", 2)
   end
   return core.hmac(bits, key, msg)
+end
+
+-- The SHA-2 digest of msg (raw bytes): alg "sha256", "sha384" or "sha512".
+function M.digest(alg, msg)
+  local bits = BITS[alg]
+  if not bits then error('crypto.digest: alg must be "sha256", "sha384" or "sha512"', 2) end
+  if type(msg) ~= "string" then error("crypto.digest: msg must be a string", 2) end
+  return core.digest(bits, msg)
 end
 
 function M.b64url(s)

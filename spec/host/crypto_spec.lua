@@ -128,6 +128,27 @@ describe("zever.crypto_core", function()
     end)
   end)
 
+  describe("SHA-2 digests", function()
+    -- FIPS 180-2's "abc" and empty-string vectors (as sha256sum / sha384sum / sha512sum print).
+    local rows = {
+      { 256, "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
+      { 256, "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
+      { 384, "abc", "cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed" ..
+        "8086072ba1e7cc2358baeca134c825a7" },
+      { 512, "abc", "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a" ..
+        "2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f" },
+    }
+    for _, row in ipairs(rows) do
+      it("gives SHA-" .. row[1] .. " of '" .. row[2] .. "'", function()
+        assert.equal(row[3], hex(core.digest(row[1], row[2])))
+      end)
+    end
+
+    it("raises for a digest size it does not know", function()
+      assert.has_error(function() core.digest(224, "m") end)
+    end)
+  end)
+
   describe("base64url", function()
     -- RFC 4648 section 10 vectors in the URL-safe alphabet without padding.
     local rows = { { "", "" }, { "f", "Zg" }, { "fo", "Zm8" }, { "foo", "Zm9v" }, { "foob", "Zm9vYg" },
