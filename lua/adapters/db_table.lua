@@ -17,6 +17,9 @@
 --   db_table.token_prefix()      -> "pid:addr:usec:" a prefix unique to this process for tokens
 --   db_table.dialect(db)         -> "sqlite" | "postgres"   (db.dialect; sqlite when unset)
 --   db_table.blob(db)            -> the function that marks a string as a BLOB / bytea value
+--   M.open = db_table.opener(M.new[, options])   the adapter contract's open: the app's
+--                                  database (ctx:get("db")) and new's options, options(section)
+--                                  or { table = section.table } ("" meaning the adapter's own)
 --
 -- self.schema is one string or a list of statements (PostgreSQL's extended protocol runs one
 -- statement per call). On PostgreSQL the list runs in one transaction that first takes a
@@ -172,6 +175,15 @@ end
 function M.token_prefix()
   return format("%d:%s:%.0f:", sys.getpid(), tostring({}):match("0x%x+") or "",
     sys.wall() * 1e6)
+end
+
+function M.opener(new, options)
+  return function(section, ctx)
+    local db, err = ctx:get("db")
+    if not db then return nil, err end
+    return new(db, options and options(section) or
+      { table = section.table ~= "" and section.table or nil })
+  end
 end
 
 return M

@@ -142,11 +142,8 @@ function M.new(db, opts)
 end
 
 -- The adapter contract: section is the config's lock section; the database is the app's.
-function M.open(section, ctx)
-  local db, err = ctx:get("db")
-  if not db then return nil, err end
-  return M.new(db, { table = section.table ~= "" and section.table or nil,
-    horizon = section.horizon })
-end
+M.open = db_table.opener(M.new, function(section)
+  return { table = section.table ~= "" and section.table or nil, horizon = section.horizon }
+end)
 
 return M

@@ -104,10 +104,6 @@ function M.new(db, opts)
   return setmetatable(self, D)
 end
 
-function M.open(section, ctx)
-  local db, err = ctx:get("db")
-  if not db then return nil, err end
-  return M.new(db, { table = section.table ~= "" and section.table or nil })
-end
+M.open = db_table.opener(M.new)
 
 return M
