@@ -7,7 +7,7 @@
 --
 --   local impl = s3.new{ endpoint = "https://s3.eu-west-1.amazonaws.com", bucket = "media",
 --                        region = "eu-west-1", access_key = "...", secret_key = "...",
---                        clock = nil, timeout = 30 }
+--                        clock = nil, timeout = 30, max_body = 4 GiB }
 --   impl:put(key, data) -> size | nil, err      PUT /bucket/key (payload signed)
 --   impl:get(key[, first, last]) -> bytes | nil  GET (Range: bytes=first-last)
 --   impl:head(key, n) -> the first n bytes | nil GET with Range: bytes=0-(n-1)
@@ -60,7 +60,8 @@ function S3:request(method, key, headers, body)
     payload = body or "", time = floor(self.clock()), region = self.region,
     access_key = self.access_key, secret_key = self.secret_key }
   local res, err = self.http.request{ method = method, url = self.base .. sigv4.encode(path, true),
-    headers = h, body = body, timeout = self.timeout, max_redirects = 0 }
+    headers = h, body = body, timeout = self.timeout, max_redirects = 0,
+    max_body = self.max_body }
   if not res then return unavailable(method .. " " .. self.bucket .. "/" .. key .. ": " ..
     tostring(err and err.message or err)) end
   return res
@@ -142,6 +143,9 @@ function M.new(opts)
     region = opts.region ~= "" and opts.region or "us-east-1",
     access_key = need(opts, "access_key"), secret_key = need(opts, "secret_key"),
     clock = opts.clock or os.time, timeout = opts.timeout or 30,
+    -- An object is read whole (as the local adapter reads it): the client's 16 MiB default
+    -- would refuse larger ones.
+    max_body = opts.max_body or 4 * 1024 ^ 3,
     http = opts.http or require("zever.httpc") }, S3)
 end
 
