@@ -11,9 +11,11 @@ local format = string.format
 
 local USAGE = "zever jobs failed [--json] | retry <id>|--all | forget <id>|--all [--app PATH]"
 
+-- The error's message on one line (its traceback left to --json). A long one keeps its end,
+-- where the message is: the start is the file's path, whose length depends on the checkout.
 local function one_line(s, max)
-  s = tostring(s):gsub("%s+", " ")
-  if #s > max then s = s:sub(1, max - 3) .. "..." end
+  s = tostring(s):match("^[^\n]*"):gsub("%s+", " ")
+  if #s > max then s = "..." .. s:sub(-(max - 3)) end
   return s
 end
 
