@@ -47,63 +47,19 @@ function M.notify(msg, env)
 end
 
 function M.ready(status)
-  function M.init(loop)
-  if core.getpid() ~= 1 then return nil end
-  core.reap()
-  return loop.signal("SIGCHLD", function() core.reap() end)
-end
-
-function M.forward(signum)
-  if core.getpid() ~= 1 then return false end
-  return core.forward(signum)
-end
-
-return M.notify(format("READY=1\nSTATUS=%s\nMAINPID=%d", status or "serving", core.getpid()))
+  return M.notify(format("READY=1\nSTATUS=%s\nMAINPID=%d", status or "serving", core.getpid()))
 end
 
 function M.reloading()
-  function M.init(loop)
-  if core.getpid() ~= 1 then return nil end
-  core.reap()
-  return loop.signal("SIGCHLD", function() core.reap() end)
-end
-
-function M.forward(signum)
-  if core.getpid() ~= 1 then return false end
-  return core.forward(signum)
-end
-
-return M.notify(format("RELOADING=1\nMONOTONIC_USEC=%d", core.monotonic_usec()))
+  return M.notify(format("RELOADING=1\nMONOTONIC_USEC=%d", core.monotonic_usec()))
 end
 
 function M.stopping()
-  function M.init(loop)
-  if core.getpid() ~= 1 then return nil end
-  core.reap()
-  return loop.signal("SIGCHLD", function() core.reap() end)
-end
-
-function M.forward(signum)
-  if core.getpid() ~= 1 then return false end
-  return core.forward(signum)
-end
-
-return M.notify("STOPPING=1")
+  return M.notify("STOPPING=1")
 end
 
 function M.arrived(generation, n, status)
-  if core.arrive(generation or 0, n or 1) then function M.init(loop)
-  if core.getpid() ~= 1 then return nil end
-  core.reap()
-  return loop.signal("SIGCHLD", function() core.reap() end)
-end
-
-function M.forward(signum)
-  if core.getpid() ~= 1 then return false end
-  return core.forward(signum)
-end
-
-return M.ready(status) end
+  if core.arrive(generation or 0, n or 1) then return M.ready(status) end
   return false
 end
 
