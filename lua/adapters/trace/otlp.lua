@@ -10,9 +10,9 @@
 --
 -- Sending: section.send(url, body, timeout) -> status | nil, message when given; otherwise a
 -- POST through zever's HTTP client (zever.httpc: http:// or https://, on the worker's loop, with
--- a total timeout of section.timeout seconds). An export the batch size or the timer starts runs
--- in a coroutine of its own, so it never holds up the request whose span filled the batch;
--- flush() and close() send at once (they wait). A failed export drops the batch (counted in
+-- a total timeout of section.timeout seconds). An export the timer starts runs in a coroutine of
+-- its own; a full batch is sent by the span that filled it, and flush() and close() send at
+-- once (they wait). A failed export drops the batch (counted in
 -- stats().dropped) and is logged once per failure streak to stderr: tracing never fails a
 -- request.
 
@@ -102,7 +102,7 @@ function Impl:export(span)
   local buf = self.buffer
   buf[#buf + 1] = require("zever.trace").record(span)
   if #buf >= self.batch then
-    sched.spawn(self.flush, self)
+    self:flush()
   elseif #buf == 1 and self.flush_every > 0 then
     if not self.timer then
       local ok, loop = pcall(require, "zever.loop")
