@@ -107,6 +107,22 @@ static int l_run(lua_State *L) {
   return 1;
 }
 
+static void count_handle(uv_handle_t *h, void *arg) {
+  lua_State *L = arg;
+  if (!uv_is_active(h) || !uv_has_ref(h)) return;
+  lua_pushstring(L, uv_handle_type_name(uv_handle_get_type(h)));
+  lua_rawseti(L, -2, (int)lua_objlen(L, -2) + 1);
+}
+
+/* loop.handles() -> {kind, ...}: the handles that keep loop.run() going (active and
+ * referenced), by libuv kind ("timer", "tcp", "async", ...). For specs and diagnostics. */
+static int l_handles(lua_State *L) {
+  zv_loop_t *loop = zv_loop_of(L);
+  lua_newtable(L);
+  uv_walk(&loop->uv, count_handle, L);
+  return 1;
+}
+
 #define CO_FAILED "a coroutine failed"
 
 static int l_spawn(lua_State *L) {
@@ -460,6 +476,7 @@ int luaopen_zever_loop(lua_State *L) {
     {"run", l_run},
     {"stop", l_stop},
     {"now", l_now},
+    {"handles", l_handles},
     {NULL, NULL},
   };
   static const luaL_Reg with_mt[] = {
