@@ -278,6 +278,41 @@ describe("adapters.trace.otlp #serve", function()
   end)
 end)
 
+describe("adapters.trace.otlp batches in flight", function()
+  it("sends a full batch without holding up the span that filled it, and flush waits for it", function()
+    local sched = require "zever.sched"
+    local loop = require "zever.loop"
+    local pending, bodies = {}, {}
+    -- A collector that answers only when the spec says so.
+    local function send(_, body)
+      local token = sched.token()
+      pending[#pending + 1] = token
+      bodies[#bodies + 1] = body
+      return sched.await(token)
+    end
+    local tracer = trace.new({ adapter = "otlp", batch = 2, flush = 0, send = send })
+    tracer:start("a", { root = true }):finish()
+    tracer:start("b", { root = true }):finish()     -- fills the batch: its POST is now in flight
+    assert.are.equal(1, #pending)
+    local st = tracer:stats()
+    assert.are.same({ 0, 0, 0 }, { st.exported, st.dropped, st.buffered })
+    tracer:start("c", { root = true }):finish()     -- buffered behind it
+    local answered = {}
+    local release = loop.after(0, function()
+      for i, token in ipairs(pending) do
+        if not answered[i] then answered[i] = true; sched.complete(token, 200) end
+      end
+    end)
+    finally(function() release:stop() end)
+    assert.is_true(tracer:flush())
+    st = tracer:stats()
+    assert.are.same({ 3, 0, 0 }, { st.exported, st.dropped, st.buffered })
+    assert.are.equal(2, #bodies)
+    assert.truthy(bodies[1]:find('"name":"a"', 1, true))
+    assert.truthy(bodies[2]:find('"name":"c"', 1, true))
+  end)
+end)
+
 describe("app:trace() and the HTTP client", function()
   it("sends the request's trace context on an outgoing zever.httpc call", function()
     local zever = require "zever"

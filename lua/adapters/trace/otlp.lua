@@ -11,10 +11,10 @@
 -- Sending: section.send(url, body, timeout) -> status | nil, message when given; otherwise a
 -- POST through zever's HTTP client (zever.httpc: http:// or https://, on the worker's loop, with
 -- a total timeout of section.timeout seconds). An export the timer starts runs in a coroutine of
--- its own; a full batch is sent by the span that filled it, and flush() and close() send at
--- once (they wait). A failed export drops the batch (counted in
--- stats().dropped) and is logged once per failure streak to stderr: tracing never fails a
--- request.
+-- its own, and so does a full batch (the span that filled it does not wait); flush() and close()
+-- send what is buffered and wait until no export is in flight. A failed export drops the batch
+-- (counted in stats().dropped) and is logged once per failure streak to stderr: tracing never
+-- fails a request.
 
 local json = require "zever.json"
 local errors = require "zever.errors"
@@ -75,34 +75,69 @@ end
 local Impl = {}
 Impl.__index = Impl
 
-function Impl:flush()
-  local n = #self.buffer
-  if n == 0 then return true end
-  local batch = self.buffer
-  self.buffer = {}
-  if self.timer then self.timer:stop() end
-  local body = M.encode(batch, self.service)
-  local status, err = self.send(self.endpoint, body, self.timeout)
+-- Sends one batch and accounts for it. Several may be in flight at once (a full batch goes out
+-- in a coroutine of its own); flush() waits for all of them.
+local function send_batch(self, batch)
+  local n = #batch
+  self.inflight = self.inflight + 1
+  local ok, status, err = pcall(self.send, self.endpoint, M.encode(batch, self.service), self.timeout)
+  if not ok then status, err = nil, tostring(status) end
+  self.inflight = self.inflight - 1
+  local result, failure
   if status and status >= 200 and status < 300 then
     self.exported = self.exported + n
     self.failing = false
-    return true
+    result = true
+  else
+    self.dropped = self.dropped + n
+    local msg = err or ("the collector answered " .. tostring(status))
+    if not self.failing then
+      io.stderr:write("zever: trace: otlp export to ", self.endpoint, " failed: ", msg,
+        " (spans dropped)\n")
+    end
+    self.failing = msg
+    failure = errors.new("trace", "unavailable", "trace: otlp export failed: " .. msg)
   end
-  self.dropped = self.dropped + n
-  local msg = err or ("the collector answered " .. tostring(status))
-  if not self.failing then
-    io.stderr:write("zever: trace: otlp export to ", self.endpoint, " failed: ", msg,
-      " (spans dropped)\n")
+  if self.inflight == 0 and self.waiters then
+    local waiters = self.waiters
+    self.waiters = nil
+    for _, token in ipairs(waiters) do sched.complete(token) end
   end
-  self.failing = true
-  return nil, errors.new("trace", "unavailable", "trace: otlp export failed: " .. msg)
+  return result, failure
+end
+
+local function take(self)
+  local batch = self.buffer
+  self.buffer = {}
+  if self.timer then self.timer:stop() end
+  return batch
+end
+
+-- Sends what is buffered and waits until no export is in flight: when it returns, every span
+-- exported before the call has been sent or dropped.
+function Impl:flush()
+  local ok, err = true, nil
+  if #self.buffer > 0 then ok, err = send_batch(self, take(self)) end
+  while self.inflight > 0 do
+    local token = sched.token()
+    local waiters = self.waiters or {}
+    self.waiters = waiters
+    waiters[#waiters + 1] = token
+    sched.await(token)
+  end
+  if ok and self.failing then
+    return nil, errors.new("trace", "unavailable", "trace: otlp export failed: " .. self.failing)
+  end
+  return ok, err
 end
 
 function Impl:export(span)
   local buf = self.buffer
   buf[#buf + 1] = require("zever.trace").record(span)
   if #buf >= self.batch then
-    self:flush()
+    -- The span that filled the batch does not wait for the collector: the POST runs in a
+    -- coroutine of its own (a request is never held up by tracing).
+    sched.spawn(send_batch, self, take(self))
   elseif #buf == 1 and self.flush_every > 0 then
     if not self.timer then
       local ok, loop = pcall(require, "zever.loop")
@@ -137,7 +172,8 @@ function M.open(section)
   end
   return setmetatable({ endpoint = endpoint, service = section.service or "zever",
     batch = section.batch or 64, flush_every = section.flush or 1, timeout = section.timeout or 2,
-    send = section.send or default_send, buffer = {}, exported = 0, dropped = 0 }, Impl)
+    send = section.send or default_send, buffer = {}, exported = 0, dropped = 0, inflight = 0 },
+    Impl)
 end
 
 return M
