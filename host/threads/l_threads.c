@@ -318,7 +318,12 @@ static void join_all(pool_t *p) {
 }
 
 static int p_join(lua_State *L) {
-  join_all(check_pool(L));
+  pool_t *p = check_pool(L);
+  join_all(p);
+  /* Every worker has ended. With nobody to tell (no on_exit callback) the exit notice has
+   * nothing left to do, so it stops holding the owner's loop now rather than when the loop
+   * next runs or the pool is collected. */
+  if (p->exit_ref == LUA_NOREF && p->exit_live) uv_unref((uv_handle_t *)&p->exit_async);
   return 0;
 }
 
@@ -333,9 +338,13 @@ static int p_on_exit(lua_State *L) {
   if (p->exit_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, p->exit_ref);
   lua_pushvalue(L, 2);
   p->exit_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  /* Exits that happened before this call are reported now, from the loop. */
+  /* Exits that happened before this call are reported now, from the loop (which the notice
+   * holds again, should a join have let it go). */
   uv_mutex_lock(&p->mu);
-  if (p->exit_live) uv_async_send(&p->exit_async);
+  if (p->exit_live) {
+    uv_ref((uv_handle_t *)&p->exit_async);
+    uv_async_send(&p->exit_async);
+  }
   uv_mutex_unlock(&p->mu);
   return 0;
 }

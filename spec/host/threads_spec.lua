@@ -92,6 +92,18 @@ describe("zever.threads", function()
     pool:join()
   end)
 
+  it("lets the loop go at join when nobody waits for the exits, and still reports them later", function()
+    local before = #loop.handles()
+    local pool = stop_at_end(threads.start(1, "spec.fixtures.threads_worker", "raise"))
+    pool:join()
+    assert.are.equal(before, #loop.handles(), table.concat(loop.handles(), ", "))
+    local exit
+    pool:on_exit(function(index, ok) exit = { index, ok } end)
+    assert.is_true(run_until(function() return exit end))
+    assert.are.same({ 1, false }, exit)
+    assert.are.equal(before, #loop.handles(), table.concat(loop.handles(), ", "))
+  end)
+
   it("serves HTTP from two workers on one port", function()
     local http = require "zever.http"
     local probe = assert(http.listen({ port = 0 }, function(req) req:respond(200) end))
