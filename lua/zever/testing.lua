@@ -215,6 +215,19 @@ function M.run_until(done, seconds)
   return not not done()
 end
 
+-- Runs the loop until it holds no more handles than before (#loop.handles() taken before a
+-- spec opened its servers and clients) or seconds (default 10) pass; true when it got there. A
+-- connection whose peer hung up is gone only once the loop has seen the hang-up: a spec settles
+-- so that what it opened does not outlive it.
+function M.settle(before, seconds)
+  local guard = loop.after(seconds or 10, function() loop.stop() end)
+  local function held() return #loop.handles() - 1 end   -- the guard is not counted
+  while held() > before and guard:active() do loop.run("once") end
+  local ok = held() <= before
+  guard:stop()
+  return ok
+end
+
 local Server = {}
 Server.__index = Server
 

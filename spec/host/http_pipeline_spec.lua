@@ -4,7 +4,8 @@
 
 local loop = require "zever.loop"
 local http = require "zever.http"
-local run_until = require("zever.testing").run_until
+local testing = require "zever.testing"
+local run_until = testing.run_until
 
 local here = debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or "."
 local CLIENT = here .. "/../support/pipeline_client.py"
@@ -12,6 +13,7 @@ local CLIENT = here .. "/../support/pipeline_client.py"
 describe("zever.http pipelining", function()
   for _, n in ipairs({ 300, 3000 }) do
     it("answers " .. n .. " pipelined requests behind a slow one, in order", function()
+      local before = #loop.handles()
       local srv = assert(http.listen({ port = 0 }, function(req, _, path)
         if path == "/slow" then
           loop.after(0.1, function() req:respond(200, "slow") end)
@@ -32,6 +34,8 @@ describe("zever.http pipelining", function()
       end, 20))
       os.remove(out)
       srv:close()
+      -- The client hangs up after writing its file: the connection is gone once the loop sees it.
+      assert.is_true(testing.settle(before, 20), table.concat(loop.handles(), ","))
       assert.matches("^HTTP/1.1 200 OK\r\n.-\r\n\r\nslow", content)
       local i = 0
       for body in content:gmatch("\r\n\r\n(/fast/%d+)") do
