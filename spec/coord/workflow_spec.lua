@@ -1,7 +1,6 @@
 -- zever.workflow on the jobs battery: the conformance suite (spec/conformance/workflow.lua) with
 -- the memory store and the db store on a SQLite file, and app.workflow from the container.
 local zever = require "zever"
-local testing = require "zever.testing"
 local workflow = require "zever.workflow"
 local zdb = require "zever.db"
 
