@@ -14,6 +14,7 @@
 --   wf:signal(id, name, value)   -> true | nil, err ("not_found", "completed")
 --   wf:query(id[, "state"|"status"|"output"]) -> value | nil, err
 --   wf:cancel(id)                -> true | nil, err      compensations run in reverse order
+--   wf:retry(id)                 -> true | nil, err      a stuck run goes on from its last step
 --   wf:status(id)                -> { id, name, status, attempts, error, output, steps }
 --   wf:list([status][, limit])   -> runs
 --
@@ -26,10 +27,15 @@
 -- between steps must be deterministic (replayed), and a step's effect happens once unless the
 -- worker dies inside the step itself, between its effect and the record (the key is for that).
 --
--- Statuses: pending, running, waiting, completed, failed, cancelling, cancelled. A step that
--- raises fails the attempt: the run is retried from its last recorded step after a backoff
--- (attempts: 3, base 1 s doubling), then fails; a failed or cancelled run runs the
--- compensations of its recorded steps, last first, each once (recorded as "compensate:<step>").
+-- Statuses: pending, running, waiting, completed, compensating, failed, stuck, cancelling,
+-- cancelled. A step that raises fails the attempt: the run is retried from its last recorded
+-- step after a backoff (attempts: 3, base 1 s doubling), then fails; a failed or cancelled run
+-- runs the compensations of its recorded steps, last first, each once (recorded as
+-- "compensate:<step>"; status "compensating" meanwhile, so a compensation that raises is
+-- finished by the job's retry). ctx:step(name, fn, { retry = false }) fails the run at its first
+-- failure; ctx:step(name, fn, { pivot = true }) commits the run once recorded: no compensation
+-- any more, and a run out of attempts is "stuck" until wf:retry (the saga pattern: zever.saga).
+-- A store records a step's result and the run's step list in one call (record_step).
 -- Follows the Go framework's workflow battery: start(name, input, id) with a duplicate id
 -- refused, signal/query/cancel by run id, "completed" for a run that ended, a pending-signal
 -- bound (100), query "state".
