@@ -1,49 +1,64 @@
--- zever saga status|retry <id> [--dsn DSN] [--json]: a saga's progress (zever.saga) in the
--- database of --dsn (default DB_DSN): its state, error and every step's phase, status, attempts
--- and error; retry puts a stuck saga back to running (the app's next saga.run drives it).
+-- zever saga status|retry <id> [--app PATH] [--json]: a .zen saga's run (zever.saga on
+-- app.workflow): its status, error and every step's phase; retry makes a stuck saga (out of
+-- attempts after its pivot) run again in the worker. The app is loaded (--app PATH or -C DIR,
+-- default .; zever.cli.app) for its workflow store, as `zever workflow` does.
 
-local USAGE = "zever saga status|retry <id> [--dsn DSN] [--json]"
+local json = require "zever.json"
+local cliapp = require "zever.cli.app"
+
+local format = string.format
+
+local USAGE = "zever saga status|retry <id> [--app PATH] [--json]"
 
 return {
   name = "saga",
   summary = "Show a saga's progress or retry a stuck one",
   usage = USAGE,
-  help = "The saga tables (zever_sagas, zever_saga_steps) live in the app's database: --dsn, or\n"
-    .. "DB_DSN. status prints the saga's state (running, done, compensated, stuck), its error and\n"
-    .. "its steps; retry makes a stuck saga running again, with its failed step's attempts reset.\n"
+  help = "Sagas run on the app's workflows (app.workflow; docs/zen.md#sagas): the store is the\n"
+    .. "app's workflow adapter. status prints the run's status (pending, running, completed,\n"
+    .. "compensating, failed, stuck, cancelling, cancelled), its error and its steps; retry makes\n"
+    .. "a stuck saga run again from its failed step (zever worker runs it).\n"
     .. "Exit codes: 0 ok, 1 no such saga or not stuck, 2 usage.",
   flags = {
-    { name = "dsn", arg = "DSN", summary = "the database (default: DB_DSN)" },
+    cliapp.FLAG,
     { name = "json", summary = "print the status as JSON" },
+    { name = "dsn", arg = "DSN", summary = "gone: sagas live in the app's workflow store (--app)" },
   },
   run = function(args, flags)
     local verb, id = args[1], args[2]
     if (verb ~= "status" and verb ~= "retry") or not id or args[3] then return 2, "usage: " .. USAGE end
-    local dsn = flags.dsn or os.getenv("DB_DSN")
-    if not dsn or dsn == "" then return 2, "no database: pass --dsn or set DB_DSN" end
-    local db, err = require("zever.db").open(dsn)
-    if not db then return 1, "cannot open the database: " .. tostring(err) end
+    if flags.dsn then
+      return 2, "--dsn is gone: sagas run on app.workflow now and live in the app's workflow " ..
+        "store; pass --app PATH (docs/zen.md#sagas)"
+    end
+    local target, terr = cliapp.resolve(flags, nil, "saga")
+    if not target then return 2, terr end
+    local ok, app = pcall(cliapp.load, target)
+    if not ok then return 1, tostring(app) end
+    local got, wf = pcall(function() return app.workflow end)
+    if not got then
+      app:close()
+      return 1, tostring(wf)
+    end
     local saga = require "zever.saga"
-    saga.migrate(db)
     if verb == "retry" then
-      local ok, rerr = saga.retry(db, id)
-      db:close()
-      if not ok then return 1, rerr end
-      print("saga " .. id .. " is running again")
+      local done, rerr = saga.retry(wf, id)
+      app:close()
+      if not done then return 1, tostring(rerr) end
+      print("saga " .. id .. " runs again")
       return 0
     end
-    local st = saga.status(db, id)
-    db:close()
-    if not st then return 1, "no saga " .. id end
+    local st, err = saga.status(wf, id)
+    app:close()
+    if not st then return 1, tostring(err) end
     if flags.json then
-      print(require("zever.json").encode(st))
+      print(json.encode(st))
       return 0
     end
-    print(string.format("saga %s (%s): %s%s", st.id, st.name, st.state,
+    print(format("saga %s (%s): %s, attempts %d%s", st.id, st.name, st.status, st.attempts or 0,
       st.error and (" - " .. st.error) or ""))
     for _, s in ipairs(st.steps) do
-      print(string.format("  %-12s %-10s %-6s attempts %d%s", s.step, s.phase, s.status, s.attempts,
-        s.error and (" - " .. s.error) or ""))
+      print(format("  %-12s %-10s %s", s.step, s.phase, s.status))
     end
     return 0
   end,

@@ -7,6 +7,7 @@
 --   start NAME [--input JSON] [--id ID] a new run (its id printed)
 --   signal ID NAME [--value JSON]       delivers a signal
 --   cancel ID                           cancels it (compensations run in the worker)
+--   retry ID                            a stuck run (out of attempts past a pivot) runs again
 
 local json = require "zever.json"
 local cliapp = require "zever.cli.app"
@@ -14,8 +15,9 @@ local cliapp = require "zever.cli.app"
 local format = string.format
 
 local USAGE = "zever workflow list [--status S] [--json] | status ID [--json] | " ..
-  "start NAME [--input JSON] [--id ID] | signal ID NAME [--value JSON] | cancel ID [--app PATH]"
-local VERBS = { "list", "status", "start", "signal", "cancel" }
+  "start NAME [--input JSON] [--id ID] | signal ID NAME [--value JSON] | cancel ID | retry ID " ..
+  "[--app PATH]"
+local VERBS = { "list", "status", "start", "signal", "cancel", "retry" }
 
 local function decode_flag(s, what)
   if s == nil then return true, nil end
@@ -74,12 +76,18 @@ local function run_verb(wf, args, flags)
     if not done then return 1, tostring(err) end
     print("cancelling " .. args[2])
     return 0
+  elseif verb == "retry" then
+    if not args[2] then return 2, "retry: want a run id" end
+    local done, err = wf:retry(args[2])
+    if not done then return 1, tostring(err) end
+    print("retrying " .. args[2])
+    return 0
   end
 end
 
 return {
   name = "workflow",
-  summary = "List, start, signal or cancel durable workflow runs",
+  summary = "List, start, signal, cancel or retry durable workflow runs",
   usage = USAGE,
   flags = {
     cliapp.FLAG,

@@ -296,8 +296,8 @@ function M.generate(ir, opts)
   opts = opts or {}
   local index = M.index(ir)
   local rpcs, types = rpc_table(ir, index)
-  -- The sagas (run by zever.saga with the same handlers): only when the schema has some, so that
-  -- the routes of a schema without sagas stay as they were.
+  -- The sagas (run on app.workflow by zever.saga with the same handlers): only when the schema
+  -- has some, so that the routes of a schema without sagas stay as they were.
   local sagas, saga_src, saga_arg = {}, "", ""
   for _, sg in ipairs(ir.sagas or {}) do
     local steps = {}
@@ -309,7 +309,8 @@ function M.generate(ir, opts)
     sagas[sg.name] = { name = sg.name, steps = steps }
   end
   if next(sagas) then
-    saga_src = "\n\n-- Sagas: zever.saga.run(db, SAGAS.Name, handlers, id) (docs/zen.md).\nlocal SAGAS = " ..
+    saga_src = "\n\n-- Sagas: zever.saga.register(app.workflow, routes.sagas, handlers); each runs as a\n" ..
+      "-- workflow: app.workflow:start(\"Name\", input) (docs/zen.md#sagas).\nlocal SAGAS = " ..
       literal(sagas)
     saga_arg = ", sagas = SAGAS"
   end

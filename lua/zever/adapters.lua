@@ -169,7 +169,7 @@ local BUILTIN = {
     inproc = { "zever.breaker_core" }, redis = REDIS } },
   webhook = { front = "zever.webhook", adapters = { memory = { "zever.crypto_core" },
     db = { "zever.crypto_core" } } },
-  workflow = { front = "zever.workflow", adapters = { memory = {}, db = {} } },
+  workflow = { front = "zever.workflow", adapters = { memory = {}, db = {}, redis = REDIS } },
 }
 BUILTIN.flag = { front = "zever.flag", adapters = { file = {}, memory = {} } }
 BUILTIN.i18n = { front = "zever.i18n", adapters = { file = {}, memory = {} } }

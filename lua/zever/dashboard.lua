@@ -13,6 +13,10 @@
 --   POST /_zever/api/failed/forget   { id } -> { forgotten = n }
 --   GET  /_zever/api/requests        the last `recent` requests this worker answered
 --   GET  /_zever/api/config          the merged configuration, secrets redacted
+--   GET  /_zever/api/workflows       workflow runs (app.workflow:list; ?status=S, ?limit=N <= 100)
+--   GET  /_zever/api/workflows/:id   one run (app.workflow:status): steps, compensated, error
+--   POST /_zever/api/workflows/retry  { id } -> { retried = id }   a stuck run runs again
+--   POST /_zever/api/workflows/cancel { id } -> { cancelled = id }
 --
 -- Who may see it: the dashboard is installed only when dashboard.enabled is true (off by
 -- default; `zever dev` turns it on). With dashboard.token set, every request must carry it
@@ -246,6 +250,72 @@ function M.install(app, opts)
     local config = require "zever.config"
     return { config = config.plain(config.redact(cfg)) }
   end)
+
+  -- Workflows (docs/workflow.md): the runs of app.workflow when the app uses it.
+  local function workflows() return resolved_or_configured(app, "workflow") end
+
+  api("get", "workflows", function(req, res)
+    local wf = workflows()
+    local out = json.array()
+    if not wf then return { enabled = false, workflows = out } end
+    local q = req.query or {}
+    local limit = tonumber(q.limit) or 100
+    if limit < 1 or limit > 100 or limit % 1 ~= 0 then
+      res:status(400)
+      return { error = "limit is a whole number from 1 to 100" }
+    end
+    local status = type(q.status) == "string" and q.status ~= "" and q.status or nil
+    local runs = wf:list(status, limit) or {}
+    for i, r in ipairs(runs) do
+      out[i] = { id = r.id, name = r.name, status = r.status, attempts = r.attempts or 0,
+        error = r.error or json.null, created_at = r.created_at or json.null,
+        updated_at = r.updated_at or json.null }
+    end
+    return { enabled = true, workflows = out }
+  end)
+
+  api("get", "workflows/:id", function(req, res)
+    local wf = workflows()
+    if not wf then
+      res:status(404)
+      return { error = "no workflow battery" }
+    end
+    local st, err = wf:status(req.params.id)
+    if not st then
+      res:status(err.code == "not_found" and 404 or 500)
+      return { error = err.message }
+    end
+    local steps, comp = json.array(), json.array()
+    for i, v in ipairs(st.steps) do steps[i] = v end
+    for i, v in ipairs(st.compensated) do comp[i] = v end
+    return { id = st.id, name = st.name, status = st.status, attempts = st.attempts or 0,
+      error = st.error or json.null, steps = steps, compensated = comp, committed = st.committed,
+      created_at = st.created_at or json.null, updated_at = st.updated_at or json.null }
+  end)
+
+  local function wf_act(what, field)
+    return function(req, res)
+      local body = req:json()
+      local id = type(body) == "table" and body.id
+      if type(id) ~= "string" or id == "" then
+        res:status(400)
+        return { error = "want {\"id\": \"<run id>\"}" }
+      end
+      local wf = workflows()
+      if not wf then
+        res:status(404)
+        return { error = "no workflow battery" }
+      end
+      local ok, err = wf[what](wf, id)
+      if not ok then
+        res:status(err.code == "not_found" and 404 or 409)
+        return { error = err.message, code = err.code }
+      end
+      return { [field] = id }
+    end
+  end
+  api("post", "workflows/retry", wf_act("retry", "retried"))
+  api("post", "workflows/cancel", wf_act("cancel", "cancelled"))
 
   return app
 end

@@ -27,6 +27,7 @@ td,th{text-align:left;padding:3px 8px;border-bottom:1px solid #eee;font-variant-
 <section id="health-section"><h2>Batteries</h2><table id="health"><thead><tr><th>battery</th><th>adapter</th><th>status</th><th>ms</th></tr></thead><tbody></tbody></table></section>
 <section id="queues-section"><h2>Queues</h2><table id="queues"><thead><tr><th>queue</th><th>waiting</th><th>jobs</th></tr></thead><tbody></tbody></table></section>
 <section id="failed-section"><h2>Failed jobs</h2><table id="failed"><thead><tr><th>id</th><th>job</th><th>queue</th><th>attempts</th><th>error</th><th></th></tr></thead><tbody></tbody></table><p id="failed-status" class="muted"></p></section>
+<section id="workflows-section"><h2>Workflows</h2><table id="workflows"><thead><tr><th>id</th><th>workflow</th><th>status</th><th>attempts</th><th>error</th><th></th></tr></thead><tbody></tbody></table><p id="workflows-status" class="muted"></p></section>
 <section id="requests-section"><h2>Recent requests (this worker)</h2><table id="requests"><thead><tr><th>method</th><th>path</th><th>status</th><th>ms</th></tr></thead><tbody></tbody></table></section>
 <section id="metrics-section"><h2>Metrics</h2><table id="metrics"><thead><tr><th>name</th><th>labels</th><th>value</th></tr></thead><tbody></tbody></table></section>
 </main>
@@ -70,6 +71,14 @@ td,th{text-align:left;padding:3px 8px;border-bottom:1px solid #eee;font-variant-
       return load();
     }).catch(function (e) { st.textContent = String(e); });
   }
+  function wfRetry(id) {
+    var st = document.getElementById("workflows-status");
+    api("workflows/retry", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ id: id }) }).then(function (r) {
+      st.textContent = "retrying " + r.retried;
+      return load();
+    }).catch(function (e) { st.textContent = String(e); });
+  }
   function load() {
     return Promise.all([
       api("overview").then(function (o) {
@@ -95,6 +104,17 @@ td,th{text-align:left;padding:3px 8px;border-bottom:1px solid #eee;font-variant-
           b.textContent = "retry"; b.className = "retry"; b.setAttribute("data-id", String(x.id));
           b.addEventListener("click", function () { retry(x.id); });
           return [x.id, x.name, x.queue, x.attempts, x.error, b];
+        });
+      }),
+      api("workflows").then(function (w) {
+        fill("workflows", w.workflows, function (x) {
+          var b = "";
+          if (x.status === "stuck") {
+            b = document.createElement("button");
+            b.textContent = "retry"; b.className = "wf-retry"; b.setAttribute("data-id", x.id);
+            b.addEventListener("click", function () { wfRetry(x.id); });
+          }
+          return [x.id, x.name, x.status, x.attempts, x.error, b];
         });
       }),
       api("requests").then(function (r) {

@@ -1,179 +1,149 @@
--- zever.saga: the runtime of the .zen `saga` declarations (the sagas backend generates their
--- definitions). A saga is a sequence of steps, each an RPC handler; its progress lives in the
--- database, so a worker that dies between steps loses nothing and repeats nothing that finished.
+-- zever.saga: the runtime of the .zen `saga` declarations, on zever.workflow. The routes backend
+-- writes each saga's steps into generated/routes.lua (routes.sagas); saga.define makes one a
+-- workflow whose steps call the same RPC handlers as the routes, so a saga runs as jobs of
+-- `zever worker`, each step's result recorded once, surviving a worker killed between steps.
 --
---   saga.migrate(db)                        creates zever_sagas and zever_saga_steps (idempotent)
---   saga.start(db, def, input[, id])        -> id            a new saga in state "running"
---   saga.run(db, def, handlers, id[, opts]) -> state, err    drives it as far as it goes
---   saga.status(db, id)                     -> { id, name, state, error, steps = {...} } | nil
---   saga.retry(db, id)                      -> true | nil, err   a "stuck" saga runs again
+--   saga.define(wf, def, handlers[, opts])    -> wf   the workflow def.name (opts: attempts = 3,
+--                                                     base = 1: the retries after the pivot)
+--   saga.register(wf, sagas, handlers[, opts]) -> wf  every saga of a table (routes.sagas)
+--   wf:start(def.name, input[, id])           -> id   (zever.workflow: a run is a job)
+--   saga.status(wf, id) -> { id, name, status, error, attempts, steps = { { step, phase,
+--                             status }, ... } } | nil, err
+--   saga.retry(wf, id)  -> true | nil, err            a stuck saga runs again (wf:retry)
 --
 -- def = { name =, steps = { { name =, execute = { service =, rpc = }, compensate = {...}?,
 -- pivot = true? }, ... } }; handlers[service][rpc](input, ctx) -> result | nil, err, the same
--- functions the routes call. ctx = { saga_id, step, phase, idempotency_key, results } where
--- idempotency_key is "<saga id>:<step>:<phase>": a handler whose effect must happen once passes it
--- on (to the payment provider, a unique column): a worker killed after the effect and before the
--- step was recorded runs the step again with the same key.
+-- functions the routes call (input is the saga's). ctx = { saga_id, step, phase,
+-- idempotency_key, results }: the key is "<run id>/<step>" for execute and
+-- "<run id>/compensate:<step>" for compensate; a handler whose effect must happen once passes
+-- it on (to the payment provider, a unique column), for the one case where a step runs twice:
+-- a worker killed after the effect and before the record. results holds the results of the
+-- steps before this one (execute) or this step's own result under its name (compensate).
 --
--- Semantics: steps run in order; each finished step's result is stored before the next starts.
--- A step that fails at or before the pivot compensates the finished steps in reverse order (each
--- compensation stored too) and ends "compensated" (err is the failure). After the pivot the saga
--- rolls forward: the failing step is tried again up to opts.attempts times (default 3); then the
--- saga is "stuck" until saga.retry (or `zever saga retry <id>`) and a new run. The states:
--- running, done, compensated, stuck.
+-- Semantics (the saga pattern's three groups of steps): the steps before the pivot and the
+-- pivot itself are compensatable: one that fails (raises, or returns nil, err) fails the run at
+-- once, and the compensations of the finished steps run in reverse order, each once (status
+-- "failed"). Once the pivot is recorded the saga is committed: a failing later step is retried
+-- (opts.attempts, backoff opts.base * 2^n seconds), then the run is "stuck" (never compensated)
+-- until saga.retry / `zever saga retry <id>`. A saga without a pivot compensates on any failure.
+-- Statuses are the workflow's: pending, running, completed, compensating, failed, stuck,
+-- cancelling, cancelled.
+--
+-- The first runtime (saga.migrate/start/run(db, ...) over tables zever_sagas and
+-- zever_saga_steps) is gone: those calls raise a message that says what replaced them.
 
-local json = require "zever.json"
+local battery = require "zever.battery"
 
-local format = string.format
+local type, error, format, pcall, tostring = type, error, string.format, pcall, tostring
 
 local M = {}
 
-local DDL = {
-  [[CREATE TABLE IF NOT EXISTS zever_sagas (id TEXT PRIMARY KEY, name TEXT NOT NULL,
-    state TEXT NOT NULL, input TEXT NOT NULL, error TEXT)]],
-  [[CREATE TABLE IF NOT EXISTS zever_saga_steps (saga_id TEXT NOT NULL, step TEXT NOT NULL,
-    phase TEXT NOT NULL, status TEXT NOT NULL, result TEXT, attempts INTEGER NOT NULL DEFAULT 0,
-    error TEXT, PRIMARY KEY (saga_id, step, phase))]],
-}
+local GONE = "zever.saga.%s(db, ...) is gone: .zen sagas run on zever.workflow now: " ..
+  "saga.define(app.workflow, routes.sagas.Name, handlers), then app.workflow:start(name, input) " ..
+  "(docs/zen.md#sagas)"
 
-function M.migrate(db)
-  for _, sql in ipairs(DDL) do db:exec(sql) end
+for _, name in ipairs{ "migrate", "start", "run" } do
+  M[name] = function() error(format(GONE, name), 2) end
 end
 
-local counter = 0
-local function new_id()
-  counter = counter + 1
-  return format("%x-%x-%x", os.time(), math.random(0, 0x7fffffff), counter)
-end
-
-function M.start(db, def, input, id)
-  if type(def) ~= "table" or type(def.name) ~= "string" then error("saga.start: def needs a name", 2) end
-  id = id or new_id()
-  db:exec("INSERT INTO zever_sagas (id, name, state, input) VALUES (?, ?, 'running', ?)", id,
-    def.name, json.encode(input == nil and json.object() or input))
-  return id
-end
-
-local function row(db, id)
-  return db:first("SELECT id, name, state, input, error FROM zever_sagas WHERE id = ?", id)
-end
-
-local function step_row(db, id, step, phase)
-  return db:first("SELECT status, result, attempts, error FROM zever_saga_steps WHERE saga_id = ? "
-    .. "AND step = ? AND phase = ?", id, step, phase)
-end
-
-local function record(db, id, step, phase, status, result, attempts, err)
-  db:exec("INSERT INTO zever_saga_steps (saga_id, step, phase, status, result, attempts, error) "
-    .. "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (saga_id, step, phase) DO UPDATE SET "
-    .. "status = excluded.status, result = excluded.result, attempts = excluded.attempts, "
-    .. "error = excluded.error", id, step, phase, status,
-    result ~= nil and json.encode(result) or nil, attempts, err)
-end
-
-local function set_state(db, id, state, err)
-  db:exec("UPDATE zever_sagas SET state = ?, error = ? WHERE id = ?", state, err, id)
+local function is_workflow(wf)
+  return type(wf) == "table" and wf.battery == "workflow" and type(wf.define) == "function"
 end
 
 local function err_text(err)
-  if type(err) == "table" then return tostring(err.code or "error") .. ": " .. tostring(err.message or "") end
+  if type(err) == "table" then
+    return tostring(err.code or "error") .. ": " .. tostring(err.message or "")
+  end
   return tostring(err)
 end
 
--- Calls one side (execute or compensate) of a step: ok, result | false, error text.
-local function call(handlers, ref, input, ctx)
+local function handler(handlers, ref, who)
   local svc = handlers[ref.service]
   local fn = type(svc) == "table" and svc[ref.rpc]
   if type(fn) ~= "function" then
-    error(format("saga: no handler %s.%s", ref.service, ref.rpc), 0)
+    error(format("saga.define: %s: no handler %s.%s", who, tostring(ref.service),
+      tostring(ref.rpc)), 3)
   end
-  local ok, result, err = pcall(fn, input, ctx)
-  if not ok then return false, tostring(result) end
-  if err ~= nil then return false, err_text(err) end
-  return true, result
+  return fn
 end
 
-function M.run(db, def, handlers, id, opts)
+-- Calls a handler; its result, or raises "<step>: <error>" when it failed.
+local function call(fn, input, ctx)
+  local ok, result, err = pcall(fn, input, ctx)
+  if not ok then error(ctx.step .. ": " .. tostring(result), 0) end
+  if err ~= nil then error(ctx.step .. ": " .. err_text(err), 0) end
+  return result
+end
+
+function M.define(wf, def, handlers, opts)
+  if not is_workflow(wf) then
+    error("saga.define: wf must be a zever.workflow (app.workflow)", 2)
+  end
+  if type(def) ~= "table" or type(def.name) ~= "string" or type(def.steps) ~= "table" then
+    error("saga.define: def must be a saga of routes.sagas ({ name =, steps = })", 2)
+  end
+  if type(handlers) ~= "table" then error("saga.define: handlers must be a table of services", 2) end
+  battery.opt_table(opts, "saga.define", "opts")
   opts = opts or {}
-  local attempts_max = opts.attempts or 3
-  local s = row(db, id)
-  if not s then return nil, "no saga " .. tostring(id) end
-  if s.state ~= "running" then return s.state end
-  local input = json.decode(s.input)
-  local results = {}
   local pivot_at
   for i, st in ipairs(def.steps) do
     if st.pivot then pivot_at = i end
   end
-  local function ctx(st, phase)
-    return { saga_id = id, step = st.name, phase = phase, results = results,
-      idempotency_key = id .. ":" .. st.name .. ":" .. phase }
-  end
+  local steps, compensate = {}, {}
   for i, st in ipairs(def.steps) do
-    local done = step_row(db, id, st.name, "execute")
-    if done and done.status == "done" then
-      results[st.name] = done.result and json.decode(done.result) or nil
-    else
-      local attempts = done and done.attempts or 0
-      local rolling = pivot_at and i > pivot_at
-      while true do
-        attempts = attempts + 1
-        local ok, result = call(handlers, st.execute, input, ctx(st, "execute"))
-        if ok then
-          record(db, id, st.name, "execute", "done", result, attempts, nil)
-          results[st.name] = result
-          break
-        end
-        record(db, id, st.name, "execute", "failed", nil, attempts, result)
-        if not rolling then
-          -- At or before the pivot: undo what finished, newest first.
-          for j = i - 1, 1, -1 do
-            local prev = def.steps[j]
-            if prev.compensate then
-              local c = step_row(db, id, prev.name, "compensate")
-              if not (c and c.status == "done") then
-                local cok, cres = call(handlers, prev.compensate, input, ctx(prev, "compensate"))
-                if not cok then
-                  record(db, id, prev.name, "compensate", "failed", nil, (c and c.attempts or 0) + 1, cres)
-                  set_state(db, id, "stuck", "compensation of " .. prev.name .. " failed: " .. cres)
-                  return "stuck", cres
-                end
-                record(db, id, prev.name, "compensate", "done", cres, (c and c.attempts or 0) + 1, nil)
-              end
-            end
-          end
-          set_state(db, id, "compensated", st.name .. ": " .. result)
-          return "compensated", result
-        end
-        if attempts >= attempts_max then
-          set_state(db, id, "stuck", st.name .. ": " .. result)
-          return "stuck", result
-        end
+    local who = def.name .. "." .. tostring(st.name)
+    local exec = handler(handlers, st.execute or {}, who)
+    local undo = st.compensate and handler(handlers, st.compensate, who)
+    -- At or before the pivot (every step when there is none): a failure compensates at once.
+    steps[i] = { name = st.name, fn = exec, opts = { retry = not (pivot_at == nil or i <= pivot_at),
+      pivot = st.pivot or nil } }
+    if undo then
+      compensate[st.name] = function(result, input, key)
+        call(undo, input, { saga_id = key:match("^(.*)/"), step = st.name, phase = "compensate",
+          idempotency_key = key, results = { [st.name] = result } })
       end
     end
   end
-  set_state(db, id, "done", nil)
-  return "done"
+  wf:define(def.name, function(ctx, input)
+    local results = {}
+    for _, st in ipairs(steps) do
+      results[st.name] = ctx:step(st.name, function(key)
+        return call(st.fn, input, { saga_id = ctx.id, step = st.name, phase = "execute",
+          idempotency_key = key, results = results })
+      end, st.opts)
+    end
+    return results
+  end, { compensate = compensate, attempts = opts.attempts, base = opts.base })
+  return wf
 end
 
-function M.status(db, id)
-  local s = row(db, id)
-  if not s then return nil end
+function M.register(wf, sagas, handlers, opts)
+  if type(sagas) ~= "table" then error("saga.register: sagas must be routes.sagas", 2) end
+  for _, def in pairs(sagas) do M.define(wf, def, handlers, opts) end
+  return wf
+end
+
+function M.status(wf, id)
+  if not is_workflow(wf) then error(format(GONE, "status"), 2) end
+  local st, err = wf:status(id)
+  if not st then return nil, err end
+  local undone = {}
+  for _, name in ipairs(st.compensated) do undone[name] = true end
   local steps = {}
-  for _, r in ipairs(db:query("SELECT step, phase, status, attempts, error FROM zever_saga_steps "
-    .. "WHERE saga_id = ? ORDER BY phase DESC, step", id)) do
-    steps[#steps + 1] = r
+  for _, name in ipairs(st.steps) do
+    steps[#steps + 1] = { step = name, phase = "execute", status = "done" }
   end
-  return { id = s.id, name = s.name, state = s.state, error = s.error, steps = steps }
+  for i = #st.steps, 1, -1 do
+    local name = st.steps[i]
+    if undone[name] then steps[#steps + 1] = { step = name, phase = "compensate", status = "done" } end
+  end
+  return { id = st.id, name = st.name, status = st.status, error = st.error,
+    attempts = st.attempts, committed = st.committed, output = st.output, steps = steps }
 end
 
-function M.retry(db, id)
-  local s = row(db, id)
-  if not s then return nil, "no saga " .. tostring(id) end
-  if s.state ~= "stuck" then return nil, format("saga %s is %s, not stuck", id, s.state) end
-  db:exec("UPDATE zever_saga_steps SET attempts = 0 WHERE saga_id = ? AND status = 'failed'", id)
-  set_state(db, id, "running", nil)
-  return true
+function M.retry(wf, id)
+  if not is_workflow(wf) then error(format(GONE, "retry"), 2) end
+  return wf:retry(id)
 end
 
 return M

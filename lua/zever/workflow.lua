@@ -14,6 +14,7 @@
 --   wf:signal(id, name, value)   -> true | nil, err ("not_found", "completed")
 --   wf:query(id[, "state"|"status"|"output"]) -> value | nil, err
 --   wf:cancel(id)                -> true | nil, err      compensations run in reverse order
+--   wf:retry(id)                 -> true | nil, err      a stuck run goes on from its last step
 --   wf:status(id)                -> { id, name, status, attempts, error, output, steps }
 --   wf:list([status][, limit])   -> runs
 --
@@ -26,10 +27,15 @@
 -- between steps must be deterministic (replayed), and a step's effect happens once unless the
 -- worker dies inside the step itself, between its effect and the record (the key is for that).
 --
--- Statuses: pending, running, waiting, completed, failed, cancelling, cancelled. A step that
--- raises fails the attempt: the run is retried from its last recorded step after a backoff
--- (attempts: 3, base 1 s doubling), then fails; a failed or cancelled run runs the
--- compensations of its recorded steps, last first, each once (recorded as "compensate:<step>").
+-- Statuses: pending, running, waiting, completed, compensating, failed, stuck, cancelling,
+-- cancelled. A step that raises fails the attempt: the run is retried from its last recorded
+-- step after a backoff (attempts: 3, base 1 s doubling), then fails; a failed or cancelled run
+-- runs the compensations of its recorded steps, last first, each once (recorded as
+-- "compensate:<step>"; status "compensating" meanwhile, so a compensation that raises is
+-- finished by the job's retry). ctx:step(name, fn, { retry = false }) fails the run at its first
+-- failure; ctx:step(name, fn, { pivot = true }) commits the run once recorded: no compensation
+-- any more, and a run out of attempts is "stuck" until wf:retry (the saga pattern: zever.saga).
+-- A store records a step's result and the run's step list in one call (record_step).
 -- Follows the Go framework's workflow battery: start(name, input, id) with a duplicate id
 -- refused, signal/query/cancel by run id, "completed" for a run that ended, a pending-signal
 -- bound (100), query "state".
@@ -38,8 +44,8 @@ local battery = require "zever.battery"
 local json = require "zever.json"
 local sys = require "zever.sys"
 
-local type, error, tostring, pcall, setmetatable, format, floor, min =
-  type, error, tostring, pcall, setmetatable, string.format, math.floor, math.min
+local type, error, tostring, pcall, setmetatable, getmetatable, format, floor, min =
+  type, error, tostring, pcall, setmetatable, getmetatable, string.format, math.floor, math.min
 local encode, decode = json.encode, json.decode
 
 local M = {}
@@ -55,6 +61,8 @@ local ENDED = { completed = true, failed = true, cancelled = true }
 
 -- The sentinel a suspending ctx call raises: the job ends the attempt without failing.
 local SUSPEND = setmetatable({}, { __tostring = function() return "workflow: suspended" end })
+-- The metatable of what a step with retry = false raises when it fails: the run fails now.
+local FATAL = { __tostring = function(e) return tostring(e.msg) end }
 
 local function now() return sys.wall() end
 
@@ -68,21 +76,41 @@ end
 local Ctx = {}
 Ctx.__index = Ctx
 
-function Ctx:step(name, fn)
+-- The run's state column: what query("state") gives, the recorded steps in order, and whether
+-- a pivot step was recorded (committed: no compensation any more).
+local function state_text(ctx)
+  return encode({ state = ctx.state, order = ctx.order, committed = ctx.committed or nil })
+end
+
+-- opts: retry = false (a failure fails the run at once: no further attempt, compensations run),
+-- pivot = true (once recorded, the run is committed: a later failure is retried forward and a
+-- run out of attempts is "stuck" rather than compensated; wf:retry resumes it).
+function Ctx:step(name, fn, opts)
   if type(name) ~= "string" or name == "" then error("ctx:step: name must be a string", 2) end
   if type(fn) ~= "function" then error("ctx:step: fn must be a function", 2) end
+  if opts ~= nil and type(opts) ~= "table" then error("ctx:step: opts must be a table", 2) end
   if self.seen[name] then error("ctx:step: step \"" .. name .. "\" runs twice in one run", 2) end
   self.seen[name] = true
   local key = "step:" .. name
   local done = self.steps[key]
   if done ~= nil then return dec(done).v end
-  local v = fn(self.id .. "/" .. name)
-  local text = encode({ v = v })
-  if self.wf.impl:put_step(self.id, key, text) then
-    self.order[#self.order + 1] = name
-    self.wf.impl:update(self.id, { state = encode({ state = self.state, order = self.order }),
-      updated_at = now() })
+  local v
+  if opts and opts.retry == false and not self.committed then
+    local ok, out = pcall(fn, self.id .. "/" .. name)
+    if not ok then error(setmetatable({ msg = out }, FATAL), 0) end
+    v = out
   else
+    v = fn(self.id .. "/" .. name)
+  end
+  local text = encode({ v = v })
+  local n, committed = #self.order, self.committed
+  self.order[n + 1] = name
+  if opts and opts.pivot then self.committed = true end
+  -- One store call records the result and the run's step list together (one script on redis,
+  -- one transaction on a database): a worker killed in between cannot leave one without the other.
+  if not self.wf.impl:record_step(self.id, key, text, { state = state_text(self),
+      updated_at = now() }) then
+    self.order[n + 1], self.committed = nil, committed
     text = self.wf.impl:steps(self.id)[key] -- another worker recorded it first: theirs stands
   end
   self.steps[key] = text
@@ -147,8 +175,7 @@ end
 
 function Ctx:set_state(v)
   self.state = v
-  self.wf.impl:update(self.id, { state = encode({ state = v, order = self.order }),
-    updated_at = now() })
+  self.wf.impl:update(self.id, { state = state_text(self), updated_at = now() })
 end
 
 -- --- running a run (the job) ----------------------------------------------------------------
@@ -164,8 +191,12 @@ local function dispatch(self, id, delay)
   return true
 end
 
+-- Runs the compensations of the recorded steps, last first, each once (recorded as
+-- "compensate:<step>"); a committed run (past a pivot) has none. A compensation that raises
+-- raises: the run stays "compensating"/"cancelling" and the job's retry goes on from there.
 local function compensate(self, run, def)
   local st = dec(run.state) or {}
+  if st.committed then return end
   local order = st.order or {}
   local steps = self.impl:steps(run.id)
   local input = dec(run.input)
@@ -174,18 +205,34 @@ local function compensate(self, run, def)
     local fn = def.compensate and def.compensate[name]
     local key = "compensate:" .. name
     if fn and steps[key] == nil then
-      fn(dec(steps["step:" .. name]).v, input)
+      fn(dec(steps["step:" .. name]).v, input, run.id .. "/" .. key)
       self.impl:put_step(run.id, key, encode({ v = true }))
     end
   end
 end
 
+-- Fails the run: "compensating" while its compensations run (a worker killed meanwhile leaves
+-- it so, and the job's next attempt finishes them), then "failed".
+local function fail(self, id, def, fields)
+  fields.status, fields.updated_at = "compensating", now()
+  self.impl:update(id, fields)
+  self.counters.failed = self.counters.failed + 1
+  compensate(self, self.impl:get(id), def)
+  self.impl:update(id, { status = "failed", updated_at = now() })
+  return "failed"
+end
+
 -- One attempt at a run: replay the function; the outcome goes to the store.
 local function execute(self, id)
   local run = self.impl:get(id)
-  if not run or ENDED[run.status] then return "ended" end
+  if not run or ENDED[run.status] or run.status == "stuck" then return "ended" end
   local def = self.defs[run.name]
   if not def then error("workflow: no workflow named \"" .. run.name .. "\" is defined", 0) end
+  if run.status == "compensating" then
+    compensate(self, run, def)
+    self.impl:update(id, { status = "failed", updated_at = now() })
+    return "failed"
+  end
   if run.status == "cancelling" then
     compensate(self, run, def)
     self.impl:update(id, { status = "cancelled", updated_at = now() })
@@ -194,7 +241,7 @@ local function execute(self, id)
   local st = dec(run.state) or {}
   local ctx = setmetatable({ wf = self, id = id, steps = self.impl:steps(id),
     signals = self.impl:signals(id), taken = {}, seen = {}, order = st.order or {},
-    state = st.state, nwait = 0, nsleep = 0 }, Ctx)
+    state = st.state, committed = st.committed, nwait = 0, nsleep = 0 }, Ctx)
   -- Signals already taken by recorded waits are not offered again.
   for k, v in pairs(ctx.steps) do
     if k:match("^wait:") then
@@ -219,16 +266,20 @@ local function execute(self, id)
   end
   local attempts = (run.attempts or 0) + 1
   local msg = tostring(out):sub(1, 500)
+  if getmetatable(out) == FATAL then return fail(self, id, def, { attempts = attempts, error = msg }) end
   if attempts < def.attempts then
     self.impl:update(id, { status = "pending", attempts = attempts, error = msg,
       updated_at = now() })
     dispatch(self, id, def.base * backoff(attempts))
     return "retry"
   end
-  self.impl:update(id, { status = "failed", attempts = attempts, error = msg, updated_at = now() })
-  self.counters.failed = self.counters.failed + 1
-  compensate(self, self.impl:get(id), def)
-  return "failed"
+  if ctx.committed then
+    -- Past a pivot there is no going back: the run waits for wf:retry (a fixed fault, a person).
+    self.impl:update(id, { status = "stuck", attempts = attempts, error = msg, updated_at = now() })
+    self.counters.stuck = self.counters.stuck + 1
+    return "stuck"
+  end
+  return fail(self, id, def, { attempts = attempts, error = msg })
 end
 M.execute = execute
 
@@ -313,14 +364,39 @@ function Workflow:cancel(id)
   return dispatch(self, id)
 end
 
+-- A stuck run (out of attempts past a pivot) runs again from where it stopped, with its
+-- attempts counted from zero.
+function Workflow:retry(id)
+  battery.string(id, "workflow:retry", "id")
+  if self.closed then return nil, CLOSED end
+  local run = self.impl:get(id)
+  if not run then return nil, Workflow.error("not_found", "no run \"" .. id .. "\"") end
+  if run.status ~= "stuck" then
+    return nil, Workflow.error("invalid", "the run \"" .. id .. "\" is " .. run.status ..
+      ", not stuck")
+  end
+  self.impl:update(id, { status = "pending", attempts = 0, updated_at = now() })
+  return dispatch(self, id)
+end
+
 function Workflow:status(id)
   battery.string(id, "workflow:status", "id")
   if self.closed then return nil, CLOSED end
   local run = self.impl:get(id)
   if not run then return nil, Workflow.error("not_found", "no run \"" .. id .. "\"") end
   local st = dec(run.state) or {}
+  -- The steps whose compensation ran (read only for a run that compensates or did).
+  local compensated = {}
+  if run.status == "compensating" or run.status == "failed" or run.status == "cancelling" or
+      run.status == "cancelled" then
+    local steps = self.impl:steps(id)
+    for _, name in ipairs(st.order or {}) do
+      if steps["compensate:" .. name] then compensated[#compensated + 1] = name end
+    end
+  end
   return { id = run.id, name = run.name, status = run.status, attempts = run.attempts,
     error = run.error, output = run.output and dec(run.output).v, steps = st.order or {},
+    compensated = compensated, committed = st.committed or false,
     created_at = run.created_at, updated_at = run.updated_at }
 end
 
@@ -334,7 +410,7 @@ function M.wrap(impl, opts)
   opts = opts or {}
   local wf = battery.object(Workflow, impl, { jobs = opts.jobs, defs = {}, seq = 0,
     prefix = format("%d-%d-", floor(now() * 1000) % 100000000, sys.getpid()),
-    counters = { started = 0, completed = 0, failed = 0 } })
+    counters = { started = 0, completed = 0, failed = 0, stuck = 0 } })
   if opts.jobs then
     -- A run's attempts are the workflow's (backoff, compensations); the job's own retries are
     -- for a worker that died mid-run (its lease ends and the job runs again) or a store outage.

@@ -1,5 +1,5 @@
--- zever.workflow's db store on PostgreSQL (#pg): the same run as on SQLite (steps recorded once,
--- a signal, a compensation on cancel), through the jobs battery of a testing app.
+-- zever.workflow's db store on PostgreSQL (#pg): the conformance suite, and one run end to end
+-- (steps recorded once, a signal, a compensation on cancel) through a testing app's jobs.
 local pg_server = require "spec.support.pg_server"
 local zever = require "zever"
 local testing = require "zever.testing"
@@ -9,6 +9,12 @@ local zdb = require "zever.db"
 describe("zever.workflow on PostgreSQL #pg", function()
   local fx = pg_server.fixture("workflow")
   local t, db, wf
+
+  require("spec.conformance.workflow")("db (PostgreSQL)", function(jobs)
+    local pdb = assert(zdb.open(fx.dsn))
+    return workflow.new{ jobs = jobs, db = pdb, table = "wfc" .. math.random(1, 1e6) },
+      function() pdb:close() end
+  end)
 
   before_each(function()
     t = testing.app(zever.app())

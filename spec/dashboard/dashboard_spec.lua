@@ -28,6 +28,25 @@ end)
 return app
 ]]
 
+-- An app with a workflow whose step after the pivot fails while the flag file is there.
+local WF_APP = [[
+local zever = require "zever"
+local app = zever.app()
+app.workflow:define("ship", function(ctx, input)
+  ctx:step("charge", function() return 1 end, { pivot = true })
+  ctx:step("send", function()
+    local f = io.open(input.dir .. "/fail")
+    if f then f:close() error("send: the fail flag is set") end
+    return 2
+  end)
+  return "sent"
+end, { attempts = 1 })
+app:post("/ship", function(req)
+  return { id = assert(app.workflow:start("ship", { dir = req:json().dir }, "ship-1")) }
+end)
+return app
+]]
+
 local function exists(path)
   local f = io.open(path)
   if f then f:close() end
@@ -124,6 +143,54 @@ describe("zever.dashboard API", function()
     assert.is_true(exists(dir .. "/ran"))
     assert.are.equal(0, #t:get("/_zever/api/failed", AUTH):json().failed)
     assert.are.equal(400, t:post("/_zever/api/failed/retry", { json = {},
+      headers = AUTH.headers }).status)
+  end)
+end)
+
+describe("zever.dashboard API: workflows", function()
+  local dir, t
+  local AUTH = { headers = { authorization = "Bearer s3cret-token" } }
+  after_each(function()
+    if t then t:close() end
+    t = nil
+    if dir then os.execute("rm -rf " .. process.quote(dir)) end
+  end)
+
+  it("lists runs, shows one, and retries a stuck run", function()
+    dir = fs.tmpdir({ ["app.lua"] = WF_APP,
+      ["zever.yaml"] = "dashboard:\n  enabled: true\n  token: s3cret-token\n" })
+    t = testing.app(dir)
+    assert(io.open(dir .. "/fail", "w")):close()
+    assert.are.equal(200, t:post("/ship", { json = { dir = dir } }).status)
+    t:perform_jobs()
+    assert.are.equal(401, t:get("/_zever/api/workflows").status)
+    local list = t:get("/_zever/api/workflows", AUTH):json()
+    assert.is_true(list.enabled)
+    assert.are.equal(1, #list.workflows)
+    assert.are.equal("ship-1", list.workflows[1].id)
+    assert.are.equal("stuck", list.workflows[1].status)
+    assert.truthy(list.workflows[1].error:find("the fail flag is set", 1, true))
+    assert.are.equal(0, #t:get("/_zever/api/workflows?status=completed", AUTH):json().workflows)
+    assert.are.equal(400, t:get("/_zever/api/workflows?limit=0", AUTH).status)
+    local run = t:get("/_zever/api/workflows/ship-1", AUTH):json()
+    assert.are.same({ "charge" }, run.steps)
+    assert.is_true(run.committed)
+    assert.are.equal(404, t:get("/_zever/api/workflows/nope", AUTH).status)
+    assert.are.equal(400, t:post("/_zever/api/workflows/retry", { json = {},
+      headers = AUTH.headers }).status)
+    os.remove(dir .. "/fail")
+    local res = t:post("/_zever/api/workflows/retry", { json = { id = "ship-1" },
+      headers = AUTH.headers })
+    assert.are.equal(200, res.status, res.body)
+    assert.are.equal("ship-1", res:json().retried)
+    t:perform_jobs()
+    run = t:get("/_zever/api/workflows/ship-1", AUTH):json()
+    assert.are.equal("completed", run.status)
+    assert.are.same({ "charge", "send" }, run.steps)
+    res = t:post("/_zever/api/workflows/retry", { json = { id = "ship-1" }, headers = AUTH.headers })
+    assert.are.equal(409, res.status)
+    assert.are.equal("invalid", res:json().code)
+    assert.are.equal(404, t:post("/_zever/api/workflows/cancel", { json = { id = "nope" },
       headers = AUTH.headers }).status)
   end)
 end)

@@ -142,15 +142,20 @@ describe("the Go grammar's forms at run time", function()
       end, "routes.register: BookingService.CancelBooking checks the owner of bookings: pass opts.db")
     end)
 
-    it("exposes the saga for zever.saga, which runs it with the same handlers", function()
+    it("exposes the saga for zever.saga, which runs it on a workflow with the same handlers", function()
       local saga = require "zever.saga"
       local def = routes.sagas.PlaceOrder
       assert.are.same({ "reserve", "charge", "ship" }, { def.steps[1].name, def.steps[2].name,
         def.steps[3].name })
-      saga.migrate(db)
-      local id = saga.start(db, def, { order_id = ID })
-      assert.are.equal("done", (saga.run(db, def, handlers, id)))
-      assert.are.equal(3, #saga.status(db, id).steps)
+      local t = testing.app(zever.app())
+      local wf = require("zever.workflow").new{ jobs = t.app.jobs, db = db }
+      saga.define(wf, def, handlers)
+      local id = assert(wf:start("PlaceOrder", { order_id = ID }))
+      t:perform_jobs()
+      assert.are.equal("completed", wf:query(id, "status"))
+      assert.are.equal(3, #saga.status(wf, id).steps)
+      wf:close()
+      t:close()
     end)
 
     it("creates the @schema entity's table with its prefix and the inline enum's column", function()

@@ -63,8 +63,7 @@ function D:get(id)
   return clean(self, self.db:first(format('SELECT * FROM "%s_runs" WHERE id = ?', self.table), id))
 end
 
-function D:update(id, fields)
-  ready(self)
+local function update(self, db, id, fields)
   local sets, vals = {}, {}
   for _, c in ipairs(COLUMNS) do
     local v = fields[c]
@@ -74,9 +73,14 @@ function D:update(id, fields)
     end
   end
   vals[#vals + 1] = id
-  local r = self.db:exec(format('UPDATE "%s_runs" SET %s WHERE id = ?', self.table,
+  local r = db:exec(format('UPDATE "%s_runs" SET %s WHERE id = ?', self.table,
     table.concat(sets, ", ")), unpack(vals))
   return r.changes == 1
+end
+
+function D:update(id, fields)
+  ready(self)
+  return update(self, self.db, id, fields)
 end
 
 function D:steps(id)
@@ -89,11 +93,26 @@ function D:steps(id)
   return out
 end
 
-function D:put_step(id, key, result)
-  ready(self)
-  local r = self.db:exec(format('INSERT INTO "%s_steps" (run_id, "key", result) VALUES (?, ?, ?) '
+local function put_step(self, db, id, key, result)
+  local r = db:exec(format('INSERT INTO "%s_steps" (run_id, "key", result) VALUES (?, ?, ?) '
     .. 'ON CONFLICT (run_id, "key") DO NOTHING', self.table), id, key, result)
   return r.changes == 1
+end
+
+function D:put_step(id, key, result)
+  ready(self)
+  return put_step(self, self.db, id, key, result)
+end
+
+-- put_step and update in one transaction (on its own connection of a pool): a worker killed
+-- between them leaves neither.
+function D:record_step(id, key, result, fields)
+  ready(self)
+  return self.db:transaction(function(tx)
+    if not put_step(self, tx, id, key, result) then return false end
+    update(self, tx, id, fields)
+    return true
+  end)
 end
 
 function D:add_signal(id, name, value)

@@ -7,6 +7,8 @@
 --                                         state, wake_at, created_at, updated_at }
 --   impl:update(id, fields)        impl:steps(id) -> { [key] = result }
 --   impl:put_step(id, key, result) -> true | false (recorded already: the first one stays)
+--   impl:record_step(id, key, result, fields) -> put_step, then update(id, fields) when it
+--                                   recorded: atomically (one script, one transaction)
 --   impl:add_signal(id, name, value) -> seq       impl:signals(id) -> { { seq, name, value } }
 --   impl:list(status, limit) -> runs
 
@@ -51,6 +53,13 @@ function D:put_step(id, key, result)
   local s = self.steps_of[id]
   if s[key] ~= nil then return false end
   s[key] = result
+  return true
+end
+
+-- put_step and update together: false (and no update) when the step was recorded already.
+function D:record_step(id, key, result, fields)
+  if not self:put_step(id, key, result) then return false end
+  self:update(id, fields)
   return true
 end
 

@@ -337,8 +337,10 @@ M.sections = {
     f("file", "string", "", { relative = "file", doc = "static: the JSON of places and networks" }),
   } },
   { name = "workflow", doc = "durable workflows (app.workflow)", fields = {
-    f("adapter", "adapter", "memory", { values = { "memory", "db" } }),
+    f("adapter", "adapter", "memory", { values = { "memory", "db", "redis" } }),
     f("table", "string", "workflow", { doc = "db adapter: the tables' prefix" }),
+    f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
+    f("prefix", "string", "zever:workflow:", { doc = "redis adapter: key prefix" }),
   } },
   { name = "metrics", doc = "metrics (app.metrics; /metrics with http.metrics; docs/observability.md)",
     fields = {

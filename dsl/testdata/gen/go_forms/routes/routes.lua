@@ -131,7 +131,8 @@ local TYPES = {
   },
 }
 
--- Sagas: zever.saga.run(db, SAGAS.Name, handlers, id) (docs/zen.md).
+-- Sagas: zever.saga.register(app.workflow, routes.sagas, handlers); each runs as a
+-- workflow: app.workflow:start("Name", input) (docs/zen.md#sagas).
 local SAGAS = {
   PlaceOrder = {
     name = "PlaceOrder",
