@@ -15,6 +15,9 @@ local function pack(...) return { n = select("#", ...), ... } end
 
 return {
   name = "console",
+  json = false,
+  dry_run = false,
+  why = "an interactive REPL: what it writes is what you type",
   summary = "A Lua REPL with the app and its batteries loaded",
   usage = "zever console [app.lua | dir]",
   flags = { cliapp.FLAG },

@@ -44,6 +44,8 @@ end
 
 return {
   name = "new",
+  json = false,
+  dry_run = true,
   summary = "Create a new app folder (app.lua, handlers/, spec/, zever.yaml, ...)",
   usage = USAGE,
   help = "NAME is the folder to create; its last part is the app's name. Default batteries: db\n"
