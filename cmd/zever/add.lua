@@ -99,7 +99,8 @@ return {
       local m = tables.for_battery(b, effective[b], have[b] and cfg or nil)
       if m and not tables.existing(dir, b) then
         local file = tables.next_path(dir, b)
-        next_version = (next_version or tonumber(file:match("/(%d+)_zever_[%w_]+%.lua$"))) + (#migrations > 0 and 1 or 0)
+        next_version = (next_version or tonumber(file:match("/(%d+)_zever_[%w_]+%.lua$")))
+          + (#migrations > 0 and 1 or 0)
         m.path = format("%s/%04d_zever_%s.lua", dir, next_version, b)
         m.battery = b
         migrations[#migrations + 1] = m
@@ -150,7 +151,8 @@ return {
       wrote[#wrote + 1] = rel(m.path)
     end
     if flags.json then
-      output.emit(flags, { added = json.array(added), kept = json.array(kept), migrations = json.array(wrote) })
+      output.emit(flags, { added = json.array(added), kept = json.array(kept),
+        migrations = json.array(wrote) })
       return 0
     end
     if #added > 0 then print(format("added to %s: %s", path, table.concat(added, ", "))) end

@@ -27,7 +27,8 @@ return {
         if type(v) == "table" then return require("zever.json").array(v) end
         return v == true
       end
-      output.emit(flags, { name = cmd.name, summary = cmd.summary, usage = cmd.usage or ("zever " .. cmd.name),
+      output.emit(flags, { name = cmd.name, summary = cmd.summary,
+        usage = cmd.usage or ("zever " .. cmd.name),
         flags = require("zever.json").array(fl), json = subs(cmd.json), dry_run = subs(cmd.dry_run) },
         dispatch.command_help(cmd))
       return 0

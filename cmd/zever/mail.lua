@@ -41,9 +41,11 @@ return {
     if not from and cfg.mailer.from == "" then from = "zever@localhost" end
     if flags["dry-run"] then
       -- Nothing is resolved: an SMTP mailer would connect, the log mailer would append.
-      local via = cfg.mailer.adapter == "smtp" and ("smtp " .. cfg.mailer.smtp_host .. ":" .. cfg.mailer.smtp_port)
+      local m = cfg.mailer
+      local via = m.adapter == "smtp" and ("smtp " .. m.smtp_host .. ":" .. m.smtp_port)
         or ("log " .. (cfg.mailer.log_file ~= "" and cfg.mailer.log_file or "stderr"))
-      require("zever.cli.output").would(flags, { { action = "send", target = format("a test message to %s via %s",
+      require("zever.cli.output").would(flags, { { action = "send",
+        target = format("a test message to %s via %s",
         flags.to, via), to = flags.to, from = from or cfg.mailer.from, adapter = cfg.mailer.adapter } })
       return 0
     end

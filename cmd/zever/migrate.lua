@@ -44,7 +44,8 @@ local function applied_versions(db)
     local rows = soft:query("SELECT to_regclass('schema_migrations') IS NOT NULL AS t")
     exists = rows and rows[1] and (rows[1].t == true or rows[1].t == 1 or rows[1].t == "t")
   else
-    local rows = soft:query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+    local rows = soft:query("SELECT name FROM sqlite_master WHERE type = 'table' AND " ..
+      "name = 'schema_migrations'")
     exists = rows and rows[1] ~= nil
   end
   local applied = {}
@@ -74,7 +75,8 @@ local function plan(db, flags, sub)
     local by = {}
     for _, m in ipairs(list) do by[tonumber(m.version)] = m end
     for i = 1, math.min(flags.n or 1, #versions) do
-      local m = by[versions[i]] or { version = applied[versions[i]].version, name = applied[versions[i]].name }
+      local row = applied[versions[i]]
+      local m = by[versions[i]] or { version = row.version, name = row.name }
       out[#out + 1] = { action = "revert", target = label(m), version = m.version, name = m.name }
     end
   end
@@ -197,7 +199,8 @@ return {
         local list = sys.isdir(flags.dir) and migrations.list(flags.dir) or {}
         local last = list[#list]
         if not args[2]:match("^[%w_]+$") then return 2, "new: a migration name is letters, digits and _" end
-        local file = string.format("%s/%04d_%s.lua", flags.dir, (last and tonumber(last.version) or 0) + 1, args[2])
+        local file = string.format("%s/%04d_%s.lua", flags.dir,
+          (last and tonumber(last.version) or 0) + 1, args[2])
         output.would(flags, { { action = "write", target = paths.relative(file) } })
         return 0
       end

@@ -90,7 +90,8 @@ local function run_verb(app, ob, args, flags)
         local actions = {}
         for _, r in ipairs(rows) do
           if id == "all" or r.id == id then
-            actions[#actions + 1] = { action = "requeue", target = format("%d (%s)", r.id, r.topic), id = r.id }
+            actions[#actions + 1] = { action = "requeue", target = format("%d (%s)", r.id, r.topic),
+              id = r.id }
           end
         end
         if #actions == 0 and id ~= "all" then return 1, format("dlq requeue: no dead message %d", id) end
@@ -109,7 +110,8 @@ local function run_verb(app, ob, args, flags)
     local secs = require("zever.duration").parse(flags.before)
     if not secs then return 2, "purge: --before wants a duration such as 168h or 7d" end
     if flags["dry-run"] then
-      output.would(flags, { { action = "purge", target = format("delivered messages older than %s", flags.before),
+      output.would(flags, { { action = "purge",
+        target = format("delivered messages older than %s", flags.before),
         before_seconds = secs } })
       return 0
     end

@@ -35,14 +35,13 @@ describe("progress bars #cli", function()
   setup(function()
     root = fs.tmpdir()
     template = root .. "/bars"
-    local app = template
     local r = piped(root, "new", "bars", "--batteries", "db,queue,jobs,search")
     assert(r.code == 0, r.stderr)
     for _, n in ipairs({ "one", "two", "three" }) do
-      r = piped(app, "migrate", "new", n)
+      r = piped(template, "migrate", "new", n)
       assert(r.code == 0, r.stderr)
     end
-    r = piped(app, "add", "jobs")
+    r = piped(template, "add", "jobs")
     assert(r.code == 0, r.stderr)
   end)
 

@@ -48,10 +48,14 @@ local BATTERIES = {
     ddl = function(d, cfg) return require("adapters.queue.db").schema(d, setting(cfg, "queue", "table")) end,
     tables = function(cfg) return { setting(cfg, "queue", "table") } end },
   jobs = { adapter = "queue",
-    ddl = function(d, cfg) return require("adapters.jobs.queue").schema(d, setting(cfg, "jobs", "failed_table")) end,
+    ddl = function(d, cfg)
+      return require("adapters.jobs.queue").schema(d, setting(cfg, "jobs", "failed_table"))
+    end,
     tables = function(cfg) return { setting(cfg, "jobs", "failed_table") } end },
   scheduler = { adapter = "db",
-    ddl = function(d, cfg) return require("adapters.scheduler.db").schema(d, setting(cfg, "scheduler", "table")) end,
+    ddl = function(d, cfg)
+      return require("adapters.scheduler.db").schema(d, setting(cfg, "scheduler", "table"))
+    end,
     tables = function(cfg) return { setting(cfg, "scheduler", "table") } end },
   idempotency = { adapter = "db",
     ddl = function(d) return require("adapters.idempotency.db").schema(d, "idempotency_keys") end,
@@ -77,7 +81,8 @@ function M.for_battery(battery, adapter, cfg)
   if not b or b.adapter ~= adapter then return nil end
   local names = b.tables(cfg)
   local lines = {
-    format("-- The tables of %s (adapter %s), written by `zever add`. The statements are the", battery, adapter),
+    format("-- The tables of %s (adapter %s), written by `zever add`. The statements are the",
+      battery, adapter),
     "-- adapter's own (CREATE ... IF NOT EXISTS): running this after the adapter created its",
     "-- tables on first use changes nothing. down drops them (their data is lost).",
   }
@@ -86,13 +91,16 @@ function M.for_battery(battery, adapter, cfg)
     lines[#lines + 1] = "local ddl = {"
     for _, dialect in ipairs({ "sqlite", "postgres" }) do
       lines[#lines + 1] = "  " .. dialect .. " = {"
-      for _, sql in ipairs(b.ddl(dialect, cfg)) do lines[#lines + 1] = "    " .. long_string(sql) .. "," end
+      for _, sql in ipairs(b.ddl(dialect, cfg)) do
+        lines[#lines + 1] = "    " .. long_string(sql) .. ","
+      end
       lines[#lines + 1] = "  },"
     end
     lines[#lines + 1] = "}"
     up = "    for _, sql in ipairs(ddl[db.dialect] or ddl.sqlite) do db:exec(sql) end"
   else
-    lines[#lines + 1] = "-- The adapter renders its schema (triggers, FTS5 or tsvector) when it opens; it runs here."
+    lines[#lines + 1] = "-- The adapter renders its schema (triggers, FTS5 or tsvector) when it opens: it runs"
+    lines[#lines + 1] = "-- here, on the migration's transaction."
     up = "    " .. format(b.create, b.args and b.args(cfg) or nil)
   end
   local drops = {}
