@@ -99,8 +99,8 @@ function M.for_battery(battery, adapter, cfg)
     lines[#lines + 1] = "}"
     up = "    for _, sql in ipairs(ddl[db.dialect] or ddl.sqlite) do db:exec(sql) end"
   else
-    lines[#lines + 1] = "-- The adapter renders its schema (triggers, FTS5 or tsvector) when it opens: it runs"
-    lines[#lines + 1] = "-- here, on the migration's transaction."
+    lines[#lines + 1] = "-- The adapter renders its schema (triggers, FTS5 or tsvector) when it opens:"
+    lines[#lines + 1] = "-- it runs here, on the migration's transaction."
     up = "    " .. format(b.create, b.args and b.args(cfg) or nil)
   end
   local drops = {}
