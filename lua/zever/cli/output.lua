@@ -23,8 +23,13 @@
 --   output.color(fd)                 -> true when fd is a terminal and NO_COLOR is unset/empty
 --   output.paint(fd, sgr, s)         -> s wrapped in the SGR sequence when output.color(fd)
 
-local json = require "zever.json"
 local sys = require "zever.sys"
+
+-- zever.json loads when a command prints JSON: the dispatcher requires this module on every
+-- start, and `zever version` should not pay for what it does not use.
+local function json()
+  return require "zever.json"
+end
 
 local type, ipairs, format = type, ipairs, string.format
 
@@ -83,7 +88,7 @@ end
 
 function M.emit(flags, data, text)
   if flags and flags.json then
-    io.stdout:write(json.encode(data), "\n")
+    io.stdout:write(json().encode(data), "\n")
   elseif type(text) == "function" then
     text(data)
   elseif text ~= nil then
@@ -93,9 +98,9 @@ end
 
 function M.would(flags, actions, extra)
   if flags and flags.json then
-    local doc = { dry_run = true, actions = json.array(actions) }
+    local doc = { dry_run = true, actions = json().array(actions) }
     for k, v in pairs(extra or {}) do doc[k] = v end
-    io.stdout:write(json.encode(doc), "\n")
+    io.stdout:write(json().encode(doc), "\n")
     return
   end
   if #actions == 0 then
@@ -108,7 +113,7 @@ function M.would(flags, actions, extra)
 end
 
 function M.error(name, code, message)
-  return json.encode({ error = { command = name, exit = code, message = message } })
+  return json().encode({ error = { command = name, exit = code, message = message } })
 end
 
 function M.color(fd)
