@@ -68,7 +68,12 @@ function M.with_flags(cmd)
   for _, kind in ipairs({ "json", "dry_run" }) do
     if M.declared(cmd, kind) and not has_flag(flags, FLAG[kind]) then
       out = out or { unpack(flags) }
-      out[#out + 1] = kind == "json" and M.JSON_FLAG or M.DRY_FLAG
+      local base = kind == "json" and M.JSON_FLAG or M.DRY_FLAG
+      if type(cmd[kind]) == "table" then
+        -- Help names the subcommands it applies to: "status, up: print one JSON document ...".
+        base = { name = base.name, summary = table.concat(cmd[kind], ", ") .. ": " .. base.summary }
+      end
+      out[#out + 1] = base
     end
   end
   return out or flags
