@@ -32,6 +32,8 @@ describe("zever.cli.output", function()
       output.check(cmd, { ["dry-run"] = true }, { "status" }))
     assert.are.equal('flag "--json" does not apply to "migrate new" (only status, up)',
       output.check(cmd, { json = true }, { "new" }))
+    -- A command that declares nothing keeps its own flags (saga's --json, before it declares).
+    assert.is_nil(output.check({ name = "saga" }, { json = true, ["dry-run"] = true }, { "status" }))
     assert.is_true(output.supports({ json = true }, "json", nil))
     assert.is_false(output.supports({ json = false }, "json", "x"))
   end)

@@ -83,7 +83,8 @@ end
 function M.check(cmd, flags, args)
   local sub = args[1]
   for kind, name in pairs(FLAG) do
-    if flags[name] and not M.supports(cmd, kind, sub) then
+    -- A command that declares nothing (yet) keeps whatever flags of its own it has.
+    if cmd[kind] ~= nil and flags[name] and not M.supports(cmd, kind, sub) then
       local what = type(cmd[kind]) == "table" and sub and (cmd.name .. " " .. sub) or cmd.name
       local list = type(cmd[kind]) == "table" and (" (only " .. table.concat(cmd[kind], ", ") .. ")") or ""
       return format('flag "--%s" does not apply to "%s"%s', name, what, list)
