@@ -3,18 +3,24 @@
 -- section), from the stanzas `zever new` writes (zever.cli.scaffold), then says how to use it.
 -- Idempotent: a battery already configured with that adapter is left as it is; one configured
 -- with another adapter is an error (exit 1) and nothing is written. The new file is loaded as
--- the configuration before it replaces the old one. No migration is needed: the batteries on
--- the database create their tables on first use (CREATE TABLE IF NOT EXISTS).
+-- the configuration before it replaces the old one. A battery that keeps tables in the app's
+-- database (cache/db, queue/db, jobs, scheduler/db, idempotency/db, session/db, search, vectors)
+-- gets a migration in db.migrations (NNNN_zever_<battery>.lua, from zever.cli.tables) that
+-- `zever migrate up` runs; one already there is kept, so a second add changes nothing.
+-- --dry-run lists what it would append and write; --json prints {added, kept, migrations}.
 
 local cliapp = require "zever.cli.app"
 local scaffold = require "zever.cli.scaffold"
+local tables = require "zever.cli.tables"
+local output = require "zever.cli.output"
+local json = require "zever.json"
 
 local format = string.format
 
 -- The docs page of a battery whose page has another name.
 local PAGES = { session = "sessions", password = "passwords", log = "app" }
 
-local USAGE = "zever add BATTERY[/ADAPTER] [--app DIR] [--dry-run]"
+local USAGE = "zever add BATTERY[/ADAPTER] [--app DIR] [--dry-run] [--json]"
 
 local slurp = require("zever.file").read
 
@@ -46,9 +52,10 @@ return {
   name = "add",
   summary = "Add a battery to the app's zever.yaml (idempotent)",
   usage = USAGE,
+  json = true,
+  dry_run = true,
   flags = {
     cliapp.FLAG,
-    { name = "dry-run", summary = "print what would be appended, write nothing" },
   },
   run = function(args, flags)
     local spec = args[1]
@@ -65,7 +72,7 @@ return {
     local plan = assert(scaffold.plan({ battery }, adapter and { [battery] = adapter } or {}))
     local name = (text:match("\napp:%s*\n%s+name:%s*\"?([%w_.-]+)") or
       target.dir:match("([^/]+)$") or "app")
-    local parts, added, kept = {}, {}, {}
+    local parts, added, kept, effective = {}, {}, {}, {}
     if scaffold.uses_redis(plan) and not have.redis then parts[#parts + 1] = scaffold.REDIS end
     for _, b in ipairs(plan.order) do
       local want = plan.adapter[b]
@@ -76,33 +83,85 @@ return {
             "was written)", b, current, path)
         end
         kept[#kept + 1] = b .. " (" .. current .. ")"
+        effective[b] = current
       else
         parts[#parts + 1] = scaffold.stanza(b, want, name)
         added[#added + 1] = b .. " (" .. want .. ")"
+        effective[b] = want
       end
     end
-    if #parts == 0 then
-      print(format("%s: already configured: %s", path, table.concat(kept, ", ")))
+    -- The migrations of the batteries that keep tables in the app's database, each written once
+    -- (a migration named NNNN_zever_<battery>.lua already there is kept).
+    local cfg = cliapp.config(target)
+    local dir = cfg and cfg.db.migrations or (target.dir .. "/migrations")
+    local migrations, next_version = {}, nil
+    for _, b in ipairs(plan.order) do
+      local m = tables.for_battery(b, effective[b], have[b] and cfg or nil)
+      if m and not tables.existing(dir, b) then
+        local file = tables.next_path(dir, b)
+        next_version = (next_version or tonumber(file:match("/(%d+)_zever_[%w_]+%.lua$")))
+          + (#migrations > 0 and 1 or 0)
+        m.path = format("%s/%04d_zever_%s.lua", dir, next_version, b)
+        m.battery = b
+        migrations[#migrations + 1] = m
+      end
+    end
+    local function rel(p) return require("zever.config.paths").relative(p) end
+    if #parts == 0 and #migrations == 0 then
+      output.emit(flags, { added = json.array({}), kept = json.array(kept), migrations = json.array({}) },
+        format("%s: already configured: %s", path, table.concat(kept, ", ")))
       return 0
     end
     local new = text .. ((text == "" or text:match("\n$")) and "" or "\n") .. table.concat(parts)
     if flags["dry-run"] then
-      io.write(table.concat(parts))
+      local actions = {}
+      if #parts > 0 then
+        actions[1] = { action = "append to", target = format("%s: %s", path, table.concat(added, ", ")),
+          text = table.concat(parts) }
+      end
+      for _, m in ipairs(migrations) do
+        actions[#actions + 1] = { action = "write", target = format("%s (tables %s)", rel(m.path),
+          table.concat(m.tables, ", ")) }
+      end
+      output.would(flags, actions)
+      if not flags.json and #parts > 0 then io.write("\n", table.concat(parts)) end
       return 0
     end
-    local wok, werr = put(path, new)
-    if not wok then return 1, tostring(werr) end
-    local cfg, cerr = cliapp.config(target)
-    if not cfg then
-      put(path, text)
-      return 1, "the configuration would not load (zever.yaml is unchanged): " .. tostring(cerr)
+    if #parts > 0 then
+      local wok, werr = put(path, new)
+      if not wok then return 1, tostring(werr) end
+      local ncfg, cerr = cliapp.config(target)
+      if not ncfg then
+        put(path, text)
+        return 1, "the configuration would not load (zever.yaml is unchanged): " .. tostring(cerr)
+      end
+      -- Table names come from the configuration as written now (the stanza's defaults).
+      for _, m in ipairs(migrations) do
+        local again = tables.for_battery(m.battery, effective[m.battery], ncfg)
+        m.text, m.tables = again.text, again.tables
+      end
     end
-    print(format("added to %s: %s", path, table.concat(added, ", ")))
+    if #migrations > 0 and not require("zever.sys").isdir(dir) then
+      os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
+    end
+    local wrote = {}
+    for _, m in ipairs(migrations) do
+      local wok, werr = put(m.path, m.text)
+      if not wok then return 1, format("cannot write %s: %s", m.path, tostring(werr)) end
+      wrote[#wrote + 1] = rel(m.path)
+    end
+    if flags.json then
+      output.emit(flags, { added = json.array(added), kept = json.array(kept),
+        migrations = json.array(wrote) })
+      return 0
+    end
+    if #added > 0 then print(format("added to %s: %s", path, table.concat(added, ", "))) end
     if #kept > 0 then print("already configured: " .. table.concat(kept, ", ")) end
+    for _, w in ipairs(wrote) do print("wrote " .. w) end
     for _, b in ipairs(plan.order) do
       print(format("  app.%s in a handler; docs/%s.md", b, PAGES[b] or b))
     end
-    print("check it: zever doctor")
+    print(#wrote > 0 and "next: zever migrate up, then zever doctor" or "check it: zever doctor")
     return 0
   end,
 }

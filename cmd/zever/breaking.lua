@@ -46,6 +46,8 @@ end
 
 return {
   name = "breaking",
+  json = true,
+  dry_run = false,
   summary = "Classify the changes between two versions of the .zen schema as additive or breaking",
   usage = "zever breaking OLD [-- NEW] [--json] [--schema DIR]",
   help = "OLD and NEW are .zen files, folders, or git revisions (HEAD~1, main, REV:folder); a\n"

@@ -4,6 +4,8 @@
 
 return {
   name = "check-boundaries",
+  json = true,
+  dry_run = false,
   summary = "Report relations, RPC outputs and permission resources that cross .zen modules",
   usage = "zever check-boundaries [paths...] [--json]",
   help = "Paths are .zen files or folders (default: schema/). Each crossing prints as\n"

@@ -7,6 +7,8 @@ local json = require "zever.json"
 
 return {
   name = "check",
+  json = true,
+  dry_run = false,
   summary = "Check the .zen schema (syntax, names, types, relations, routes) and report problems",
   usage = "zever check [paths...] [--json]",
   help = "Paths are .zen files or folders searched for them (default: schema/). The first folder\n"

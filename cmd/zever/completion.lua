@@ -39,6 +39,9 @@ end
 
 return {
   name = "completion",
+  json = false,
+  dry_run = false,
+  why = "prints a shell script, not data; writes nothing",
   summary = "Print a shell completion script (bash, zsh or fish)",
   usage = "zever completion bash|zsh|fish",
   help = "bash: source <(zever completion bash)\n" ..

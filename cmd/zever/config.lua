@@ -10,6 +10,8 @@ local USAGE = "zever config show [--json] [--app DIR]"
 
 return {
   name = "config",
+  json = { "show" },
+  dry_run = false,
   summary = "Show the merged configuration with secrets redacted",
   usage = USAGE,
   flags = {

@@ -15,6 +15,9 @@ local function pack(...) return { n = select("#", ...), ... } end
 
 return {
   name = "console",
+  json = false,
+  dry_run = false,
+  why = "an interactive REPL: what it writes is what you type",
   summary = "A Lua REPL with the app and its batteries loaded",
   usage = "zever console [app.lua | dir]",
   flags = { cliapp.FLAG },
@@ -24,11 +27,11 @@ return {
     if not target then return 2, terr end
     local ok, app = pcall(cliapp.load, target)
     if not ok then return 1, tostring(app) end
-    local sys = require "zever.sys"
     local loop, sched = require "zever.loop", require "zever.sched"
     local pretty = require "zever.cli.pretty"
-    local color = sys.isatty(1) and (os.getenv("NO_COLOR") or "") == ""
-    local function paint(code, s) return color and ("\27[" .. code .. "m" .. s .. "\27[0m") or s end
+    -- Colour on a terminal only, never with NO_COLOR: the CLI's one rule (zever.cli.output).
+    local output = require "zever.cli.output"
+    local function paint(code, s) return output.paint(1, code, s) end
 
     local cok, cfg = pcall(app.config, app)
     if not cok then return 1, tostring(cfg) end

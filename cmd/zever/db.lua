@@ -105,6 +105,9 @@ end
 
 local M = {
   name = "db",
+  json = false,
+  dry_run = false,
+  why = "replaces itself with psql or sqlite3",
   summary = "Open the database's shell (psql or sqlite3) on the configured database",
   usage = USAGE,
   help = "The DSN comes from db.dsn (zever.yaml, DB_DSN) or --dsn and is never printed; psql gets\n"

@@ -5,6 +5,9 @@ local db = require "cmd.zever.db"
 
 return {
   name = "dbshell",
+  json = false,
+  dry_run = false,
+  why = "replaces itself with psql or sqlite3",
   summary = "Open the database's shell (the same as zever db console)",
   usage = "zever dbshell [--app DIR] [--dsn DSN] [-- ARGS...]",
   help = db.help,

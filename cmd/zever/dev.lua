@@ -76,6 +76,9 @@ for i, f in ipairs(serve.flags) do flags[i] = f end
 
 return {
   name = "dev",
+  json = false,
+  dry_run = false,
+  why = "a server that runs until stopped",
   summary = "Serve an app and reload it on every change (development)",
   usage = "zever dev [app.lua | dir] [serve's flags]",
   flags = flags,

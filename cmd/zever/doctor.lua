@@ -82,6 +82,8 @@ end
 
 return {
   name = "doctor",
+  json = true,
+  dry_run = false,
   summary = "Check the configuration and ping every configured battery",
   usage = "zever doctor [--app DIR] [--json]",
   flags = {

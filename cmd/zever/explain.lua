@@ -170,6 +170,8 @@ end
 
 return {
   name = "explain",
+  json = true,
+  dry_run = false,
   summary = "Explain one RPC of the .zen schema: declaration, route, inputs, auth, errors",
   usage = "zever explain Service.Rpc [paths...] [--json]",
   help = "Paths are .zen files or folders searched for them (default: schema/). Service.Rpc may\n"

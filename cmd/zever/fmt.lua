@@ -43,7 +43,11 @@ return {
     .. "--go writes the Go framework's form (@validate(format: \"email\") quoted) and refuses,\n"
     .. "with a diagnostic each, the forms of this dialect its compiler does not read ([T] lists,\n"
     .. "module.Type, @default(true), backoff other than exponential, prefix:, timeout:, ...).\n"
+    .. "--json: [{file, differs, text?}] (text unless -l or --write); --write --dry-run (or\n"
+    .. "--dry-run alone) lists the files --write would rewrite and writes nothing.\n"
     .. "Exit codes: 0 ok (also when -l lists files), 1 a file refused or unreadable, 2 usage.",
+  json = true,
+  dry_run = true,
   flags = {
     { name = "l", summary = "list the files whose formatting differs instead of printing them" },
     { name = "write", summary = "rewrite the files whose formatting differs in place" },
@@ -53,11 +57,15 @@ return {
     -- The compiler loads here, not at the top: `zever help` reads every command file.
     local format = require "dsl.format"
     local diagnostics = require "dsl.diagnostics"
+    local output = require "zever.cli.output"
+    local json = require "zever.json"
     if #args == 0 then args = { "schema" } end
     local files, cerr = require("dsl.compile").collect(args)
     if not files then return 1, cerr end
     if #files == 0 then return 1, "no .zen files found in " .. table.concat(args, ", ") end
     local code = 0
+    local dry = flags["dry-run"]
+    local rows, actions = {}, {}
     for _, file in ipairs(files) do
       local src, rerr = read(file)
       local out, err
@@ -71,8 +79,15 @@ return {
         code = 1
       else
         local differs = out ~= src
-        if flags.l and differs then io.stdout:write(file, "\n") end
-        if flags.write then
+        if dry then
+          if differs then actions[#actions + 1] = { action = "rewrite", target = file } end
+        elseif flags.json then
+          rows[#rows + 1] = { file = file, differs = differs,
+            text = not (flags.l or flags.write) and out or nil }
+        elseif flags.l and differs then
+          io.stdout:write(file, "\n")
+        end
+        if flags.write and not dry then
           if differs then
             local ok, werr = rewrite(file, out)
             if not ok then
@@ -80,10 +95,15 @@ return {
               code = 1
             end
           end
-        elseif not flags.l then
+        elseif not flags.l and not dry and not flags.json then
           io.stdout:write(out)
         end
       end
+    end
+    if dry then
+      output.would(flags, actions)
+    elseif flags.json then
+      output.emit(flags, json.array(rows))
     end
     return code
   end,

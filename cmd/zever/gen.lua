@@ -6,6 +6,8 @@
 -- Diagnostics go to stderr; the list of written files goes to stdout on a terminal only.
 
 local sys = require "zever.sys"
+local json = require "zever.json"
+local output = require "zever.cli.output"
 
 local format = string.format
 
@@ -69,7 +71,12 @@ return {
     .. "exist). A file is written only when its content changed. The migrations backend\n"
     .. "compares the schema with <out>/migrations/schema.snapshot.lua and writes the next\n"
     .. "migration; dropping a table or a column needs --allow-drop.\n"
+    .. "--dry-run compiles and lists the files (and handler stubs) it would write; nothing is\n"
+    .. "written. --json prints {written, unchanged, kept, stubs} (with --dry-run: the actions).\n"
+    .. "On a terminal a progress bar follows the writes.\n"
     .. "Exit codes: 0 ok, 1 schema errors or a refused change, 2 usage.",
+  json = true,
+  dry_run = true,
   flags = {
     { name = "backend", arg = "LIST", type = "list",
       summary = "backends to run, comma-separated (default: all available)" },
@@ -88,8 +95,9 @@ return {
       return update_goldens(flags)
     end
     if #args == 0 then args = { "schema" } end
+    local dry = flags["dry-run"]
     local report, err = gen.run(args, { backends = flags.backend, out = flags.out,
-      allow_drop = flags["allow-drop"] })
+      allow_drop = flags["allow-drop"], dry_run = true })
     local result = report and report.result or (err and err.result)
     if result and #result.diags > 0 then
       io.stderr:write(require("dsl.diagnostics").render(result.diags, result.sources))
@@ -101,14 +109,56 @@ return {
       end
       return err.code == "invalid" and 2 or 1, err.message
     end
-    local added = require("zever.cli.stubs").run(result, flags) -- h5-dev: handlers/ stubs
+    -- Compiled with nothing written; now each file is written (or, dry, compared) in turn.
+    local out = (flags.out or "generated"):gsub("/+$", "")
+    local files, list = report.files, {}
+    for path in pairs(files) do list[#list + 1] = path end
+    table.sort(list)
+    local bar = (not dry) and require("zever.cli.progress").new("gen", #list) or nil
+    local done = { written = {}, unchanged = {}, kept = {} }
+    for _, path in ipairs(list) do
+      local f = files[path]
+      if dry then
+        local old = gen.read(out .. "/" .. path)
+        local content = type(f) == "table" and f.content or f
+        local bucket = (old ~= nil and type(f) == "table" and f.once) and "kept" or
+          (old == content and "unchanged" or "written")
+        done[bucket][#done[bucket] + 1] = path
+      else
+        local r, werr = gen.write({ [path] = f }, out)
+        if not r then
+          bar:finish()
+          return 1, tostring(werr and werr.message or werr)
+        end
+        for k, v in pairs(done) do
+          for _, p in ipairs(r[k]) do v[#v + 1] = p end
+        end
+        bar:step(path)
+      end
+    end
+    if bar then bar:finish() end
+    local added, stubs = require("zever.cli.stubs").run(result, flags) -- h5-dev: handlers/ stubs
     if added ~= 0 then return added end
-    if sys.isatty(1) then
-      local out = (flags.out or "generated"):gsub("/+$", "")
-      for _, path in ipairs(report.written) do print("wrote " .. out .. "/" .. path) end
-      for _, path in ipairs(report.kept) do print("kept  " .. out .. "/" .. path .. " (yours)") end
+    local stub_lines = stubs and stubs.added or {}
+    if dry then
+      local actions = {}
+      for _, p in ipairs(done.written) do
+        actions[#actions + 1] = { action = "write", target = out .. "/" .. p }
+      end
+      for _, line in ipairs(stub_lines) do
+        actions[#actions + 1] = { action = "add stub", target = line }
+      end
+      output.would(flags, actions, { unchanged = #done.unchanged, kept = #done.kept })
+      return 0
+    end
+    if flags.json then
+      output.emit(flags, { written = json.array(done.written), unchanged = json.array(done.unchanged),
+        kept = json.array(done.kept), stubs = json.array(stub_lines) })
+    elseif sys.isatty(1) then
+      for _, path in ipairs(done.written) do print("wrote " .. out .. "/" .. path) end
+      for _, path in ipairs(done.kept) do print("kept  " .. out .. "/" .. path .. " (yours)") end
       print(format("zever gen: %s, %s written, %d unchanged", plural(#result.files, "file"),
-        plural(#report.written, "file"), #report.unchanged))
+        plural(#done.written, "file"), #done.unchanged))
     end
     return 0
   end,

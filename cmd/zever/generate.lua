@@ -129,6 +129,8 @@ end)
 
 return {
   name = "generate",
+  json = false,
+  dry_run = true,
   summary = "Append a .zen declaration (entity, rpc, job, schedule) or write a migration or spec",
   usage = USAGE,
   flags = {

@@ -9,8 +9,10 @@ return {
   help = "Paths are .zen files or folders (default: schema/). Prints a Mermaid erDiagram of the\n"
     .. "entities (columns with PK, FK, UK) and their relations, then a flowchart of the modules\n"
     .. "with an arrow where one refers to another (labelled with the number of references).\n"
-    .. "Paste into any Mermaid renderer (GitHub renders ```mermaid blocks).\n"
+    .. "Paste into any Mermaid renderer (GitHub renders ```mermaid blocks). --json: {er, modules}.\n"
     .. "Exit codes: 0 ok, 1 the schema has errors, 2 usage.",
+  json = true,
+  dry_run = false,
   flags = {
     { name = "module", arg = "NAME", summary = "only this module's entities (and what they point at)" },
     { name = "er", summary = "only the ER diagram" },
@@ -28,10 +30,20 @@ return {
         return 2, string.format("no module %s (modules: %s)", flags.module, table.concat(ir.modules, ", "))
       end
     end
-    local parts = {}
-    if not flags.modules then parts[#parts + 1] = graph.er(ir, flags.module) end
-    if not flags.er then parts[#parts + 1] = graph.modules(ir) end
-    io.stdout:write(table.concat(parts, "\n"))
+    local parts, doc = {}, {}
+    if not flags.modules then
+      doc.er = graph.er(ir, flags.module)
+      parts[#parts + 1] = doc.er
+    end
+    if not flags.er then
+      doc.modules = graph.modules(ir)
+      parts[#parts + 1] = doc.modules
+    end
+    if flags.json then
+      require("zever.cli.output").emit(flags, doc)
+    else
+      io.stdout:write(table.concat(parts, "\n"))
+    end
     return 0
   end,
 }

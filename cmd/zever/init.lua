@@ -7,6 +7,7 @@
 local sys = require "zever.sys"
 local text = require "zever.text"
 local bundle = require "zever.bundle" -- a bundle carries cmd/zever/ and the index in its payload
+local output = require "zever.cli.output" -- --json and --dry-run: declared by commands, added here
 
 local concat, sort = table.concat, table.sort
 local format = string.format
@@ -54,6 +55,8 @@ function M.load(name)
   if type(cmd) ~= "table" or type(cmd.run) ~= "function" or cmd.name ~= name then
     error(format("cmd/zever/%s.lua must return a command table {name = %q, run = ...}", name, name), 2)
   end
+  -- A command that declares json / dry_run (zever.cli.output) gets --json / --dry-run here.
+  cmd.flags = output.with_flags(cmd)
   return cmd
 end
 
@@ -249,8 +252,23 @@ function M.main(argv)
     stderr(format('zever: unknown command "%s".%s', name, M.suggest(name, M.names())))
     return 2
   end
+  -- With --json a failure is one JSON object on stderr (the exit code is the same).
+  local as_json = false
+  for i = 2, #argv do
+    if argv[i] == "--" then break end
+    if argv[i] == "--json" then as_json = output.supports(cmd, "json", argv[2]) end
+  end
+  local function fail(code, msg)
+    if as_json then
+      stderr(output.error(cmd.name, code, msg))
+    else
+      stderr(format("zever %s: %s", cmd.name, msg))
+    end
+    return code
+  end
   local args, flags = M.parse(cmd, argv, 2)
   if not args then
+    if as_json then return fail(2, flags) end
     stderr("zever: " .. flags)
     return 2
   end
@@ -258,6 +276,8 @@ function M.main(argv)
     print(M.command_help(cmd))
     return 0
   end
+  local unfit = output.check(cmd, flags, args)
+  if unfit then return fail(2, unfit) end
   -- A bundle checks its whole payload (every file's hash, the host's) before a command runs;
   -- help and --help read only the index and the files they load, each checked as it loads.
   if bundle.active and name ~= "help" then
@@ -269,10 +289,7 @@ function M.main(argv)
   end
   if flags.C then
     local ok, err = require("zever.cli.app").chdir(flags.C)
-    if not ok then
-      stderr(format("zever %s: %s", cmd.name, err))
-      return 2
-    end
+    if not ok then return fail(2, err) end
     flags.C = nil
   end
   local ok, code, msg = xpcall(cmd.run, function(e)
@@ -281,11 +298,9 @@ function M.main(argv)
   end, args, flags)
   if not ok then
     -- A bug or an unexpected failure: its message and trace, with passwords hidden.
-    stderr(format("zever %s: %s", cmd.name, redact(type(code) == "table" and (code.message or
-      tostring(code)) or code)))
-    return 1
+    return fail(1, redact(type(code) == "table" and (code.message or tostring(code)) or code))
   end
-  if msg then stderr(format("zever %s: %s", cmd.name, redact(msg))) end
+  if msg then return fail(code or 0, redact(msg)) end
   return code or 0
 end
 

@@ -2,14 +2,18 @@
 -- its database). `failed` prints a table (or --json), `retry <id>|--all` dispatches failed jobs
 -- again (attempts start over) and removes their records, `forget <id>|--all` removes records.
 -- The app (--app PATH or -C DIR, default .; zever.cli.app) is loaded for its configuration,
--- as `zever worker` loads it.
+-- as `zever worker` loads it. --dry-run lists the records retry/forget would take; a bulk
+-- retry on a terminal retries them one by one under the progress bar (zever.cli.progress).
 
 local json = require "zever.json"
+local sys = require "zever.sys"
 local cliapp = require "zever.cli.app"
+local output = require "zever.cli.output"
+local progress = require "zever.cli.progress"
 
 local format = string.format
 
-local USAGE = "zever jobs failed [--json] | retry <id>|--all | forget <id>|--all [--app PATH]"
+local USAGE = "zever jobs failed [--json] | retry <id>|--all | forget <id>|--all [--dry-run] [--app PATH]"
 
 -- The error's message on one line (its traceback left to --json). A long one keeps its end,
 -- where the message is: the start is the file's path, whose length depends on the checkout.
@@ -48,10 +52,11 @@ return {
   usage = USAGE,
   flags = {
     cliapp.FLAG,
-    { name = "json", summary = "failed: print JSON" },
     { name = "all", summary = "retry/forget: every failed job" },
     { name = "limit", arg = "N", type = "number", summary = "failed: at most N rows" },
   },
+  json = { "failed", "retry", "forget" },
+  dry_run = { "retry", "forget" },
   run = function(args, flags)
     local verb = args[1]
     if verb ~= "failed" and verb ~= "retry" and verb ~= "forget" then
@@ -84,9 +89,46 @@ return {
           out[i] = { id = r.id, queue = r.queue, name = r.name, args = r.args, error = r.error,
             attempts = r.attempts, failed_at = r.failed_at }
         end
-        print(#out == 0 and "[]" or json.encode(out))
+        print(json.encode(json.array(out)))
       else
         print_table(rows)
+      end
+    elseif flags["dry-run"] or (id == "all" and verb == "retry" and sys.isatty(2)) then
+      -- The records retry/forget would take: listed (--dry-run), or retried one by one under
+      -- the progress bar (a bulk retry on a terminal).
+      local rows, err = jobs:failed()
+      if not rows then
+        app:close()
+        return 1, tostring(err)
+      end
+      local picked = {}
+      for _, r in ipairs(rows) do
+        if id == "all" or r.id == id then picked[#picked + 1] = r end
+      end
+      if #picked == 0 and id ~= "all" then
+        code, msg = 1, format("%s: no failed job with id %d", verb, id)
+      elseif flags["dry-run"] then
+        local actions = {}
+        for i, r in ipairs(picked) do
+          actions[i] = { action = verb, target = format("%d (%s on %s)", r.id, r.name, r.queue),
+            id = r.id, name = r.name, queue = r.queue }
+        end
+        output.would(flags, actions)
+      else
+        local bar, n = progress.new("jobs retry", #picked), 0
+        for _, r in ipairs(picked) do
+          local k, rerr = jobs:retry(r.id)
+          if not k then
+            code, msg = 1, tostring(rerr)
+            break
+          end
+          n = n + k
+          bar:step(r.name)
+        end
+        bar:finish()
+        if code == 0 then
+          output.emit(flags, { retried = n }, format("retried %d job(s)", n))
+        end
       end
     else
       local n, err = jobs[verb](jobs, id)
@@ -95,7 +137,8 @@ return {
       elseif n == 0 and id ~= "all" then
         code, msg = 1, format("%s: no failed job with id %d", verb, id)
       else
-        print(format("%s %d job(s)", verb == "retry" and "retried" or "forgot", n))
+        local key = verb == "retry" and "retried" or "forgot"
+        output.emit(flags, { [key] = n }, format("%s %d job(s)", key, n))
       end
     end
     app:close()

@@ -4,6 +4,9 @@
 
 return {
   name = "lsp",
+  json = false,
+  dry_run = false,
+  why = "speaks LSP on stdin/stdout",
   summary = "Serve the .zen Language Server over stdio (JSON-RPC) for editors",
   usage = "zever lsp [--debounce MS]",
   help = "Speaks LSP 3.17 on stdin/stdout (Content-Length framing). The workspace is the\n"

@@ -1,6 +1,8 @@
 -- zever migrate up|down|status|new: applies, rolls back, lists and creates database migrations
 -- (lua/zever/migrations.lua does the work; this file parses, prints and picks exit codes).
--- Progress lines go to stdout on a terminal; piped, up and down print nothing on success.
+-- On a terminal up and down draw a progress bar (zever.cli.progress) and name what they applied;
+-- piped, they print nothing on success (--json: {"applied": [...]} / {"reverted": [...]}).
+-- --dry-run lists what up / down / new would do and changes nothing (not even schema_migrations).
 --
 -- The database and the folder come from the app's configuration (db.dsn, db.migrations,
 -- relative to the app folder), which --dsn and --migrations override (relative to the current
@@ -10,6 +12,9 @@
 local sys = require "zever.sys"
 local cliapp = require "zever.cli.app"
 local paths = require "zever.config.paths"
+local json = require "zever.json"
+local output = require "zever.cli.output"
+local progress = require "zever.cli.progress"
 
 local USAGE = "zever migrate up|down|status|new <name> [--app DIR] [--dsn DSN] [--migrations DIR] [-n N]"
 
@@ -30,23 +35,99 @@ end
 
 local handlers = {}
 
+-- The migrations up (or down) would run, without writing anything: the applied versions are
+-- read only when schema_migrations exists (status() would create it).
+local function applied_versions(db)
+  local soft = db.try_handle and db:try_handle() or db
+  local exists
+  if db.dialect == "postgres" then
+    local rows = soft:query("SELECT to_regclass('schema_migrations') IS NOT NULL AS t")
+    exists = rows and rows[1] and (rows[1].t == true or rows[1].t == 1 or rows[1].t == "t")
+  else
+    local rows = soft:query("SELECT name FROM sqlite_master WHERE type = 'table' AND " ..
+      "name = 'schema_migrations'")
+    exists = rows and rows[1] ~= nil
+  end
+  local applied = {}
+  if not exists then return applied end
+  for _, r in ipairs(soft:from("schema_migrations"):order_by("version"):all() or {}) do
+    applied[tonumber(r.version)] = r
+  end
+  return applied
+end
+
+local function plan(db, flags, sub)
+  local migrations = require "zever.migrations"
+  local list, err = migrations.list(flags.dir)
+  if not list then return nil, err end
+  local applied = db and applied_versions(db) or {}
+  local out = {}
+  if sub == "up" then
+    for _, m in ipairs(list) do
+      if not applied[tonumber(m.version)] then
+        out[#out + 1] = { action = "apply", target = label(m), version = m.version, name = m.name }
+      end
+    end
+  else
+    local versions = {}
+    for v in pairs(applied) do versions[#versions + 1] = v end
+    table.sort(versions, function(a, b) return a > b end)
+    local by = {}
+    for _, m in ipairs(list) do by[tonumber(m.version)] = m end
+    for i = 1, math.min(flags.n or 1, #versions) do
+      local row = applied[versions[i]]
+      local m = by[versions[i]] or { version = row.version, name = row.name }
+      out[#out + 1] = { action = "revert", target = label(m), version = m.version, name = m.name }
+    end
+  end
+  return out
+end
+
+-- A progress(event, m) for migrations.up/down drawing the CLI's bar (a no-op when piped).
+local function bar_for(verb, total)
+  local bar = progress.new("migrate " .. verb, total)
+  local n = 0
+  return bar, function(_, m)
+    bar:set(n, label(m))
+    n = n + 1
+  end
+end
+
+local function labels(done)
+  local out = {}
+  for i, m in ipairs(done) do out[i] = label(m) end
+  return json.array(out)
+end
+
 function handlers.up(db, flags, tty)
   local migrations = require "zever.migrations"
-  local done, err, partial = migrations.up(db, flags.dir, {
-    progress = tty and function(_, m) io.write("applying ", label(m), "\n") end or nil,
-  })
+  local todo = plan(db, flags, "up")
+  local bar, step = bar_for("up", todo and #todo or 0)
+  local done, err, partial = migrations.up(db, flags.dir, { progress = step })
+  bar:set(done and #done or bar.done)
+  bar:finish()
   if not done then return fail(db, err, partial, "up") end
-  if tty then print(#done == 0 and "nothing to apply" or ("applied " .. #done .. " migration(s)")) end
+  if tty and not flags.json then
+    for _, m in ipairs(done) do print("applied " .. label(m)) end
+  end
+  output.emit(flags, { applied = labels(done) }, tty and
+    (#done == 0 and "nothing to apply" or ("applied " .. #done .. " migration(s)")) or nil)
   return 0
 end
 
 function handlers.down(db, flags, tty)
   local migrations = require "zever.migrations"
-  local done, err, partial = migrations.down(db, flags.dir, flags.n or 1, {
-    progress = tty and function(_, m) io.write("reverting ", label(m), "\n") end or nil,
-  })
+  local todo = plan(db, flags, "down")
+  local bar, step = bar_for("down", todo and #todo or 0)
+  local done, err, partial = migrations.down(db, flags.dir, flags.n or 1, { progress = step })
+  bar:set(done and #done or bar.done)
+  bar:finish()
   if not done then return fail(db, err, partial, "down") end
-  if tty then print(#done == 0 and "nothing to roll back" or ("rolled back " .. #done .. " migration(s)")) end
+  if tty and not flags.json then
+    for _, m in ipairs(done) do print("reverted " .. label(m)) end
+  end
+  output.emit(flags, { reverted = labels(done) }, tty and
+    (#done == 0 and "nothing to roll back" or ("rolled back " .. #done .. " migration(s)")) or nil)
   return 0
 end
 
@@ -54,20 +135,18 @@ function handlers.status(db, flags)
   local migrations = require "zever.migrations"
   local list, err = migrations.status(db, flags.dir)
   if not list then return fail(db, err, {}, "status") end
-  if flags.json then
-    local out = {}
-    for i, m in ipairs(list) do
-      out[i] = { version = m.version, name = m.name, applied = m.applied, applied_at = m.applied_at,
-        missing = m.missing or nil }
-    end
-    print(require("zever.json").encode(out))
-  else
+  local out = {}
+  for i, m in ipairs(list) do
+    out[i] = { version = m.version, name = m.name, applied = m.applied, applied_at = m.applied_at,
+      missing = m.missing or nil }
+  end
+  output.emit(flags, json.array(out), function()
     for _, m in ipairs(list) do
       local state = m.applied and "applied" or "pending"
       print(string.format("%-8s %s%s%s", state, label(m), m.applied_at and ("  " .. m.applied_at) or "",
         m.missing and "  (file missing)" or ""))
     end
-  end
+  end)
   return 0
 end
 
@@ -81,8 +160,9 @@ return {
     { name = "migrations", arg = "DIR", summary = "folder of migration files (default: db.migrations)" },
     { name = "dir", arg = "DIR", summary = "deprecated: use --migrations DIR" },
     { name = "n", arg = "N", type = "number", summary = "how many migrations to roll back (default 1)" },
-    { name = "json", summary = "print status as JSON" },
   },
+  json = { "status", "up", "down", "new" },
+  dry_run = { "up", "down", "new" },
   run = function(args, flags)
     local sub = args[1]
     if flags.dir ~= nil then
@@ -113,9 +193,31 @@ return {
     flags.dir = flags.migrations and paths.absolute(flags.migrations) or cfg.db.migrations
     local dsn = flags.dsn and paths.resolve_dsn(flags.dsn, paths.cwd()) or cfg.db.dsn
     if sub == "new" then
-      local path, err = require("zever.migrations").new(flags.dir, args[2])
+      local migrations = require "zever.migrations"
+      if flags["dry-run"] then
+        -- The name new() would pick, from the same rules, without creating the folder or file.
+        local list = sys.isdir(flags.dir) and migrations.list(flags.dir) or {}
+        local last = list[#list]
+        if not args[2]:match("^[%w_]+$") then return 2, "new: a migration name is letters, digits and _" end
+        local file = string.format("%s/%04d_%s.lua", flags.dir,
+          (last and tonumber(last.version) or 0) + 1, args[2])
+        output.would(flags, { { action = "write", target = paths.relative(file) } })
+        return 0
+      end
+      local path, err = migrations.new(flags.dir, args[2])
       if not path then return (err.code == "invalid") and 2 or 1, "new: " .. err.message end
-      print(paths.relative(path))
+      output.emit(flags, { path = paths.relative(path) }, paths.relative(path))
+      return 0
+    end
+    if flags["dry-run"] then
+      -- Read only: a database that does not exist yet has nothing applied.
+      local file = dsn:match("^sqlite:(.+)$")
+      local db
+      if not file or file == ":memory:" or sys.mtime(file) then db = open(dsn, cfg, false) end
+      local todo, perr = plan(db, flags, sub)
+      if db then db:close() end
+      if not todo then return 1, sub .. ": " .. tostring(perr and perr.message or perr) end
+      output.would(flags, todo)
       return 0
     end
     local db, err = open(dsn, cfg, sub == "up")

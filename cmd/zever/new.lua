@@ -44,6 +44,8 @@ end
 
 return {
   name = "new",
+  json = false,
+  dry_run = true,
   summary = "Create a new app folder (app.lua, handlers/, spec/, zever.yaml, ...)",
   usage = USAGE,
   help = "NAME is the folder to create; its last part is the app's name. Default batteries: db\n"
@@ -74,6 +76,19 @@ return {
       return 2, format('"%s": an app name is letters, digits, "_", "-" and "."', name)
     end
     local files = scaffold.files(name, plan)
+    -- The migrations of the batteries with tables in the app's database, as `zever add` writes
+    -- them (zever.cli.tables), numbered in the plan's order.
+    local tables = require "zever.cli.tables"
+    for _, b in ipairs(plan.order) do
+      local m = tables.for_battery(b, plan.adapter[b], nil)
+      if m then
+        local n = 0
+        for _, f in ipairs(files) do
+          if f.path:match("^migrations/%d+_") then n = n + 1 end
+        end
+        files[#files + 1] = { path = format("migrations/%04d_%s.lua", n + 1, m.name), content = m.text }
+      end
+    end
     if flags["dry-run"] then
       for _, f in ipairs(files) do print("would write " .. dir:gsub("/+$", "") .. "/" .. f.path) end
       print("")

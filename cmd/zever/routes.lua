@@ -6,6 +6,8 @@ local cliapp = require "zever.cli.app"
 
 return {
   name = "routes",
+  json = true,
+  dry_run = false,
   summary = "List an app's routes with their handlers",
   usage = "zever routes [app.lua | dir] [--json]",
   flags = {

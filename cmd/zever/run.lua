@@ -6,6 +6,9 @@ local sys = require "zever.sys"
 
 return {
   name = "run",
+  json = false,
+  dry_run = false,
+  why = "runs a script: what it prints and writes is the script's",
   summary = "Run a Lua script inside the host with every zever module available",
   usage = "zever run <file.lua> [args...]",
   passthrough = true,

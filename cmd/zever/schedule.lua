@@ -16,6 +16,8 @@ end
 
 return {
   name = "schedule",
+  json = { "list" },
+  dry_run = false,
   summary = "List the app's schedules and their next run times",
   usage = USAGE,
   flags = {

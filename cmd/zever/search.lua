@@ -1,33 +1,21 @@
 -- zever search reindex|optimize: maintenance of the app's full-text index (app.search).
 -- `reindex` rebuilds the index from the stored documents (every index, or --index NAME only)
--- and then merges its segments; `optimize` only merges. On a terminal (stderr) reindex draws a
--- progress bar; piped, it prints only the summary line. The app (--app PATH or -C DIR,
+-- and then merges its segments; `optimize` only merges. On a terminal (stderr) reindex draws the
+-- CLI's progress bar (zever.cli.progress); piped, it prints only the summary line (--json: one
+-- object). --dry-run says what it would rebuild and opens nothing. The app (--app PATH or -C DIR,
 -- default .; zever.cli.app) is loaded for its configuration,
 -- as `zever jobs` loads it. It must not know the adapter: it calls
 -- app.search:reindex / optimize.
 
 local sys = require "zever.sys"
 local cliapp = require "zever.cli.app"
+local output = require "zever.cli.output"
+local progress = require "zever.cli.progress"
 
-local format, rep, floor = string.format, string.rep, math.floor
+local format = string.format
 
-local USAGE = "zever search reindex [--index NAME] | optimize [--app PATH]"
+local USAGE = "zever search reindex [--index NAME] | optimize [--app PATH] [--json] [--dry-run]"
 local VERBS = { "reindex", "optimize" }
-local WIDTH = 30
-
--- A progress(done, total) that redraws one line of stderr, at most once per percent.
-local function progress_bar()
-  local last = -1
-  return function(done, total)
-    local pct = total > 0 and floor(done * 100 / total) or 100
-    if pct == last then return end
-    last = pct
-    local fill = floor(pct * WIDTH / 100)
-    io.stderr:write(format("\rreindex [%s%s] %3d%% %d/%d", rep("#", fill), rep(".", WIDTH - fill),
-      pct, done, total))
-    io.stderr:flush()
-  end
-end
 
 return {
   name = "search",
@@ -37,6 +25,8 @@ return {
     cliapp.FLAG,
     { name = "index", arg = "NAME", summary = "reindex: only the documents of this index" },
   },
+  json = { "reindex", "optimize" },
+  dry_run = { "reindex", "optimize" },
   run = function(args, flags)
     local verb = args[1]
     local known = verb == "reindex" or verb == "optimize"
@@ -54,6 +44,17 @@ return {
     end
     local target, terr = cliapp.resolve(flags, nil, "search")
     if not target then return 2, terr end
+    if flags["dry-run"] then
+      -- Nothing is opened: the app is not loaded (its search table would be created).
+      local actions = {}
+      if verb == "reindex" then
+        actions[1] = { action = "reindex", target = flags.index and ('index "' .. flags.index .. '"')
+          or "every index", index = flags.index }
+      end
+      actions[#actions + 1] = { action = "optimize", target = "the full-text index" }
+      output.would(flags, actions)
+      return 0
+    end
     local ok, app = pcall(cliapp.load, target)
     if not ok then return 1, tostring(app) end
     local got, search = pcall(function() return app.search end)
@@ -63,10 +64,13 @@ return {
     end
     local code, msg = 0, nil
     if verb == "reindex" then
-      local tty = sys.isatty(2)
       local t0 = sys.now()
-      local n, err = search:reindex{ index = flags.index, progress = tty and progress_bar() or nil }
-      if tty then io.stderr:write("\n") end
+      local bar = progress.new("reindex", 0)
+      local n, err = search:reindex{ index = flags.index, progress = bar.active and function(done, total)
+        bar.total = total
+        bar:set(done)
+      end or nil }
+      bar:finish()
       if not n then
         code, msg = 1, tostring(err)
       else
@@ -74,13 +78,19 @@ return {
         if not merged then
           code, msg = 1, tostring(oerr)
         else
-          print(format("reindexed %d document(s)%s in %.2fs", n,
-            flags.index and format(' of index "%s"', flags.index) or "", sys.now() - t0))
+          local secs = sys.now() - t0
+          output.emit(flags, { reindexed = n, index = flags.index, seconds = secs },
+            format("reindexed %d document(s)%s in %.2fs", n,
+              flags.index and format(' of index "%s"', flags.index) or "", secs))
         end
       end
     else
       local merged, err = search:optimize()
-      if not merged then code, msg = 1, tostring(err) else print("optimized the search index") end
+      if not merged then
+        code, msg = 1, tostring(err)
+      else
+        output.emit(flags, { optimized = true }, "optimized the search index")
+      end
     end
     app:close()
     return code, msg

@@ -165,6 +165,9 @@ local flags = {
 
 return {
   name = "serve",
+  json = false,
+  dry_run = false,
+  why = "a server that runs until stopped",
   summary = "Serve an app over HTTP",
   usage = "zever serve [app.lua | dir] [--listen host:port] [--workers N] [--drain SECONDS] ...",
   flags = flags,

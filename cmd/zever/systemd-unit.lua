@@ -90,6 +90,8 @@ M.command = {
   name = "systemd-unit",
   summary = "Print a hardened systemd service and socket unit for the app",
   usage = "zever systemd-unit [app] [--name NAME] [--exec PATH] [--listen HOST:PORT] [-o DIR]",
+  json = true,
+  dry_run = true,
   flags = {
     cliapp.FLAG,
     { name = "name", arg = "NAME", summary = "the units' name (default: the app folder's name)" },
@@ -124,18 +126,30 @@ M.command = {
       format("sqlite:/var/lib/%s/%s", name, file:match("([^/]+)$")) or nil
     local service, socket = render({ name = name, exec = exec, listen = listen,
       drain = cfg.http.drain or 10, dsn = dsn })
+    local output = require "zever.cli.output"
     if flags.o then
-      for ext, text in pairs({ service = service, socket = socket }) do
+      if flags["dry-run"] then
+        output.would(flags, { { action = "write", target = flags.o .. "/" .. name .. ".service" },
+          { action = "write", target = flags.o .. "/" .. name .. ".socket" } })
+        return 0
+      end
+      local written = {}
+      for _, ext in ipairs({ "service", "socket" }) do
+        local text = ext == "service" and service or socket
         local path = flags.o .. "/" .. name .. "." .. ext
         local f, ferr = io.open(path, "w")
         if not f then return 1, format("cannot write %s: %s", path, tostring(ferr)) end
         f:write(text)
         f:close()
-        print(path)
+        written[#written + 1] = path
+        if not flags.json then print(path) end
       end
+      if flags.json then output.emit(flags, { written = written }) end
       return 0
     end
-    io.write("# ", name, ".service\n", service, "\n# ", name, ".socket\n", socket)
+    -- Without -o nothing is written: --dry-run prints the units as usual.
+    output.emit(flags, { name = name, service = service, socket = socket },
+      "# " .. name .. ".service\n" .. service .. "\n# " .. name .. ".socket\n" .. socket:gsub("\n$", ""))
     return 0
   end,
 }

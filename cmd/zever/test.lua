@@ -91,6 +91,9 @@ end
 
 M.command = {
   name = "test",
+  json = false,
+  dry_run = false,
+  why = "runs specs; its report is for people (exit code for machines)",
   summary = "Run busted specs inside the host (default: the spec folder)",
   usage = "zever test [paths...] [--tags a,b] [--exclude-tags a,b] [--filter PATTERN] [--seeds N]",
   flags = {

@@ -5,6 +5,8 @@ local sys = require "zever.sys"
 
 return {
   name = "version",
+  json = true,
+  dry_run = false,
   summary = "Print the version of zever and of its LuaJIT",
   usage = "zever version [--json]",
   flags = {

@@ -27,6 +27,9 @@ end
 
 return {
   name = "worker",
+  json = false,
+  dry_run = false,
+  why = "a worker that runs until stopped",
   summary = "Run the app's background jobs",
   usage = "zever worker [app.lua | dir] [--queues a,b] [--concurrency N] [--drain SECONDS]",
   flags = {

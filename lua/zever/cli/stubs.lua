@@ -128,14 +128,18 @@ function M.run(result, flags)
   end
   local out = (flags.out or "generated"):gsub("/+$", "")
   local root = out:match("^(.*)/[^/]*$") or "."
-  local report, err = M.sync(result.ir, root)
+  local dry = flags["dry-run"]
+  local report, err = M.sync(result.ir, root, dry and { dry_run = true } or nil)
   if not report then
     io.stderr:write("zever gen: handler stubs: ", tostring(err), "\n")
     return 1
   end
-  for _, line in ipairs(report.added) do print("added stub " .. line) end
+  -- --json and --dry-run: the caller prints the report (as JSON, or as "would add stub" lines).
+  if not flags.json and not dry then
+    for _, line in ipairs(report.added) do print("added stub " .. line) end
+  end
   for _, line in ipairs(report.skipped) do io.stderr:write("zever gen: left ", line, "\n") end
-  return 0
+  return 0, report
 end
 
 return M
