@@ -109,6 +109,11 @@ return app
     assert.equal(206, status)
     assert.equal("bytes 100000-100099/" .. #big, h["content-range"])
     assert.equal(big:sub(100001, 100100), body)
+    -- A range larger than a single send goes out with sendfile from inside the bundle file.
+    status, h, body = fetch("/assets/big.bin", "-H 'Range: bytes=1000-'")
+    assert.equal(206, status)
+    assert.equal("bytes 1000-" .. (#big - 1) .. "/" .. #big, h["content-range"])
+    assert.is_true(body == big:sub(1001), "the large range differs from the bundled bytes")
     status, h, body = fetch("/assets/style.css", "-H 'Range: bytes=-5'")
     assert.equal(206, status)
     assert.equal("5", h["content-length"])
