@@ -25,6 +25,24 @@ for r in rs:
         r["command"], len(r["times"]), r["median"] * 1e9, r["median"] * 1e3, r["min"] * 1e3))
 print("BundleHelpMinusZeverHelp            %+.3f ms (medians)" % ((rs[1]["median"] - rs[0]["median"]) * 1e3))
 PY
+# The same two commands alternately, one run each in turn (a load burst hits both alike), 200
+# pairs: medians and the median of the pairwise differences.
+env -u ZEVER_HOME python3 - "$bin" "$tmp/run/hello" "${RUNS:-200}" <<'PY'
+import statistics, subprocess, sys, time
+zever, bundle, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def once(cmd):
+    t0 = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - t0) * 1e3
+for _ in range(10): once([zever, "--help"]); once([bundle, "--help"])
+z, b = [], []
+for _ in range(runs):
+    z.append(once([zever, "--help"])); b.append(once([bundle, "--help"]))
+d = [y - x for x, y in zip(z, b)]
+print("AlternatingHelp %d pairs: zever median %.3f ms, bundle median %.3f ms, "
+      "median of (bundle - zever) %+.3f ms" % (runs, statistics.median(z), statistics.median(b),
+                                              statistics.median(d)))
+PY
 if command -v valgrind >/dev/null; then
   count() {
     valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" "$@" >/dev/null 2>"$tmp/cg.err" || true

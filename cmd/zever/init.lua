@@ -218,8 +218,23 @@ function M.command_help(cmd)
   return concat(lines, "\n")
 end
 
+local jit = require "jit"
+
 -- Runs the command line argv (argv[1] is the command); returns the process exit code.
+-- Start-up runs with the JIT off: loading modules and parsing flags run once, and recording
+-- and compiling their loops cost more than interpreting them (`zever serve`'s first request:
+-- BENCHMARKS.md "Deploy: static files from the bundle, first request"). The command's run gets
+-- the JIT on; it is on again whichever way main returns.
+local main
 function M.main(argv)
+  jit.off()
+  local ok, code = pcall(main, argv)
+  jit.on()
+  if not ok then error(code, 0) end
+  return code
+end
+
+function main(argv)
   -- zever -C DIR <command> ...: the same as the command's own -C DIR.
   while argv[1] == "-C" or (argv[1] or ""):match("^%-C.") do
     local dir
@@ -292,6 +307,7 @@ function M.main(argv)
     if not ok then return fail(2, err) end
     flags.C = nil
   end
+  jit.on()
   local ok, code, msg = xpcall(cmd.run, function(e)
     if type(e) ~= "string" then return e end
     return debug.traceback(e, 2)

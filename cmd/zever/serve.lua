@@ -173,6 +173,10 @@ return {
   flags = flags,
   options = options,   -- zever dev: the same flags over the same configuration
   run = function(args, given)
+    -- The main thread only supervises (configuration, workers, signals): its Lua runs
+    -- interpreted, which costs less than compiling code that runs once (each worker turns its
+    -- own JIT on when it listens: zever.server.worker).
+    require("jit").off()
     local opts, err = options(args, given)
     if not opts then return 2, err end
     -- SIGHUP: the same flags over the configuration as it is now.

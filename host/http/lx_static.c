@@ -2,23 +2,32 @@
  * lx_static.c: http.listen's `static` option (a part of the zever.http binding):
  *
  *   static = { { prefix = "/assets", root = "/abs/public", index = "index.html" | nil,
- *                max_age = seconds | nil, immutable = bool, precompressed = bool }, ... }
+ *                max_age = seconds | nil, immutable = bool, precompressed = bool,
+ *                payload = "app/public" | nil }, ... }
+ *
+ * With payload (a bundled host: zever.app sets it when the bundle carries the root's files),
+ * the mount serves the bundle's files under that folder and never the disk's (root is then
+ * only named in messages); the mount holds a read-only descriptor of the bundle file, which
+ * stream_static.c sendfile(2)s large bodies from.
  *
  * zever.app's app:static validates and resolves the arguments; this file checks them again (a
  * malformed table raises) and builds the zv_static_t that stream.c serves from. It raises only
  * while it holds no memory (the message is copied to the stack first).
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lua.h>
 
 #include "../core/zv.h"
+#include "../runtime/runtime.h"
 #include "lx_static.h"
 
 typedef struct {
-  const char *prefix, *root, *index;
+  const char *prefix, *root, *index, *payload;
   int64_t max_age;
   int immutable, precompressed;
 } mount_opts_t;
@@ -41,6 +50,9 @@ static void read_mount(lua_State *L, int t, mount_opts_t *o) {
   o->prefix = str_field(L, t, "prefix", 1);
   o->root = str_field(L, t, "root", 1);
   o->index = str_field(L, t, "index", 0);
+  o->payload = str_field(L, t, "payload", 0);
+  if (o->payload && !zv__bundle_active())
+    luaL_error(L, "http.listen: static.payload needs a bundled host");
   lua_getfield(L, t, "max_age");
   if (lua_isnil(L, -1)) {
     o->max_age = -1;
@@ -84,8 +96,17 @@ zv_static_t *zv__http_statics_new(lua_State *L, int idx) {
   s->n = 0;
   for (int i = 0; i < n; i++) {
     const char *why = NULL;
-    int rc = zv_static_add(s, opts[i].prefix, opts[i].root, opts[i].index, opts[i].max_age,
-                           opts[i].immutable, opts[i].precompressed, &why);
+    int rc;
+    if (opts[i].payload) {
+      int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+      rc = fd < 0 ? ZV_EIO
+                  : zv_static_add_payload(s, opts[i].prefix, opts[i].root, opts[i].payload, fd,
+                                          opts[i].index, opts[i].max_age, opts[i].immutable,
+                                          opts[i].precompressed, &why);
+    } else {
+      rc = zv_static_add(s, opts[i].prefix, opts[i].root, opts[i].index, opts[i].max_age,
+                         opts[i].immutable, opts[i].precompressed, &why);
+    }
     if (rc) {
       snprintf(msg, sizeof msg, "http.listen: static mount %s (%s): %s", opts[i].prefix,
                opts[i].root, why ? why : zv_strerror(rc));

@@ -28,27 +28,26 @@ static char *dup_str(const char *s) {
   return p;
 }
 
-int zv_static_add(zv_static_t *s, const char *prefix, const char *root, const char *index,
-                  int64_t max_age, int immutable, int precompressed, const char **why) {
+/* Checks and fills the next mount of s around fd (taken over: closed on failure). */
+static int add_mount(zv_static_t *s, const char *prefix, const char *root, const char *payload,
+                     int fd, const char *index, int64_t max_age, int immutable,
+                     int precompressed, const char **why) {
   zv_static_mount_t *m;
   size_t plen = strlen(prefix);
-  struct stat st;
-  int fd;
   *why = NULL;
-  if (s->n == ZV_STATIC_MAX_MOUNTS) return ZV_ERANGE;
+  if (s->n == ZV_STATIC_MAX_MOUNTS) {
+    close(fd);
+    return ZV_ERANGE;
+  }
   if (plen == 0 || prefix[0] != '/' || (plen > 1 && prefix[plen - 1] == '/') ||
       strstr(prefix, "//") || strchr(prefix, '?') || strchr(prefix, '%')) {
+    close(fd);
     *why = "the prefix must start with / and not end with /";
     return ZV_EINVAL;
   }
   if (index && (!index[0] || strchr(index, '/') || strchr(index, '\\') || index[0] == '.')) {
+    close(fd);
     *why = "index must be a plain file name";
-    return ZV_EINVAL;
-  }
-  fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0 || fstat(fd, &st) || !S_ISDIR(st.st_mode)) {
-    if (fd >= 0) close(fd);
-    *why = "the root is not a folder";
     return ZV_EINVAL;
   }
   m = &s->mounts[s->n];
@@ -57,20 +56,51 @@ int zv_static_add(zv_static_t *s, const char *prefix, const char *root, const ch
   m->prefix = dup_str(plen == 1 ? "" : prefix);
   m->root = dup_str(root);
   m->index = index ? dup_str(index) : NULL;
-  if (!m->prefix || !m->root || (index && !m->index)) {
+  m->payload = payload ? dup_str(payload) : NULL;
+  if (!m->prefix || !m->root || (index && !m->index) || (payload && !m->payload)) {
     zv_free(m->prefix);
     zv_free(m->root);
     zv_free(m->index);
+    zv_free(m->payload);
     close(fd);
     return ZV_ENOMEM;
   }
   m->prefix_len = (uint32_t)strlen(m->prefix);
+  m->payload_len = payload ? (uint32_t)strlen(payload) : 0;
+  if (payload) {
+    struct stat st;
+    m->payload_mtime = fstat(fd, &st) ? 0 : (int64_t)st.st_mtime;
+  }
   if (max_age >= 0)
     snprintf(m->cache_control, sizeof m->cache_control, "public, max-age=%lld%s",
              (long long)max_age, immutable ? ", immutable" : "");
   m->precompressed = (uint8_t)(precompressed != 0);
   s->n++;
   return 0;
+}
+
+int zv_static_add(zv_static_t *s, const char *prefix, const char *root, const char *index,
+                  int64_t max_age, int immutable, int precompressed, const char **why) {
+  struct stat st;
+  int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &st) || !S_ISDIR(st.st_mode)) {
+    if (fd >= 0) close(fd);
+    *why = "the root is not a folder";
+    return ZV_EINVAL;
+  }
+  return add_mount(s, prefix, root, NULL, fd, index, max_age, immutable, precompressed, why);
+}
+
+int zv_static_add_payload(zv_static_t *s, const char *prefix, const char *root, const char *dir,
+                          int fd, const char *index, int64_t max_age, int immutable,
+                          int precompressed, const char **why) {
+  size_t dl = strlen(dir);
+  if (dl == 0 || dir[dl - 1] == '/' || dl > 256) {
+    close(fd);
+    *why = "the payload folder must be a name without a trailing /";
+    return ZV_EINVAL;
+  }
+  return add_mount(s, prefix, root, dir, fd, index, max_age, immutable, precompressed, why);
 }
 
 void zv_static_free(zv_static_t *s) {
@@ -80,6 +110,7 @@ void zv_static_free(zv_static_t *s) {
     zv_free(m->prefix);
     zv_free(m->root);
     zv_free(m->index);
+    zv_free(m->payload);
   }
   s->n = 0;
 }

@@ -26,7 +26,12 @@ typedef struct {
   char *prefix;            /* "/assets", or "" for a mount at "/" */
   uint32_t prefix_len;
   char *root;              /* the root folder as given, made absolute (for messages) */
-  int root_fd;             /* O_PATH descriptor of the root: files are opened beneath it */
+  int root_fd;             /* O_PATH descriptor of the root: files are opened beneath it; for a
+                            * payload mount, a read-only descriptor of the bundle file */
+  char *payload;           /* NULL, or the bundle folder served ("app/public"): the files come
+                            * from the bundle's payload, never from disk (stream_static.c) */
+  uint32_t payload_len;
+  int64_t payload_mtime;   /* the bundle file's mtime: every payload file's Last-Modified */
   char *index;             /* the index file of a folder ("index.html"), or NULL: no index */
   char cache_control[64];  /* "public, max-age=N[, immutable]", or "" for none */
   uint8_t precompressed;   /* look for name.br / name.gz siblings */
@@ -43,6 +48,14 @@ typedef struct zv_static_s {
  * which), ZV_ERANGE (too many mounts) or ZV_ENOMEM. The strings are copied. */
 int zv_static_add(zv_static_t *s, const char *prefix, const char *root, const char *index,
                   int64_t max_age, int immutable, int precompressed, const char **why);
+
+/* Adds a mount served from a bundle's payload: dir is the payload folder ("app/public", no
+ * trailing "/"), fd a read-only descriptor of the bundle file that the mount takes over (it is
+ * closed by zv_static_free, or here on failure), root the folder the payload stands for (for
+ * messages). Same checks and results as zv_static_add; nothing is opened beneath dir. */
+int zv_static_add_payload(zv_static_t *s, const char *prefix, const char *root, const char *dir,
+                          int fd, const char *index, int64_t max_age, int immutable,
+                          int precompressed, const char **why);
 
 /* Closes the roots and frees the strings; s may be added to again. */
 void zv_static_free(zv_static_t *s);

@@ -62,6 +62,8 @@ static int bundle_searcher(lua_State *L) {
   return 1;
 }
 
+int zv__bundle_active(void) { return zv_bundle_self() != NULL; }
+
 void zv__bundle_searcher(lua_State *L) {
   int i, n;
   lua_getglobal(L, "package");

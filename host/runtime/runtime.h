@@ -101,5 +101,7 @@ lua_State *zv_runtime_newstate(void);
  */
 void zv__bundle_searcher(lua_State *L);
 void *zv__bundle_dlopen(const char *folder, char *err, size_t cap);
+/* True when the host runs from a bundle (for bindings, which do not include sys/bundle.h). */
+int zv__bundle_active(void);
 
 #endif

@@ -6,6 +6,8 @@
  *   bundle.read(name)      -> the file's bytes | nil (no such file); raises on a damaged file
  *   bundle.load(name)      -> the file's chunk | nil, message (as loadfile)
  *   bundle.list(prefix)    -> sorted array of the names that start with prefix
+ *   bundle.has(name)       -> true when the payload has a file of that exact name (a binary
+ *                             search of the index: no copy, no hash; zever.assets.module)
  *   bundle.info()          -> { hash = "16 hex digits", files = n, host_size = n, size = n }
  *   bundle.verify()        -> true | nil, message (every file and the host against its hash)
  *   bundle.hash(s[, raw])  -> zv_bundle_hash of s: 16 hex digits, or 8 bytes little-endian
@@ -44,6 +46,14 @@ static int l_read(lua_State *L) {
   if (!e) return 0;
   if (zv_bundle_check(b, e) != 0) return damaged(L, e);
   lua_pushlstring(L, (const char *)zv_bundle_data(b, e), (size_t)e->size);
+  return 1;
+}
+
+static int l_has(lua_State *L) {
+  size_t len;
+  const char *name = luaL_checklstring(L, 1, &len);
+  const zv_bundle_t *b = zv_bundle_self();
+  lua_pushboolean(L, b && zv_bundle_find(b, name, len) != NULL);
   return 1;
 }
 
@@ -175,11 +185,11 @@ static int l_root(lua_State *L) {
 int luaopen_zever_bundle(lua_State *L);
 int luaopen_zever_bundle(lua_State *L) {
   static const luaL_Reg fns[] = {
-    {"read", l_read}, {"load", l_load}, {"list", l_list}, {"info", l_info},
+    {"read", l_read}, {"load", l_load}, {"list", l_list}, {"has", l_has}, {"info", l_info},
     {"verify", l_verify}, {"hash", l_hash}, {"u32", l_u32}, {"u64", l_u64}, {"root", l_root},
     {NULL, NULL},
   };
-  lua_createtable(L, 0, 10);
+  lua_createtable(L, 0, 11);
   luaL_register(L, NULL, fns);
   lua_pushboolean(L, zv_bundle_self() != NULL);
   lua_setfield(L, -2, "active");

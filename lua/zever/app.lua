@@ -297,7 +297,10 @@ function App:static(prefix, root, opts)
     error("static index must be a plain file name or false", 2)
   end
   if root:sub(1, 1) ~= "/" then root = self.dir .. "/" .. root end
-  if not require("zever.sys").isdir(root) then
+  -- In a bundle that carries the root's files, they are served from its payload (never the
+  -- disk's copy); a root the bundle does not carry is served from disk (docs/static.md).
+  local payload = require("zever.static_payload").folder(root)
+  if not payload and not require("zever.sys").isdir(root) then
     error("static root " .. root .. " is not a folder", 2)
   end
   for _, m in ipairs(self.statics) do
@@ -306,7 +309,7 @@ function App:static(prefix, root, opts)
   self.statics[#self.statics + 1] = { prefix = prefix, root = root, max_age = max_age,
     immutable = opts.immutable and true or false,
     index = (index == nil and "index.html") or index or nil,
-    precompressed = opts.precompressed ~= false }
+    precompressed = opts.precompressed ~= false, payload = payload }
   return self
 end
 

@@ -106,7 +106,7 @@ function M.module(name)
   if not M.bundled then return package.searchpath(name, package.path) ~= nil end
   local rel = name:gsub("%.", "/")
   for _, p in ipairs(SEARCH) do
-    if bundle.list(format(p, rel))[1] == format(p, rel) then return true end
+    if bundle.has(format(p, rel)) then return true end
   end
   return false
 end

@@ -140,16 +140,21 @@ end
 
 -- Each worker thread: load the app, listen, serve until told to drain.
 function M.worker(payload, index)
+  -- Loading the app runs once: interpreting it costs less than recording and compiling its
+  -- loops (a third of the instructions before the first request, BENCHMARKS.md "Deploy:
+  -- static files from the bundle, first request"); the JIT is on from the first request.
+  require("jit").off()
   local opts = json.decode(payload)
   local app = M.load_app(opts.app, opts.root)
   local srv, err = M.listen(app, opts)
   if not srv then error(err, 0) end
-  -- Start serving with a clean JIT: drop the traces of loading the app and reset LuaJIT's hot
-  -- counters (setting hotloop, here to its default, re-initialises them). Functions that ran
+  -- Start serving with the JIT on and clean: drop any traces of loading the app and reset
+  -- LuaJIT's hot counters (setting hotloop, here to its default, re-initialises them). Functions that ran
   -- while the app loaded would otherwise get hot first and become roots of their own, so a
   -- request would run as several traces linked through the interpreter instead of one from the
   -- request function down (~120 instructions a request on /hello, BENCHMARKS.md).
   local jit = require "jit"
+  jit.on()
   jit.flush()
   jit.opt.start("hotloop=56")
   -- zever dev: say "listening" to the main thread, which watches ready_dir (see M.run).
