@@ -273,7 +273,7 @@ function App:websocket(pattern, fn, opts)
   if type(pattern) ~= "string" then error("app:websocket: want a path pattern", 2) end
   if type(fn) ~= "function" then error("app:websocket: want a function(ws, req)", 2) end
   if opts ~= nil and type(opts) ~= "table" then error("app:websocket: opts must be a table", 2) end
-  return self:get(pattern, require("zever.websocket").handler(fn, opts))
+  return self:get(pattern, require("zever.websocket").handler(fn, opts, self))
 end
 
 function App:static(prefix, root, opts)
