@@ -276,6 +276,13 @@ function App:websocket(pattern, fn, opts)
   return self:get(pattern, require("zever.websocket").handler(fn, opts, self))
 end
 
+-- To every WebSocket connection in room (ws:join), in every worker and process on the app's
+-- event bus (zever.websocket_rooms, docs/websockets.md): true | nil, err.
+function App:broadcast(room, msg, kind)
+  msg, kind = require("zever.websocket").check_message(msg, kind, "app:broadcast")
+  return require("zever.websocket_rooms").broadcast(self, room, msg, kind)
+end
+
 function App:static(prefix, root, opts)
   if type(prefix) ~= "string" or prefix:sub(1, 1) ~= "/" or (#prefix > 1 and prefix:sub(-1) == "/")
     or prefix:find("//", 1, true) or prefix:find("[%%?#]") then

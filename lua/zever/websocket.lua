@@ -153,9 +153,9 @@ function WS:inflate(payload)
   return out, self.kind
 end
 
-local function send_frame(self, op, data)
-  if self.done or self.sent_close then return nil, self.done or closed() end
-  local src = self.src
+-- Queues one frame without waiting (deflated when negotiated and big enough); false when the
+-- connection is gone.
+local function put_frame(self, op, data)
   local pmd, rsv1 = self.pmd, nil
   if pmd and op < 8 and #data >= pmd.threshold then
     local z = self.deflater
@@ -165,11 +165,18 @@ local function send_frame(self, op, data)
     end
     data, rsv1 = z:deflate(data, pmd.server_reset), true
   end
-  if not src:ws_send(op, data, true, rsv1) then
+  if not self.src:ws_send(op, data, true, rsv1) then
     self.done = closed(1006)
-    return nil, self.done
+    return false
   end
   self.quiet = false
+  return true
+end
+
+local function send_frame(self, op, data)
+  if self.done or self.sent_close then return nil, self.done or closed() end
+  local src = self.src
+  if not put_frame(self, op, data) then return nil, self.done end
   if src:pending() > stream.HIGH and not stream.wait(src, stream.LOW) then
     self.done = closed(1006)
     return nil, self.done
@@ -177,18 +184,65 @@ local function send_frame(self, op, data)
   return true
 end
 
+local check_message
+
 function WS:send(data, kind)
+  data, kind = check_message(data, kind, "ws:send")
+  return send_frame(self, kind == "binary" and BINARY or TEXT, data)
+end
+
+-- --- rooms (zever.websocket_rooms: broadcast over app.eventbus) -----------------------------
+
+function check_message(data, kind, what)
   if type(data) ~= "string" then
     if type(data) == "number" then data = tostring(data)
-    else error("ws:send: want a string, got " .. type(data), 2) end
+    else error(what .. ": want a string, got " .. type(data), 3) end
   end
   if kind ~= nil and kind ~= "text" and kind ~= "binary" then
-    error('ws:send: kind must be "text" or "binary"', 2)
+    error(what .. ': kind must be "text" or "binary"', 3)
   end
   if kind ~= "binary" and not ws_core.utf8(data) then
-    error('ws:send: a text message must be UTF-8 (send it as "binary")', 2)
+    error(what .. ': a text message must be UTF-8 (send it as "binary")', 3)
   end
-  return send_frame(self, kind == "binary" and BINARY or TEXT, data)
+  return data, kind or "text"
+end
+M.check_message = check_message
+
+function WS:join(room)
+  if not self.app then error("ws:join: this connection has no app (use app:websocket)", 2) end
+  return require("zever.websocket_rooms").join(self, room)
+end
+
+function WS:leave(room)
+  return require("zever.websocket_rooms").leave(self, room)
+end
+
+-- To every connection in room, in every worker and process on the app's event bus, but this one.
+function WS:broadcast(room, data, kind)
+  if not self.app then error("ws:broadcast: this connection has no app (use app:websocket)", 2) end
+  data, kind = check_message(data, kind, "ws:broadcast")
+  return require("zever.websocket_rooms").broadcast(self.app, room, data, kind, self.id)
+end
+
+-- A broadcast's delivery to this connection: queued at once, never waited for. Over max_queue
+-- bytes queued (a client that does not read), on_slow decides: "close" (the default: the
+-- connection is dropped, its recv ends with closed 1006 and a "slow" flag) or "drop" (this
+-- message is skipped, counted in ws.dropped). Returns false when the connection is gone.
+function WS:deliver(data, kind)
+  if self.done or self.sent_close then return false end
+  if self.src:pending() > self.max_queue then
+    if self.on_slow == "drop" then
+      self.dropped = self.dropped + 1
+      return true
+    end
+    self.slow = true
+    self.done = closed(1006)
+    if self.timer then self.timer:stop() end
+    self.res.finished = true
+    self.src:abort()
+    return false
+  end
+  return put_frame(self, kind == "binary" and BINARY or TEXT, data)
 end
 
 function WS:ping(data)
@@ -328,6 +382,13 @@ function M.handler(fn, opts, app)
   local max_frame, max_message = opts.max_frame or MAX, opts.max_message or MAX
   local deflate = opts.deflate ~= nil and M.deflate_settings(opts.deflate) or nil
   local deflate_known = opts.deflate ~= nil
+  local max_queue, on_slow = opts.max_queue or 1024 * 1024, opts.on_slow or "close"
+  if type(max_queue) ~= "number" or max_queue < 0 then
+    error("app:websocket: max_queue must be a number of bytes", 3)
+  end
+  if on_slow ~= "close" and on_slow ~= "drop" then
+    error('app:websocket: on_slow must be "close" or "drop"', 3)
+  end
   local ping_interval = opts.ping_interval
   if ping_interval == nil then ping_interval = 30 end
   return function(req, res)
@@ -375,7 +436,8 @@ function M.handler(fn, opts, app)
       return
     end
     local ws = setmetatable({ src = src, frames = frames, res = res, quiet = true, pmd = pmd,
-      max_message = max_message }, WS)
+      max_message = max_message, app = app, max_queue = max_queue, on_slow = on_slow,
+      dropped = 0 }, WS)
     if ping_interval then
       ws.timer = loop.every(ping_interval, function()
         if ws.done or ws.sent_close then
@@ -397,6 +459,7 @@ function M.handler(fn, opts, app)
       end)
     end
     local ok, err = pcall(fn, ws, req)
+    if ws.rooms then require("zever.websocket_rooms").leave_all(ws) end
     if ws.timer then ws.timer:stop() end
     if ws.deflater then ws.deflater:close() end
     if ws.inflater then ws.inflater:close() end
