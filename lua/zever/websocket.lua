@@ -14,6 +14,11 @@
 -- ping_interval (seconds, default 30; false for none): a ping whenever the connection was
 -- quiet that long; a client that has not answered the previous ping by the next one is
 -- disconnected (close 1011 is not sent to a dead peer: the connection is closed).
+-- deflate (below); max_queue (bytes, default 1 MiB) and on_slow ("close" | "drop"): what a
+-- broadcast does to a connection with more than max_queue bytes queued (WS:deliver).
+--
+-- Rooms: ws:join(room), ws:leave(room), ws:broadcast(room, msg[, kind]) (to the others) and
+-- app:broadcast(room, msg[, kind]) (to all): zever.websocket_rooms, over app.eventbus.
 --
 -- The frames are host/http/ws.c's (zever.http's req:upgrade, ws_next, ws_send): masking, RSV
 -- bits, opcodes, control frames, fragmentation and UTF-8 of text are checked in C as frames
