@@ -72,15 +72,22 @@ local function run_client(args)
 end
 
 describe("zever.websocket rooms in one worker", function()
-  local srv, base
+  local loop = require "zever.loop"
+  local sys = require "zever.sys"
+  local srv, base, app, before
   before_each(function()
-    local app = assert(load(APP, "=app"))()
+    before = #loop.handles()
+    app = assert(load(APP, "=app"))()
     srv = assert(server.listen(app, { host = "127.0.0.1", port = 0 }))
     base = ("ws://127.0.0.1:%d"):format(srv:port())
   end)
   after_each(function()
     srv:close()
-    require("zever.loop").run("nowait")
+    app.eventbus:close()
+    -- Nothing of this describe's keeps the loop alive once its connections have ended.
+    local deadline = sys.now() + 10
+    while #loop.handles() > before and sys.now() < deadline do loop.run("nowait") end
+    assert.are.equal(before, #loop.handles(), table.concat(loop.handles(), ", "))
   end)
 
   it("sends ws:broadcast to the others in the room, app:broadcast to all; leave stops it",
