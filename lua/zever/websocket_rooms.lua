@@ -30,7 +30,7 @@ local token
 
 local function check_room(room, what)
   if type(room) ~= "string" or #room == 0 or #room > 200 then
-    error(what .. ": a room is a string of 1 to 200 bytes", 3)
+    error(what .. ": a room is a string of 1 to 200 bytes", 4)
   end
 end
 

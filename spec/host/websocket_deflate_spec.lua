@@ -108,3 +108,56 @@ describe("zever.compress permessage-deflate state", function()
     assert.has_error(function() d:deflate("x") end)
   end)
 end)
+
+describe("http.ws_deflate under zever serve", function()
+  local serve = require "spec.support.serve"
+  local process = require "spec.support.process"
+  local dir, on, off
+  setup(function()
+    dir = serve.temp_app([[
+local zever = require "zever"
+local app = zever.app()
+app:websocket("/e", function(ws)
+  while true do
+    local m, k = ws:recv()
+    if not m then return end
+    ws:send(m, k)
+  end
+end)
+app:websocket("/plain", function(ws) ws:send(ws:recv() or "") end, { deflate = false })
+return app
+]])
+    local args = function() return { "--workers", "1", "--access-log", "off", "--listen",
+      "127.0.0.1:" .. serve.free_port() } end
+    on = assert(serve.start(dir, args(), { HTTP_WS_DEFLATE = "true" }))
+    off = assert(serve.start(dir, args()))
+  end)
+  teardown(function()
+    if on then on:kill() end
+    if off then off:kill() end
+    serve.remove(dir)
+  end)
+
+  -- What python3-websockets (offering deflate) negotiated on path, after a 1000-byte echo.
+  local function negotiated(srv, path)
+    local script = "import asyncio, websockets, sys\n" ..
+      "async def main():\n" ..
+      "    async with websockets.connect(sys.argv[1], open_timeout=20) as ws:\n" ..
+      "        await ws.send('x' * 1000)\n" ..
+      "        r = await ws.recv()\n" ..
+      "        print('ok' if r == 'x' * 1000 else 'mismatch', " ..
+      "'deflate' if ws.extensions else 'none')\n" ..
+      "asyncio.run(main())\n"
+    local p = assert(io.popen("/usr/bin/python3 -c " .. process.quote(script) .. " " ..
+      process.quote(("ws://127.0.0.1:%d%s"):format(srv.port, path)) .. " 2>&1"))
+    local out = p:read("*a")
+    p:close()
+    return (out:gsub("%s+$", ""))
+  end
+
+  it("turns deflate on for routes without their own option, and only with the setting", function()
+    assert.are.equal("ok deflate", negotiated(on, "/e"))
+    assert.are.equal("ok none", negotiated(on, "/plain"))
+    assert.are.equal("ok none", negotiated(off, "/e"))
+  end)
+end)
