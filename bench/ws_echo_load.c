@@ -4,7 +4,11 @@
  * SECONDS; prints the echoes received per second. One thread, epoll, no library beyond the
  * frame core's head encoder (host/http/ws.c).
  *
- *   build/bench/ws_echo_load PORT PATH CONNS DEPTH SECONDS
+ *   build/bench/ws_echo_load PORT PATH CONNS DEPTH SECONDS [deflate]
+ *
+ * deflate: the handshake offers permessage-deflate with client_no_context_takeover and every
+ * message is a 64-byte JSON text compressed alone (zlib, raw, sync flush, tail removed: the same
+ * bytes each time), sent with RSV1; the server's answers are counted whatever their form.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +23,8 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include <zlib.h>
+
 #include "../host/http/ws.h"
 
 #define MSG 64
@@ -32,8 +38,11 @@ typedef struct {
 } conn_t;
 
 static conn_t conns[MAXC];
-static uint8_t frame[MSG + 6];
+static uint8_t frame[MSG + 64];
 static size_t frame_len;
+static int deflate_on;
+static const char json_msg[MSG + 1] =
+  "{\"type\":\"chat\",\"room\":\"lobby\",\"text\":\"hello there, 01234567890\"}";
 
 static double now(void) {
   struct timespec ts;
@@ -54,7 +63,9 @@ static int connect_ws(int port, const char *path) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\n"
            "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-           "Sec-WebSocket-Version: 13\r\n\r\n", path);
+           "Sec-WebSocket-Version: 13\r\n%s\r\n", path,
+           deflate_on ? "Sec-WebSocket-Extensions: permessage-deflate; "
+                        "client_no_context_takeover\r\n" : "");
   if (write(fd, req, strlen(req)) < 0) return -1;
   /* The 101 head alone (the server sends nothing else before our first message). */
   while (got < sizeof buf - 1) {
@@ -70,7 +81,7 @@ static int connect_ws(int port, const char *path) {
 }
 
 static int send_msgs(conn_t *c, unsigned n) {
-  uint8_t out[(MSG + 6) * 64];
+  uint8_t out[(MSG + 64) * 64];
   size_t len = 0;
   while (n--) {
     memcpy(out + len, frame, frame_len);
@@ -87,19 +98,40 @@ int main(int argc, char **argv) {
   double secs, t0, t1;
   uint64_t echoes = 0;
   struct epoll_event evs[256];
-  if (argc != 6) {
-    fprintf(stderr, "usage: %s PORT PATH CONNS DEPTH SECONDS\n", argv[0]);
+  if (argc != 6 && argc != 7) {
+    fprintf(stderr, "usage: %s PORT PATH CONNS DEPTH SECONDS [deflate]\n", argv[0]);
     return 2;
   }
+  deflate_on = argc == 7 && !strcmp(argv[6], "deflate");
   port = atoi(argv[1]);
   nconns = atoi(argv[3]);
   depth = atoi(argv[4]);
   secs = atof(argv[5]);
   if (nconns < 1 || nconns > MAXC || depth < 1 || depth > 64) return 2;
-  frame_len = zv_ws_head(frame, 1, 0, ZV_WS_TEXT, MSG, key);
-  memset(frame + frame_len, 'a', MSG);
-  zv_ws_mask(frame + frame_len, MSG, key, 0);
-  frame_len += MSG;
+  if (!deflate_on) {
+    frame_len = zv_ws_head(frame, 1, 0, ZV_WS_TEXT, MSG, key);
+    memset(frame + frame_len, 'a', MSG);
+    zv_ws_mask(frame + frame_len, MSG, key, 0);
+    frame_len += MSG;
+  } else {
+    uint8_t z[MSG + 32];
+    size_t zlen, head;
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (strlen(json_msg) != MSG || deflateInit2(&zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY))
+      return 2;
+    zs.next_in = (Bytef *)json_msg;
+    zs.avail_in = MSG;
+    zs.next_out = z;
+    zs.avail_out = sizeof z;
+    deflate(&zs, Z_SYNC_FLUSH);
+    zlen = sizeof z - zs.avail_out - 4; /* without 00 00 FF FF */
+    deflateEnd(&zs);
+    head = zv_ws_head(frame, 1, 1, ZV_WS_TEXT, zlen, key);
+    memcpy(frame + head, z, zlen);
+    zv_ws_mask(frame + head, zlen, key, 0);
+    frame_len = head + zlen;
+  }
   ep = epoll_create1(0);
   for (int i = 0; i < nconns; i++) {
     struct epoll_event e;

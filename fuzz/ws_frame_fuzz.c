@@ -7,16 +7,49 @@
  * frame is final and at most 125 bytes, a text message's complete fragments are UTF-8, sizes
  * within the limits); an error is one of 1002, 1007, 1009. Feeding the same bytes one at a
  * time must give the same frames (the reader keeps nothing between calls but message state).
- * UTF-8 validated whole and in two pieces must agree. Run: make fuzz FUZZ_TIME=20.
+ * UTF-8 validated whole and in two pieces must agree.
+ *
+ * permessage-deflate (RFC 7692): with deflate on, each compressed (RSV1) data frame's payload is
+ * inflated as a message's piece through the per-connection decompressor (host/compress/, kept
+ * across frames: context takeover), then the 4-byte tail, with an output bound (a zip bomb
+ * stops there): whatever the bytes, inflating must end with output within the bound or an
+ * error, never read or write outside its buffers. Run: make fuzz FUZZ_TIME=20.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "compress/compress.h"
 #include "http/ws.h"
 
 static void check(int ok) {
   if (!ok) abort();
+}
+
+/* Inflates p[0..n) (then the tail when it ends its message), at most `limit` bytes out;
+ * returns -1 on corrupt data. */
+static int inflate_piece(zv_pmd_t *z, const uint8_t *p, size_t n, int last, size_t limit) {
+  static char out[512];
+  size_t total = 0;
+  for (int part = 0; part < 1 + !!last; part++) {
+    const char *in = part ? ZV_PMD_TAIL : (const char *)p;
+    size_t len = part ? 4 : n, off = 0;
+    for (;;) {
+      size_t used = 0, outlen = 0;
+      int end = 0;
+      if (zv_pmd_inflate(z, in + off, len - off, &used, out, sizeof out, &outlen, &end)) {
+        zv_pmd_reset(z);
+        return -1;
+      }
+      check(used <= len - off && outlen <= sizeof out);
+      off += used;
+      total += outlen;
+      if (total > limit || end) return 0;
+      if (off == len && outlen < sizeof out) break;
+      if (!used && !outlen) break;
+    }
+  }
+  return 0;
 }
 
 /* Reads all frames of buf[0..n); returns the outcome: the error (negative) or 0, with the
@@ -26,6 +59,9 @@ static int64_t run(const zv_ws_limits_t *lim, uint8_t *buf, size_t n, size_t *fr
   zv_ws_reader_t r;
   zv_ws_event_t ev;
   size_t off = 0;
+  zv_pmd_t *z = NULL;
+  int64_t rc = 0;
+  if (lim->deflate) check(zv_pmd_new(&z, 0, 15, 0) == 0);
   zv_ws_reader_init(&r, lim);
   *frames = 0;
   for (;;) {
@@ -34,21 +70,28 @@ static int64_t run(const zv_ws_limits_t *lim, uint8_t *buf, size_t n, size_t *fr
     if (used < 0) {
       check(used == -1002 || used == -1007 || used == -1009);
       *used_all = off;
-      return used;
+      rc = used;
+      break;
     }
     if (used == 0) {
       check(need == 0 || need > n - off);
       *used_all = off;
-      return 0;
+      break;
     }
     check((size_t)used <= n - off);
     check(ev.payload >= buf + off && ev.payload + ev.len <= buf + off + used);
     check(ev.len <= lim->max_frame);
     if (ev.opcode >= 0x8) check(ev.fin && ev.len <= 125);
     if (ev.opcode == ZV_WS_CLOSE && ev.len >= 2) check(zv_ws_close_code_ok(ev.close_code));
+    if (ev.rsv1) {
+      check(lim->deflate && ev.opcode < 0x8);
+      inflate_piece(z, ev.payload, (size_t)ev.len, ev.fin, 4 * (size_t)lim->max_message);
+    }
     off += (size_t)used;
     (*frames)++;
   }
+  zv_pmd_free(z);
+  return rc;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

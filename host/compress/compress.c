@@ -132,3 +132,98 @@ void zv_compress_inflate_free(zv_compress_inflate_t *s) {
   inflateEnd(&s->z);
   zv_free(s);
 }
+
+/* --- permessage-deflate (RFC 7692): raw deflate, a sync flush per message ------------------ */
+
+struct zv_pmd_s {
+  z_stream z;
+  int deflating;
+};
+
+int zv_pmd_new(zv_pmd_t **out, int deflating, int window_bits, int level) {
+  zv_pmd_t *s;
+  int rc;
+  if (deflating ? (window_bits < 9 || window_bits > 15 || level < 1 || level > 9)
+                : (window_bits < 8 || window_bits > 15))
+    return ZV_EINVAL;
+  s = zv_alloc(sizeof *s);
+  if (!s) return ZV_ENOMEM;
+  memset(s, 0, sizeof *s);
+  s->z.zalloc = z_alloc;
+  s->z.zfree = z_free;
+  s->deflating = deflating;
+  /* Negative window bits: a raw stream. memLevel 8 is zlib's default (about 2^(w+2) + 2^(8+9)
+   * bytes of state for a compressor: 256 KiB at w = 15). */
+  rc = deflating ? deflateInit2(&s->z, level, Z_DEFLATED, -window_bits, 8, Z_DEFAULT_STRATEGY)
+                 : inflateInit2(&s->z, -window_bits);
+  if (rc != Z_OK) {
+    zv_free(s);
+    return rc == Z_MEM_ERROR ? ZV_ENOMEM : ZV_EINVAL;
+  }
+  *out = s;
+  return 0;
+}
+
+size_t zv_pmd_bound(zv_pmd_t *s, size_t n) {
+  /* deflateBound covers the blocks; a sync flush adds an empty stored block (5 bytes) and the
+   * bits pending before it. */
+  uLong b = deflateBound(&s->z, (uLong)(n > 0x40000000u ? 0x40000000u : n));
+  return (n > 0x40000000u ? n : (size_t)b) + 64;
+}
+
+int zv_pmd_deflate(zv_pmd_t *s, const char *in, size_t n, char *out, size_t cap, size_t *outlen) {
+  int rc;
+  size_t len;
+  *outlen = 0;
+  if (!s->deflating || n > 0x40000000u || cap > 0xFFFFFFFFu) return ZV_ERANGE;
+  s->z.next_in = (Bytef *)(uintptr_t)in;
+  s->z.avail_in = (uInt)n;
+  s->z.next_out = (Bytef *)out;
+  s->z.avail_out = (uInt)cap;
+  rc = deflate(&s->z, Z_SYNC_FLUSH);
+  if (rc == Z_MEM_ERROR) return ZV_ENOMEM;
+  if ((rc != Z_OK && rc != Z_BUF_ERROR) || s->z.avail_in || !s->z.avail_out) return ZV_ERANGE;
+  len = cap - s->z.avail_out;
+  /* A sync flush ends with an empty stored block: 00 00 FF FF, which the wire leaves out. */
+  if (len < 4 || memcmp(out + len - 4, ZV_PMD_TAIL, 4)) return ZV_ERANGE;
+  *outlen = len - 4;
+  return 0;
+}
+
+int zv_pmd_inflate(zv_pmd_t *s, const char *in, size_t n, size_t *used, char *out, size_t cap,
+                   size_t *outlen, int *end) {
+  int rc;
+  *used = *outlen = 0;
+  *end = 0;
+  if (s->deflating) return ZV_EINVAL;
+  if (n > 0x40000000u) n = 0x40000000u;
+  if (cap > 0x40000000u) cap = 0x40000000u;
+  s->z.next_in = (Bytef *)(uintptr_t)in;
+  s->z.avail_in = (uInt)n;
+  s->z.next_out = (Bytef *)out;
+  s->z.avail_out = (uInt)cap;
+  rc = inflate(&s->z, Z_SYNC_FLUSH);
+  *used = n - s->z.avail_in;
+  *outlen = cap - s->z.avail_out;
+  if (rc == Z_STREAM_END) {
+    /* The sender closed its stream (a final block): what follows starts afresh. */
+    *end = 1;
+    *used = n;
+    inflateReset(&s->z);
+    return 0;
+  }
+  if (rc == Z_OK || (rc == Z_BUF_ERROR && *used == 0 && *outlen == 0)) return 0;
+  return rc == Z_MEM_ERROR ? ZV_ENOMEM : ZV_ESYNTAX;
+}
+
+void zv_pmd_reset(zv_pmd_t *s) {
+  if (s->deflating) deflateReset(&s->z);
+  else inflateReset(&s->z);
+}
+
+void zv_pmd_free(zv_pmd_t *s) {
+  if (!s) return;
+  if (s->deflating) deflateEnd(&s->z);
+  else inflateEnd(&s->z);
+  zv_free(s);
+}

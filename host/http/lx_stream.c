@@ -133,8 +133,9 @@ static int r_abort(lua_State *L) {
 
 /* --- WebSockets: the upgrade and the frames read from the connection ------------------------ */
 
-/* req:upgrade(head, max_frame, max_message) -> frames | nil, "closed": writes head (the 101
- * response) and hands the connection to the WebSocket reader (ws.c), returned as a userdata. */
+/* req:upgrade(head, max_frame, max_message[, deflate]) -> frames | nil, "closed": writes head
+ * (the 101 response) and hands the connection to the WebSocket reader (ws.c), returned as a
+ * userdata. deflate: permessage-deflate was negotiated (RSV1 allowed on a message's first frame). */
 static int r_upgrade(lua_State *L) {
   zv__http_req_t *r = zv__http_check_req(L);
   size_t len;
@@ -149,7 +150,7 @@ static int r_upgrade(lua_State *L) {
   lim.max_frame = (uint64_t)max_frame;
   lim.max_message = (uint64_t)max_message;
   lim.server = 1;
-  lim.deflate = 0;
+  lim.deflate = (uint8_t)lua_toboolean(L, 5);
   fr = lua_newuserdata(L, sizeof *fr);
   zv_ws_reader_init(fr, &lim);
   luaL_getmetatable(L, FRAMES_MT);
@@ -162,7 +163,8 @@ static int r_upgrade(lua_State *L) {
   return 1;
 }
 
-/* req:ws_next(frames) -> opcode, payload, fin [, close_code, reason] | false (read more)
+/* req:ws_next(frames) -> opcode, payload, fin, rsv1 (the message is compressed) | CLOSE,
+ *                       payload, fin, close_code, reason | false (read more)
  *                       | nil, close code (the client broke a rule) | nil, "closed" */
 static int r_ws_next(lua_State *L) {
   zv__http_req_t *r = zv__http_check_req(L);
@@ -188,24 +190,28 @@ static int r_ws_next(lua_State *L) {
   if (ev.opcode == ZV_WS_CLOSE) {
     lua_pushinteger(L, ev.close_code);
     lua_pushlstring(L, (const char *)ev.reason, ev.reason_len);
+  } else {
+    lua_pushboolean(L, ev.rsv1);
   }
   /* The strings are copies: the bytes can go. */
   zv_http_upgraded_consume(c, (size_t)used);
-  return ev.opcode == ZV_WS_CLOSE ? 5 : 3;
+  return ev.opcode == ZV_WS_CLOSE ? 5 : 4;
 }
 
-/* req:ws_send(opcode, payload[, fin]) -> true | nil, "closed": one unmasked frame. */
+/* req:ws_send(opcode, payload[, fin[, rsv1]]) -> true | nil, "closed": one unmasked frame
+ * (rsv1: its payload is compressed, permessage-deflate). */
 static int r_ws_send(lua_State *L) {
   zv__http_req_t *r = zv__http_check_req(L);
   lua_Integer op = luaL_checkinteger(L, 2);
   size_t len;
   const char *payload = luaL_checklstring(L, 3, &len);
   int fin = lua_isnoneornil(L, 4) ? 1 : lua_toboolean(L, 4);
+  int rsv1 = lua_toboolean(L, 5);
   uint8_t head[ZV_WS_MAX_HEAD];
   size_t n;
   if (op < 0 || op > 15) return luaL_argerror(L, 2, "an opcode is 0..15");
   if (!r->c || r->c->closing || r->c->shutting || !r->c->upgraded) return push_closed(L);
-  n = zv_ws_head(head, fin, 0, (int)op, len, NULL);
+  n = zv_ws_head(head, fin, rsv1, (int)op, len, NULL);
   if (len <= 4096 - ZV_WS_MAX_HEAD) {
     /* One send for a small frame: head and payload side by side on the stack. */
     uint8_t buf[4096];

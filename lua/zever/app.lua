@@ -273,7 +273,14 @@ function App:websocket(pattern, fn, opts)
   if type(pattern) ~= "string" then error("app:websocket: want a path pattern", 2) end
   if type(fn) ~= "function" then error("app:websocket: want a function(ws, req)", 2) end
   if opts ~= nil and type(opts) ~= "table" then error("app:websocket: opts must be a table", 2) end
-  return self:get(pattern, require("zever.websocket").handler(fn, opts))
+  return self:get(pattern, require("zever.websocket").handler(fn, opts, self))
+end
+
+-- To every WebSocket connection in room (ws:join), in every worker and process on the app's
+-- event bus (zever.websocket_rooms, docs/websockets.md): true | nil, err.
+function App:broadcast(room, msg, kind)
+  msg, kind = require("zever.websocket").check_message(msg, kind, "app:broadcast")
+  return require("zever.websocket_rooms").broadcast(self, room, msg, kind)
 end
 
 function App:static(prefix, root, opts)

@@ -33,6 +33,13 @@ local function serve(opts)
     local _, err = ws:recv()
     silent = err
   end, { ping_interval = 0.1 })
+  app:websocket("/zecho", function(ws)
+    while true do
+      local msg, kind = ws:recv()
+      if not msg then return end
+      assert(ws:send(msg, kind))
+    end
+  end, { deflate = true })
   srv = assert(server.listen(app, { host = "127.0.0.1", port = 0,
     access_log = opts and opts.access_log }))
   port = srv:port()
@@ -87,7 +94,41 @@ describe("zever.websocket", function()
     assert.are.same({ ping = "ok", close = "1000" }, scenarios("ping", "close"))
   end)
 
-  it("declines permessage-deflate (not negotiated) and goes on uncompressed", function()
+  it("negotiates permessage-deflate with python3-websockets and echoes compressed messages",
+    function()
+      local r = scenarios("deflate_echo", "deflate_none", "deflate_no_takeover")
+      assert.are.equal("ok deflate remote_no_takeover=False local_no_takeover=False " ..
+        "remote_bits=15", r.deflate_echo)
+      assert.are.equal("ok none", r.deflate_none)
+      assert.are.equal("ok deflate remote_no_takeover=True local_no_takeover=True " ..
+        "remote_bits=15", r.deflate_no_takeover)
+    end)
+
+  it("honours server_max_window_bits and declines an offer of 8 bits (not a failed handshake)",
+    function()
+      local r = scenarios("deflate_window", "deflate_decline8")
+      assert.are.equal("ok deflate remote_no_takeover=False local_no_takeover=False " ..
+        "remote_bits=10", r.deflate_window)
+      assert.are.equal("ok none", r.deflate_decline8)
+    end)
+
+  it("deflates what it sends above the threshold, plain below", function()
+    assert.are.same({ deflate_out = "rsv1=1 len<1000=True same=True; rsv1=0 short" },
+      scenarios("deflate_out"))
+  end)
+
+  it("echoes compressed 16 MiB messages", function()
+    assert.are.same({ deflate_16mib = "ok deflate remote_no_takeover=False " ..
+      "local_no_takeover=False remote_bits=15" }, scenarios("deflate_16mib"))
+  end)
+
+  it("closes with 1009 on a zip bomb (64 MiB inflated past max_message) and 1007 on corrupt data",
+    function()
+      assert.are.same({ deflate_bomb = "1009", deflate_corrupt = "1007" },
+        scenarios("deflate_bomb", "deflate_corrupt"))
+    end)
+
+  it("declines permessage-deflate on a route without deflate and goes on uncompressed", function()
     assert.are.same({ extensions = "none" }, scenarios("extensions"))
   end)
 

@@ -10,6 +10,10 @@ Raw ones (a hand-made handshake, then frames the library would never send): inva
 unmasked, oversized (to /small), leave (connect to /watch and drop the TCP connection),
 silent (connect to /silent and never answer a ping).
 A raw scenario's result is the close code the server answered with, or "eof"/"timeout".
+permessage-deflate (RFC 7692) against /zecho (deflate on, 16 MiB messages):
+deflate_echo, deflate_none, deflate_no_takeover, deflate_window, deflate_decline8,
+deflate_16mib (python3-websockets), deflate_out, deflate_bomb, deflate_corrupt (raw frames
+compressed here with zlib).
 """
 import asyncio
 import base64
@@ -18,15 +22,66 @@ import socket
 import struct
 import sys
 
+import zlib
+
 import websockets
+from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 
 PORT = int(sys.argv[1])
 OUT = sys.argv[2]
 URL = "ws://127.0.0.1:%d" % PORT
 
 
+def ext_params(ws):
+    """The negotiated permessage-deflate parameters, as a short string."""
+    if not ws.extensions:
+        return "none"
+    e = ws.extensions[0]
+    return "deflate remote_no_takeover=%s local_no_takeover=%s remote_bits=%s" % (
+        e.remote_no_context_takeover, e.local_no_context_takeover, e.remote_max_window_bits)
+
+
+async def echo_all(ws, msgs):
+    for m in msgs:
+        await ws.send(m)
+        r = await ws.recv()
+        if r != m:
+            return "mismatch at %d bytes" % len(m)
+    return "ok"
+
+
+ZMSGS = ["hi", "x" * 300, "κόσμε " * 200, bytes(range(256)) * 40, "x" * 300, "tail"]
+
+
+async def zlib_scenario(name):
+    opts = dict(max_size=None, open_timeout=10, close_timeout=10)
+    if name == "deflate_none":
+        opts["compression"] = None
+    elif name == "deflate_no_takeover":
+        opts["extensions"] = [ClientPerMessageDeflateFactory(
+            server_no_context_takeover=True, client_no_context_takeover=True)]
+        opts["compression"] = None
+    elif name == "deflate_window":
+        opts["extensions"] = [ClientPerMessageDeflateFactory(server_max_window_bits=10,
+                                                             client_max_window_bits=True)]
+        opts["compression"] = None
+    elif name == "deflate_decline8":
+        opts["extensions"] = [ClientPerMessageDeflateFactory(server_max_window_bits=8)]
+        opts["compression"] = None
+    async with websockets.connect(URL + "/zecho", **opts) as ws:
+        if name == "deflate_16mib":
+            m = os.urandom(16 * 1024 * 1024)
+            t = "zever " * (16 * 1024 * 1024 // 6)
+            r = await echo_all(ws, [m, t])
+        else:
+            r = await echo_all(ws, ZMSGS)
+        return "%s %s" % (r, ext_params(ws))
+
+
 async def lib(name):
     path = "/echo"
+    if name.startswith("deflate_"):
+        return await zlib_scenario(name)
     async with websockets.connect(URL + path, max_size=None, open_timeout=10,
                                   close_timeout=10) as ws:
         if name == "echo_text":
@@ -71,11 +126,12 @@ async def lib(name):
     return "unknown"
 
 
-def handshake(path):
+def handshake(path, extra=""):
     s = socket.create_connection(("127.0.0.1", PORT), timeout=10)
     key = base64.b64encode(os.urandom(16)).decode()
     s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % (path, key)).encode())
+               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n%s\r\n"
+               % (path, key, extra)).encode())
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = s.recv(4096)
@@ -88,8 +144,8 @@ def handshake(path):
     return s, rest
 
 
-def frame(op, payload, masked=True, fin=True):
-    b0 = (0x80 if fin else 0) | op
+def frame(op, payload, masked=True, fin=True, rsv1=False):
+    b0 = (0x80 if fin else 0) | (0x40 if rsv1 else 0) | op
     n = len(payload)
     mbit = 0x80 if masked else 0
     if n < 126:
@@ -135,8 +191,60 @@ def close_code(s, rest):
         data += chunk
 
 
+def deflated(data):
+    z = zlib.compressobj(9, zlib.DEFLATED, -15)
+    out = z.compress(data) + z.flush(zlib.Z_SYNC_FLUSH)
+    assert out.endswith(b"\x00\x00\xff\xff")
+    return out[:-4]
+
+
+def read_frame(s, data):
+    """One server frame: (byte0, payload, rest)."""
+    while True:
+        if len(data) >= 2:
+            n, off = data[1] & 0x7F, 2
+            if n == 126 and len(data) >= 4:
+                n, off = struct.unpack("!H", data[2:4])[0], 4
+            elif n == 127 and len(data) >= 10:
+                n, off = struct.unpack("!Q", data[2:10])[0], 10
+            if n < 126 and len(data) >= off + n:
+                return data[0], data[off:off + n], data[off + n:]
+        chunk = s.recv(65536)
+        if not chunk:
+            raise RuntimeError("eof")
+        data += chunk
+
+
+ZOFFER = "Sec-WebSocket-Extensions: permessage-deflate\r\n"
+
+
 def raw(name):
-    if name == "invalid_utf8":
+    if name == "deflate_out":
+        # A compressible 1000-byte text comes back compressed (RSV1, fewer bytes); a short one
+        # (under the threshold) plain.
+        s, rest = handshake("/zecho", ZOFFER)
+        try:
+            s.sendall(frame(0x1, deflated(b"a" * 1000), rsv1=True))
+            b0, payload, rest = read_frame(s, rest)
+            big = zlib.decompressobj(-15).decompress(payload + b"\x00\x00\xff\xff")
+            s.sendall(frame(0x1, b"short"))
+            b1, small, rest = read_frame(s, rest)
+            return "rsv1=%d len<1000=%s same=%s; rsv1=%d %s" % (
+                (b0 >> 6) & 1, len(payload) < 1000, big == b"a" * 1000, (b1 >> 6) & 1,
+                small.decode())
+        finally:
+            s.close()
+    if name == "deflate_bomb":
+        # 64 MiB of zeros deflate to about 64 KiB; /zecho allows 16 MiB messages.
+        s, rest = handshake("/zecho", ZOFFER)
+        z = zlib.compressobj(9, zlib.DEFLATED, -15)
+        bomb = b"".join(z.compress(b"\0" * (1 << 20)) for _ in range(64))
+        bomb += z.flush(zlib.Z_SYNC_FLUSH)
+        s.sendall(frame(0x2, bomb, rsv1=True))
+    elif name == "deflate_corrupt":
+        s, rest = handshake("/zecho", ZOFFER)
+        s.sendall(frame(0x2, b"\xff\xff\xff\xff garbage", rsv1=True))
+    elif name == "invalid_utf8":
         s, rest = handshake("/echo")
         s.sendall(frame(0x1, b"ok \xc0\x80"))
     elif name == "unmasked":
@@ -164,7 +272,8 @@ def main():
     lines = []
     for name in sys.argv[3:]:
         try:
-            if name in ("invalid_utf8", "unmasked", "oversized", "leave", "silent"):
+            if name in ("invalid_utf8", "unmasked", "oversized", "leave", "silent", "deflate_out",
+                    "deflate_bomb", "deflate_corrupt"):
                 r = raw(name)
             else:
                 r = asyncio.run(asyncio.wait_for(lib(name), 120))  # 16 MiB in pure Python: slow on a loaded machine

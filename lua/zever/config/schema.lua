@@ -67,6 +67,8 @@ M.sections = {
       { doc = "TLS: host:port of a plain-HTTP listener that redirects to HTTPS" }),
     f("tls_ocsp", "string", "", { relative = "file",
       doc = "TLS: a DER OCSP response to staple (refreshed on SIGHUP; docs/tls.md)" }),
+    f("ws_deflate", "boolean", false, { doc = "WebSockets: negotiate permessage-deflate on "
+      .. "every app:websocket route without its own deflate option (docs/websockets.md)" }),
   } },
   { name = "redis", doc = "the Redis server every redis adapter uses unless its battery sets url",
     fields = {
