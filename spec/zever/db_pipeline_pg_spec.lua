@@ -88,6 +88,21 @@ describe("db pipeline mode #pg", function()
       assert.are.equal(2, committed())
     end)
 
+    it("takes built queries (to_sql), as docs/query-postgres.md shows", function()
+      db:exec("INSERT INTO items (id, name) VALUES (?, ?), (?, ?)", 1, "a", 2, "b")
+      local r
+      assert.are.equal(1, trips(function()
+        r = db:pipeline(function(p)
+          for _, q in ipairs{ db:from("items"):where("id", 1), db:from("items"):where("id", 2) } do
+            local sql, binds = q:to_sql()
+            p:first(sql, binds)
+          end
+        end)
+      end))
+      assert.are.equal("a", r[1].name)
+      assert.are.equal("b", r[2].name)
+    end)
+
     it("keeps one trip a statement when the statement cache is full (DEALLOCATE rides along)", function()
       local d = assert(zever_db.open(fx.dsn, { statements = 2, pool_size = 1 }))
       for i = 1, 5 do
