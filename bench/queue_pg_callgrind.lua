@@ -41,6 +41,10 @@ if MODE == "run" then
   w:drain(0, function() drained = true end)
   testing.run_until(function() return drained end, 5)
 end
-print(MODE, N, n)
+-- Connections opened (each pays a SCRAM-SHA-256 login: ~40M instructions of libcrypto's
+-- PBKDF2), so a slope between two runs that opened different counts can be corrected.
+local st = db:pool_stats()
+io.stderr:write(string.format("%s %d jobs, %d run, %d connections, %d listener connections\n",
+  MODE, N, n, st.connects, st.listener_connects))
 db:close()
 srv:stop()

@@ -11,7 +11,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 count() { # count MODE N -> instructions
   ZV_QCG_MODE=$1 ZV_QCG_N=$2 valgrind --tool=callgrind \
-    --callgrind-out-file="$tmp/cg-$1-$2" "$BIN" run bench/queue_pg_callgrind.lua >/dev/null 2>&1
+    --callgrind-out-file="$tmp/cg-$1-$2" "$BIN" run bench/queue_pg_callgrind.lua >/dev/null \
+    2>"$tmp/err-$1-$2"
+  grep connections "$tmp/err-$1-$2" >&2
   grep '^summary:\|^totals:' "$tmp/cg-$1-$2" | head -1 | grep -o '[0-9]*$'
 }
 d1=$(count dispatch "$N1"); d2=$(count dispatch "$N2")
@@ -20,4 +22,4 @@ d=$(( (d2 - d1) / (N2 - N1) )); r=$(( (r2 - r1) / (N2 - N1) ))
 echo "QueuePgDispatchBatch  $d instructions/job (client)"
 echo "QueuePgRun            $r instructions/job (client, dispatch included)"
 echo "QueuePgWorker         $(( r - d )) instructions/job (client: claim, handler, ack)"
-if [ -n "$KEEP" ]; then cp "$tmp/cg-run-$N2" "$KEEP"; fi
+if [ -n "$KEEP" ]; then cp "$tmp/cg-run-$N1" "$KEEP.$N1"; cp "$tmp/cg-run-$N2" "$KEEP.$N2"; fi
