@@ -1,7 +1,10 @@
 -- bench/queue_pg_bench.lua: the db queue on PostgreSQL beside SQLite, end to end with a real
 -- `zever worker --concurrency 4`, and what an idle worker sends.
 --
---   bin/zever run bench/queue_pg_bench.lua [jobs=20000] [runs=3] [idle_seconds=5]
+--   bin/zever run bench/queue_pg_bench.lua [jobs=20000] [runs=3] [idle_seconds=5] [only]
+--
+-- only = "worker": the dispatch+run rows alone (serial dispatch, then batched dispatch), no
+-- idle, overlap or prefetch rows.
 --
 -- Starts its own PostgreSQL 15 (spec/support/pg_server: a temporary data directory, fsync off,
 -- on loopback). For each backend and run: a fresh database (an SQLite file in WAL mode, or a
@@ -14,6 +17,8 @@
 --   dispatch   jobs / dispatch time (this process, one INSERT a job)
 --   run        jobs / (last job - first job) in the worker: claim + handler + ack
 --   both       jobs / (dispatch time + run time): dispatch and run one after the other
+-- Batch (BenchmarkQueueDbWorker4Batch): the same, dispatched with app.jobs:dispatch_batch, 1,000
+-- jobs a call (on PostgreSQL 16 INSERTs of 64 rows in one pipeline, one round trip a call).
 -- Overlap (PostgreSQL): the worker is started first, on an empty queue; then this process
 -- dispatches the jobs from 64 coroutines at once (as 64 requests would: their pushes meet in
 -- one loop turn and go as one INSERT each turn), and the worker runs them as they come:
@@ -42,6 +47,7 @@ local pg_server = require "spec.support.pg_server"
 local N = tonumber(arg and arg[1] or "") or 20000
 local RUNS = tonumber(arg and arg[2] or "") or 3
 local IDLE = tonumber(arg and arg[3] or "") or 5
+local ONLY = arg and arg[4]
 local format = string.format
 
 local function quote(s)
@@ -191,7 +197,7 @@ local function overlap_run(i, prefetch)
   return { dispatch = N / dispatch_s, overlap = N / (last - t0), per_job = statements / N }
 end
 
-local function one_run(backend, i)
+local function one_run(backend, i, batch)
   local dsn, cleanup = fresh(backend, i)
   local out = format("%s/done-%s-%d", dir, backend, i)
   local db = assert(zdb.open(dsn))
@@ -200,7 +206,17 @@ local function one_run(backend, i)
   local args = { k = 1 }
   assert(q:len("jobs:default"))   -- creates the table outside the timing
   local t0 = sys.now()
-  for _ = 1, N do assert(j:dispatch("noop", args)) end
+  if batch then
+    local list = {}
+    for k = 1, math.min(N, 1000) do list[k] = args end
+    for first = 1, N, 1000 do
+      local n = math.min(1000, N - first + 1)
+      if n < #list then for k = n + 1, #list do list[k] = nil end end
+      assert(#assert(j:dispatch_batch("noop", list)) == n)
+    end
+  else
+    for _ = 1, N do assert(j:dispatch("noop", args)) end
+  end
   local dispatch_s = sys.now() - t0
   local pid, log = start_worker(dsn, out)
   local first, last = wait_worker(pid, out, log)
@@ -300,23 +316,32 @@ local function list(t)
 end
 
 for _, backend in ipairs{ "sqlite", "postgres" } do
+ for _, batch in ipairs{ false, true } do
   local dispatch, run, both = {}, {}, {}
   for i = 1, RUNS do   -- runs=0: the idle part only
-    local r = one_run(backend, i)
+    local r = one_run(backend, i + (batch and 50 or 0), batch)
     dispatch[i], run[i], both[i] = r.dispatch, r.run, r.both
-    io.stderr:write(format("%s run %d: %.0f jobs/s dispatch, %.0f jobs/s run, %.0f jobs/s both\n",
-      backend, i, r.dispatch, r.run, r.both))
+    io.stderr:write(format("%s%s run %d: %.0f jobs/s dispatch, %.0f jobs/s run, %.0f jobs/s both\n",
+      backend, batch and " batch" or "", i, r.dispatch, r.run, r.both))
   end
   if RUNS > 0 then
-    print(format("BenchmarkQueueDbWorker4/%-8s %6d jobs %8.0f jobs/s dispatch %8.0f jobs/s run "
-      .. "%8.0f jobs/s both (median of %d; run: %s)", backend, N, median(dispatch), median(run),
-      median(both), RUNS, list(run)))
+    print(format("BenchmarkQueueDbWorker4%s/%-8s %6d jobs %8.0f jobs/s dispatch %8.0f jobs/s run "
+      .. "%8.0f jobs/s both (median of %d; run: %s; both: %s)", batch and "Batch" or "", backend,
+      N, median(dispatch), median(run), median(both), RUNS, list(run), list(both)))
   end
+ end
+ if ONLY ~= "worker" then
   local qps, server, listening, warmup = idle(backend)
   print(format("BenchmarkQueueDbIdle/%-8s %5.1f s idle: %.2f statements/s from the adapter%s%s",
     backend, IDLE, qps, server and format(", %.2f statements/s logged by the server (%d logged "
     .. "before the window)", server, warmup) or "",
     listening and " (LISTEN)" or " (polling, poll_max 1 s)"))
+ end
+end
+if ONLY == "worker" then
+  srv:stop()
+  os.execute("rm -rf " .. quote(dir))
+  os.exit(0)
 end
 
 for _, prefetch in ipairs{ 8, 32 } do

@@ -11,8 +11,16 @@
  *        dispatch(token, false, "server") (conn:error() says what) or
  *        dispatch(token, false, "unavailable" | "closed", message)
  *   conn:copy(token, sql, data) -> true | nil, code, message   COPY ... FROM STDIN with data
- *   conn:result()   -> light userdata PGresult * | nil   (decoded with the FFI: pg_ffi.h)
- *   conn:error()    -> sqlstate, message, constraint, column, table, position | nil
+ *   conn:pipeline(token, ops, n) -> true | nil, code, message   n ops in pipeline mode, one
+ *        round trip: ops[i] = { mode, sql, binds, nbinds, name, sync } with mode "params" |
+ *        "prepare" | "prepared" and sync true for a sync point after the op (the last op always
+ *        has one); later dispatch(token, true) (each op's outcome: status/result/error(i)) or
+ *        dispatch(token, false, "unavailable" | "closed", message)
+ *   conn:status(i)  -> "ok" | "error" | "aborted"   the pipeline's op i (1-based)
+ *   conn:result([i]) -> light userdata PGresult * | nil   (decoded with the FFI: pg_ffi.h)
+ *   conn:error([i]) -> sqlstate, message, constraint, column, table, position | nil
+ *   pg.round_trips() -> operations sent and awaited by this process (one per send, copy or
+ *        pipeline): what the specs and benchmarks count round trips with
  *   conn:check()    -> true when usable (reads what the server sent while idle, no waiting)
  *   conn:listen(fn) -> fn(channel, payload) per notification, fn(nil, message) when it broke
  *   conn:info()     -> usable, busy, server_version, last_error
@@ -454,6 +462,9 @@ static int send_failed(lua_State *L, pgconn_t *c, int rc) {
   return 3;
 }
 
+/* Operations sent and awaited by this process: one each (a pipeline is one). */
+static unsigned long long round_trips;
+
 /* Arms the waiter and starts driving the statement. */
 static int started(lua_State *L, pgconn_t *c, int token) {
   int rc = c->copy ? ZV_PG_WANT_WRITE : zv_pg_flush(c->pg);
@@ -470,6 +481,7 @@ static int started(lua_State *L, pgconn_t *c, int token) {
   lua_pushvalue(L, token);
   c->token_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   c->phase = BUSY;
+  round_trips++;
   /* Usually the statement went out whole: then only the reply is awaited, and the poll keeps
    * the events it had while idle (no epoll change). A broken socket shows when reading. */
   set_events(c, rc == ZV_PG_WANT_WRITE ? UV_READABLE | UV_WRITABLE : UV_READABLE);
@@ -540,9 +552,110 @@ static int l_copy(lua_State *L) {
   return started(L, c, 2);
 }
 
+/* The binds of op (a table at index op) into *values and *lens (the stack arrays given, or a
+ * userdata left on the stack for more than STACK_BINDS); *n is set. What it pushes stays on the
+ * stack (the caller's settop drops it once the op is queued). Raises on a bad op. */
+static void op_binds(lua_State *L, int op, int i, int *n, const char ***values, int **lens,
+                     char (**nums)[32]) {
+  int t;
+  lua_rawgeti(L, op, 4);
+  *n = (int)luaL_optinteger(L, -1, 0);
+  if (*n < 0 || *n > 65535) luaL_error(L, "pg: pipeline op %d: too many parameters (%d)", i, *n);
+  if (*n == 0) return;
+  lua_rawgeti(L, op, 3);
+  if (!lua_istable(L, -1)) luaL_error(L, "pg: pipeline op %d: binds must be a table", i);
+  t = lua_gettop(L);
+  luaL_checkstack(L, *n + 4, "db: too many parameters");
+  if (*n > STACK_BINDS) {
+    char *mem = lua_newuserdata(L, (size_t)*n * (sizeof **values + sizeof **lens + 32));
+    *values = (const char **)(void *)mem;
+    *lens = (int *)(void *)(mem + (size_t)*n * sizeof **values);
+    *nums = (char (*)[32])(void *)(mem + (size_t)*n * (sizeof **values + sizeof **lens));
+  }
+  read_binds(L, t, *n, *values, *lens, *nums);
+}
+
+/* conn:pipeline(token, ops, n) */
+static int l_pipeline(lua_State *L) {
+  static const char *const modes[] = {"params", "prepare", "prepared", NULL};
+  pgconn_t *c = check_conn(L);
+  int nops = (int)luaL_checkinteger(L, 4);
+  const char *svalues[STACK_BINDS], **values;
+  int slens[STACK_BINDS], *lens;
+  char snums[STACK_BINDS][32], (*nums)[32];
+  int rc;
+  luaL_checkany(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  if (nops < 1 || nops > 65535) return luaL_error(L, "pg: a pipeline has 1 to 65535 ops (%d)", nops);
+  luaL_checkstack(L, 8, "pg: pipeline");
+  /* Every op is checked before anything is queued: a raise never leaves half a pipeline. */
+  for (int i = 1; i <= nops; i++) {
+    int nb, top = lua_gettop(L);
+    lua_rawgeti(L, 3, i);
+    if (!lua_istable(L, -1)) return luaL_error(L, "pg: pipeline op %d is not a table", i);
+    lua_rawgeti(L, -1, 1);
+    values = svalues, lens = slens, nums = snums;
+    if (luaL_checkoption(L, -1, NULL, modes) != 1) op_binds(L, top + 1, i, &nb, &values, &lens, &nums);
+    lua_rawgeti(L, top + 1, 2);
+    if (lua_type(L, -1) != LUA_TSTRING) return luaL_error(L, "pg: pipeline op %d has no SQL", i);
+    lua_settop(L, top);
+  }
+  if (!c) return closed_failure(L);
+  if (c->phase == BROKEN) return send_failed(L, c, ZV_EIO);
+  if (c->phase != IDLE) return send_failed(L, c, ZV_EINVAL);
+  rc = zv_pg_pipeline_begin(c->pg, nops);
+  if (rc == ZV_ENOMEM) return luaL_error(L, "pg: out of memory");
+  if (rc) return send_failed(L, c, rc);
+  for (int i = 1; i <= nops && !rc; i++) {
+    int top = lua_gettop(L), mode, nb = 0, sync;
+    const char *sql, *name;
+    lua_rawgeti(L, 3, i);
+    lua_rawgeti(L, top + 1, 1);
+    mode = luaL_checkoption(L, -1, NULL, modes);
+    lua_rawgeti(L, top + 1, 2);
+    sql = lua_tostring(L, -1);
+    lua_rawgeti(L, top + 1, 5);
+    name = lua_isstring(L, -1) ? lua_tostring(L, -1) : "";
+    lua_rawgeti(L, top + 1, 6);
+    sync = lua_toboolean(L, -1);
+    values = svalues, lens = slens, nums = snums;
+    if (mode != 1) op_binds(L, top + 1, i, &nb, &values, &lens, &nums);
+    rc = zv_pg_pipeline_op(c->pg, mode, name, sql, nb, values, lens);
+    if (!rc && sync && i < nops) rc = zv_pg_pipeline_sync(c->pg);
+    lua_settop(L, top);
+  }
+  if (!rc) rc = zv_pg_pipeline_end(c->pg);
+  if (rc) {
+    /* libpq could not queue (the connection broke): it is unusable, mid-pipeline. */
+    snprintf(c->err, sizeof c->err, "%s", zv_pg_errmsg(c->pg));
+    c->phase = BROKEN;
+    drop_watch(c);
+    return send_failed(L, c, ZV_EIO);
+  }
+  return started(L, c, 2);
+}
+
+/* conn:status(i) for the finished pipeline's op i (1-based). */
+static int l_status(lua_State *L) {
+  pgconn_t *c = check_conn(L);
+  int i = (int)luaL_checkinteger(L, 2) - 1;
+  int st = c && c->pg ? zv_pg_pipeline_status(c->pg, i) : ZV_PG_ABORTED;
+  if (st == ZV_PG_OK) lua_pushliteral(L, "ok");
+  else if (st == ZV_PG_FAILED) lua_pushliteral(L, "error");
+  else lua_pushliteral(L, "aborted");
+  return 1;
+}
+
+static int l_round_trips(lua_State *L) {
+  lua_pushnumber(L, (lua_Number)round_trips);
+  return 1;
+}
+
 static int l_result(lua_State *L) {
   pgconn_t *c = check_conn(L);
-  PGresult *r = c && c->pg ? zv_pg_result(c->pg) : NULL;
+  PGresult *r = !c || !c->pg ? NULL
+    : lua_isnoneornil(L, 2) ? zv_pg_result(c->pg)
+    : zv_pg_pipeline_result(c->pg, (int)luaL_checkinteger(L, 2) - 1);
   if (!r) return 0;
   lua_pushlightuserdata(L, r);
   return 1;
@@ -557,7 +670,9 @@ static void push_field(lua_State *L, const PGresult *r, int field) {
 /* The failed statement's fields; never the DETAIL (it holds values). */
 static int l_error(lua_State *L) {
   pgconn_t *c = check_conn(L);
-  PGresult *r = c && c->pg ? zv_pg_error(c->pg) : NULL;
+  PGresult *r = !c || !c->pg ? NULL
+    : lua_isnoneornil(L, 2) ? zv_pg_error(c->pg)
+    : zv_pg_pipeline_error(c->pg, (int)luaL_checkinteger(L, 2) - 1);
   if (!r) return 0;
   push_field(L, r, PG_DIAG_SQLSTATE);
   push_field(L, r, PG_DIAG_MESSAGE_PRIMARY);
@@ -620,9 +735,10 @@ int luaopen_zever_pg(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"send", l_send},   {"copy", l_copy},     {"result", l_result}, {"error", l_error},
     {"clear", l_clear}, {"check", l_check},   {"listen", l_listen}, {"info", l_info},
-    {"close", l_close}, {NULL, NULL},
+    {"close", l_close}, {"pipeline", l_pipeline}, {"status", l_status}, {NULL, NULL},
   };
-  static const luaL_Reg funcs[] = {{"connect", l_connect}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {{"connect", l_connect}, {"round_trips", l_round_trips},
+                                   {NULL, NULL}};
   zv_l_newclass(L, CONN_MT, methods, l_gc, funcs);
   lua_pushlightuserdata(L, NULL);
   lua_setfield(L, -2, "null");

@@ -21,6 +21,17 @@ struct zv_pg_s {
   int busy;          /* an operation was sent and is not done */
   int copying;       /* the server waits for COPY data */
   int dead;          /* the server said FATAL outside a statement (shutdown, terminate) */
+  /* Pipeline mode (pg.h): the ops of the running pipeline, kept (and grown) between pipelines
+   * so that a pipeline allocates nothing once the array is big enough. */
+  int pipe;          /* in pipeline mode */
+  int pn, pcap;      /* ops queued; room in ops */
+  int nsync, synced; /* syncs queued; sync results read */
+  int pcur;          /* the op whose results are being read */
+  int last_sync;     /* the last thing queued was a sync */
+  struct zv_pg_op {
+    PGresult *res, *err;
+    int status;
+  } *ops;
   char msg[256];
 };
 
@@ -114,11 +125,17 @@ void zv_pg_clear(zv_pg_t *c) {
   if (c->res) PQclear(c->res);
   if (c->err) PQclear(c->err);
   c->res = c->err = NULL;
+  for (int i = 0; i < c->pn; i++) {
+    if (c->ops[i].res) PQclear(c->ops[i].res);
+    if (c->ops[i].err) PQclear(c->ops[i].err);
+    c->ops[i].res = c->ops[i].err = NULL;
+  }
+  c->pn = 0;
 }
 
 /* Common checks before a send; clears the previous results. */
 static int can_send(zv_pg_t *c) {
-  if (c->busy) return ZV_EINVAL;
+  if (c->busy || c->pipe) return ZV_EINVAL;
   zv_pg_clear(c);
   if (!zv_pg_ok(c)) return ZV_EIO;
   return 0;
@@ -169,6 +186,59 @@ int zv_pg_flush(zv_pg_t *c) {
   return ZV_EIO;
 }
 
+/*
+ * Collects a pipeline's results: each op's results end with a NULL from PQgetResult, a sync
+ * with a PGRES_PIPELINE_SYNC result (no NULL after it); an op the server skipped after an
+ * error in its segment comes as PGRES_PIPELINE_ABORTED. Done at the last sync.
+ */
+static int pipeline_input(zv_pg_t *c) {
+  while (!PQisBusy(c->pg)) {
+    PGresult *r = PQgetResult(c->pg);
+    ExecStatusType st;
+    struct zv_pg_op *op;
+    if (!r) {
+      c->pcur++;
+      continue;
+    }
+    st = PQresultStatus(r);
+    if (st == PGRES_PIPELINE_SYNC) {
+      PQclear(r);
+      if (++c->synced < c->nsync) continue;
+      c->busy = 0;
+      c->pipe = 0;
+      if (!PQexitPipelineMode(c->pg)) {
+        set_msg(c, PQerrorMessage(c->pg));
+        return ZV_EIO;
+      }
+      return 0;
+    }
+    if (c->pcur >= c->pn) { /* nothing of ours: cannot happen, but never write past ops */
+      PQclear(r);
+      continue;
+    }
+    op = &c->ops[c->pcur];
+    if (st == PGRES_PIPELINE_ABORTED) {
+      op->status = ZV_PG_ABORTED;
+      PQclear(r);
+    } else if (st == PGRES_FATAL_ERROR || st == PGRES_BAD_RESPONSE) {
+      op->status = ZV_PG_FAILED;
+      if (op->err) PQclear(r);
+      else op->err = r;
+    } else if (st == PGRES_NONFATAL_ERROR) {
+      PQclear(r);
+    } else {
+      if (op->res) PQclear(op->res);
+      op->res = r;
+    }
+    if (PQstatus(c->pg) == CONNECTION_BAD) {
+      set_msg(c, PQerrorMessage(c->pg));
+      c->busy = 0;
+      return ZV_EIO;
+    }
+  }
+  return ZV_PG_WANT_READ;
+}
+
 int zv_pg_input(zv_pg_t *c) {
   if (!c->busy) {
     char b;
@@ -199,6 +269,7 @@ int zv_pg_input(zv_pg_t *c) {
     c->copying = 0;
     return ZV_EIO;
   }
+  if (c->pipe) return pipeline_input(c);
   while (!PQisBusy(c->pg)) {
     PGresult *r = PQgetResult(c->pg);
     ExecStatusType st;
@@ -252,6 +323,84 @@ int zv_pg_end_copy(zv_pg_t *c, const char *errmsg) {
   return ZV_EIO;
 }
 
+int zv_pg_pipeline_begin(zv_pg_t *c, int n) {
+  int rc;
+  if (c->pipe) return ZV_EINVAL;
+  rc = can_send(c);
+  if (rc) return rc;
+  if (n < 1) return ZV_EINVAL;
+  if (n > c->pcap) {
+    struct zv_pg_op *ops = zv_realloc(c->ops, (size_t)n * sizeof *ops);
+    if (!ops) return ZV_ENOMEM;
+    c->ops = ops;
+    c->pcap = n;
+  }
+  if (!PQenterPipelineMode(c->pg)) {
+    set_msg(c, PQerrorMessage(c->pg));
+    return ZV_EIO;
+  }
+  c->pipe = 1;
+  c->pn = c->nsync = c->synced = c->pcur = 0;
+  c->last_sync = 0;
+  c->msg[0] = '\0';
+  return 0;
+}
+
+int zv_pg_pipeline_op(zv_pg_t *c, int mode, const char *name, const char *sql, int n,
+                      const char *const *values, const int *lens) {
+  int ok;
+  if (!c->pipe || c->busy || c->pn >= c->pcap) return ZV_EINVAL;
+  if (mode == ZV_PG_OP_PREPARE) ok = PQsendPrepare(c->pg, name, sql, 0, NULL);
+  else if (mode == ZV_PG_OP_PREPARED) ok = PQsendQueryPrepared(c->pg, name, n, values, lens, NULL, 0);
+  else ok = PQsendQueryParams(c->pg, sql, n, NULL, values, lens, NULL, 0);
+  if (!ok) {
+    set_msg(c, PQerrorMessage(c->pg));
+    return ZV_EIO;
+  }
+  c->ops[c->pn].res = c->ops[c->pn].err = NULL;
+  c->ops[c->pn].status = ZV_PG_OK;
+  c->pn++;
+  c->last_sync = 0;
+  return 0;
+}
+
+int zv_pg_pipeline_sync(zv_pg_t *c) {
+  if (!c->pipe || c->busy) return ZV_EINVAL;
+  if (!PQpipelineSync(c->pg)) {
+    set_msg(c, PQerrorMessage(c->pg));
+    return ZV_EIO;
+  }
+  c->nsync++;
+  c->last_sync = 1;
+  return 0;
+}
+
+int zv_pg_pipeline_end(zv_pg_t *c) {
+  if (!c->pipe || c->busy) return ZV_EINVAL;
+  if (!c->last_sync) {
+    int rc = zv_pg_pipeline_sync(c);
+    if (rc) return rc;
+  }
+  c->busy = 1;
+  return 0;
+}
+
+int zv_pg_pipeline_count(const zv_pg_t *c) {
+  return c->pipe ? 0 : c->pn;
+}
+
+int zv_pg_pipeline_status(const zv_pg_t *c, int i) {
+  return i >= 0 && i < zv_pg_pipeline_count(c) ? c->ops[i].status : ZV_PG_ABORTED;
+}
+
+PGresult *zv_pg_pipeline_result(const zv_pg_t *c, int i) {
+  return i >= 0 && i < zv_pg_pipeline_count(c) ? c->ops[i].res : NULL;
+}
+
+PGresult *zv_pg_pipeline_error(const zv_pg_t *c, int i) {
+  return i >= 0 && i < zv_pg_pipeline_count(c) ? c->ops[i].err : NULL;
+}
+
 int zv_pg_busy(const zv_pg_t *c) {
   return c->busy;
 }
@@ -280,6 +429,7 @@ int zv_pg_notify(zv_pg_t *c, const char **channel, const char **payload) {
 void zv_pg_free(zv_pg_t *c) {
   if (!c) return;
   zv_pg_clear(c);
+  zv_free(c->ops);
   if (c->note) PQfreemem(c->note);
   if (c->pg) PQfinish(c->pg);
   zv_free(c);

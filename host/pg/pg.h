@@ -84,6 +84,41 @@ int zv_pg_input(zv_pg_t *c);
 int zv_pg_put_copy(zv_pg_t *c, const char *data, size_t len);
 int zv_pg_end_copy(zv_pg_t *c, const char *errmsg);
 
+/*
+ * Pipeline mode (libpq 14+): several statements go out in one write and their results come
+ * back in one read, so n statements cost one round trip instead of n.
+ *
+ *   zv_pg_pipeline_begin(c, n) --pipeline_op... [pipeline_sync]... --> pipeline_end --> busy
+ *   --zv_pg_flush / zv_pg_input as for any operation ... 0: done, out of pipeline mode
+ *
+ * begin enters pipeline mode for at most n operations (ZV_EINVAL while an operation runs);
+ * op queues one: mode ZV_PG_OP_PARAMS (sql with parameters), ZV_PG_OP_PREPARE (name, sql) or
+ * ZV_PG_OP_PREPARED (name with parameters); sync ends a transaction segment (PQpipelineSync):
+ * statements between two syncs run in one implicit transaction (outside an explicit one), and
+ * an error makes the server skip the rest of its segment (their status ZV_PG_ABORTED), never
+ * what follows the next sync. end adds the final sync unless the last op was one and starts
+ * the operation. After done: zv_pg_pipeline_count ops, each with its status (ZV_PG_OK,
+ * ZV_PG_FAILED, ZV_PG_ABORTED), its last result (zv_pg_pipeline_result) and its error result
+ * (zv_pg_pipeline_error); zv_pg_result/zv_pg_error are NULL. Any failure to queue is ZV_EIO
+ * (the connection is unusable: the caller drops it).
+ */
+#define ZV_PG_OP_PARAMS 0
+#define ZV_PG_OP_PREPARE 1
+#define ZV_PG_OP_PREPARED 2
+#define ZV_PG_OK 0
+#define ZV_PG_FAILED 1
+#define ZV_PG_ABORTED 2
+
+int zv_pg_pipeline_begin(zv_pg_t *c, int n);
+int zv_pg_pipeline_op(zv_pg_t *c, int mode, const char *name, const char *sql, int n,
+                      const char *const *values, const int *lens);
+int zv_pg_pipeline_sync(zv_pg_t *c);
+int zv_pg_pipeline_end(zv_pg_t *c);
+int zv_pg_pipeline_count(const zv_pg_t *c);
+int zv_pg_pipeline_status(const zv_pg_t *c, int i);
+PGresult *zv_pg_pipeline_result(const zv_pg_t *c, int i);
+PGresult *zv_pg_pipeline_error(const zv_pg_t *c, int i);
+
 /* 1 while an operation is running (sent and not done). */
 int zv_pg_busy(const zv_pg_t *c);
 

@@ -79,14 +79,18 @@ DB.blob = M.blob
 
 -- Raises the db error of a failed statement: its code, the adapter's message, the SQL text
 -- (binds are never part of it). A try handle (DB:try_handle) returns nil, err instead.
-local function fail(self, code, message, text, fields)
+local function db_error(code, message, text, fields)
   local f = text and { sql = text } or nil
   if fields then
     f = f or {}
     f.sqlstate, f.constraint, f.column, f.table, f.position =
       fields.sqlstate, fields.constraint, fields.column, fields.table, fields.position
   end
-  local e = M.error(code or "error", message or "database error", f)
+  return M.error(code or "error", message or "database error", f)
+end
+
+local function fail(self, code, message, text, fields)
+  local e = db_error(code, message, text, fields)
   if self.soft then return nil, e end
   error(e, 0)
 end
@@ -413,6 +417,111 @@ function DB:transaction(fn)
   st.depth = depth + 1
   local tx = tx_handle(self, conn, st, depth + 1, pinned)
   return finish(self, st, depth, conn, pinned, commit, rollback, release, tx, pcall(fn, tx))
+end
+
+-- db:pipeline(function(p) p:exec(sql, ...) p:query(sql, ...) p:first(sql, ...) end[, opts])
+-- collects the statements fn queues, then runs them: on PostgreSQL in one round trip (pipeline
+-- mode), elsewhere one after the other. Returns results: results[i] is the i-th call's (exec:
+-- { changes = }, query: rows, first: row or nil), results.n the count. Default (atomic): one
+-- transaction (within the current one, if any): the first failing statement raises its db error
+-- (err.index = its place) and nothing of the pipeline stays. opts.atomic = false: each
+-- statement on its own (outside a transaction, each commits), a failure skips nothing else;
+-- returns results, errs, errs[i] the db error of each failed statement (nil when none).
+local Pipe = {}
+Pipe.__index = Pipe
+local function queue_stmt(kind)
+  return function(p, text, ...)
+    check_sql(text, kind)
+    local n = select("#", ...)
+    local binds
+    if n == 1 and type((...)) == "table" and plain_list((...)) then
+      binds = ...
+      n = binds.n or #binds
+    elseif n > 0 then
+      binds = { n = n, ... }
+    end
+    p.count = p.count + 1
+    p[p.count] = { text, binds, n, kind }
+  end
+end
+Pipe.exec, Pipe.query, Pipe.first = queue_stmt("exec"), queue_stmt("query"), queue_stmt("first")
+
+local function pipe_error(st, i, code, message, fields)
+  local e = db_error(code, message, st[1], fields)
+  e.index = i
+  return e
+end
+
+local function pipe_result(kind, r)
+  if kind == "exec" then return { changes = r } end
+  if kind == "query" and getmetatable(r) == nil then setmetatable(r, array_mt) end
+  return r
+end
+
+function DB:pipeline(fn, opts)
+  if type(fn) ~= "function" then error("pipeline: expects a function", 2) end
+  if opts ~= nil and type(opts) ~= "table" then error("pipeline: opts must be a table", 2) end
+  check_live(self)
+  local atomic = not opts or opts.atomic ~= false
+  local p = setmetatable({ count = 0 }, Pipe)
+  fn(p)
+  local count = p.count
+  if count == 0 then return { n = 0 } end
+  local conn = self.conn
+  if conn.pipeline then
+    -- Atomic on a pool: its own connection; one segment is one implicit transaction.
+    local results, errs, message = conn:pipeline(p, count, not atomic)
+    if not results then return fail(self, errs, message, "pipeline") end
+    local out, outerr = { n = count }, nil
+    for i = 1, count do
+      local e = errs and errs[i]
+      if e then
+        if atomic and e[1] ~= "aborted" then
+          local err = pipe_error(p[i], i, e[1], e[2], e[3])
+          if self.soft then return nil, err end
+          error(err, 0)
+        end
+        outerr = outerr or {}
+        outerr[i] = pipe_error(p[i], i, e[1], e[2], e[3])
+      else
+        out[i] = pipe_result(p[i][4], results[i])
+      end
+    end
+    return out, outerr
+  end
+  -- No pipeline mode (SQLite): the same outcomes, one statement at a time.
+  local run = function(h, st)
+    if st[4] == "exec" then return h:_exec(st[1], st[2], st[3]) end
+    if st[4] == "query" then return h:_query(st[1], st[2], st[3]) end
+    return h:_first(st[1], st[2], st[3])
+  end
+  local out = { n = count }
+  if atomic then
+    self:transaction(function(tx)
+      for i = 1, count do
+        local ok, r = pcall(run, tx, p[i])
+        if not ok then
+          if is_error(r) then r.index = i end
+          error(r, 0)
+        end
+        out[i] = r
+      end
+    end)
+    return out
+  end
+  local errs
+  for i = 1, count do
+    local ok, r = pcall(run, self, p[i])
+    if ok then out[i] = r
+    elseif is_error(r) then
+      errs = errs or {}
+      r.index = i
+      errs[i] = r
+    else
+      error(r, 0)
+    end
+  end
+  return out, errs
 end
 
 -- Runs fn(db) and returns its results; a db error it raises comes back as nil, err instead (only

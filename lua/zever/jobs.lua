@@ -4,6 +4,7 @@
 --   app.jobs:register(name, fn[, { attempts = 3, backoff = { base = "10s", cap = "10m",
 --                                   jitter = true }, queue = "default", timeout = "30s" }]) -> jobs
 --   app.jobs:dispatch(name[, args[, { delay = s | "5m", queue = "q" }]]) -> id | nil, err
+--   app.jobs:dispatch_batch(name, { args, ... }[, opts]) -> { id, ... } | nil, err
 --   app.jobs:on_dead_letter(function(record) ... end)                    -> jobs
 --   app.jobs:failed([{ limit = n }])   -> { record, ... } (oldest first) | nil, err
 --   app.jobs:retry(id | "all")         -> n dispatched again | nil, err
@@ -149,6 +150,37 @@ function Jobs:dispatch(name, args, opts)
     topic = entry and entry.topic or self.default_topic
   end
   return self.impl:enqueue(topic, payload, delay)
+end
+
+-- jobs:dispatch_batch(name, { args, ... }[, opts]) -> { id, ... } | nil, err: one job per args
+-- of the list (opts as dispatch's, for all). With the db queue all or none, in one round trip
+-- on PostgreSQL (queue:push_batch); elsewhere one dispatch after the other.
+function Jobs:dispatch_batch(name, list, opts)
+  if type(list) ~= "table" then error("jobs:dispatch_batch: expects a list of args", 2) end
+  local impl = self.impl
+  if not impl.enqueue_batch or #list == 0 then
+    local ids = {}
+    for i = 1, #list do
+      local id, err = self:dispatch(name, list[i], opts)
+      if not id then return nil, err end
+      ids[i] = id
+    end
+    return ids
+  end
+  -- The checks and the topic of dispatch, through dispatch itself with a capturing impl.
+  local payloads, topic, delay = {}, nil, nil
+  self.impl = { enqueue = function(_, t, payload, d)
+    topic, delay = t, d
+    payloads[#payloads + 1] = payload
+    return true
+  end }
+  local ok, err = pcall(function()
+    for i = 1, #list do self:dispatch(name, list[i], opts) end
+  end)
+  self.impl = impl
+  if not ok then error(err, 2) end
+  if self.closed then return nil, CLOSED end
+  return impl:enqueue_batch(topic, payloads, delay)
 end
 
 function Jobs:on_dead_letter(fn)

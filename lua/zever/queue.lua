@@ -2,6 +2,7 @@
 --
 --   local q = require("zever.queue").new()             -- a memory queue outside an app
 --   q:push(topic, payload[, { delay = s, headers = {k = "v"} }]) -> id | nil, err
+--   q:push_batch(topic, { payload, ... }[, opts]) -> { id, ... } | nil, err   (all or none on db)
 --   q:pop(topic)              -> msg | nil (nothing visible) | nil, err
 --        msg = { id, topic, payload, attempt, headers, enqueued_at }
 --   q:ack(msg)                -> true (settled) | false (the lease was lost) | nil, err
@@ -89,6 +90,47 @@ function Queue:push(topic, payload, opts)
   end
   if self.closed then return nil, CLOSED end
   return self.impl:push(topic, data, kind, headers, delay)
+end
+
+-- q:push_batch(topic, payloads[, opts]) -> ids | nil, err: pushes every payload of the list
+-- (same rules and opts as push, one delay and headers for all). An adapter with push_batch
+-- does it at once, all or none (the db queue: one round trip on PostgreSQL); others push each,
+-- stopping at the first failure (the ones before it stay).
+function Queue:push_batch(topic, payloads, opts)
+  check_topic(topic, "push_batch")
+  if type(payloads) ~= "table" then error("queue:push_batch: payloads must be a list", 2) end
+  local delay, headers = 0, nil
+  if opts ~= nil then
+    if type(opts) ~= "table" then error("queue:push_batch: opts must be a table", 2) end
+    delay = battery.seconds(opts.delay, 0, "queue:push_batch", "delay", false, true)
+    headers = encode_headers(opts.headers)
+  end
+  local datas, kinds = {}, {}
+  for i = 1, #payloads do
+    local payload = payloads[i]
+    local t = type(payload)
+    if not PAYLOAD[t] and payload ~= json.null then
+      error("queue:push_batch: payload " .. i .. " must be a string, number, boolean or table", 2)
+    end
+    datas[i], kinds[i] = payload, M.STRING
+    if t ~= "string" then
+      local ok, s = pcall(encode, payload)
+      if not ok then
+        error("queue:push_batch: payload " .. i .. " is not JSON-encodable: " .. tostring(s), 2)
+      end
+      datas[i], kinds[i] = s, M.JSON
+    end
+  end
+  if self.closed then return nil, CLOSED end
+  local impl = self.impl
+  if impl.push_batch then return impl:push_batch(topic, datas, kinds, headers, delay) end
+  local ids = {}
+  for i = 1, #datas do
+    local id, err = impl:push(topic, datas[i], kinds[i], headers, delay)
+    if not id then return nil, err end
+    ids[i] = id
+  end
+  return ids
 end
 
 function Queue:pop(topic)

@@ -36,7 +36,8 @@ local tnew = require "table.new"
 local NULL = pg.null
 local type, setmetatable, error, pairs, ipairs, rawequal =
   type, setmetatable, error, pairs, ipairs, rawequal
-local sub, format, gsub, concat = string.sub, string.format, string.gsub, table.concat
+local sub, format, gsub, concat, find = string.sub, string.format, string.gsub, table.concat,
+  string.find
 local await, token_of, complete = sched.await, sched.token, sched.complete
 local now = sys.now
 
@@ -101,49 +102,134 @@ local function lru_remove(raw, node)
   raw.nstmts = raw.nstmts - 1
 end
 
-local function prepare(raw, sql)
-  if raw.nstmts >= raw.max_stmts and raw.tail then
-    local old = raw.tail
-    lru_remove(raw, old)
-    local ok, code, message, fields = run(raw, "simple", "DEALLOCATE " .. old.name, nil, 0)
-    if not ok then return nil, code, message, fields end
+-- --- pipelines ----------------------------------------------------------------------------
+--
+-- Pipeline mode sends several operations in one write and reads their results in one go: one
+-- round trip (l_pg.c's conn:pipeline). The adapter uses it where a statement needed more than
+-- one: a statement not yet prepared on the connection goes as [prepare, execute] (plus the
+-- DEALLOCATE of the statement the LRU drops), and a transaction's BEGIN is held back
+-- (raw.pending) and sent with the transaction's first statement, so a transaction of k
+-- statements costs k + 1 round trips instead of k + 2 (an empty one none). Conn:pipeline is the
+-- same for a list of statements (zever.db's db:pipeline).
+
+-- Runs ops (n of them) on raw in one round trip: true | nil, code, message (the connection
+-- failed; each op's own outcome is op_error's).
+local function run_pipeline(raw, ops, n)
+  local token = token_of()
+  local ok, code, message = raw.h:pipeline(token, ops, n)
+  if not ok then
+    raw.broken = true
+    return nil, code, message
   end
-  raw.seq = raw.seq + 1
-  local name = "zv" .. raw.seq
-  local ok, code, message, fields = run(raw, "prepare", sql, nil, 0, name)
-  if not ok then return nil, code, message, fields end
-  local node = { sql = sql, name = name }
-  raw.stmts[sql] = node
-  raw.nstmts = raw.nstmts + 1
-  lru_touch(raw, node)
-  return node
+  ok, code, message = await(token)
+  if ok then return true end
+  raw.broken = true
+  return nil, code, message
 end
 
--- Runs sql (already rewritten) with binds on raw: true | nil, code, message, fields.
+-- The failure of the finished pipeline's op i: code, message, fields | nil when it succeeded.
+-- An op the server skipped (an earlier op of its segment failed) is "aborted", SQLSTATE 25P02
+-- (what PostgreSQL itself says of a statement sent into a failed transaction).
+local ABORTED = "not run: an earlier statement of its pipeline failed"
+local function op_error(raw, i)
+  local st = raw.h:status(i)
+  if st == "ok" then return nil end
+  if st == "aborted" then return "aborted", ABORTED, { sqlstate = "25P02" } end
+  local code, message, fields = server_error(raw.h, i)
+  if code == "unavailable" then raw.broken = true end
+  return code, message, fields
+end
+
+-- Adds to ops (count k) what runs sql with binds: its prepare first when the statement is new
+-- on raw (and the LRU has room or frees it), else the cached name. Returns k, the op that
+-- executes, and the node to register when its prepare succeeds (fresh: the ones of this
+-- pipeline, by SQL text).
+local function add_statement(raw, ops, k, sql, binds, n, fresh)
+  if n == 0 or raw.max_stmts <= 0 then
+    k = k + 1
+    ops[k] = { "params", sql, binds, n }
+    return k, k
+  end
+  local node = raw.stmts[sql] or fresh[sql]
+  local new
+  if node then
+    if raw.stmts[sql] then lru_touch(raw, node) end
+  else
+    if raw.nstmts >= raw.max_stmts and raw.tail then
+      local old = raw.tail
+      lru_remove(raw, old)
+      k = k + 1
+      -- its own segment: a statement the server forgot must not fail the new one
+      ops[k] = { "params", "DEALLOCATE " .. old.name, nil, 0, nil, true, dealloc = true }
+    end
+    raw.seq = raw.seq + 1
+    node = { sql = sql, name = "zv" .. raw.seq }
+    k = k + 1
+    ops[k] = { "prepare", sql, nil, 0, node.name }
+    new = k
+    fresh[sql] = node
+  end
+  k = k + 1
+  ops[k] = { "prepared", sql, binds, n, node.name }
+  return k, k, new and { node = node, op = new }
+end
+
+-- Registers the statements whose prepare went through (a prepared statement outlives a
+-- rolled-back transaction: the server keeps it).
+local function register(raw, news)
+  for i = 1, #news do
+    local nw = news[i]
+    if raw.h:status(nw.op) == "ok" and not raw.stmts[nw.node.sql] then
+      raw.stmts[nw.node.sql] = nw.node
+      raw.nstmts = raw.nstmts + 1
+      lru_touch(raw, nw.node)
+    end
+  end
+end
+
+-- Runs sql (already rewritten) with binds on raw: true, op | nil, code, message, fields; op is
+-- the pipeline op holding the result (nil: the connection's last result).
 local function execute(raw, sql, binds, n)
   raw.pool.statements = raw.pool.statements + 1
-  if n == 0 then return run(raw, "simple", sql, nil, 0) end
-  if raw.max_stmts <= 0 then return run(raw, "params", sql, binds, n) end
-  local node = raw.stmts[sql]
-  local code, message, fields
-  if node then
-    lru_touch(raw, node)
-  else
-    node, code, message, fields = prepare(raw, sql)
-    if not node then return nil, code, message, fields end
+  local pre = raw.pending
+  if not pre then
+    if n == 0 then return run(raw, "simple", sql, nil, 0) end
+    if raw.max_stmts <= 0 then return run(raw, "params", sql, binds, n) end
+    local node = raw.stmts[sql]
+    if node then
+      lru_touch(raw, node)
+      local ok, code, message, fields = run(raw, "prepared", sql, binds, n, node.name)
+      if ok then return true end
+      local state = fields and fields.sqlstate
+      if (state ~= "26000" and state ~= "0A000") or raw.pinned then
+        return nil, code, message, fields
+      end
+      -- The server forgot it (26000) or its plan changed (0A000): prepared again, once.
+      lru_remove(raw, node)
+      if state == "0A000" then run(raw, "simple", "DEALLOCATE " .. node.name, nil, 0) end
+    end
+  elseif n == 0 and find(sql, ";", 1, true) then
+    -- Maybe several statements: the simple protocol only, which a pipeline cannot carry.
+    raw.pending = nil
+    local ok, code, message, fields = run(raw, "simple", pre, nil, 0)
+    if not ok then return nil, code, message, fields end
+    return run(raw, "simple", sql, nil, 0)
   end
-  local ok
-  ok, code, message, fields = run(raw, "prepared", sql, binds, n, node.name)
-  if ok then return true end
-  local state = fields and fields.sqlstate
-  if (state == "26000" or state == "0A000") and not raw.pinned then
-    lru_remove(raw, node)
-    if state == "0A000" then run(raw, "simple", "DEALLOCATE " .. node.name, nil, 0) end
-    node, code, message, fields = prepare(raw, sql)
-    if not node then return nil, code, message, fields end
-    return run(raw, "prepared", sql, binds, n, node.name)
+  local ops, k, at, nw = {}, 0
+  if pre then
+    raw.pending = nil
+    ops[1], k = { "params", pre, nil, 0 }, 1
   end
-  return nil, code, message, fields
+  k, at, nw = add_statement(raw, ops, k, sql, binds, n, {})
+  local ok, code, message = run_pipeline(raw, ops, k)
+  if not ok then return nil, code, message end
+  if nw then register(raw, { nw }) end
+  for i = 1, k do
+    local fields
+    if not ops[i].dealloc then code, message, fields = op_error(raw, i) end
+    if code then return nil, code, message, fields end
+  end
+  return true, at
 end
 
 local function close_raw(raw)
@@ -321,7 +407,7 @@ local function statement(self, sql, binds, n, decode, all)
   local ok, code, message, fields = execute(raw, sql, binds, n)
   local res
   if ok then
-    res = decode(raw.h, pool.decode_opts, all)
+    res = decode(raw.h, pool.decode_opts, all, code)
     raw.h:clear()
   end
   if self.raw == nil then release(pool, raw) end
@@ -329,11 +415,23 @@ local function statement(self, sql, binds, n, decode, all)
   return res
 end
 
-local function exec_decode(h)
-  return changes_of(h)
+local function exec_decode(h, _, _, i)
+  return changes_of(h, i)
 end
 
 function Conn:exec(sql, binds, n)
+  local raw = self.raw
+  if raw and (binds == nil or n == 0) then
+    -- A transaction's BEGIN waits for its first statement; COMMIT or ROLLBACK of a transaction
+    -- that sent nothing is nothing to send.
+    if sql == M.begin_sql and not raw.pending and raw.h then
+      raw.pending = sql
+      return 0, nil
+    elseif raw.pending and (sql == "COMMIT" or sql == "ROLLBACK") then
+      raw.pending = nil
+      return 0, nil
+    end
+  end
   local changes, code, message, fields = statement(self, sql, binds, n, exec_decode)
   if changes == nil then return nil, code, message, fields end
   return changes, nil
@@ -357,6 +455,79 @@ function Conn:each(sql, binds, n, fn)
   return #rows
 end
 
+-- Runs stmts[1..count] (each { sql, binds, n, kind }, kind "exec" | "query" | "first") in one
+-- round trip. Returns results, errs: results[i] is statement i's (exec: changes, query: rows,
+-- first: row or nil), errs nil or errs[i] = { code, message, fields } for each that failed; or
+-- nil, code, message when the connection failed. independent: a sync point after each
+-- statement, so outside a transaction each is its own and a failure skips nothing else; else
+-- one segment (one implicit transaction outside an explicit one): the first failure rolls it
+-- back and skips the rest, each "aborted" (SQLSTATE 25P02).
+function Conn:pipeline(stmts, count, independent)
+  local list = tnew(count, 0)
+  for i = 1, count do
+    local st = stmts[i]
+    local sql, binds, n = st[1], st[2], st[3]
+    if type(sql) ~= "string" then error("db: expects an SQL string", 2) end
+    if binds == nil then n = 0 elseif n == nil then n = binds.n or #binds end
+    if n > 0 then binds = check_binds(binds, n) end
+    list[i] = { rewrite(sql), binds, n, st[4] }
+  end
+  local pool, raw = self.pool, self.raw
+  if raw == nil then
+    local code, message
+    raw, code, message = acquire(pool)
+    if not raw then return nil, code, message end
+  elseif raw == false then
+    return nil, "closed", "this pinned connection was given back"
+  elseif not raw.h then
+    return nil, "unavailable", "the connection of this transaction was lost"
+  end
+  local ops, k, fresh, news, at = {}, 0, {}, {}, tnew(count, 0)
+  local pre = raw.pending
+  if pre then
+    raw.pending = nil
+    ops[1], k = { "params", pre, nil, 0 }, 1
+  end
+  for i = 1, count do
+    local st = list[i]
+    local nw
+    k, at[i], nw = add_statement(raw, ops, k, st[1], st[2], st[3], fresh)
+    if nw then news[#news + 1] = nw end
+    if independent then ops[k][6] = true end
+    pool.statements = pool.statements + 1
+  end
+  local ok, code, message = run_pipeline(raw, ops, k)
+  local results, errs
+  if ok then
+    register(raw, news)
+    results = { n = count }
+    -- A failed BEGIN (or prepare) is the failure of the statements it skipped.
+    local lead, lead_msg, lead_fields
+    if pre then lead, lead_msg, lead_fields = op_error(raw, 1) end
+    for i = 1, count do
+      local j = at[i]
+      local c, m, f = op_error(raw, j)
+      if c == "aborted" and ops[j - 1] and ops[j - 1][1] == "prepare" then
+        local pc, pm, pf = op_error(raw, j - 1)
+        if pc and pc ~= "aborted" then c, m, f = pc, pm, pf end
+      end
+      if c == "aborted" and lead then c, m, f = lead, lead_msg, lead_fields end
+      if c then
+        errs = errs or {}
+        errs[i] = { c, m, f }
+      else
+        local kind = list[i][4]
+        if kind == "exec" then results[i] = changes_of(raw.h, j)
+        else results[i] = rows_of(raw.h, pool.decode_opts, kind ~= "first", j) end
+      end
+    end
+    if raw.h then raw.h:clear() end
+  end
+  if self.raw == nil then release(pool, raw) end
+  if not ok then return nil, code, message end
+  return results, errs
+end
+
 -- A conn bound to one raw connection until unpin() (a transaction's): same methods.
 function Conn:pin()
   if self.raw then error("db: this connection is already pinned", 2) end
@@ -370,7 +541,7 @@ function Conn:unpin()
   local raw = self.raw
   if not raw then return end
   self.raw = false -- later calls fail instead of acquiring
-  raw.pinned = nil
+  raw.pinned, raw.pending = nil, nil
   release(self.pool, raw)
 end
 
@@ -462,6 +633,11 @@ function Conn:copy_in(tbl, columns, rows)
     local code, message
     raw, code, message = acquire(pool)
     if not raw then return nil, code, message end
+  end
+  if raw.pending then -- the transaction's BEGIN, held back (COPY cannot join a pipeline)
+    local ok, code, message, fields = run(raw, "simple", raw.pending, nil, 0)
+    raw.pending = nil
+    if not ok then return nil, code, message, fields end
   end
   local token = token_of()
   local ok, code, message = raw.h:copy(token, sql, data)

@@ -46,8 +46,8 @@ local function code_of(state)
 end
 
 -- The failure of the last statement on raw: code, message, fields (no DETAIL: it holds values).
-local function server_error(h)
-  local state, msg, constraint, column, tbl, position = h:error()
+local function server_error(h, i)
+  local state, msg, constraint, column, tbl, position = h:error(i)
   msg = msg or "database error"
   if state and sub(state, 1, 2) == "22" then
     -- Data exceptions quote the offending input ('invalid input syntax for type integer: "x"').
@@ -203,8 +203,9 @@ end
 
 local result_t = ffi.typeof("PGresult *")
 
-local function rows_of(h, opts, all)
-  local lud = h:result()
+-- op: a pipeline's op (nil: the last statement's result).
+local function rows_of(h, opts, all, op)
+  local lud = h:result(op)
   if not lud then return all and {} or nil end
   local r = ffi_cast(result_t, lud)
   local nt = C.PQntuples(r)
@@ -221,8 +222,8 @@ local function rows_of(h, opts, all)
   return rows
 end
 
-local function changes_of(h)
-  local lud = h:result()
+local function changes_of(h, i)
+  local lud = h:result(i)
   if not lud then return 0 end
   return tonumber(ffi_string(C.PQcmdTuples(ffi_cast(result_t, lud)))) or 0
 end

@@ -79,6 +79,13 @@ function J:enqueue(topic, payload, delay)
   return id
 end
 
+-- Many payloads of one topic: the queue's push_batch (all or none on the db queue).
+function J:enqueue_batch(topic, payloads, delay)
+  local ids, err = self.queue:push_batch(topic, payloads, delay > 0 and { delay = delay } or nil)
+  if not ids then return fail(err) end
+  return ids
+end
+
 function J:claim(topic)
   local msg, err = self.queue:pop(topic)
   if msg == nil and err then return fail(err) end

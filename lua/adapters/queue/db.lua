@@ -4,6 +4,7 @@
 --   local impl = dbq.new(db, { table = "queue_messages", clock = nil, sweep_interval = 30,
 --                              sweep_batch = 100 })
 --   impl:push / pop / ack / nack / len / close     (zever.queue's adapter interface)
+--   impl:push_batch(topic, datas, kinds, headers, delay) -> ids   (one round trip on PostgreSQL)
 --   impl:sweep([ids]) -> reclaimed, more     the queue sweep (below); ids: a batch chosen earlier
 --   impl:stale_ids()  -> array of ids        the batch the next sweep would select
 --   impl:sweep_update(now[, ids]) -> the sweep's UPDATE as a query builder (to_sql: EXPLAIN)
@@ -191,6 +192,54 @@ function Q:push(topic, data, kind, headers, delay)
   local row, err = self.db:first(self.sql.push, b)
   if not row then return fail(err) end
   return row.id
+end
+
+-- Pushes a list of messages of one topic (zever.queue's push_batch): ids in order | nil, err.
+-- All or none: on PostgreSQL one INSERT per PUSH_BATCH rows, the chunks sent together in one
+-- pipeline (one round trip, one transaction); on SQLite one INSERT each in one transaction.
+function Q:push_batch(topic, datas, kinds, headers, delay)
+  local ready, why = self:ensure()
+  if not ready then return nil, why end
+  local n = #datas
+  if n == 0 then return {} end
+  local now = now_of(self)
+  local db = self.db
+  local ids = {}
+  if self.pg then
+    local limit = M.PUSH_BATCH
+    local ok, res, perr = pcall(db.pipeline, db, function(p)
+      for first = 1, n, limit do
+        local last = math.min(first + limit - 1, n)
+        local b = { n = 6 * (last - first + 1) }
+        for i = first, last do
+          local k = 6 * (i - first)
+          b[k + 1], b[k + 2], b[k + 3], b[k + 4], b[k + 5], b[k + 6] = topic, kinds[i],
+            self.blob(datas[i]), headers or NULL, now, now + delay
+        end
+        p:query(pushes_sql(self, last - first + 1), b)
+      end
+    end)
+    if not ok then return fail(res) end
+    if not res then return fail(perr) end
+    for c = 1, res.n do
+      local rows = res[c]
+      for i = 1, #rows do ids[#ids + 1] = rows[i].id end
+    end
+    if #ids ~= n then return fail(format("queue: a batch of %d pushes inserted %d rows", n, #ids)) end
+    return ids
+  end
+  local ok, err = pcall(db.transaction, db, function(tx)
+    local b = { n = 6 }
+    for i = 1, n do
+      b[1], b[2], b[3], b[4], b[5], b[6] = topic, kinds[i], self.blob(datas[i]), headers or NULL,
+        now, now + delay
+      local row, rerr = tx:first(self.sql.push, b)
+      if not row then error(rerr, 0) end
+      ids[i] = row.id
+    end
+  end)
+  if not ok then return fail(err) end
+  return ids
 end
 
 function Q:stale_query(now)
