@@ -68,7 +68,8 @@ app:get("/state", function()
 end)
 return app
 ]])
-      srv = assert(serve.start(dir, { "--workers", "2", "--access-log", "off" },
+      srv = assert(serve.start(dir, { "--workers", "2", "--access-log", "off",
+        "--listen", "127.0.0.1:" .. serve.free_port() },
         { BREAKER_ADAPTER = "inproc" }))
     end)
     teardown(function()

@@ -91,7 +91,8 @@ end)
 app:get("/seen", function() return { worker = me, seen = seen } end)
 return app
 ]])
-      srv = assert(serve.start(dir, { "--workers", "2", "--access-log", "off" },
+      srv = assert(serve.start(dir, { "--workers", "2", "--access-log", "off",
+        "--listen", "127.0.0.1:" .. serve.free_port() },
         { EVENTBUS_ADAPTER = "inproc" }))
     end)
     teardown(function()
