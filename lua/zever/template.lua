@@ -26,10 +26,11 @@
 -- How it runs: the template becomes the source of one Lua function whose lines are the
 -- template's lines (text is written with %q, which keeps its newlines), so a syntax error or
 -- a runtime error names the template's file and line. The function appends to a local buffer
--- and concatenates it once (etlua's approach). Compiling is LPeg (the tag grammar below), done
--- once per file per view set; rendering is plain Lua that LuaJIT compiles, and escaping is C
--- (host/html/, through the FFI). It must not read a
--- file more than once per set (until clear) nor build an error's text from data values.
+-- and concatenates it once (etlua's approach); the names it uses as globals are its locals,
+-- read from env once per render (see HEAD below: no closure per render). Compiling is LPeg
+-- (the tag grammar below), done once per file per view set; rendering is plain Lua that
+-- LuaJIT compiles, and escaping is C (host/html/, through the FFI). It must not read a file
+-- more than once per set (until clear) nor build an error's text from data values.
 
 local lpeg = require "lpeg"
 local tnew = require "table.new"
@@ -120,17 +121,69 @@ end
 -- the source's line numbers are the template's; TAIL sits on the line after the last.
 -- The buffer starts at the size the template's largest render so far needed (_size), so a
 -- warm render does not grow it piece by piece.
-local HEAD = "local _esc, _raw, _concat, _setfenv, _tnew = ... local _size = 8 " ..
+--
+-- Two forms. The fast one (HEAD .. names .. START) is a function(_env) made once per compile:
+-- every name the template reads or assigns as a global becomes a local of the render, read from
+-- _env once at its start (`local users, title = _env.users, _env.title`), so a render creates no
+-- closure (LuaJIT does not compile FNEW: a closure per render kept fortunes in the interpreter)
+-- and its loops are plain loops over locals. The names come from the bytecode of the second
+-- form, SLOW_HEAD (GGET/GSET operands, nested functions included), which runs the template's
+-- code under setfenv(function ... end, env) and is kept when the fast form cannot be made (more
+-- names than a function may have locals, or no jit.util).
+local HEAD = "local _esc, _raw, _concat, _tnew = ... local _size = 8 return function(_env) "
+local START = "local _b, _n = _tnew(_size, 0), 0 "
+local TAIL = "\n if _n > _size then _size = _n end return _concat(_b, '', 1, _n) end"
+local SLOW_HEAD = "local _esc, _raw, _concat, _tnew, _setfenv = ... local _size = 8 " ..
   "return function(_env) return _setfenv(function() local _b, _n = _tnew(_size, 0), 0 "
-local TAIL = "\n if _n > _size then _size = _n end return _concat(_b, '', 1, _n) end, _env)() end"
+local SLOW_TAIL = "\n if _n > _size then _size = _n end return _concat(_b, '', 1, _n) end, _env)() end"
 
-local function to_lua(source, name)
+-- The names a compiled chunk (and the functions inside it) reads or writes as globals, in the
+-- order first met; nil without jit.util.
+local global_names
+do
+  local ok, util = pcall(require, "jit.util")
+  local bit = require "bit"
+  local band, rshift = bit.band, bit.rshift
+  if ok then
+    -- The opcodes of GGET and GSET, from two probes (no jit.vmdef needed): "return x" starts
+    -- with GGET, "x = nil" is KPRI then GSET.
+    local GGET = band(util.funcbc(loadstring("return _zv_probe"), 0 + 1), 0xff)
+    local GSET = band(util.funcbc(loadstring("_zv_probe = nil"), 2), 0xff)
+    local function walk(fn, names, seen)
+      local pc = 1
+      while true do
+        local ins = util.funcbc(fn, pc)
+        if ins == nil then break end
+        local op = band(ins, 0xff)
+        if op == GGET or op == GSET then
+          local name = util.funck(fn, -rshift(ins, 16) - 1)
+          if not seen[name] then
+            seen[name] = true
+            names[#names + 1] = name
+          end
+        end
+        pc = pc + 1
+      end
+      -- A nested function is a "proto" among the constants (as jit/bc.lua walks them).
+      if util.funcinfo(fn).children then
+        for i = 1, util.funcinfo(fn).gcconsts do
+          local k = util.funck(fn, -i)
+          if type(k) == "proto" then walk(k, names, seen) end
+        end
+      end
+      return names
+    end
+    global_names = function(chunk) return walk(chunk, {}, {}) end
+  end
+end
+
+local function to_lua(source, name, head, tail)
   local chunks, stop = TEMPLATE:match(source)
   if stop <= #source then
     -- The only thing the grammar cannot read is a tag that never closes.
     return fail(name, line_of(source, stop), "unclosed tag (want %> after <%)")
   end
-  local out, n, trim = { HEAD }, 1, false
+  local out, n, trim = { head }, 1, false
   for i = 1, #chunks do
     local c = chunks[i]
     local pos, kind, text = c[1], c[2], c[3]
@@ -156,7 +209,7 @@ local function to_lua(source, name)
       end
     end
   end
-  out[n + 1] = TAIL
+  out[n + 1] = tail
   return concat(out)
 end
 
@@ -166,7 +219,7 @@ end
 function M.compile(source, name)
   if type(source) ~= "string" then error("template.compile: source must be a string", 2) end
   name = name or "template"
-  local lua, err = to_lua(source, name)
+  local lua, err = to_lua(source, name, SLOW_HEAD, SLOW_TAIL)
   if not lua then return nil, err end
   local chunk, msg = loadstring(lua, "=" .. name)
   if not chunk then
@@ -184,7 +237,17 @@ function M.compile(source, name)
     end
     return fail(name, 1, msg)
   end
-  return chunk(escape, raw, concat, setfenv, tnew)
+  if global_names then
+    local names, head = global_names(chunk), HEAD
+    if #names > 0 then
+      local reads = {}
+      for i = 1, #names do reads[i] = "_env." .. names[i] end
+      head = head .. "local " .. concat(names, ", ") .. " = " .. concat(reads, ", ") .. " "
+    end
+    local fast = loadstring(to_lua(source, name, head .. START, TAIL), "=" .. name)
+    if fast then return fast(escape, raw, concat, tnew) end
+  end
+  return chunk(escape, raw, concat, tnew, setfenv)
 end
 
 -- --- view sets ---------------------------------------------------------------------------------
