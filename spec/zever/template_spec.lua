@@ -133,6 +133,26 @@ describe("zever.template", function()
       assert.is_nil(rawget(_G, "total"))
     end)
 
+    it("keeps renders apart that interleave (a helper that yields) or raise", function()
+      local fn = assert(template.compile("<%= a %>[<% wait() %>]<%- b %><% if boom then " ..
+        "error('boom') end %>", "mix.etlua"))
+      local function env(a, b, boom)
+        return { a = a, b = b, boom = boom, wait = coroutine.yield, error = error }
+      end
+      local c1 = coroutine.wrap(function() return fn(env("<1>", "one")) end)
+      local c2 = coroutine.wrap(function() return fn(env("&2", "two")) end)
+      c1()
+      c2()
+      assert.are.equal("&amp;2[]two", c2())
+      assert.are.equal("&lt;1&gt;[]one", c1())
+      local c3 = coroutine.wrap(function() return fn(env("x", "y", true)) end)
+      c3()
+      assert.has_error(function() c3() end)
+      local e = env(7, 8)
+      e.wait = function() end
+      assert.are.equal("7[]8", fn(e))
+    end)
+
     it("still renders a template reading more names than a function has locals", function()
       local parts = {}
       for i = 1, 250 do parts[i] = "<%= v" .. i .. " %>" end
