@@ -447,14 +447,32 @@ size_t zv_json_unescape(const char *s, size_t len, char *out) {
   return o;
 }
 
+/* Two digits a step, written backwards from the end of a local buffer (one division by 100 per
+ * pair instead of one by 10 per digit), then copied once. */
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324252627282930"
+                                     "31323334353637383940414243444546474849505152535455565758596061"
+                                     "62636465666768697071727374757677787980818283848586878889909192"
+                                     "93949596979899";
+
 size_t zv_json_format_uint(uint64_t v, char *buf) {
   char tmp[24];
-  size_t n = 0;
-  do {
-    tmp[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  for (size_t k = 0; k < n; k++) buf[k] = tmp[n - 1 - k];
+  char *p = tmp + sizeof tmp;
+  size_t n;
+  while (v >= 100) {
+    unsigned d = (unsigned)(v % 100) * 2;
+    v /= 100;
+    *--p = digit_pairs[d + 1];
+    *--p = digit_pairs[d];
+  }
+  if (v >= 10) {
+    unsigned d = (unsigned)v * 2;
+    *--p = digit_pairs[d + 1];
+    *--p = digit_pairs[d];
+  } else {
+    *--p = (char)('0' + v);
+  }
+  n = (size_t)(tmp + sizeof tmp - p);
+  memcpy(buf, p, n);
   return n;
 }
 
@@ -467,6 +485,17 @@ size_t zv_json_format_int(int64_t v, char *buf) {
 }
 
 size_t zv_json_format_number(double v, char *buf) {
+  /* The common case first: an integer within +-2^53 (ids, counts), with no libm call. NaN
+   * fails both comparisons; -0 keeps its sign below. The text is the one the general path
+   * below writes for the same value (zv_json_format_int of the same int64). */
+  if (v >= -9007199254740992.0 && v <= 9007199254740992.0) {
+    int64_t i = (int64_t)v;
+    if ((double)i == v && (i != 0 || !signbit(v))) {
+      size_t n = zv_json_format_int(i, buf);
+      buf[n] = '\0';
+      return n;
+    }
+  }
   if (isnan(v) || isinf(v)) return 0;
   if (v == 0 && signbit(v)) {
     memcpy(buf, "-0", 3);
@@ -532,8 +561,19 @@ size_t zv_json_plain_len(const char *s, size_t len) {
 void zv_json_buf_add_string(zv_json_buf_t *b, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   const unsigned char *u = (const unsigned char *)s;
-  size_t i = 0;
+  size_t i = zv_json_plain_len(s, n);
+  if (i == n) {
+    /* Nothing to escape (keys, most values): one reserve, one copy. */
+    char *p = zv_json_buf_reserve(b, n + 2);
+    if (!p) return;
+    p[0] = '"';
+    memcpy(p + 1, s, n);
+    p[n + 1] = '"';
+    b->len += n + 2;
+    return;
+  }
   zv_json_buf_addc(b, '"');
+  zv_json_buf_add(b, s, i);
   while (i < n) {
     size_t run = i;
     /* Non-ASCII bytes are copied as they are: only '"', '\\' and controls are escaped. */

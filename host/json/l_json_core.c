@@ -1,7 +1,9 @@
 /*
  * l_json_core.c: the zever.json_core binding (zever.json wraps it).
  *
- *   core.encode(v)        -> string            raises on what JSON cannot hold
+ *   core.encode(v[, general]) -> string        raises on what JSON cannot hold; general = true
+ *                         skips the fast paths (an object written in its first pass; specs
+ *                         compare the two)
  *   core.decode(s)        -> value | nil, cause, byte offset (0-based)
  *   core.array_mt         the metatable that marks a table as a JSON array (even when empty)
  *   core.null             JSON null: the light userdata NULL (the same value as cjson.null)
@@ -42,6 +44,7 @@ typedef struct {
   zv_json_buf_t buf;
   char *scratch;
   size_t scap;
+  int general; /* encode(v, true): no fast path (specs compare the two) */
 } state_t;
 
 /* The closures' upvalues. */
@@ -114,10 +117,64 @@ static double array_length(lua_State *L, int idx) {
   return max;
 }
 
+/* Writes a table as an object whose first pair (a string key) lua_next has pushed: the fast
+ * path for a table without a metatable, which array_length would call an object after the same
+ * first lua_next. Numbers and strings are written here, other values through enc_value; the
+ * pairs come in the same order and are written the same way as by enc_table's object loop. */
+static void enc_object_from(lua_State *L, state_t *st, int idx, int depth) {
+  zv_json_buf_addc(&st->buf, '{');
+  for (int first = 1;; first = 0) {
+    size_t n;
+    const char *s;
+    if (!first) zv_json_buf_addc(&st->buf, ',');
+    if (lua_type(L, -2) == LUA_TSTRING) {
+      s = lua_tolstring(L, -2, &n);
+      zv_json_buf_add_string(&st->buf, s, n);
+    } else if (lua_type(L, -2) == LUA_TNUMBER) {
+      zv_json_buf_addc(&st->buf, '"');
+      enc_number(L, st, lua_tonumber(L, -2));
+      zv_json_buf_addc(&st->buf, '"');
+    } else {
+      luaL_error(L, "json.encode: cannot encode a table key of type %s", luaL_typename(L, -2));
+    }
+    zv_json_buf_addc(&st->buf, ':');
+    switch (lua_type(L, -1)) {
+    case LUA_TNUMBER:
+      enc_number(L, st, lua_tonumber(L, -1));
+      break;
+    case LUA_TSTRING:
+      s = lua_tolstring(L, -1, &n);
+      zv_json_buf_add_string(&st->buf, s, n);
+      break;
+    default:
+      enc_value(L, st, lua_gettop(L), depth + 1);
+    }
+    lua_pop(L, 1);
+    if (!lua_next(L, idx)) break;
+  }
+  zv_json_buf_addc(&st->buf, '}');
+}
+
 static void enc_table(lua_State *L, state_t *st, int idx, int depth) {
   double n;
   if (depth >= ZV_JSON_MAX_DEPTH) luaL_error(L, "json.encode: nested too deep (a cycle?)");
   luaL_checkstack(L, 4, "json.encode: nested too deep");
+  if (!st->general && !lua_getmetatable(L, idx)) {
+    /* No metatable: a first key that is a string makes it an object (array_length's rule),
+     * written in this one pass; no pair at all is {}; a number key needs the full check. */
+    lua_pushnil(L);
+    if (!lua_next(L, idx)) {
+      zv_json_buf_add(&st->buf, "{}", 2);
+      return;
+    }
+    if (lua_type(L, -2) == LUA_TSTRING) {
+      enc_object_from(L, st, idx, depth);
+      return;
+    }
+    lua_pop(L, 2);
+  } else if (!st->general) {
+    lua_pop(L, 1);
+  }
   n = array_length(L, idx);
   if (n >= 0) {
     zv_json_buf_addc(&st->buf, '[');
@@ -199,6 +256,7 @@ static void enc_value(lua_State *L, state_t *st, int idx, int depth) {
 static int l_encode(lua_State *L) {
   state_t *st = lua_touserdata(L, UV_STATE);
   luaL_checkany(L, 1);
+  st->general = lua_toboolean(L, 2);
   lua_settop(L, 1);
   st->buf.len = 0;
   st->buf.err = 0;

@@ -26,10 +26,11 @@
 -- How it runs: the template becomes the source of one Lua function whose lines are the
 -- template's lines (text is written with %q, which keeps its newlines), so a syntax error or
 -- a runtime error names the template's file and line. The function appends to a local buffer
--- and concatenates it once (etlua's approach). Compiling is LPeg (the tag grammar below), done
--- once per file per view set; rendering is plain Lua that LuaJIT compiles, and escaping is C
--- (host/html/, through the FFI). It must not read a
--- file more than once per set (until clear) nor build an error's text from data values.
+-- and concatenates it once (etlua's approach); the names it uses as globals are its locals,
+-- read from env once per render (see HEAD below: no closure per render). Compiling is LPeg
+-- (the tag grammar below), done once per file per view set; rendering is plain Lua that
+-- LuaJIT compiles, and escaping is C (host/html/, through the FFI). It must not read a file
+-- more than once per set (until clear) nor build an error's text from data values.
 
 local lpeg = require "lpeg"
 local tnew = require "table.new"
@@ -94,6 +95,51 @@ local function raw(v)
   return tostring(v)
 end
 
+-- The fast form (see to_lua) writes into a string.buffer: an escaped value is written straight
+-- into the buffer's free space (reserve/commit), with no intermediate string, and the page is
+-- the buffer's one copy at the end. Buffers come from a small pool (a render may hold one while
+-- a partial renders, or across a yield) and go back after the render; a render that raises
+-- drops its buffer to the collector.
+local has_sbuf, sbuf = pcall(require, "string.buffer")
+local MAX_POOL, MAX_POOLED_BYTES = 16, 1024 * 1024
+local pool, npool = {}, 0
+
+local function take()
+  if npool == 0 then return sbuf.new() end
+  local b = pool[npool]
+  pool[npool] = nil
+  npool = npool - 1
+  return b
+end
+
+local function give(b)
+  if npool < MAX_POOL and #b <= MAX_POOLED_BYTES then
+    b:reset()
+    npool = npool + 1
+    pool[npool] = b
+  end
+end
+
+local function put_escaped(b, v)
+  if type(v) ~= "string" then
+    b:put(escape(v))
+    return
+  end
+  local len = #v
+  local n = tonumber(native.zv_html_escaped_len(v, len))
+  if n == len then
+    b:put(v)
+    return
+  end
+  native.zv_html_escape(v, len, (b:reserve(n)))
+  b:commit(n)
+end
+
+local function put_raw(b, v)
+  if type(v) ~= "string" then v = raw(v) end
+  b:put(v)
+end
+
 -- --- the grammar -------------------------------------------------------------------------------
 -- A template is text and tags. A chunk: { kind, text, position } with kind "text", "=", "-" or
 -- "code"; trim is true when the tag closed with -%>.
@@ -120,17 +166,75 @@ end
 -- the source's line numbers are the template's; TAIL sits on the line after the last.
 -- The buffer starts at the size the template's largest render so far needed (_size), so a
 -- warm render does not grow it piece by piece.
-local HEAD = "local _esc, _raw, _concat, _setfenv, _tnew = ... local _size = 8 " ..
-  "return function(_env) return _setfenv(function() local _b, _n = _tnew(_size, 0), 0 "
-local TAIL = "\n if _n > _size then _size = _n end return _concat(_b, '', 1, _n) end, _env)() end"
+--
+-- Two forms. The fast one (HEAD .. names .. START) is a function(_env) made once per compile:
+-- every name the template reads or assigns as a global becomes a local of the render, read from
+-- _env once at its start (`local users, title = _env.users, _env.title`), so a render creates no
+-- closure (LuaJIT does not compile FNEW: a closure per render kept fortunes in the interpreter)
+-- and its loops are plain loops over locals. The names come from the bytecode of the second
+-- form, SLOW_HEAD (GGET/GSET operands, nested functions included), which runs the template's
+-- code under setfenv(function ... end, env) and is kept when the fast form cannot be made (more
+-- names than a function may have locals, or no jit.util).
+local FAST = {
+  head = "local _esc, _raw, _take, _give = ... return function(_env) ",
+  start = "local _b = _take() ",
+  tail = "\n local _s = _b:tostring() _give(_b) return _s end",
+  text = " _b:put(%q)", expr = " %s(_b, %s)",
+}
+local SLOW = {
+  head = "local _esc, _raw, _concat, _tnew, _setfenv = ... local _size = 8 " ..
+    "return function(_env) return _setfenv(function() local _b, _n = _tnew(_size, 0), 0 ",
+  tail = "\n if _n > _size then _size = _n end return _concat(_b, '', 1, _n) end, _env)() end",
+  text = " _n = _n + 1 _b[_n] = %q", expr = " _n = _n + 1 _b[_n] = %s(%s)",
+}
 
-local function to_lua(source, name)
+-- The names a compiled chunk (and the functions inside it) reads or writes as globals, in the
+-- order first met; nil without jit.util.
+local global_names
+do
+  local ok, util = pcall(require, "jit.util")
+  local bit = require "bit"
+  local band, rshift = bit.band, bit.rshift
+  if ok then
+    -- The opcodes of GGET and GSET, from two probes (no jit.vmdef needed): "return x" starts
+    -- with GGET, "x = nil" is KPRI then GSET.
+    local GGET = band(util.funcbc(loadstring("return _zv_probe"), 0 + 1), 0xff)
+    local GSET = band(util.funcbc(loadstring("_zv_probe = nil"), 2), 0xff)
+    local function walk(fn, names, seen)
+      local pc = 1
+      while true do
+        local ins = util.funcbc(fn, pc)
+        if ins == nil then break end
+        local op = band(ins, 0xff)
+        if op == GGET or op == GSET then
+          local name = util.funck(fn, -rshift(ins, 16) - 1)
+          if not seen[name] then
+            seen[name] = true
+            names[#names + 1] = name
+          end
+        end
+        pc = pc + 1
+      end
+      -- A nested function is a "proto" among the constants (as jit/bc.lua walks them).
+      if util.funcinfo(fn).children then
+        for i = 1, util.funcinfo(fn).gcconsts do
+          local k = util.funck(fn, -i)
+          if type(k) == "proto" then walk(k, names, seen) end
+        end
+      end
+      return names
+    end
+    global_names = function(chunk) return walk(chunk, {}, {}) end
+  end
+end
+
+local function to_lua(source, name, form, head)
   local chunks, stop = TEMPLATE:match(source)
   if stop <= #source then
     -- The only thing the grammar cannot read is a tag that never closes.
     return fail(name, line_of(source, stop), "unclosed tag (want %> after <%)")
   end
-  local out, n, trim = { HEAD }, 1, false
+  local out, n, trim = { head or form.head }, 1, false
   for i = 1, #chunks do
     local c = chunks[i]
     local pos, kind, text = c[1], c[2], c[3]
@@ -139,7 +243,7 @@ local function to_lua(source, name)
       trim = false
       if text ~= "" then
         n = n + 1
-        out[n] = format(" _n = _n + 1 _b[_n] = %q", text)
+        out[n] = format(form.text, text)
       end
     else
       trim = c[4]
@@ -152,11 +256,11 @@ local function to_lua(source, name)
         end
         n = n + 1
         -- An expression with several values writes its first (the call takes one argument).
-        out[n] = format(" _n = _n + 1 _b[_n] = %s(%s)", kind == "=" and "_esc" or "_raw", text)
+        out[n] = format(form.expr, kind == "=" and "_esc" or "_raw", text)
       end
     end
   end
-  out[n + 1] = TAIL
+  out[n + 1] = form.tail
   return concat(out)
 end
 
@@ -166,7 +270,7 @@ end
 function M.compile(source, name)
   if type(source) ~= "string" then error("template.compile: source must be a string", 2) end
   name = name or "template"
-  local lua, err = to_lua(source, name)
+  local lua, err = to_lua(source, name, SLOW)
   if not lua then return nil, err end
   local chunk, msg = loadstring(lua, "=" .. name)
   if not chunk then
@@ -184,7 +288,17 @@ function M.compile(source, name)
     end
     return fail(name, 1, msg)
   end
-  return chunk(escape, raw, concat, setfenv, tnew)
+  if global_names and has_sbuf then
+    local names, head = global_names(chunk), FAST.head
+    if #names > 0 then
+      local reads = {}
+      for i = 1, #names do reads[i] = "_env." .. names[i] end
+      head = head .. "local " .. concat(names, ", ") .. " = " .. concat(reads, ", ") .. " "
+    end
+    local fast = loadstring(to_lua(source, name, FAST, head .. FAST.start), "=" .. name)
+    if fast then return fast(put_escaped, put_raw, take, give) end
+  end
+  return chunk(escape, raw, concat, tnew, setfenv)
 end
 
 -- --- view sets ---------------------------------------------------------------------------------

@@ -57,6 +57,26 @@ describe("zever.db fast path", function()
     end)
   end)
 
+  describe("rows made by a constructor of the statement's column names", function()
+    it("decodes every type, NULL as a missing key, odd and repeated names, wide rows", function()
+      db = fresh()
+      local row = db:first([[SELECT 1 AS i, 2.5 AS f, 'x' AS s, x'00ff' AS b, x'' AS e,
+        NULL AS z, 9007199254740993 AS big, 3 AS "a""q
+]] .. "\n" .. [[", 4 AS "", 5 AS i]])
+      assert.are.same({ i = 5, f = 2.5, s = "x", b = "\0\255", e = "",
+        big = row.big, ['a"q\n\n'] = 3, [""] = 4 }, row)
+      assert.is_nil(row.z)
+      assert.are.equal("9007199254740993LL", tostring(row.big))
+      for k in pairs(row) do assert.are_not.equal("z", k) end
+      local cols = {}
+      for i = 1, 30 do cols[i] = i .. " AS c" .. i end
+      local wide = db:first("SELECT " .. table.concat(cols, ", "))
+      for i = 1, 30 do assert.are.equal(i, wide["c" .. i]) end
+      local rows = db:query("SELECT ? AS a, ? AS b UNION ALL SELECT NULL, 'q'", 1, 2)
+      assert.are.same({ { a = 1, b = 2 }, { b = "q" } }, rows)
+    end)
+  end)
+
   describe("exec", function()
     it("returns changes and last_insert_id as the classic binding does", function()
       db = fresh()

@@ -344,3 +344,74 @@ describe("zever.json encode's one-key path", function()
     assert.are.equal('{"a":{"b":1}}', json.encode({ a = { b = 1 } }))
   end)
 end)
+
+describe("zever.json's C writer: arrays of flat objects and integers", function()
+  -- The C writer writes a table without a metatable whose first key is a string in one pass
+  -- (enc_object_from), and integers within +-2^53 before any libm call; core.encode(v, true)
+  -- runs the general path. Golden rows: random arrays of flat rows (numbers on both sides of
+  -- every formatting rule, strings that need escaping, nested values, mixed keys) written the
+  -- same by both, and integers written as %d writes them.
+  local core = require "zever.json_core"
+  local KEYS = { "id", "randomNumber", "message", "q\"k", "é", "", 1, 2, 7 }
+  local state = 4242
+  local function rnd(lo, hi) -- a fixed LCG: the same rows on every run
+    state = (state * 1103515245 + 12345) % 2147483648
+    return lo + state % (hi - lo + 1)
+  end
+  local function value()
+    local pick = rnd(1, 14)
+    if pick <= 3 then return rnd(-100000, 100000) end
+    if pick == 4 then return rnd(0, 1) == 1 and 2 ^ 53 or -(2 ^ 53) end
+    if pick == 5 then return 2 ^ 53 + 2 * rnd(1, 9) end
+    if pick == 6 then return rnd(-1000, 1000) / 16 end
+    if pick == 7 then return -0.0 end
+    if pick == 8 then return 0 end
+    if pick == 9 then return 1e300 * rnd(1, 9) end
+    if pick == 10 then
+      local b = {}
+      for i = 1, rnd(0, 8) do b[i] = string.char(rnd(0, 255)) end
+      return table.concat(b)
+    end
+    if pick == 11 then return "Hello, World! " .. rnd(1, 99) end
+    if pick == 12 then return json.null end
+    if pick == 13 then return { rnd(1, 9), { x = rnd(1, 3) } } end
+    return rnd(0, 1) == 1
+  end
+
+  it("writes 2,000 random arrays of flat rows as the general path does", function()
+    local fast_shape = 0
+    for _ = 1, 2000 do
+      local rows = {}
+      for i = 1, rnd(1, 25) do
+        local row = {}
+        for _ = 1, rnd(0, 4) do row[KEYS[rnd(1, #KEYS)]] = value() end
+        rows[i] = row
+        if type(next(row)) == "string" then fast_shape = fast_shape + 1 end
+      end
+      if rnd(1, 4) == 1 then rows = json.array(rows) end
+      local general = core.encode(rows, true)
+      assert.are.equal(general, core.encode(rows))
+      assert.are.equal(general, json.encode(rows))
+    end
+    assert.is_true(fast_shape > 5000, "too few rows of the fast path's shape: " .. fast_shape)
+  end)
+
+  it("writes the TFB rows and integers exactly", function()
+    local s = json.encode(json.array({ { id = 4174, randomNumber = 331 } }))
+    assert.is_true(s == '[{"id":4174,"randomNumber":331}]' or
+      s == '[{"randomNumber":331,"id":4174}]', s)
+    for _ = 1, 5000 do
+      local v = rnd(0, 2 ^ 30) * rnd(1, 2 ^ 22) * (rnd(0, 1) == 1 and -1 or 1)
+      assert.are.equal(string.format("%.0f", v), core.encode(v))
+    end
+    for _, v in ipairs { 0, 9, 10, 99, 100, 101, 999, 1000, 10000, 123456789, 2 ^ 53,
+      -(2 ^ 53) } do
+      assert.are.equal(string.format("%.0f", v), core.encode(v))
+    end
+    assert.are.equal("-0", core.encode(-0.0))
+    assert.are.equal("9007199254740994", core.encode(2 ^ 53 + 2))
+    assert.are.equal("0.5", core.encode(0.5))
+    assert.are.equal("{}", core.encode({}))
+    assert.has_error(function() core.encode({ { a = 0 / 0 } }) end)
+  end)
+end)

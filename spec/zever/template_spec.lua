@@ -86,12 +86,82 @@ describe("zever.template", function()
       local fn = assert(template.compile("a\nb\n<%= user.name %>", "views/show.etlua"))
       local ok, err = pcall(fn, setmetatable({}, { __index = _G }))
       assert.is_false(ok)
-      assert.matches("^views/show%.etlua:3: attempt to index global 'user'", err)
+      assert.matches("^views/show%.etlua:3: attempt to index local 'user'", err)
     end)
 
     it("raises on a source that is not a string", function()
       assert.has_error(function() template.compile(nil) end,
         "template.compile: source must be a string")
+    end)
+
+    -- A render makes no closure (FNEW is not compiled by LuaJIT): the render function and every
+    -- function inside it hold no FNEW, unless the template's own code defines a function.
+    local util, bit = require "jit.util", require "bit"
+    local FNEW = bit.band(util.funcbc(loadstring("return function() end"), 1), 0xff)
+    local function fnews(fn)
+      local n, pc = 0, 1
+      while true do
+        local ins = util.funcbc(fn, pc)
+        if ins == nil then break end
+        if bit.band(ins, 0xff) == FNEW then n = n + 1 end
+        pc = pc + 1
+      end
+      return n
+    end
+
+    it("renders without making a closure, reading each name once from env", function()
+      local source = "<% for i = 1, #rows do local r = rows[i] %><%= r.id %>:<%= r.m %>;<% end %>"
+      local fn = assert(template.compile(source, "rows.etlua"))
+      assert.are.equal(0, fnews(fn))
+      local reads = {}
+      local env = setmetatable({}, { __index = function(_, k)
+        reads[#reads + 1] = k
+        return ({ rows = { { id = 1, m = "<a>" }, { id = 2, m = "b" } } })[k]
+      end })
+      assert.are.equal("1:&lt;a&gt;;2:b;", fn(env))
+      assert.are.same({ "rows" }, reads)
+      assert.are.equal("", fn({ rows = {} }))
+    end)
+
+    it("keeps globals a template assigns and functions it defines within one render", function()
+      local source = "<% total = 0 function add(x) total = total + x end %>" ..
+        "<% for _, v in ipairs(list) do add(v) end %><%= total %>"
+      local fn = assert(template.compile(source, "sum.etlua"))
+      assert.are.equal(1, fnews(fn)) -- the template's own function, made when it runs
+      assert.are.equal("6", fn(setmetatable({ list = { 1, 2, 3 } }, { __index = _G })))
+      assert.are.equal("3", fn(setmetatable({ list = { 3 } }, { __index = _G })))
+      assert.is_nil(rawget(_G, "total"))
+    end)
+
+    it("keeps renders apart that interleave (a helper that yields) or raise", function()
+      local fn = assert(template.compile("<%= a %>[<% wait() %>]<%- b %><% if boom then " ..
+        "error('boom') end %>", "mix.etlua"))
+      local function env(a, b, boom)
+        return { a = a, b = b, boom = boom, wait = coroutine.yield, error = error }
+      end
+      local c1 = coroutine.wrap(function() return fn(env("<1>", "one")) end)
+      local c2 = coroutine.wrap(function() return fn(env("&2", "two")) end)
+      c1()
+      c2()
+      assert.are.equal("&amp;2[]two", c2())
+      assert.are.equal("&lt;1&gt;[]one", c1())
+      local c3 = coroutine.wrap(function() return fn(env("x", "y", true)) end)
+      c3()
+      assert.has_error(function() c3() end)
+      local e = env(7, 8)
+      e.wait = function() end
+      assert.are.equal("7[]8", fn(e))
+    end)
+
+    it("still renders a template reading more names than a function has locals", function()
+      local parts = {}
+      for i = 1, 250 do parts[i] = "<%= v" .. i .. " %>" end
+      local env = {}
+      for i = 1, 250 do env["v" .. i] = i % 10 end
+      local fn = assert(template.compile(table.concat(parts), "many.etlua"))
+      local want = {}
+      for i = 1, 250 do want[i] = tostring(i % 10) end
+      assert.are.equal(table.concat(want), fn(env))
     end)
   end)
 
@@ -148,7 +218,7 @@ describe("zever.template", function()
       assert.are.equal(dir .. "/broken.etlua:2: empty <%= %> tag", err.message)
       ok, err = pcall(v.render, v, "fails", {})
       assert.is_false(ok)
-      assert.matches("fails%.etlua:2: attempt to index global 'nothing'", err)
+      assert.matches("fails%.etlua:2: attempt to index local 'nothing'", err)
     end)
 
     it("refuses a missing template and a name that leaves the folder", function()
