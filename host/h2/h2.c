@@ -777,7 +777,7 @@ static ssize_t x_read(zv_http_sconn_t *c, void *xp, char *p, size_t n) {
   while (h->mode == M_SNIFF) {
     ssize_t r = lower_read(c, h, h->sniff + h->nsniff, PREFACE_LEN - h->nsniff);
     if (r <= 0) return r; /* EAGAIN: the preface so far waits in sniff */
-    if (memcmp(h->sniff + h->nsniff, PREFACE + h->nsniff, (size_t)r)) {
+    if (memcmp(h->sniff + h->nsniff, &PREFACE[h->nsniff], (size_t)r)) {
       h->nsniff += (size_t)r;
       h->mode = M_PASS;
       c->rd_ready = 1; /* what was read is given back first */
