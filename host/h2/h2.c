@@ -127,6 +127,7 @@ struct hconn_s {
 /* --- buffers -------------------------------------------------------------------------------- */
 
 static int buf_add(buf_t *b, const void *p, size_t n) {
+  if (n == 0) return 0; /* (an empty value: b->p may be NULL, no memcpy from or to it) */
   if (b->len + n > b->cap) {
     size_t cap = b->cap ? b->cap : 256;
     char *np;
