@@ -44,7 +44,7 @@
 #include "../core/zv.h"
 
 #define LINGER_MS 2000
-#define POOL_MAX 64             /* closed connections kept for reuse */
+#define POOL_MAX 1024           /* closed connections kept for reuse (HTTP/2 streams: many at once) */
 
 const char *zv_http_error_body(int status) {
   switch (status) {
