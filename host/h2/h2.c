@@ -5,21 +5,34 @@
  * then either PASS (HTTP/1.1: every call goes straight to the lower transport) or H2: an
  * nghttp2 server session fed with the lower transport's plaintext.
  *
- * H2, reading: complete request streams wait in a FIFO (ready); the core is given one at a time
- * as HTTP/1.1 bytes (request line, Host from :authority, the fields, Content-Length of the
- * collected body, the body), and the next one only once the response of the previous one was
- * parsed to its end (inflight). While a request waits for its answer the core does not read,
- * so no frames are processed meanwhile; those already in were.
+ * H2, reading: the connection's own core never sees a request. Each complete request stream
+ * (END_STREAM) is handed at once to a virtual connection of its own (a stream_t, the server's
+ * zv__http_conn_open_virtual), which the core reads as HTTP/1.1 bytes (request line, Host from
+ * :authority, the fields, Content-Length of the collected body, the body) and runs like any
+ * request: so the streams of one connection run side by side, each in its own handler
+ * coroutine, and answer in any order. At most MAX_STREAMS run at once per connection (the
+ * SETTINGS_MAX_CONCURRENT_STREAMS nghttp2 enforces; one more is refused). While any does, the
+ * connection is busy for the server (zv__http_conn_busy: no keep-alive timeout, a drain waits).
  *
- * H2, writing: the core's HTTP/1.1 response bytes are parsed back: the head (a 1xx interim
- * head is dropped), then the body by Content-Length or chunked coding, into the stream's output
- * buffer, from which nghttp2's data source reads as the flow-control windows allow. Every
- * change ends with a pump: nghttp2_session_mem_send's frames, gathered, written through the
- * lower transport in one call.
+ * H2, writing: a stream's HTTP/1.1 response bytes (the core writes them through this transport,
+ * with the stream's state) are parsed back: the head (a 1xx interim head is dropped), then the
+ * body by Content-Length or chunked coding, into the stream's output buffer, from which
+ * nghttp2's data source reads as the flow-control windows allow. Every change ends with a pump:
+ * nghttp2_session_mem_send's frames, gathered, written through the lower transport in one call
+ * (not from inside nghttp2's callbacks: the outer call pumps after them).
+ *
+ * Drain: the server's graceful close of the connection (x_shutdown) sends GOAWAY with the last
+ * stream id processed; the streams in flight finish (the server waits while the connection is
+ * busy), then the lower transport's shutdown and the FIN follow.
+ *
+ * A client's RST_STREAM of a stream whose handler runs closes its virtual connection (the
+ * handler's waits return an error, as when an HTTP/1.1 client goes away); a stream whose
+ * handler ended without a complete response is reset (INTERNAL_ERROR).
  *
  * The lower transport is called with its own state (lower_xp). Any call into it, and any pump,
- * may close the connection (the server then calls x_close, which frees this state): after one,
- * c->closing is checked before the state is touched again.
+ * may close the connection (the server then calls x_close, which frees this state and closes
+ * the virtual connections of its streams): after one, c->closing is checked before the state
+ * is touched again.
  */
 #include "h2.h"
 
@@ -52,6 +65,11 @@ typedef struct {
   size_t len, cap, off;
 } buf_t;
 
+enum { K_CONN, K_STREAM }; /* the first field of both states: what x_* was given */
+
+typedef struct stream_s stream_t;
+typedef struct hconn_s hconn_t;
+
 typedef struct req_s {
   int32_t id;
   buf_t head;                 /* fields, as HTTP/1.1 lines */
@@ -63,14 +81,30 @@ typedef struct req_s {
   size_t hbytes;              /* header block bytes (names + values) */
   uint8_t complete;           /* END_STREAM seen: ready for the core */
   uint8_t delivered, closed, out_eof, deferred, is_head, bad;
-  struct req_s *next;         /* ready FIFO */
+  stream_t *st;               /* the virtual connection running it, while it runs */
   struct req_s *aprev, *anext; /* every stream of the connection (nghttp2 frees none of them) */
 } req_t;
+
+/* A request stream's virtual connection: its state (xp) in the server. */
+struct stream_s {
+  int kind;                   /* K_STREAM */
+  hconn_t *h;                 /* NULL once the connection closed */
+  req_t *q;                   /* NULL once the stream closed */
+  zv_http_sconn_t *c;         /* the virtual connection */
+  buf_t deliver;              /* the request as HTTP/1.1 bytes, read by the core */
+  /* The response parser. */
+  int rstate;
+  buf_t rhead;
+  uint64_t rleft;
+  uint8_t done;               /* the response was parsed to its end */
+  stream_t *prev, *next;      /* the connection's running streams */
+};
 
 enum { M_SNIFF, M_PASS, M_H2 };
 enum { R_HEAD, R_BODY, R_CSIZE, R_CDATA, R_CCRLF, R_TRAILER, R_DONE };
 
-typedef struct {
+struct hconn_s {
+  int kind;                   /* K_CONN */
   zv_h2_ctx_t *ctx;
   zv_http_sconn_t *c;
   void *lower_xp;
@@ -78,24 +112,22 @@ typedef struct {
   int mode;
   char sniff[PREFACE_LEN];
   size_t nsniff, sniff_off;   /* bytes read while sniffing; given back in PASS */
-  buf_t deliver;              /* the HTTP/1.1 bytes of the request being handed to the core */
-  req_t *ready_head, *ready_tail;
   req_t *all;
-  req_t *inflight;            /* handed to the core, its response not parsed to the end */
-  /* The response parser (of inflight's response). */
-  int rstate;
-  buf_t rhead;
-  uint64_t rleft;
+  stream_t *running;          /* streams handed to the core (virtual connections) */
+  uint32_t nrunning;
+  uint32_t active;            /* streams handed to the core and not closed: busy while > 0 */
   size_t body_waiting;        /* request body bytes held, all streams */
   size_t out_waiting;         /* response bytes held, all streams */
   uint64_t resets, answered;
   uint8_t fatal;              /* the session failed or was told to go away: close after pump */
-  uint8_t in_pump;
-} hconn_t;
+  uint8_t in_pump, in_recv;
+  uint8_t goaway;             /* the drain's GOAWAY was sent */
+};
 
 /* --- buffers -------------------------------------------------------------------------------- */
 
 static int buf_add(buf_t *b, const void *p, size_t n) {
+  if (n == 0) return 0; /* (an empty value: b->p may be NULL, no memcpy from or to it) */
   if (b->len + n > b->cap) {
     size_t cap = b->cap ? b->cap : 256;
     char *np;
@@ -168,7 +200,7 @@ static int lower_write(zv_http_sconn_t *c, hconn_t *h, const uv_buf_t *bufs, uns
 static int pump(zv_http_sconn_t *c, hconn_t *h) {
   buf_t out = {0};
   int rc = 0;
-  if (h->in_pump) return 0;
+  if (h->in_pump || h->in_recv) return 0; /* the outer call pumps */
   h->in_pump = 1;
   for (;;) {
     const uint8_t *d;
@@ -194,7 +226,13 @@ static int pump(zv_http_sconn_t *c, hconn_t *h) {
 
 /* --- streams ---------------------------------------------------------------------------------- */
 
+static int deliver(hconn_t *h, req_t *q);
+
 static void req_free(hconn_t *h, req_t *q) {
+  if (q->st) {
+    q->st->q = NULL;
+    q->st = NULL;
+  }
   if (q->aprev) q->aprev->anext = q->anext;
   else h->all = q->anext;
   if (q->anext) q->anext->aprev = q->aprev;
@@ -207,18 +245,6 @@ static void req_free(hconn_t *h, req_t *q) {
   zv_free(q->path);
   zv_free(q->authority);
   zv_free(q);
-}
-
-static void ready_unlink(hconn_t *h, req_t *q) {
-  req_t **pp = &h->ready_head, *prev = NULL;
-  while (*pp && *pp != q) {
-    prev = *pp;
-    pp = &(*pp)->next;
-  }
-  if (!*pp) return;
-  *pp = q->next;
-  if (h->ready_tail == q) h->ready_tail = prev;
-  q->next = NULL;
 }
 
 static char *dup_n(const uint8_t *p, size_t n) {
@@ -328,10 +354,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *u) {
     return 0;
   }
   q->complete = 1;
-  if (h->ready_tail) h->ready_tail->next = q;
-  else h->ready_head = q;
-  h->ready_tail = q;
-  return 0;
+  return deliver(h, q);
 }
 
 static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code, void *u) {
@@ -341,8 +364,14 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code, void *
   if (!q) return 0;
   nghttp2_session_set_stream_user_data(s, id, NULL);
   q->closed = 1;
-  if (q == h->inflight) return 0; /* its response is still being parsed: freed at its end */
-  ready_unlink(h, q);
+  if (q->st) {
+    stream_t *st = q->st;
+    st->q = NULL;
+    q->st = NULL;
+    /* Reset before its handler answered: the handler is cancelled (its connection closes). */
+    if (!st->done) zv_http_abort(st->c);
+  }
+  if (q->delivered && --h->active == 0) zv__http_conn_busy(h->c, 0);
   req_free(h, q);
   return 0;
 }
@@ -370,10 +399,9 @@ static ssize_t body_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t le
 
 /* --- requests to the core --------------------------------------------------------------------- */
 
-/* The next ready request as HTTP/1.1 bytes in h->deliver; 0, or -1 (out of memory). */
-static int synthesize(hconn_t *h, req_t *q) {
+/* The request q as HTTP/1.1 bytes in d; 0, or -1 (out of memory). */
+static int synthesize(hconn_t *h, req_t *q, buf_t *d) {
   char cl[48];
-  buf_t *d = &h->deliver;
   d->len = d->off = 0;
   if (buf_str(d, q->method) || buf_add(d, " ", 1) || buf_str(d, q->path) ||
       buf_str(d, " HTTP/1.1\r\n"))
@@ -394,6 +422,48 @@ static int synthesize(hconn_t *h, req_t *q) {
   return 0;
 }
 
+static void stream_free(stream_t *st) {
+  buf_free(&st->deliver);
+  buf_free(&st->rhead);
+  zv_free(st);
+}
+
+/* q is complete: a virtual connection of its own runs it (from the idle callback). */
+static int deliver(hconn_t *h, req_t *q) {
+  stream_t *st;
+  if (h->nrunning >= MAX_STREAMS) { /* the client ignored SETTINGS_MAX_CONCURRENT_STREAMS */
+    nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, q->id, NGHTTP2_REFUSED_STREAM);
+    q->bad = 1;
+    return 0;
+  }
+  st = zv_alloc(sizeof *st);
+  if (!st) return NGHTTP2_ERR_CALLBACK_FAILURE;
+  memset(st, 0, sizeof *st);
+  st->kind = K_STREAM;
+  st->h = h;
+  st->q = q;
+  st->rstate = R_HEAD;
+  if (synthesize(h, q, &st->deliver)) {
+    stream_free(st);
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  q->delivered = 1;
+  if (!(st->c = zv__http_conn_open_virtual(h->c, st))) {
+    stream_free(st);
+    nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, q->id, NGHTTP2_INTERNAL_ERROR);
+    q->bad = 1;
+    q->delivered = 0; /* its body (none now) is not counted again */
+    return 0;
+  }
+  q->st = st;
+  st->next = h->running;
+  if (h->running) h->running->prev = st;
+  h->running = st;
+  h->nrunning++;
+  if (h->active++ == 0) zv__http_conn_busy(h->c, 1);
+  return 0;
+}
+
 /* --- responses from the core ------------------------------------------------------------------ */
 
 static int hop_by_hop(const char *n, size_t len) {
@@ -404,20 +474,20 @@ static int hop_by_hop(const char *n, size_t len) {
          (len == 16 && !strncasecmp(n, "proxy-connection", 16));
 }
 
-/* The head in h->rhead is complete: submit it. Returns 0, or -1 when it makes no sense. */
-static int submit_head(hconn_t *h, req_t *q) {
-  char *p = h->rhead.p, *end = p + h->rhead.len, *line, status[4];
+/* The head in st->rhead is complete: submit it. Returns 0, or -1 when it makes no sense. */
+static int submit_head(hconn_t *h, stream_t *st, req_t *q) {
+  char *p = st->rhead.p, *end = p + st->rhead.len, *line, status[4];
   nghttp2_nv nv[64];
   size_t n = 0;
   int chunked = 0, has_len = 0, code;
   nghttp2_data_provider prd;
-  if (h->rhead.len < 12 || memcmp(p, "HTTP/1.1 ", 9)) return -1;
+  if (st->rhead.len < 12 || memcmp(p, "HTTP/1.1 ", 9)) return -1;
   memcpy(status, p + 9, 3);
   status[3] = 0;
   code = atoi(status);
   if (code < 100 || code > 999) return -1;
   if (code < 200) { /* an interim head (100 Continue): HTTP/2 clients need none */
-    h->rhead.len = 0;
+    st->rhead.len = 0;
     return 0;
   }
   nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)status, 7, 3, NGHTTP2_NV_FLAG_NONE};
@@ -440,23 +510,23 @@ static int submit_head(hconn_t *h, req_t *q) {
     if (nl == 17 && !memcmp(line, "transfer-encoding", 17)) chunked = 1;
     if (nl == 14 && !memcmp(line, "content-length", 14)) {
       has_len = 1;
-      h->rleft = strtoull(v, NULL, 10);
+      st->rleft = strtoull(v, NULL, 10);
     }
     if (!hop_by_hop(line, nl) && n < sizeof nv / sizeof nv[0])
       nv[n++] = (nghttp2_nv){(uint8_t *)line, (uint8_t *)v, nl, vl, NGHTTP2_NV_FLAG_NONE};
     line = e;
   }
-  if (q->is_head || code == 204 || code == 304) h->rstate = R_DONE;
-  else if (chunked) h->rstate = R_CSIZE;
-  else if (has_len) h->rstate = h->rleft ? R_BODY : R_DONE;
-  else h->rstate = R_DONE;
+  if (q->is_head || code == 204 || code == 304) st->rstate = R_DONE;
+  else if (chunked) st->rstate = R_CSIZE;
+  else if (has_len) st->rstate = st->rleft ? R_BODY : R_DONE;
+  else st->rstate = R_DONE;
   if (!q->closed) {
     prd.source.ptr = q;
     prd.read_callback = body_read;
-    if (h->rstate == R_DONE) q->out_eof = 1;
-    if (nghttp2_submit_response(h->s, q->id, nv, n, h->rstate == R_DONE ? NULL : &prd)) return -1;
+    if (st->rstate == R_DONE) q->out_eof = 1;
+    if (nghttp2_submit_response(h->s, q->id, nv, n, st->rstate == R_DONE ? NULL : &prd)) return -1;
   }
-  h->rhead.len = 0;
+  st->rhead.len = 0;
   return 0;
 }
 
@@ -469,87 +539,83 @@ static void out_add(hconn_t *h, req_t *q, const char *p, size_t n) {
   h->out_waiting += n;
 }
 
-/* Parses n bytes of the inflight response; returns the bytes taken, or -1 on nonsense. */
-static ssize_t parse_response(hconn_t *h, const char *p, size_t n) {
-  req_t *q = h->inflight;
+/* Parses n bytes of st's response; returns the bytes taken, or -1 on nonsense. */
+static ssize_t parse_response(hconn_t *h, stream_t *st, const char *p, size_t n) {
+  req_t *q = st->q;
   size_t i = 0;
-  while (i < n && h->rstate != R_DONE) {
-    switch (h->rstate) {
+  while (i < n && st->rstate != R_DONE) {
+    switch (st->rstate) {
     case R_HEAD: {
       /* Up to the empty line that ends the head. */
       size_t k = i;
       int end = 0;
       while (k < n) {
         char ch = p[k++];
-        if (buf_add(&h->rhead, &ch, 1)) return -1;
-        if (ch == '\n' && h->rhead.len >= 4 && !memcmp(h->rhead.p + h->rhead.len - 4, "\r\n\r\n", 4)) {
+        if (buf_add(&st->rhead, &ch, 1)) return -1;
+        if (ch == '\n' && st->rhead.len >= 4 && !memcmp(st->rhead.p + st->rhead.len - 4, "\r\n\r\n", 4)) {
           end = 1;
           break;
         }
       }
       i = k;
-      if (end && submit_head(h, q)) return -1;
+      if (end && submit_head(h, st, q)) return -1;
       break;
     }
     case R_BODY: {
-      size_t k = n - i < h->rleft ? n - i : (size_t)h->rleft;
+      size_t k = n - i < st->rleft ? n - i : (size_t)st->rleft;
       out_add(h, q, p + i, k);
       i += k;
-      h->rleft -= k;
-      if (!h->rleft) h->rstate = R_DONE;
+      st->rleft -= k;
+      if (!st->rleft) st->rstate = R_DONE;
       break;
     }
     case R_CSIZE: {
       char ch = p[i++];
       if (ch == '\n') {
-        h->rstate = h->rleft ? R_CDATA : R_TRAILER;
+        st->rstate = st->rleft ? R_CDATA : R_TRAILER;
       } else if (ch >= '0' && ch <= '9') {
-        h->rleft = h->rleft * 16 + (uint64_t)(ch - '0');
+        st->rleft = st->rleft * 16 + (uint64_t)(ch - '0');
       } else if ((ch | 32) >= 'a' && (ch | 32) <= 'f') {
-        h->rleft = h->rleft * 16 + (uint64_t)((ch | 32) - 'a' + 10);
+        st->rleft = st->rleft * 16 + (uint64_t)((ch | 32) - 'a' + 10);
       } else if (ch != '\r') {
         return -1;
       }
       break;
     }
     case R_CDATA: {
-      size_t k = n - i < h->rleft ? n - i : (size_t)h->rleft;
+      size_t k = n - i < st->rleft ? n - i : (size_t)st->rleft;
       out_add(h, q, p + i, k);
       i += k;
-      h->rleft -= k;
-      if (!h->rleft) {
-        h->rstate = R_CCRLF;
-        h->rleft = 2;
+      st->rleft -= k;
+      if (!st->rleft) {
+        st->rstate = R_CCRLF;
+        st->rleft = 2;
       }
       break;
     }
     case R_CCRLF:
       i++;
-      if (--h->rleft == 0) h->rstate = R_CSIZE;
+      if (--st->rleft == 0) st->rstate = R_CSIZE;
       break;
     case R_TRAILER:
       /* zever ends a chunked body with "0\r\n\r\n": the last CRLF. */
-      if (p[i++] == '\n') h->rstate = R_DONE;
+      if (p[i++] == '\n') st->rstate = R_DONE;
       break;
     }
   }
   return (ssize_t)i;
 }
 
-/* The inflight response is complete: the next request may go to the core. */
-static void response_end(zv_http_sconn_t *c, hconn_t *h) {
-  req_t *q = h->inflight;
-  h->inflight = NULL;
+/* st's response is complete. */
+static void response_end(hconn_t *h, stream_t *st) {
+  req_t *q = st->q;
+  st->done = 1;
   h->answered++;
-  h->rstate = R_HEAD;
-  h->rleft = 0;
   q->out_eof = 1;
-  if (q->closed) req_free(h, q);
-  else if (q->deferred) {
+  if (q->deferred) {
     q->deferred = 0;
     nghttp2_session_resume_data(h->s, q->id);
   }
-  if (h->ready_head) c->rd_ready = 1; /* read: the next request is here already */
 }
 
 /* --- the transport ---------------------------------------------------------------------------- */
@@ -567,10 +633,10 @@ static void *x_open(void *vctx, zv_http_sconn_t *c) {
   hconn_t *h = zv_alloc(sizeof *h);
   if (!h) return NULL;
   memset(h, 0, sizeof *h);
+  h->kind = K_CONN;
   h->ctx = ctx;
   h->c = c;
   h->mode = M_SNIFF;
-  h->rstate = R_HEAD;
   if (ctx->lower && !(h->lower_xp = ctx->lower->open(ctx->lower_ctx, c))) {
     zv_free(h);
     return NULL;
@@ -578,12 +644,50 @@ static void *x_open(void *vctx, zv_http_sconn_t *c) {
   return h;
 }
 
+/* A stream's virtual connection closes: after its response, or aborted (the client reset the
+ * stream, the connection closed, its handler failed or timed out). */
+static void stream_close(stream_t *st) {
+  hconn_t *h = st->h;
+  req_t *q = st->q;
+  if (h) {
+    if (st->prev) st->prev->next = st->next;
+    else h->running = st->next;
+    if (st->next) st->next->prev = st->prev;
+    h->nrunning--;
+    if (q) {
+      q->st = NULL;
+      if (!st->done && !q->closed) {
+        /* No complete response: the client learns it from a reset. */
+        nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, q->id, NGHTTP2_INTERNAL_ERROR);
+        stream_free(st);
+        pump(h->c, h); /* may close the connection: h is not touched after it */
+        return;
+      }
+    }
+  }
+  stream_free(st);
+}
+
 static void x_close(zv_http_sconn_t *c, void *xp) {
   hconn_t *h = xp;
+  stream_t *st;
+  if (h->kind == K_STREAM) {
+    stream_close(xp);
+    return;
+  }
+  /* The streams' virtual connections close too; first they let go of h, so that none of
+   * them (nor a handler that runs when one is cancelled) reaches it. */
+  for (st = h->running; st; st = st->next) {
+    st->h = NULL;
+    if (st->q) st->q->st = NULL;
+    st->q = NULL;
+  }
+  while ((st = h->running)) {
+    h->running = st->next;
+    zv_http_abort(st->c); /* x_close frees st */
+  }
   if (h->s) nghttp2_session_del(h->s); /* it calls no stream close callback */
   while (h->all) req_free(h, h->all);
-  buf_free(&h->deliver);
-  buf_free(&h->rhead);
   if (h->ctx->lower) h->ctx->lower->close(c, h->lower_xp);
   zv_free(h);
 }
@@ -618,7 +722,10 @@ static int start_session(zv_http_sconn_t *c, hconn_t *h) {
 /* Feeds n bytes of input to the session and sends what it answers. 0, or -1 (errno set; the
  * connection may be closed). */
 static int feed(zv_http_sconn_t *c, hconn_t *h, const char *p, size_t n) {
-  ssize_t r = nghttp2_session_mem_recv(h->s, (const uint8_t *)p, n);
+  ssize_t r;
+  h->in_recv = 1;
+  r = nghttp2_session_mem_recv(h->s, (const uint8_t *)p, n);
+  h->in_recv = 0;
   if (r < 0) {
     /* A protocol error: nghttp2 queued a GOAWAY; send it, then close. */
     h->fatal = 1;
@@ -634,9 +741,29 @@ static int feed(zv_http_sconn_t *c, hconn_t *h, const char *p, size_t n) {
   return 0;
 }
 
+/* A stream's request, as HTTP/1.1 bytes, for the core. */
+static ssize_t stream_read(zv_http_sconn_t *c, stream_t *st, char *p, size_t n) {
+  size_t k = st->deliver.len - st->deliver.off;
+  if (k == 0) {
+    errno = EAGAIN;
+    return -1;
+  }
+  if (k > n) k = n;
+  memcpy(p, st->deliver.p + st->deliver.off, k);
+  st->deliver.off += k;
+  if (st->deliver.off == st->deliver.len) {
+    buf_free(&st->deliver);
+    c->rd_ready = 0;
+  } else {
+    c->rd_ready = 1;
+  }
+  return (ssize_t)k;
+}
+
 static ssize_t x_read(zv_http_sconn_t *c, void *xp, char *p, size_t n) {
   hconn_t *h = xp;
   char raw[RAW_READ];
+  if (h->kind == K_STREAM) return stream_read(c, xp, p, n);
   if (h->mode == M_PASS) {
     if (h->sniff_off < h->nsniff) {
       size_t k = h->nsniff - h->sniff_off;
@@ -651,7 +778,7 @@ static ssize_t x_read(zv_http_sconn_t *c, void *xp, char *p, size_t n) {
   while (h->mode == M_SNIFF) {
     ssize_t r = lower_read(c, h, h->sniff + h->nsniff, PREFACE_LEN - h->nsniff);
     if (r <= 0) return r; /* EAGAIN: the preface so far waits in sniff */
-    if (memcmp(h->sniff + h->nsniff, PREFACE + h->nsniff, (size_t)r)) {
+    if (memcmp(h->sniff + h->nsniff, &PREFACE[h->nsniff], (size_t)r)) {
       h->nsniff += (size_t)r;
       h->mode = M_PASS;
       c->rd_ready = 1; /* what was read is given back first */
@@ -660,35 +787,19 @@ static ssize_t x_read(zv_http_sconn_t *c, void *xp, char *p, size_t n) {
     h->nsniff += (size_t)r;
     if (h->nsniff < PREFACE_LEN) continue;
     h->mode = M_H2;
+    /* The connection's own core takes no request from now on: the streams run as virtual
+     * connections, and the server keeps it while they do (keep-alive timeout otherwise). */
+    c->xp_hold = 1;
+    zv__http_conn_busy(c, 0);
     if (start_session(c, h) || feed(c, h, PREFACE, PREFACE_LEN)) {
       errno = EPROTO;
       return -1;
     }
     c->rd_ready = 1;
   }
+  /* H2: frames in until the socket is empty; the core gets no bytes of this connection. */
   for (;;) {
     ssize_t r;
-    if (h->deliver.off < h->deliver.len) {
-      size_t k = h->deliver.len - h->deliver.off;
-      if (k > n) k = n;
-      memcpy(p, h->deliver.p + h->deliver.off, k);
-      h->deliver.off += k;
-      c->rd_ready = 1; /* more to deliver, or the socket may hold more */
-      return (ssize_t)k;
-    }
-    if (!h->inflight && h->ready_head) {
-      req_t *q = h->ready_head;
-      h->ready_head = q->next;
-      if (!h->ready_head) h->ready_tail = NULL;
-      q->next = NULL;
-      q->delivered = 1;
-      if (synthesize(h, q)) {
-        errno = ENOMEM;
-        return -1;
-      }
-      h->inflight = q;
-      continue;
-    }
     if (!c->rd_ready) {
       errno = EAGAIN;
       return -1;
@@ -699,47 +810,63 @@ static ssize_t x_read(zv_http_sconn_t *c, void *xp, char *p, size_t n) {
   }
 }
 
-static int x_write(zv_http_sconn_t *c, void *xp, const uv_buf_t *bufs, unsigned n) {
-  hconn_t *h = xp;
-  if (h->mode != M_H2) return lower_write(c, h, bufs, n);
-  for (unsigned i = 0; i < n; i++) {
+/* A stream's HTTP/1.1 response from the core, parsed onto the stream. */
+static int stream_write(zv_http_sconn_t *c, stream_t *st, const uv_buf_t *bufs, unsigned n) {
+  hconn_t *h = st->h;
+  if (!h || !st->q) { /* the connection or the stream is gone */
+    zv_http_abort(c);
+    return ZV_EIO;
+  }
+  for (unsigned i = 0; i < n && !st->done; i++) {
     const char *p = bufs[i].base;
     size_t left = bufs[i].len;
-    while (left) {
-      ssize_t k;
-      if (!h->inflight) break; /* nothing asked for this (cannot happen): dropped */
-      k = parse_response(h, p, left);
+    while (left && !st->done) {
+      ssize_t k = parse_response(h, st, p, left);
       if (k < 0) {
-        zv_http_abort(c);
+        zv_http_abort(h->c); /* closes c too */
         return ZV_EIO;
       }
       p += k;
       left -= (size_t)k;
-      if (h->rstate == R_DONE) response_end(c, h);
-      else if (h->inflight->deferred && h->inflight->out.len) {
-        h->inflight->deferred = 0;
-        nghttp2_session_resume_data(h->s, h->inflight->id);
+      if (st->rstate == R_DONE) response_end(h, st);
+      else if (st->q->deferred && st->q->out.len) {
+        st->q->deferred = 0;
+        nghttp2_session_resume_data(h->s, st->q->id);
       }
     }
   }
-  if (pump(c, h)) return ZV_EIO;
+  /* The pump may close the connection (and c with it, freeing st). */
+  if (pump(h->c, h) || c->closing) return ZV_EIO;
   if (h->fatal) {
-    zv_http_abort(c);
+    zv_http_abort(h->c);
     return ZV_EIO;
   }
   return 0;
 }
 
+static int x_write(zv_http_sconn_t *c, void *xp, const uv_buf_t *bufs, unsigned n) {
+  hconn_t *h = xp;
+  if (h->kind == K_STREAM) return stream_write(c, xp, bufs, n);
+  if (h->mode != M_H2) return lower_write(c, h, bufs, n);
+  return 0; /* the connection's own core answers nothing in H2 (cannot happen): dropped */
+}
+
 static void x_shutdown(zv_http_sconn_t *c, void *xp) {
   hconn_t *h = xp;
+  if (h->kind == K_STREAM) return; /* (not called: a virtual connection just closes) */
   if (h->mode == M_H2) {
-    nghttp2_submit_goaway(h->s, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(h->s),
-                          NGHTTP2_NO_ERROR, NULL, 0);
-    if (pump(c, h)) return;
+    if (!h->goaway) {
+      /* Goodbye: streams up to the last one processed still finish; no new ones. */
+      h->goaway = 1;
+      nghttp2_submit_goaway(h->s, NGHTTP2_FLAG_NONE,
+                            nghttp2_session_get_last_proc_stream_id(h->s), NGHTTP2_NO_ERROR,
+                            NULL, 0);
+      if (pump(c, h)) return;
+    }
+    if (h->active) return; /* the server waits (busy); it calls again when they are done */
   }
   if (h->ctx->lower) h->ctx->lower->shutdown(c, h->lower_xp);
 }
-
 static const zv_http_xport_t XPORT = {x_retain, x_release, x_open, x_read,
                                       x_write,  x_shutdown, x_close};
 

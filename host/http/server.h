@@ -136,6 +136,12 @@ struct zv_http_sconn_s {
   uint8_t body_wait;            /* the body's reader waits for on_body */
   size_t up_cap;                /* the most an upgraded connection's buffer may grow to */
   void *xp;                     /* the transport's state of this connection, or NULL */
+  /* A virtual connection (an HTTP/2 stream, zv__http_conn_open_virtual): the connection whose
+   * transport runs it; it has no socket of its own and closes after one response. */
+  zv_http_sconn_t *parent;
+  uint8_t xp_hold;              /* the transport runs streams on it: a drain closes it gracefully */
+  uint8_t xp_busy;              /* ... and some are in flight: no timeout, the FIN waits */
+  uint8_t want_shutdown;        /* the idle callback goes on with a graceful close that waited */
 };
 
 struct zv_http_server_s {

@@ -44,7 +44,7 @@
 #include "../core/zv.h"
 
 #define LINGER_MS 2000
-#define POOL_MAX 64             /* closed connections kept for reuse */
+#define POOL_MAX 1024           /* closed connections kept for reuse (HTTP/2 streams: many at once) */
 
 const char *zv_http_error_body(int status) {
   switch (status) {
@@ -242,6 +242,8 @@ static zv_http_sconn_t *conn_get(zv_http_server_t *s) {
   c->file_wait = 0;
   c->file_off = c->file_end = 0;
   c->xp = NULL;
+  c->parent = NULL;
+  c->xp_hold = c->xp_busy = c->want_shutdown = 0;
   return c;
 }
 
@@ -272,7 +274,7 @@ static void unlink_ready(zv_http_sconn_t *c) {
   while (*pp && *pp != c) pp = &(*pp)->ready_next;
   if (*pp) *pp = c->ready_next;
   c->ready = 0;
-  c->want_process = c->want_read = 0;
+  c->want_process = c->want_read = c->want_shutdown = 0;
 }
 
 /* Closes c's handles now; its memory goes back to the pool in the close callbacks. */
@@ -280,7 +282,7 @@ void zv__http_conn_close_now(zv_http_sconn_t *c) {
   zv_http_server_t *s = c->srv;
   if (c->closing) return;
   c->closing = 1;
-  s->nlive--;
+  if (!c->parent) s->nlive--;
   unlink_ready(c);
   if (c->in_idle) idle_unlink(c);
   if (c->prev) c->prev->next = c->next;
@@ -304,6 +306,11 @@ void zv__http_conn_close_now(zv_http_sconn_t *c) {
     void *xp = c->xp;
     c->xp = NULL;
     s->opts.xport->close(c, xp);
+  }
+  if (c->parent) { /* a virtual connection: no socket */
+    c->nclose = 1;
+    uv_close((uv_handle_t *)&c->timer, conn_closed);
+    return;
   }
   c->nclose = 2;
   uv_close((uv_handle_t *)&c->tcp, conn_closed);
@@ -333,12 +340,17 @@ static void shutdown_cb(uv_shutdown_t *req, int status) {
 /* Sends FIN after the queued writes, then lingers; used after a final response. */
 void zv__http_conn_close_graceful(zv_http_sconn_t *c) {
   if (c->closing || c->shutting) return;
+  if (c->parent) { /* a virtual connection: its one response is with the transport */
+    zv__http_conn_close_now(c);
+    return;
+  }
   c->shutting = 1;
   c->shutdown.data = c;
   zv__http_arm(c, T_NONE);
   if (c->xp) {
     c->srv->opts.xport->shutdown(c, c->xp);
-    if (c->closing) return;
+    /* Streams in flight: the FIN waits for them (zv__http_conn_busy). */
+    if (c->closing || c->xp_busy) return;
   }
   if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, shutdown_cb)) zv__http_conn_close_now(c);
 }
@@ -387,10 +399,35 @@ int zv__http_conn_accept(zv_http_server_t *s, uv_stream_t *l) {
   return 0;
 }
 
+zv_http_sconn_t *zv__http_conn_open_virtual(zv_http_sconn_t *parent, void *xp) {
+  zv_http_server_t *s = parent->srv;
+  zv_http_sconn_t *c = conn_get(s);
+  if (!c) return NULL;
+  uv_timer_init(s->loop, &c->timer);
+  c->timer.data = c;
+  c->parent = parent;
+  c->xp = xp;
+  s->nconns++;
+  c->next = s->conns;
+  if (s->conns) s->conns->prev = c;
+  s->conns = c;
+  c->rd_ready = 1;
+  zv__http_start_reading(c);
+  return c;
+}
+
 uint32_t zv__http_conn_close_idle(zv_http_server_t *s) {
   zv_http_sconn_t *c, *next;
   for (c = s->conns; c; c = next) {
     next = c->next;
+    if (c->parent) continue; /* a stream: its connection's transport decides */
+    if (c->xp_hold) {
+      /* The transport runs streams on it (HTTP/2): it says goodbye (GOAWAY), the streams in
+       * flight finish, then it closes. */
+      zv__http_conn_close_graceful(c);
+      if (next && next->closing) next = s->conns; /* it closed streams of its own: again */
+      continue;
+    }
     if (c->core.state == ZV_HTTP_IDLE && !zv_http_conn_pending(&c->core) && !c->writes &&
         c->resp == ZV_HTTP_RESP_NONE && !c->want_process)
       zv__http_conn_close_now(c);

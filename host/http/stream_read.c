@@ -310,6 +310,21 @@ int zv_http_body_buffer_all(zv_http_sconn_t *c) {
   return zv_http_conn_buffer_all(&c->core);
 }
 
+void zv__http_conn_busy(zv_http_sconn_t *c, int busy) {
+  if (c->closing) return;
+  c->xp_busy = (uint8_t)!!busy;
+  if (busy) {
+    zv__http_arm(c, T_NONE);
+  } else if (c->shutting) {
+    /* A graceful close waited for the streams: it goes on from the idle callback. */
+    c->want_shutdown = 1;
+    enqueue(c);
+  } else {
+    c->fresh = 0;
+    zv__http_arm(c, T_KEEPALIVE);
+  }
+}
+
 static void idle_cb(uv_idle_t *h) {
   zv_http_server_t *s = h->data;
   /* Connections enqueued from here wait for the next turn, as a list of their own. */
@@ -317,10 +332,14 @@ static void idle_cb(uv_idle_t *h) {
   s->ready = NULL;
   while (list) {
     zv_http_sconn_t *c = list;
-    int process = c->want_process, read = c->want_read;
+    int process = c->want_process, read = c->want_read, shut = c->want_shutdown;
     list = c->ready_next;
     c->ready = 0;
-    c->want_process = c->want_read = 0;
+    c->want_process = c->want_read = c->want_shutdown = 0;
+    if (!c->closing && shut && c->shutting && !c->xp_busy) {
+      c->shutting = 0;
+      zv__http_conn_close_graceful(c);
+    }
     if (!c->closing && process) conn_process(c);
     if (!c->closing && read) conn_readable(c);
   }

@@ -206,7 +206,7 @@ int zv__http_build_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdr
 void zv__http_response_done(zv_http_sconn_t *c) {
   c->resp = ZV_HTTP_RESP_DONE;
   if (c->closing) return;
-  if (c->must_close) {
+  if (c->must_close || c->parent) { /* a virtual connection (a stream) answers once */
     zv__http_conn_close_graceful(c);
     return;
   }
@@ -363,8 +363,9 @@ int zv_http_finish(zv_http_sconn_t *c) {
 int zv_http_peer(zv_http_sconn_t *c, char *buf, size_t cap, int *port) {
   struct sockaddr_storage ss;
   int len = sizeof ss;
+  zv_http_sconn_t *sock = c->parent ? c->parent : c; /* a stream: its connection's peer */
   if (c->closing) return ZV_EIO;
-  if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len)) return ZV_EIO;
+  if (uv_tcp_getpeername(&sock->tcp, (struct sockaddr *)&ss, &len)) return ZV_EIO;
   if (ss.ss_family == AF_INET6) {
     struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
     if (uv_ip6_name(a, buf, cap)) return ZV_EIO;

@@ -61,4 +61,23 @@ typedef struct {
  * write deadline and MAX_PENDING as responses): 0, or ZV_EIO (the connection is closed). */
 int zv__http_conn_send(struct zv_http_sconn_s *c, const uv_buf_t *bufs, unsigned n);
 
+/*
+ * Streams as connections of their own (HTTP/2): a transport that multiplexes requests on one
+ * connection runs each as a virtual connection, so that the core (one request at a time per
+ * connection) runs them side by side. A virtual connection has no socket: the core reads its
+ * request through read(c, xp, ...) and writes its response through write(c, xp, ...) with the
+ * xp given here, like any connection of the transport, and closes it after that one response
+ * (close(c, xp) then; shutdown is not called). Its timeouts are the core's (handler, body).
+ */
+
+/* stream.c: a virtual connection run by the transport of parent, its state xp; NULL when out
+ * of memory. Its request is read from the idle callback, never from inside this call. */
+struct zv_http_sconn_s *zv__http_conn_open_virtual(struct zv_http_sconn_s *parent, void *xp);
+
+/* stream_read.c: the transport holds parent's streams (c->xp_hold set by the transport):
+ * busy 1 while some are in flight (no header/keep-alive timeout; a graceful close, after
+ * the transport's shutdown, waits for them), 0 when none is (the keep-alive timeout runs; a
+ * graceful close that waited goes on, from the idle callback). */
+void zv__http_conn_busy(struct zv_http_sconn_s *c, int busy);
+
 #endif
