@@ -386,6 +386,16 @@ end
 local Conn = {}
 Conn.__index = Conn
 
+-- The connection a statement runs on: the transaction's pinned one, or one from the pool (the
+-- caller releases it when self.raw is nil). nil, code, message when there is none.
+local function checkout(self)
+  local raw = self.raw
+  if raw == nil then return acquire(self.pool) end
+  if raw == false then return nil, "closed", "this pinned connection was given back" end
+  if not raw.h then return nil, "unavailable", "the connection of this transaction was lost" end
+  return raw
+end
+
 -- Runs one statement: acquires (unless pinned), executes, decodes with decode(h), releases.
 local function statement(self, sql, binds, n, decode, all)
   if type(sql) ~= "string" then error("db: expects an SQL string", 3) end
@@ -394,16 +404,8 @@ local function statement(self, sql, binds, n, decode, all)
   if n > 0 then binds = check_binds(binds, n) end
   sql = rewrite(sql)
   local pool = self.pool
-  local raw = self.raw
-  if raw == nil then
-    local code, message
-    raw, code, message = acquire(pool)
-    if not raw then return nil, code, message end
-  elseif raw == false then
-    return nil, "closed", "this pinned connection was given back"
-  elseif not raw.h then
-    return nil, "unavailable", "the connection of this transaction was lost"
-  end
+  local raw, why, text = checkout(self)
+  if not raw then return nil, why, text end
   local ok, code, message, fields = execute(raw, sql, binds, n)
   local res
   if ok then
@@ -472,16 +474,9 @@ function Conn:pipeline(stmts, count, independent)
     if n > 0 then binds = check_binds(binds, n) end
     list[i] = { rewrite(sql), binds, n, st[4] }
   end
-  local pool, raw = self.pool, self.raw
-  if raw == nil then
-    local code, message
-    raw, code, message = acquire(pool)
-    if not raw then return nil, code, message end
-  elseif raw == false then
-    return nil, "closed", "this pinned connection was given back"
-  elseif not raw.h then
-    return nil, "unavailable", "the connection of this transaction was lost"
-  end
+  local pool = self.pool
+  local raw, why, text = checkout(self)
+  if not raw then return nil, why, text end
   local ops, k, fresh, news, at = {}, 0, {}, {}, tnew(count, 0)
   local pre = raw.pending
   if pre then
