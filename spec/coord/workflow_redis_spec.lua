@@ -16,13 +16,7 @@ describe("adapters.workflow.redis #redis", function()
       { jobs = jobs })
   end)
 
-  local function commandstats(c)
-    local t = {}
-    for name, calls in c:call("INFO", "commandstats"):gmatch("cmdstat_([%w_|]+):calls=(%d+)") do
-      t[name] = tonumber(calls)
-    end
-    return t
-  end
+  local commandstats = require("spec.support.redis_server").commandstats
 
   it("records each step with one script: the round trips of a run grow by one per step", function()
     local t = testing.app(zever.app())

@@ -7,6 +7,8 @@
 --   srv:stop()       -- SIGTERM by PID, SIGKILL after 2 s; removes the directory; idempotent
 --   srv:restart()    -- stop, then start again on the same port (connection-loss specs)
 --   srv:prefix(name) -- "spec:<name>:<n>:", a key prefix no earlier call on this server gave
+--   redis_server.commandstats(c) -- { evalsha = 12, ... }: INFO commandstats calls by command,
+--                                 -- through client c (round trips counted by the server)
 --
 --   describe("... #redis", function()
 --     local srv = redis_server.fixture()   -- started by a setup, stopped by a teardown
@@ -146,6 +148,16 @@ function M.assert_no_clients(srv)
         :format(address, tostring(c.shared)), 0)
     end
   end
+end
+
+-- The calls of each command the server has answered (INFO commandstats), through client c, a
+-- zever.redis client: { evalsha = 12, get = 3, ... }. Specs count round trips with it.
+function M.commandstats(c)
+  local t = {}
+  for name, calls in c:call("INFO", "commandstats"):gmatch("cmdstat_([%w_|]+):calls=(%d+)") do
+    t[name] = tonumber(calls)
+  end
+  return t
 end
 
 -- For the describe block that calls it: registers a setup that starts a server (failing the

@@ -101,13 +101,7 @@ describe("adapters.idempotency.redis #redis", function()
     other:close()
   end)
 
-  local function commandstats(c)
-    local t = {}
-    for name, calls in c:call("INFO", "commandstats"):gmatch("cmdstat_([%w_|]+):calls=(%d+)") do
-      t[name] = tonumber(calls)
-    end
-    return t
-  end
+  local commandstats = require("spec.support.redis_server").commandstats
 
   -- Runs op n times and returns the per-command deltas of INFO commandstats, without INFO.
   local function deltas(c, n, op)

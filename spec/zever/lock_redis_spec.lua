@@ -16,13 +16,7 @@ describe("adapters.lock.redis #redis", function()
     return lock.wrap(assert(rlock.new{ url = srv.url, prefix = srv:prefix("conf") }))
   end, { real_clock = true })
 
-  local function commandstats(c)
-    local t = {}
-    for name, calls in c:call("INFO", "commandstats"):gmatch("cmdstat_([%w_|]+):calls=(%d+)") do
-      t[name] = tonumber(calls)
-    end
-    return t
-  end
+  local commandstats = require("spec.support.redis_server").commandstats
 
   it("costs one round trip (one EVALSHA) per acquire, extend and unlock", function()
     local locks = lock.wrap(assert(rlock.new{ url = srv.url, prefix = srv:prefix("rt") }))
