@@ -425,8 +425,6 @@ function Request:json()
 end
 
 -- Builds a request: method, raw path (no query), raw query string or nil, params, source.
--- The table is made with four slots: most requests have no query string, and a fifth key
--- would double the table's hash part (every request pays for it in the collector).
 -- A request is made with a fifth key, query_string (false when there is none, then cleared),
 -- which sizes its hash part at 8: the fields a request commonly gains (req.session from its
 -- middleware, the lazy id and query, ...) then find free slots instead of rehashing the table

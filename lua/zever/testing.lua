@@ -221,7 +221,9 @@ end
 -- so that what it opened does not outlive it.
 function M.settle(before, seconds)
   local guard = loop.after(seconds or 10, function() loop.stop() end)
-  local function held() return #loop.handles() - 1 end   -- the guard is not counted
+  local function held()   -- the guard is not counted
+    return #loop.handles() - (guard:active() and 1 or 0)
+  end
   while held() > before and guard:active() do loop.run("once") end
   local ok = held() <= before
   guard:stop()

@@ -35,6 +35,31 @@ describe("zever.testing", function()
     end)
   end)
 
+  describe("settle", function()
+    local loop = require "zever.loop"
+
+    it("waits until the loop holds no more handles than before, and says when it did not", function()
+      local before = #loop.handles()
+      local t = loop.after(3600, function() end)
+      finally(function() t:stop() end)
+      assert.is_false(testing.settle(before, 0.01))       -- the timer still holds the loop
+      assert.are.equal(before + 1, #loop.handles())       -- the guard is gone, the timer is not
+      loop.after(0.001, function() t:stop() end)
+      assert.is_true(testing.settle(before, 10))
+      assert.are.equal(before, #loop.handles())
+    end)
+
+    it("leaves nothing open after a served app's client hung up and the app closed", function()
+      local before = #loop.handles()
+      local app = zever.app()
+      app:get("/hello", function() return "hello world" end)
+      local srv = testing.serve(app)
+      assert.are.equal(200, srv:fetch("GET", "/hello").status)
+      srv:close()
+      assert.is_true(testing.settle(before, 10), table.concat(loop.handles(), ","))
+    end)
+  end)
+
   describe("request", function()
     it("raises when given something other than an app", function()
       assert.has_error(function() testing.request({}, "GET", "/") end, "testing.request wants an app")
