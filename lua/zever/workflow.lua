@@ -41,11 +41,12 @@
 -- bound (100), query "state".
 
 local battery = require "zever.battery"
+local errors = require "zever.errors"
 local json = require "zever.json"
 local sys = require "zever.sys"
 
-local type, error, tostring, pcall, setmetatable, getmetatable, format, floor, min =
-  type, error, tostring, pcall, setmetatable, getmetatable, string.format, math.floor, math.min
+local type, error, tostring, pcall, setmetatable, format, floor, min =
+  type, error, tostring, pcall, setmetatable, string.format, math.floor, math.min
 local encode, decode = json.encode, json.decode
 
 local M = {}
@@ -61,8 +62,14 @@ local ENDED = { completed = true, failed = true, cancelled = true }
 
 -- The sentinel a suspending ctx call raises: the job ends the attempt without failing.
 local SUSPEND = setmetatable({}, { __tostring = function() return "workflow: suspended" end })
--- The metatable of what a step with retry = false raises when it fails: the run fails now.
-local FATAL = { __tostring = function(e) return tostring(e.msg) end }
+-- What a step with retry = false raises when it fails (the run fails now): a zever error with
+-- code "step_failed" whose text is the step's own failure, as is.
+local function fatal(out)
+  return errors.new("workflow", "step_failed", tostring(out), { cause = out, as_is = true })
+end
+local function is_fatal(out)
+  return errors.is(out, "step_failed") and out.battery == "workflow"
+end
 
 local function now() return sys.wall() end
 
@@ -97,7 +104,7 @@ function Ctx:step(name, fn, opts)
   local v
   if opts and opts.retry == false and not self.committed then
     local ok, out = pcall(fn, self.id .. "/" .. name)
-    if not ok then error(setmetatable({ msg = out }, FATAL), 0) end
+    if not ok then error(fatal(out), 0) end
     v = out
   else
     v = fn(self.id .. "/" .. name)
@@ -266,7 +273,7 @@ local function execute(self, id)
   end
   local attempts = (run.attempts or 0) + 1
   local msg = tostring(out):sub(1, 500)
-  if getmetatable(out) == FATAL then return fail(self, id, def, { attempts = attempts, error = msg }) end
+  if is_fatal(out) then return fail(self, id, def, { attempts = attempts, error = msg }) end
   if attempts < def.attempts then
     self.impl:update(id, { status = "pending", attempts = attempts, error = msg,
       updated_at = now() })
