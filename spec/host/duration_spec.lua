@@ -1,5 +1,6 @@
 local ffi = require "ffi"
 local duration = require "zever.duration"
+local alloc = require "spec.support.alloc"
 
 -- An int64 as its decimal text, so that rows compare exact nanoseconds.
 local function text(ns)
@@ -374,13 +375,7 @@ describe("zever.duration", function()
         for _ = 1, n do codec { write = "iso8601", accept = { "units", "nano" }, days = true } end
       end
       for _, fn in ipairs { hoisted, inline } do
-        fn(10000) -- warm up: compiling a trace allocates too
-        collectgarbage("collect")
-        collectgarbage("stop")
-        local before = collectgarbage("count")
-        fn(100000)
-        local grown = collectgarbage("count") - before
-        collectgarbage("restart")
+        local grown = alloc.settled(function() fn(100000) end, { below = 16 })
         assert.is_true(grown < 16, ("grew by %.1f KB over 100000 lookups"):format(grown))
       end
     end)
@@ -519,14 +514,7 @@ describe("zever.duration", function()
     end
 
     local function grown_kb(fn)
-      fn(10000)
-      collectgarbage("collect")
-      collectgarbage("stop")
-      local before = collectgarbage("count")
-      fn(100000)
-      local grown = collectgarbage("count") - before
-      collectgarbage("restart")
-      return grown
+      return (alloc.settled(function() fn(100000) end, { below = 16 }))
     end
 
     it("parses without allocating once LuaJIT has compiled the loop", function()

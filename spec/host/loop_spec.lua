@@ -3,6 +3,7 @@
 local loop = require "zever.loop"
 local sys = require "zever.sys"
 local process = require "spec.support.process"
+local alloc = require "spec.support.alloc"
 local hs = require "spec.support.http_script"
 
 describe("zever.loop", function()
@@ -184,15 +185,7 @@ describe("zever.loop", function()
     it("allocates nothing to re-arm", function()
       local t = loop.timer(function() end)
       local function arms(k) for i = 1, k do t:start(i % 7 * 0.001 + 1) end end
-      local grown
-      for _ = 1, 3 do
-        collectgarbage()
-        collectgarbage("stop")
-        local k0 = collectgarbage("count")
-        arms(10000)
-        grown = collectgarbage("count") - k0
-        collectgarbage("restart")
-      end
+      local grown = alloc.settled(function() arms(10000) end, { below = 1 })
       t:close()
       assert.is_true(grown < 1, "grew " .. grown .. " KiB")
     end)

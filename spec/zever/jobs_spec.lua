@@ -10,6 +10,7 @@ local dbq = require "adapters.queue.db"
 local loop = require "zever.loop"
 local sched = require "zever.sched"
 local testing = require "zever.testing"
+local alloc = require "spec.support.alloc"
 
 local n = 0
 -- A fresh jobs battery: a memory queue of its own name and a :memory: database.
@@ -321,15 +322,7 @@ describe("zever.worker", function()
     local j = fresh()
     local w = worker.new(j, { poll_max = 0.01 })
     local function polls(k) for _ = 1, k do w:poll() end end
-    local grown
-    for _ = 1, 3 do   -- the first rounds include the JIT's warm-up (recording traces allocates)
-      collectgarbage()
-      collectgarbage("stop")
-      local k0 = collectgarbage("count")
-      polls(10000)
-      grown = collectgarbage("count") - k0
-      collectgarbage("restart")
-    end
+    local grown = alloc.settled(function() polls(10000) end, { below = 1 })
     assert.is_true(grown < 1, "grew " .. grown .. " KiB")
   end)
 end)
