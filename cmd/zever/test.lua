@@ -42,6 +42,7 @@ local function run_seeds(args, flags)
     if flags[name] then base[#base + 1] = q("--" .. name .. "=" .. flags[name]) end
   end
   if flags.verbose then base[#base + 1] = "--verbose" end
+  if flags.profile then base[#base + 1] = "--profile=" .. math.floor(flags.profile) end
   for _, a in ipairs(args) do base[#base + 1] = q(a) end
   local seeds, first = {}, M.random_seed()
   for i = 1, n do seeds[i] = (first + (i - 1) * 104729) % 2147483647 end
@@ -95,7 +96,8 @@ M.command = {
   dry_run = false,
   why = "runs specs; its report is for people (exit code for machines)",
   summary = "Run busted specs inside the host (default: the spec folder)",
-  usage = "zever test [paths...] [--tags a,b] [--exclude-tags a,b] [--filter PATTERN] [--seeds N]",
+  usage = "zever test [paths...] [--tags a,b] [--exclude-tags a,b] [--filter PATTERN] [--seeds N]"
+    .. " [--profile N]",
   flags = {
     { name = "tags", arg = "LIST", summary = "run only specs tagged with one of these (#redis)" },
     { name = "exclude-tags", arg = "LIST", summary = "skip specs tagged with one of these" },
@@ -107,6 +109,8 @@ M.command = {
     { name = "seeds", arg = "N", type = "number",
       summary = "run everything N times, each under a random seed in its own process; one summed summary" },
     { name = "verbose", summary = "print every spec's name and tracebacks of failures" },
+    { name = "profile", arg = "N", type = "number",
+      summary = "after the summary, list the N slowest spec files with their time (stderr)" },
   },
   run = function(args, flags)
     if flags.seeds then return run_seeds(args, flags) end
@@ -128,6 +132,7 @@ M.command = {
     rawset(_G, "arg", argv)
     reporter.reset()
     reporter.seed = seed
+    reporter.profile = flags.profile and math.max(1, math.floor(flags.profile)) or nil
     ffi.C.setenv("ZEVER_ENV", "test", 1)
     require("zever.app").testing = true
     -- busted's runner raises an empty error instead of exiting when something failed (it

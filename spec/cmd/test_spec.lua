@@ -169,6 +169,30 @@ end)
     assert.is_truthy(bad.stderr:find("takes no --seed", 1, true), bad.stderr)
   end)
 
+  it("lists the slowest spec files after the summary with --profile, slowest first", function()
+    -- The slow file waits on a timer of the loop; the fast one does nothing.
+    fs.write(dir .. "/spec/slow_spec.lua", [[
+it("waits", function()
+  local loop = require "zever.loop"
+  local done = false
+  local t = loop.timer(function() done = true end)
+  t:start(0.3)
+  while not done do loop.run("once") end
+  t:close()
+end)
+]])
+    fs.write(dir .. "/spec/fast_spec.lua", 'it("returns", function() end)\n')
+    local r = zever_test(dir, "spec/fast_spec.lua spec/slow_spec.lua --profile 1")
+    assert.are.equal(0, r.code, r.stdout .. r.stderr)
+    assert.is_truthy(r.stdout:find("\n2 passed, 0 failed\n$"), r.stdout)
+    local slow = r.stderr:match("the 1 slowest of 2 spec files %([%d.]+ s in all%):\n +([%d.]+) s  spec/slow_spec.lua\n")
+    assert.is_truthy(slow, r.stderr)
+    assert.is_true(tonumber(slow) >= 0.3, r.stderr)
+    assert.is_nil(r.stderr:find("fast_spec", 1, true), r.stderr)
+    local plain = zever_test(dir, "spec/fast_spec.lua")
+    assert.is_nil(plain.stderr:find("slowest", 1, true), plain.stderr)
+  end)
+
   it("counts a run that crashes without a summary as a failure", function()
     fs.write(dir .. "/spec/crash_spec.lua",
       'it("dies", function() io.stdout:flush(); os.exit(3) end)\n')

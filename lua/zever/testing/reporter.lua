@@ -9,6 +9,8 @@
 -- Pending specs count as skipped. counts() lets the `test` command choose its exit code. The
 -- bookkeeping is busted's own base handler; this file only decides what is printed. When the
 -- run failed and M.seed is set (zever test shuffled), a last stderr line says how to replay it.
+-- When M.profile is a count N (zever test --profile N), the N slowest spec files follow on
+-- stderr with their wall time, to show where a long suite spends it.
 
 local sys = require "zever.sys"
 
@@ -41,6 +43,29 @@ local function handler(options)
   local tty = io.type(io.stdout) == "file" and sys.isatty(1)
   local verbose = options.verbose
   local started
+  local file_started, file_times = {}, {}
+
+  local function file_start(element)
+    file_started[element.name] = sys.now()
+    return nil, true
+  end
+
+  local function file_end(element)
+    local t0 = file_started[element.name]
+    if t0 then file_times[#file_times + 1] = { name = element.name, seconds = sys.now() - t0 } end
+    return nil, true
+  end
+
+  local function print_profile(n)
+    table.sort(file_times, function(a, b) return a.seconds > b.seconds end)
+    local total = 0
+    for _, f in ipairs(file_times) do total = total + f.seconds end
+    io.stderr:write(format("the %d slowest of %d spec files (%.1f s in all):\n",
+      math.min(n, #file_times), #file_times, total))
+    for i = 1, math.min(n, #file_times) do
+      io.stderr:write(format("%8.2f s  %s\n", file_times[i].seconds, file_times[i].name))
+    end
+  end
 
   local function suite_start()
     started = sys.now()
@@ -71,6 +96,7 @@ local function handler(options)
     if state.skipped > 0 then line = line .. format(", %d skipped", state.skipped) end
     io_write(line, "\n")
     io.flush()
+    if M.profile then print_profile(M.profile) end
     if state.failed > 0 and M.seed then
       -- The summary stays the last line of stdout; the seed is repeated where a CI log ends.
       io.stderr:write(format("zever test: replay this order with --seed %d\n", M.seed))
@@ -81,6 +107,10 @@ local function handler(options)
   busted.subscribe({ "suite", "start" }, suite_start)
   busted.subscribe({ "suite", "end" }, suite_end)
   busted.subscribe({ "test", "end" }, test_end, { predicate = base.cancelOnPending })
+  if M.profile then
+    busted.subscribe({ "file", "start" }, file_start)
+    busted.subscribe({ "file", "end" }, file_end)
+  end
   return base
 end
 
