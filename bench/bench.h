@@ -19,7 +19,13 @@
  * Allocations are counted by the core's allocator (bench builds use -DZV_ALLOC_STATS), from the
  * last zv_bench_reset to the end of the function, and divided by n. A filter (first argument, or
  * the BENCH environment variable) selects benchmarks whose name contains it, or every benchmark
- * of a program whose file name contains it, without case (BENCH=Idempotency).
+ * of a program whose file name contains it, without case (BENCH=Idempotency); a filter that
+ * starts with '=' selects the one benchmark of exactly that name (BENCH==LockAcquireUnlock).
+ *
+ * Instructions rather than time: ZV_BENCH_N=n runs each selected benchmark once at exactly n
+ * iterations (no growth, no repeats), inside zv_bench_body(), a function of its own that
+ * callgrind can count alone (--toggle-collect=zv_bench_body). bench/instructions.sh runs it at
+ * two n and prints the slope, instructions per op, which load on the machine cannot move.
  */
 #ifndef ZV_BENCH_H
 #define ZV_BENCH_H
@@ -68,13 +74,19 @@ typedef struct {
   double allocs_per_op;
 } zv_bench_result_t;
 
+/* The benchmark's own run, kept out of line so that callgrind can count it alone. */
+__attribute__((noinline)) void zv_bench_body(void (*fn)(zv_bench_t *), zv_bench_t *b);
+__attribute__((noinline)) void zv_bench_body(void (*fn)(zv_bench_t *), zv_bench_t *b) {
+  fn(b);
+}
+
 static zv_bench_result_t zv_bench_once(void (*fn)(zv_bench_t *), uint64_t n) {
   zv_bench_t b;
   zv_alloc_stats_t end;
   zv_bench_result_t r;
   b.n = n;
   zv_bench_reset(&b);
-  fn(&b);
+  zv_bench_body(fn, &b);
   uint64_t elapsed = zv_bench_now() - b.start_ns;
   zv_alloc_stats(&end);
   r.ns_per_op = (double)elapsed / (double)n;
@@ -103,10 +115,15 @@ static void zv_bench_run_case(const zv_bench_case_t *c) {
   int count = (int)zv_bench_env("ZV_BENCH_COUNT", 5);
   double ns[64], bytes[64], allocs[64];
   uint64_t n = 1;
+  double fixed = zv_bench_env("ZV_BENCH_N", 0);
   if (count < 1) count = 1;
   if (count > 64) count = 64;
+  if (fixed >= 1) {
+    n = (uint64_t)fixed;
+    count = 1;
+  }
   /* Grow n until a run takes the target time, as Go's testing package does. */
-  for (;;) {
+  while (fixed < 1) {
     zv_bench_result_t r = zv_bench_once(c->fn, n);
     double total = r.ns_per_op * (double)n;
     if (total >= target_ns || n >= 1000000000u) break;
@@ -148,7 +165,8 @@ static int zv_bench_main(int argc, char **argv, const zv_bench_case_t *cases, si
   prog = prog ? prog + 1 : (argv[0] ? argv[0] : "");
   if (filter && *filter && zv_bench_icontains(prog, filter)) filter = NULL;
   for (size_t i = 0; i < ncases; i++) {
-    if (filter && *filter && !strstr(cases[i].name, filter)) continue;
+    if (filter && *filter == '=' && strcmp(cases[i].name, filter + 1) != 0) continue;
+    if (filter && *filter && *filter != '=' && !strstr(cases[i].name, filter)) continue;
     zv_bench_run_case(&cases[i]);
   }
   return 0;
