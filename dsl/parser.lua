@@ -41,8 +41,9 @@ local VALUE_START = { STRING = true, INT = true, FLOAT = true, DURATION = true, 
 -- The state of the parse in progress lives in upvalues of the functions below, not in a state
 -- table with methods: the interpreter reads an upvalue in one instruction, where `self:at(x)`
 -- costs a hash lookup for the method, a call frame and another lookup per field (session 8:
--- with the nodes below, the parse of the 200-entity bench schema went from 121 M to 76 M instructions). parse() is
--- not re-entrant (nothing it calls can call it back) and clears the state when it is done.
+-- with the nodes built whole, below, the parse of the 200-entity bench schema went from 121 M to
+-- 76 M instructions). parse() is not re-entrant (nothing it calls can call it back) and clears
+-- the state when it is done.
 --   src, file      the text and its name for diagnostics
 --   kind ... vals  the significant tokens (comments and ILLEGAL dropped; the lexer has reported
 --                  the latter) as parallel arrays: kind, pos, len, line, col, STRING values
