@@ -95,7 +95,7 @@ function M.resolve(trees, opts)
       line = d.line, col = d.col, doc = d.doc, values = {}, inline = d.inline }
     self:unique_names(d.values or {}, "value", d.name)
     for _, v in ipairs(d.values or {}) do
-      local attrs = self:attributes(v.attributes, VALUE_ATTRS, "enum value " .. v.name)
+      local attrs = self:attributes(v.attributes, VALUE_ATTRS, "enum value", v.name)
       local value = { kind = "value", name = v.name, line = v.line, col = v.col }
       if attrs.renamed_from then
         local a = self:one_arg(attrs.renamed_from)
