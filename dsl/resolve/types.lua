@@ -207,9 +207,18 @@ function S:fits(v, b)
     return true
   end
   if b.kind == "enum" then
-    local values = {}
-    for _, ev in ipairs(b.sym.decl.values or {}) do values[#values + 1] = ev.name end
-    if k == "ident" and set(values)[v.name] then return true end
+    -- The value names and their set, once per enum symbol (a symbol lives for one resolve).
+    local sym = b.sym
+    local values, have = sym.value_names, sym.value_set
+    if not values then
+      values, have = {}, {}
+      for _, ev in ipairs(sym.decl.values or {}) do
+        values[#values + 1] = ev.name
+        have[ev.name] = true
+      end
+      sym.value_names, sym.value_set = values, have
+    end
+    if k == "ident" and have[v.name] then return true end
     return nil, format("a value of %s (%s)", b.text:gsub("%?$", ""), concat(values, ", "))
   end
   if b.kind ~= "scalar" then return nil, "nothing: " .. b.text .. " takes no default" end
