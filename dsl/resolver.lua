@@ -53,6 +53,13 @@ function M.resolve(trees, opts)
   opts = opts or {}
   local self = setmetatable({ diags = {}, symbols = {}, order = {}, modules = {}, used = {},
     routes = {}, module_of = opts.module_of or module_of }, S)
+  -- The methods sit in the state itself, as in the parser of old: `self:member(...)` then finds
+  -- its function at the first lookup instead of missing and going through the metatable's
+  -- __index (lj_meta_tget: 2.8 M instructions of a 200-entity resolve). No field of the state
+  -- is named like a method.
+  for name, fn in pairs(S) do
+    if type(fn) == "function" then self[name] = fn end
+  end
   for _, tree in ipairs(trees) do self:declare(tree) end
   local out = { kind = "ir", entities = {}, messages = {}, enums = {}, services = {}, jobs = {},
     schedules = {}, sagas = {} }
@@ -65,12 +72,19 @@ function M.resolve(trees, opts)
       end
     end
   end
+  -- An entity's relations and indexes, listed once for the two passes that need them.
+  local split = {}
   local function members(sym, kind)
-    local list = {}
-    for _, m in ipairs(sym.decl.members or {}) do
-      if m.kind == kind then list[#list + 1] = m end
+    local s = split[sym]
+    if not s then
+      s = { relation = {}, index = {} }
+      for _, m in ipairs(sym.decl.members or {}) do
+        local list = s[m.kind]
+        if list then list[#list + 1] = m end
+      end
+      split[sym] = s
     end
-    return list
+    return s[kind]
   end
   each("entity", function(sym) out.entities[#out.entities + 1] = self:record(sym) end)
   each("message", function(sym) out.messages[#out.messages + 1] = self:record(sym) end)
@@ -95,7 +109,7 @@ function M.resolve(trees, opts)
       line = d.line, col = d.col, doc = d.doc, values = {}, inline = d.inline }
     self:unique_names(d.values or {}, "value", d.name)
     for _, v in ipairs(d.values or {}) do
-      local attrs = self:attributes(v.attributes, VALUE_ATTRS, "enum value " .. v.name)
+      local attrs = self:attributes(v.attributes, VALUE_ATTRS, "enum value", v.name)
       local value = { kind = "value", name = v.name, line = v.line, col = v.col }
       if attrs.renamed_from then
         local a = self:one_arg(attrs.renamed_from)

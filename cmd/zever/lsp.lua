@@ -14,7 +14,7 @@ return {
     .. "Neovim: vim.lsp.start({ name = 'zever', cmd = { 'zever', 'lsp' }, root_dir = ... }).\n"
     .. "Exit codes: 0 after shutdown and exit, 1 when the input ends without them.",
   flags = {
-    { name = "debounce", arg = "MS", summary = "wait this long after an edit before diagnostics (20)" },
+    { name = "debounce", arg = "MS", summary = "wait this long after an edit before diagnostics (5)" },
   },
   run = function(_, flags)
     local ms = flags.debounce and tonumber(flags.debounce)

@@ -19,6 +19,7 @@ local concat = table.concat
 local describe = C.describe
 local format = string.format
 local ir = require "dsl.ir"
+local tnew = require "table.new"
 local name_node = C.name_node
 local suggest = C.suggest
 local value_text = C.value_text
@@ -26,8 +27,16 @@ local value_text = C.value_text
 -- The IR of a field or parameter: attributes checked, value checks, default.
 function S:member(f, allowed, what, persisted)
   local b = self:bind_type(f.type)
-  local node = { kind = persisted and "column" or "field", name = f.name, line = f.line,
-    col = f.col, type = b.text, nullable = b.optional or nil, ref = b.ref, doc = f.doc }
+  -- Every key a member usually gets is in the constructor's template, so that the node never
+  -- rehashes as keys arrive (a template keeps only constant values once precompiled: false
+  -- stands in, dsl/parser.lua says more).
+  local node = { kind = false, name = false, line = false, col = false, type = false,
+    nullable = false, ref = false, doc = false, sql = false, validate = false, unique = false,
+    primary = false }
+  node.kind, node.name, node.line, node.col = persisted and "column" or "field", f.name, f.line,
+    f.col
+  node.type, node.nullable, node.ref, node.doc = b.text, b.optional or nil, b.ref, f.doc
+  node.sql, node.validate, node.unique, node.primary = nil, nil, nil, nil
   if persisted then
     node.sql = sql_type(b)
     if b.kind == "entity" then
@@ -35,7 +44,7 @@ function S:member(f, allowed, what, persisted)
         f.name, b.text)
     end
   end
-  local attrs = self:attributes(f.attributes, allowed, what .. " " .. f.name)
+  local attrs = self:attributes(f.attributes, allowed, what, f.name)
   if attrs.validate then node.validate = self:validate(attrs.validate, b, f.name) end
   if attrs.default then
     local v = self:one_arg(attrs.default)
@@ -68,7 +77,7 @@ end
 
 -- Checks the names of a list of nodes for duplicates (what: "field", "value", ...).
 function S:unique_names(list, what, owner)
-  local seen = {}
+  local seen = tnew(0, #list) -- sized once: an entity's dozen names grew it four times
   for _, n in ipairs(list) do
     if n.name then
       local prev = seen[n.name]
@@ -180,7 +189,7 @@ end
 function S:belongs_to(sym, r)
   local node = sym.node
   local b = self:bind_type(r.type)
-  local attrs = self:attributes(r.attributes, RELATION_ATTRS, "relation " .. r.name)
+  local attrs = self:attributes(r.attributes, RELATION_ATTRS, "relation", r.name)
   local target = self:relation_target(r, b)
   local fk = self:foreign_key_arg(attrs)
   if fk == nil then return end
@@ -233,7 +242,7 @@ end
 function S:has(sym, r)
   local node = sym.node
   local b = self:bind_type(r.type)
-  local attrs = self:attributes(r.attributes, RELATION_ATTRS, "relation " .. r.name)
+  local attrs = self:attributes(r.attributes, RELATION_ATTRS, "relation", r.name)
   if attrs.on_delete then
     self:err(attrs.on_delete, "@on_delete applies to belongs_to, the side holding the foreign key")
   end

@@ -73,9 +73,12 @@ function S:http(rpc, o, node, inputs)
     self:warn(path, "the path %s already starts with the service prefix %s (the route is %s)", p,
       self.prefix, full)
   end
-  local names = {}
-  for _, i in ipairs(inputs) do names[#names + 1] = i.name end
-  local have = set(names)
+  -- (A set of its own: set() caches by list, for the constant lists of names.)
+  local names, have = {}, {}
+  for _, i in ipairs(inputs) do
+    names[#names + 1] = i.name
+    have[i.name] = true
+  end
   for _, name in ipairs(path_params(p)) do
     if not name:match("^[%a_][%w_]*$") then
       self:err(path, "bad path parameter {%s} in %s", name, p)

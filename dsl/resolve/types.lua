@@ -133,7 +133,10 @@ function S:bind_type(t)
     local of = self:bind_type(t.of)
     out = { kind = "list", of = of, text = "[" .. of.text .. "]" }
   elseif SCALARS[t.name] then
-    out = { kind = "scalar", scalar = t.name, text = t.name }
+    -- Every key in the constructor's template (see dsl/parser.lua, mknode's comment): a bound
+    -- type per field, built without a rehash.
+    out = { kind = "scalar", scalar = false, text = false, optional = false }
+    out.scalar, out.text, out.optional = t.name, t.name, nil
   elseif ALIASES[t.name] then
     out = { kind = "scalar", scalar = ALIASES[t.name], text = ALIASES[t.name] }
   elseif t.values and not t.inline then
@@ -204,9 +207,18 @@ function S:fits(v, b)
     return true
   end
   if b.kind == "enum" then
-    local values = {}
-    for _, ev in ipairs(b.sym.decl.values or {}) do values[#values + 1] = ev.name end
-    if k == "ident" and set(values)[v.name] then return true end
+    -- The value names and their set, once per enum symbol (a symbol lives for one resolve).
+    local sym = b.sym
+    local values, have = sym.value_names, sym.value_set
+    if not values then
+      values, have = {}, {}
+      for _, ev in ipairs(sym.decl.values or {}) do
+        values[#values + 1] = ev.name
+        have[ev.name] = true
+      end
+      sym.value_names, sym.value_set = values, have
+    end
+    if k == "ident" and have[v.name] then return true end
     return nil, format("a value of %s (%s)", b.text:gsub("%?$", ""), concat(values, ", "))
   end
   if b.kind ~= "scalar" then return nil, "nothing: " .. b.text .. " takes no default" end
@@ -233,12 +245,20 @@ end
 
 -- attributes ------------------------------------------------------------------------------------
 
+-- What a member without attributes gets: callers only read the map.
+local NO_ATTRS = setmetatable({}, {
+  __newindex = function() error("attributes: the map is read-only", 2) end })
+
 -- Checks attrs against the allowed names; returns a map name -> attribute node (the first).
-function S:attributes(attrs, allowed, what)
+-- what (and name, when given: "field" "email") says whose they are, in messages only: the text
+-- is built when there is an error, not for every member.
+function S:attributes(attrs, allowed, what, name)
+  if not attrs or #attrs == 0 then return NO_ATTRS end
   local by, allow = {}, set(allowed)
-  for _, a in ipairs(attrs or {}) do
+  for _, a in ipairs(attrs) do
     if not allow[a.name] then
-      self:err(a, "unknown attribute @%s on %s%s", a.name, what, suggest(a.name, allowed))
+      self:err(a, "unknown attribute @%s on %s%s", a.name, name and what .. " " .. name or what,
+        suggest(a.name, allowed))
     elseif by[a.name] then
       self:err(a, "@%s is given twice (first at %d:%d)", a.name, by[a.name].line, by[a.name].col)
     else
