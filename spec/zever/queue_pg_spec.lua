@@ -1,10 +1,10 @@
 -- adapters.queue.db on PostgreSQL: the conformance suite (each queue in a table of its own),
 -- the jobs conformance suite over it, claims as HOT updates (no index entry written; stale
 -- leases taken back by the claim itself), an older table brought to the current shape, and
--- the plans of the claim and of next_due, read with EXPLAIN on a real PostgreSQL 15 (spec/support/pg_server) over a table with enough rows
--- that a sequential scan would be the planner's choice without the indexes. enable_seqscan
--- stays at its default: the planner picks the index because it is cheaper, not because it has
--- to.
+-- the plans of the claim and of next_due, read with EXPLAIN on a real PostgreSQL 15
+-- (spec/support/pg_server) over a table with enough rows that a sequential scan would be the
+-- planner's choice without the index. enable_seqscan stays at its default: the planner picks
+-- the index because it is cheaper, not because it has to.
 
 local pg_server = require "spec.support.pg_server"
 local dbq = require "adapters.queue.db"
