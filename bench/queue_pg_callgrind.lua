@@ -23,7 +23,7 @@ local N = tonumber(os.getenv("ZV_QCG_N") or "") or 2000
 local srv = assert(pg_server.start())
 local dsn = srv:database("qcg")
 local db = assert(zdb.open(dsn))
-local j = jobs.wrap(jq.new(queue.wrap(dbq.new(db), { visibility_timeout = 30 }), { db = db }), {})
+local j = jobs.wrap(jq.new(queue.wrap(dbq.new(db), { visibility_timeout = 600 }), { db = db }), {})
 local n = 0
 j:register("noop", function() n = n + 1 end)
 local list = {}
