@@ -130,12 +130,35 @@ local PG_MIGRATE = {
 END $zever$]],
 }
 
+-- The claim's choice of rows (PostgreSQL), in a function of its own so that it can carry
+-- enable_bitmapscan = off. Without it, on a table the planner has no statistics for yet (a
+-- new table, or a backlog that arrived since the last ANALYZE), it guesses a few dozen due rows
+-- and reads them all with a bitmap scan and a sort instead of walking the due index in order
+-- up to the limit: 140-175 ms for a claim of 64 over 20,000 waiting rows, against 0.6 ms.
+-- (The partial index before was estimated small, which hid this.) A seq scan stays possible.
+-- ROWS 64 tells the claim's UPDATE that few ids come back (it then fetches them through the
+-- primary key, not with a scan of the table).
+local PICK_SELECT = 'SELECT id FROM "%s" WHERE topic = $1 AND available_at <= $2 AND '
+  .. '(claimed_by IS NULL OR claimed_until < $2) ORDER BY available_at, id LIMIT $3 '
+  .. 'FOR UPDATE SKIP LOCKED'
+local PICK = [[
+CREATE OR REPLACE FUNCTION "%s"(text, double precision, integer) RETURNS SETOF bigint
+LANGUAGE sql VOLATILE ROWS 64 SET enable_bitmapscan = off AS $zever$
+  %s
+$zever$]]
+
+-- The name of the claim's function for table t (an identifier of at most 63 bytes).
+function M.pick_function(t)
+  return (t:sub(1, 55) .. "_claimable")
+end
+
 local function schema(dialect, t)
   if dialect == "postgres" then
     local q = t:gsub('"', '""')
     local ff = M.FILLFACTOR
     return { format(SCHEMA.postgres, t, ff), format(PG_MIGRATE[1], t, t), format(PG_MIGRATE[2], t),
-      format(PG_MIGRATE[3], t), format(PG_MIGRATE[4], q:gsub("'", "''"), ff, t, ff) }
+      format(PG_MIGRATE[3], t), format(PG_MIGRATE[4], q:gsub("'", "''"), ff, t, ff),
+      format(PICK, M.pick_function(t), format(PICK_SELECT, t)) }
   end
   return { format(SCHEMA[dialect], t), format(INDEXES[1], t, t), format(INDEXES[2], t, t) }
 end
@@ -586,16 +609,19 @@ local function statements(dialect, t)
     -- The claim takes a row that is unclaimed or whose lease ran out (attempt + 1 then: the
     -- stale-lease reclaim that SQLite's sweep does), and repeats that guard on the row it
     -- updates. No column it sets is indexed: a HOT update (see SCHEMA).
-    local claimable = "(claimed_by IS NULL OR claimed_until < $4)"
+    -- The rows are chosen by the table's claimable function (PICK: the same choice as
+    -- SQLite's subquery, with FOR UPDATE SKIP LOCKED).
     local claim = 'UPDATE "%s" SET claimed_by = $1, claimed_until = $2, attempt = attempt + '
-      .. 'CASE WHEN claimed_by IS NULL THEN 0 ELSE 1 END WHERE id %s (SELECT id FROM "%s" '
-      .. 'WHERE topic = $3 AND available_at <= $4 AND ' .. claimable .. ' ORDER BY '
-      .. 'available_at, id LIMIT %s FOR UPDATE SKIP LOCKED) AND ' .. claimable .. ' '
+      .. 'CASE WHEN claimed_by IS NULL THEN 0 ELSE 1 END WHERE id = ANY (ARRAY(SELECT "%s"($3, $4, %s))) '
+      .. 'AND (claimed_by IS NULL OR claimed_until < $4) '
       .. 'RETURNING id, attempt, kind, enqueued_at, payload, headers'
+    local pick = M.pick_function(t)
     return {
       push = push,
-      pop = format(claim, t, "=", t, "1"),
-      pop_batch = format(claim, t, "IN", t, "$5") .. ", available_at",
+      pick = pick,
+      pick_select = format(PICK_SELECT, t),   -- the function's body (EXPLAIN in the spec)
+      pop = format(claim, t, pick, "1"),
+      pop_batch = format(claim, t, pick, "$5") .. ", available_at",
       release = format('UPDATE "%s" SET claimed_by = NULL, claimed_until = NULL '
         .. 'WHERE id = ? AND claimed_by = ?', t),
       ack = format('DELETE FROM "%s" WHERE id = ? AND claimed_by = ?', t),
