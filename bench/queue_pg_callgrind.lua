@@ -2,7 +2,7 @@
 -- (instructions are load-independent; the server runs outside valgrind, it is a child process
 -- valgrind does not follow). bench/queue_pg_callgrind.sh runs it and prints the slopes.
 --
---   ZV_QCG_MODE=dispatch|run ZV_QCG_N=n bin/zever run bench/queue_pg_callgrind.lua
+--   ZV_QCG_MODE=dispatch|run ZV_QCG_N=n [ZV_QCG_DBQ=file] bin/zever run bench/queue_pg_callgrind.lua
 --
 -- dispatch: n jobs with app.jobs:dispatch_batch (1,000 a call) into a fresh database, then
 -- exits. run: the same, then a zever.worker with 4 slots in this process runs them (noop
@@ -13,7 +13,9 @@ local queue = require "zever.queue"
 local jobs = require "zever.jobs"
 local worker = require "zever.worker"
 local jq = require "adapters.jobs.queue"
-local dbq = require "adapters.queue.db"
+-- ZV_QCG_DBQ: a file holding another version of lua/adapters/queue/db.lua, to count it instead
+-- (`git show <rev>:lua/adapters/queue/db.lua > /tmp/old_db.lua`).
+local dbq = os.getenv("ZV_QCG_DBQ") and dofile(os.getenv("ZV_QCG_DBQ")) or require "adapters.queue.db"
 local testing = require "zever.testing"
 local pg_server = require "spec.support.pg_server"
 
@@ -22,8 +24,8 @@ local N = tonumber(os.getenv("ZV_QCG_N") or "") or 2000
 
 local srv = assert(pg_server.start())
 local dsn = srv:database("qcg")
-local db = assert(zdb.open(dsn))
-local j = jobs.wrap(jq.new(queue.wrap(dbq.new(db), { visibility_timeout = 30 }), { db = db }), {})
+local db = assert(zdb.open(dsn, { connect_timeout = 300 }))   -- logins are slow under valgrind
+local j = jobs.wrap(jq.new(queue.wrap(dbq.new(db), { visibility_timeout = 600 }), { db = db }), {})
 local n = 0
 j:register("noop", function() n = n + 1 end)
 local list = {}

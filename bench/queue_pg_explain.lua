@@ -54,9 +54,11 @@ end
 local function claim_and_explain(title)
   local now = impl.wall()
   local token = "explain-" .. title
-  local claim = impl.sql.pop_batch:gsub("%?", function() return "$" end)
-  local k = 0
-  claim = claim:gsub("%$", function() k = k + 1 return "$" .. k end)
+  local claim = impl.sql.pop_batch
+  if claim:find("?", 1, true) then   -- SQLite-style placeholders: number them
+    local k = 0
+    claim = claim:gsub("%?", function() k = k + 1 return "$" .. k end)
+  end
   local sql = inline(claim, { token, now + 30, "jobs:default", now, 64 })
   db:exec("BEGIN")
   explain("claim 64 (" .. title .. ")", sql)

@@ -1,7 +1,7 @@
 -- zever worker on PostgreSQL, end to end: real `zever worker` processes (DB_DSN=postgres://...)
 -- on a generated app whose jobs record what they did in the table `done` of the same database,
 -- which this process reads. A worker killed with SIGKILL while it holds claimed jobs loses
--- nothing (the leases expire, another worker's sweep gives the jobs back and it runs them);
+-- nothing (the leases expire, another worker's claim takes the jobs back and it runs them);
 -- two processes with four workers each run every one of N jobs exactly once.
 
 local pg_server = require "spec.support.pg_server"
