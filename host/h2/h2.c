@@ -17,7 +17,12 @@
  * H2, writing: a stream's HTTP/1.1 response bytes (the core writes them through this transport,
  * with the stream's state) are parsed back: the head (a 1xx interim head is dropped), then the
  * body by Content-Length or chunked coding, into the stream's output buffer, from which
- * nghttp2's data source reads as the flow-control windows allow. Every change ends with a pump:
+ * nghttp2's data source reads as the flow-control windows allow. What the stream holds counts
+ * as its virtual connection's queued bytes (c->pending, and the server's stream_pending): a
+ * streamed response's writer waits while it is above zever.stream's high mark, and goes on
+ * (zv__http_conn_drained, from the idle callback) as WINDOW_UPDATEs let nghttp2 take it; held
+ * bytes that do not move for write_timeout reset the stream (zv__http_conn_progress).
+ * Every change ends with a pump:
  * nghttp2_session_mem_send's frames, gathered, written through the lower transport in one call
  * (not from inside nghttp2's callbacks: the outer call pumps after them).
  *
