@@ -261,6 +261,7 @@ bench: deps bin/zever $(BENCH_BIN)
 	@if [ -z '$(BENCH)' ] || echo Cli | grep -q '$(BENCH)'; then bash bench/cli_bench.sh; fi
 	@if [ -z '$(BENCH)' ] || echo Check200Entities | grep -q '$(BENCH)'; then bash bench/check_bench.sh; fi
 	@if [ -z '$(BENCH)' ] || echo WsEcho | grep -q '$(BENCH)'; then bash bench/ws_echo.sh; fi
+	@if [ -z '$(BENCH)' ] || echo WsFanout | grep -q '$(BENCH)'; then bash bench/ws_fanout.sh; fi
 	@if [ -z '$(BENCH)' ] || echo Tls | grep -q '$(BENCH)'; then bash bench/http/tls.sh; fi
 	@if [ -z '$(BENCH)' ] || echo Lsp | grep -q '$(BENCH)'; then bash bench/lsp_bench.sh; fi
 	@if [ -z '$(BENCH)' ] || echo Bundle | grep -q '$(BENCH)'; then bash bench/bundle_bench.sh; fi

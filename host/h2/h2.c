@@ -17,7 +17,12 @@
  * H2, writing: a stream's HTTP/1.1 response bytes (the core writes them through this transport,
  * with the stream's state) are parsed back: the head (a 1xx interim head is dropped), then the
  * body by Content-Length or chunked coding, into the stream's output buffer, from which
- * nghttp2's data source reads as the flow-control windows allow. Every change ends with a pump:
+ * nghttp2's data source reads as the flow-control windows allow. What the stream holds counts
+ * as its virtual connection's queued bytes (c->pending, and the server's stream_pending): a
+ * streamed response's writer waits while it is above zever.stream's high mark, and goes on
+ * (zv__http_conn_drained, from the idle callback) as WINDOW_UPDATEs let nghttp2 take it; held
+ * bytes that do not move for write_timeout reset the stream (zv__http_conn_progress).
+ * Every change ends with a pump:
  * nghttp2_session_mem_send's frames, gathered, written through the lower transport in one call
  * (not from inside nghttp2's callbacks: the outer call pumps after them).
  *
@@ -238,6 +243,7 @@ static void req_free(hconn_t *h, req_t *q) {
   if (q->anext) q->anext->aprev = q->aprev;
   if (!q->delivered) h->body_waiting -= q->body.len;
   h->out_waiting -= q->out.len - q->out.off;
+  h->c->srv->stream_pending -= q->out.len - q->out.off;
   buf_free(&q->head);
   buf_free(&q->cookie);
   buf_free(&q->body);
@@ -392,6 +398,13 @@ static ssize_t body_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t le
   memcpy(buf, q->out.p + q->out.off, len);
   q->out.off += len;
   h->out_waiting -= len;
+  h->c->srv->stream_pending -= len;
+  if (q->st) {
+    /* The window took bytes: a writer waiting for the stream's queue to shrink may go on. */
+    q->st->c->pending -= len;
+    zv__http_conn_progress(q->st->c);
+    zv__http_conn_drained(q->st->c);
+  }
   if (q->out.off == q->out.len) q->out.off = q->out.len = 0;
   if (q->out_eof && q->out.len == 0) *flags |= NGHTTP2_DATA_FLAG_EOF;
   return (ssize_t)len;
@@ -530,13 +543,25 @@ static int submit_head(hconn_t *h, stream_t *st, req_t *q) {
   return 0;
 }
 
+/* Response bytes for q's DATA frames. The stream's virtual connection counts them as its
+ * queued bytes (c->pending), so that a streamed response's writer waits while the client's
+ * window holds them back (zever.stream's high mark), as it waits for a full socket. */
 static void out_add(hconn_t *h, req_t *q, const char *p, size_t n) {
   if (q->closed || n == 0) return;
+  if (q->out.off && q->out.off >= q->out.len - q->out.off) {
+    /* What nghttp2 took is at least what is left: move the rest down, so that a long stream
+     * read as it is written reuses its buffer instead of growing it. */
+    memmove(q->out.p, q->out.p + q->out.off, q->out.len - q->out.off);
+    q->out.len -= q->out.off;
+    q->out.off = 0;
+  }
   if (h->out_waiting + n > ZV_H2_OUT_CAP || buf_add(&q->out, p, n)) {
     h->fatal = 1;
     return;
   }
   h->out_waiting += n;
+  h->c->srv->stream_pending += n;
+  if (q->st && (q->st->c->pending += n) == n) zv__http_conn_progress(q->st->c);
 }
 
 /* Parses n bytes of st's response; returns the bytes taken, or -1 on nonsense. */

@@ -20,8 +20,11 @@
  *   http.nofile(want) -> soft, hard   raises the soft RLIMIT_NOFILE towards want (at most the
  *                                      hard limit) and returns the limits in force
  *   server:port() -> integer       server:close()
- *   server:stats() -> {connections, requests, pending_bytes, write_timeouts, evicted, refused,
- *                      handler_timeouts, watchdog_interrupts}
+ *   server:stats() -> {connections, streams, requests, pending_bytes, stream_pending_bytes,
+ *                      write_timeouts, evicted, refused, handler_timeouts, watchdog_interrupts}
+ *     connections counts sockets (what max_connections caps); streams the HTTP/2 streams
+ *     running (each a virtual connection); stream_pending_bytes the response bytes HTTP/2
+ *     holds for its streams until the client's flow-control window takes them
  *   server:drain(seconds[, on_done])   stop accepting, finish in-flight requests, force-close at
  *                                       the deadline, then call on_done()
  *
@@ -307,9 +310,14 @@ static int s_drain(lua_State *L) {
 
 static int s_stats(lua_State *L) {
   lserver_t *ls = check_srv(L);
-  lua_createtable(L, 0, 8);
-  lua_pushinteger(L, (lua_Integer)ls->srv.nconns);
+  lua_createtable(L, 0, 10);
+  /* Sockets; the streams (HTTP/2) run as virtual connections, counted apart. */
+  lua_pushinteger(L, (lua_Integer)(ls->srv.nconns - ls->srv.nstreams));
   lua_setfield(L, -2, "connections");
+  lua_pushinteger(L, (lua_Integer)ls->srv.nstreams);
+  lua_setfield(L, -2, "streams");
+  lua_pushnumber(L, (lua_Number)ls->srv.stream_pending);
+  lua_setfield(L, -2, "stream_pending_bytes");
   lua_pushnumber(L, (lua_Number)ls->srv.requests);
   lua_setfield(L, -2, "requests");
   lua_pushnumber(L, (lua_Number)ls->srv.pending);

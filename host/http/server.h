@@ -142,6 +142,8 @@ struct zv_http_sconn_s {
   uint8_t xp_hold;              /* the transport runs streams on it: a drain closes it gracefully */
   uint8_t xp_busy;              /* ... and some are in flight: no timeout, the FIN waits */
   uint8_t want_shutdown;        /* the idle callback goes on with a graceful close that waited */
+  uint8_t want_notify;          /* the idle callback tells a waiting writer its queue shrank
+                                 * (a virtual connection: zv__http_conn_drained) */
 };
 
 struct zv_http_server_s {
@@ -157,6 +159,7 @@ struct zv_http_server_s {
   zv_http_sconn_t *idle_head, *idle_tail; /* idle keep-alive connections, oldest first */
   uint32_t nconns, nfree;
   uint32_t nlive;               /* connections open and not closing (what max_connections caps) */
+  uint32_t nstreams;            /* of nconns, virtual connections (HTTP/2 streams running) */
   uint64_t requests;
   /* Counters (stats): connections closed for no write progress, idle keep-alive connections
    * closed to admit new ones, accepts deferred at max_connections, handler timeouts. */
@@ -164,6 +167,8 @@ struct zv_http_server_s {
   uint64_t refused_logged;      /* refused at the last log line */
   uint64_t refused_log_at;      /* loop time (ms) of the last log line */
   size_t pending;               /* bytes queued in uv_write requests, all connections */
+  size_t stream_pending;        /* response bytes a transport holds for its streams (HTTP/2:
+                                 * waiting for the client's flow-control window), all streams */
   /* Set by server.c: stream.c calls it when a connection closed or went idle, so that a paused
    * accept can go on and a finished drain be reported. stream.c never calls server.c by name. */
   void (*on_conn_change)(zv_http_server_t *s);

@@ -98,7 +98,8 @@ static void idle_unlink(zv_http_sconn_t *c) {
 void zv__http_rearm(zv_http_sconn_t *c, uint64_t now) {
   uint64_t due = UINT64_MAX;
   if (c->timer_mode != T_NONE) due = c->deadline;
-  if ((c->writes || c->file_wait) && c->wdeadline < due) due = c->wdeadline;
+  if ((c->writes || c->file_wait || (c->parent && c->pending)) && c->wdeadline < due)
+    due = c->wdeadline;
   if (due == UINT64_MAX) return;
   if (uv_is_active((uv_handle_t *)&c->timer) && c->timer_due <= due) return;
   zv__http_timer_start(c, now, due > now ? due - now : 0);
@@ -119,6 +120,13 @@ static void timer_cb(uv_timer_t *t) {
   const char *body;
   int mode;
   if (c->closing) return;
+  if (c->parent && c->pending && now >= c->wdeadline) {
+    /* A stream whose bytes the client's window has held back for write_timeout: the transport
+     * reports progress (zv__http_conn_progress), so nothing moved. Reset, as a stalled socket. */
+    s->write_timeouts++;
+    zv__http_conn_close_now(c);
+    return;
+  }
   if ((c->writes || c->file_wait) && now >= c->wdeadline) {
     uint64_t done = c->queued - uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
     uint64_t outq = zv__http_kernel_outq(c);
@@ -163,6 +171,14 @@ static void timer_cb(uv_timer_t *t) {
     zv__http_body_notify(c);
   }
   if (!c->closing) zv__http_rearm(c, uv_now(s->loop));
+}
+
+void zv__http_conn_progress(zv_http_sconn_t *c) {
+  uint64_t now;
+  if (c->closing || !c->pending) return;
+  now = uv_now(c->srv->loop);
+  c->wdeadline = now + c->srv->opts.write_timeout_ms;
+  zv__http_rearm(c, now);
 }
 
 void zv__http_timer_start(zv_http_sconn_t *c, uint64_t now, uint64_t ms) {
@@ -243,7 +259,7 @@ static zv_http_sconn_t *conn_get(zv_http_server_t *s) {
   c->file_off = c->file_end = 0;
   c->xp = NULL;
   c->parent = NULL;
-  c->xp_hold = c->xp_busy = c->want_shutdown = 0;
+  c->xp_hold = c->xp_busy = c->want_shutdown = c->want_notify = 0;
   return c;
 }
 
@@ -264,6 +280,7 @@ static void conn_closed(uv_handle_t *h) {
   zv_http_server_t *s = c->srv;
   if (--c->nclose > 0) return;
   s->nconns--;
+  if (c->parent) s->nstreams--;
   conn_release(s, c);
   s->on_conn_change(s);
 }
@@ -274,7 +291,7 @@ static void unlink_ready(zv_http_sconn_t *c) {
   while (*pp && *pp != c) pp = &(*pp)->ready_next;
   if (*pp) *pp = c->ready_next;
   c->ready = 0;
-  c->want_process = c->want_read = c->want_shutdown = 0;
+  c->want_process = c->want_read = c->want_shutdown = c->want_notify = 0;
 }
 
 /* Closes c's handles now; its memory goes back to the pool in the close callbacks. */
@@ -408,6 +425,7 @@ zv_http_sconn_t *zv__http_conn_open_virtual(zv_http_sconn_t *parent, void *xp) {
   c->parent = parent;
   c->xp = xp;
   s->nconns++;
+  s->nstreams++;
   c->next = s->conns;
   if (s->conns) s->conns->prev = c;
   s->conns = c;

@@ -325,6 +325,12 @@ void zv__http_conn_busy(zv_http_sconn_t *c, int busy) {
   }
 }
 
+void zv__http_conn_drained(zv_http_sconn_t *c) {
+  if (c->closing || !c->want_writable || c->pending > c->low_water) return;
+  c->want_notify = 1;
+  enqueue(c);
+}
+
 static void idle_cb(uv_idle_t *h) {
   zv_http_server_t *s = h->data;
   /* Connections enqueued from here wait for the next turn, as a list of their own. */
@@ -333,9 +339,15 @@ static void idle_cb(uv_idle_t *h) {
   while (list) {
     zv_http_sconn_t *c = list;
     int process = c->want_process, read = c->want_read, shut = c->want_shutdown;
+    int notify = c->want_notify;
     list = c->ready_next;
     c->ready = 0;
-    c->want_process = c->want_read = c->want_shutdown = 0;
+    c->want_process = c->want_read = c->want_shutdown = c->want_notify = 0;
+    if (!c->closing && notify && c->want_writable && c->pending <= c->low_water &&
+        c->resp == ZV_HTTP_RESP_STREAM) {
+      c->want_writable = 0;
+      if (s->cb.on_writable) s->cb.on_writable(s, c);
+    }
     if (!c->closing && shut && c->shutting && !c->xp_busy) {
       c->shutting = 0;
       zv__http_conn_close_graceful(c);

@@ -80,4 +80,17 @@ struct zv_http_sconn_s *zv__http_conn_open_virtual(struct zv_http_sconn_s *paren
  * graceful close that waited goes on, from the idle callback). */
 void zv__http_conn_busy(struct zv_http_sconn_s *c, int busy);
 
+/* stream.c/stream_read.c: the transport keeps a virtual connection's c->pending (the response
+ * bytes it holds for the stream; HTTP/2: until the client's flow-control window takes them), so
+ * that a streamed response's writer waits while it is above the high mark (back-pressure, as
+ * over a socket). When it shrinks the transport calls this: a writer waiting for c->pending to
+ * fall to its low mark goes on, from the idle callback (never from the caller's stack). */
+void zv__http_conn_drained(struct zv_http_sconn_s *c);
+
+/* stream.c: the transport took bytes of a virtual connection's c->pending or added some to an
+ * empty one: the write deadline starts again. A stream whose held bytes do not move for
+ * write_timeout (a client that stops giving window) is closed and counted in write_timeouts,
+ * as a connection whose socket does not drain. */
+void zv__http_conn_progress(struct zv_http_sconn_s *c);
+
 #endif

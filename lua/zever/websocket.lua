@@ -324,6 +324,12 @@ local function parse_offer(params)
 end
 
 local DEFLATE_DEFAULTS = { threshold = 256, level = 6, window_bits = 15, context_takeover = true }
+-- The threshold when zever compresses each message alone (context_takeover false, or the
+-- client's server_no_context_takeover) and the route set none: a message compressed alone
+-- pays zlib's reset (about 100k instructions whatever its size) and shrinks little below a
+-- few hundred bytes (a 64-byte JSON message: 94% of its size; 1 KiB: 31%; BENCHMARKS.md,
+-- bench/ws_deflate_callgrind.sh), while with context takeover a 256-byte one shrinks to 22%.
+M.ALONE_THRESHOLD = 1024
 
 -- The deflate settings of a route (opts.deflate: true or a table), checked; nil when off.
 function M.deflate_settings(d)
@@ -335,7 +341,9 @@ function M.deflate_settings(d)
     if DEFLATE_DEFAULTS[k] == nil then error("websocket: deflate: unknown option " .. tostring(k), 3) end
     s[k] = v
   end
+  local threshold_set = s.threshold ~= nil
   for k, v in pairs(DEFLATE_DEFAULTS) do if s[k] == nil then s[k] = v end end
+  s.threshold_set = threshold_set
   if type(s.threshold) ~= "number" or s.threshold < 0 then
     error("websocket: deflate.threshold must be a number >= 0", 3)
   end
@@ -371,7 +379,9 @@ function M.negotiate(header, settings)
         if server_bits < 15 or p.server_max_window_bits then
           out[#out + 1] = "server_max_window_bits=" .. server_bits
         end
-        return concat(out, "; "), { threshold = settings.threshold, level = settings.level,
+        local threshold = settings.threshold
+        if server_reset and not settings.threshold_set then threshold = M.ALONE_THRESHOLD end
+        return concat(out, "; "), { threshold = threshold, level = settings.level,
           server_bits = server_bits, server_reset = server_reset and true or false,
           client_reset = p.client_no_context_takeover and true or false }
       end

@@ -36,6 +36,23 @@ describe("zever.websocket.negotiate", function()
     assert.is_true(st.server_reset)
   end)
 
+  it("sends messages under 1 KiB plain when it compresses each alone, unless told a threshold",
+    function()
+      -- Compressed alone, small messages barely shrink and pay zlib's reset (BENCHMARKS.md).
+      local _, st = websocket.negotiate("permessage-deflate; server_no_context_takeover",
+        settings())
+      assert.are.equal(websocket.ALONE_THRESHOLD, st.threshold)
+      assert.are.equal(1024, st.threshold)
+      _, st = websocket.negotiate("permessage-deflate", settings{ context_takeover = false })
+      assert.are.equal(1024, st.threshold)
+      -- With context takeover the default stays 256; a route's own threshold always holds.
+      _, st = websocket.negotiate("permessage-deflate", settings())
+      assert.are.equal(256, st.threshold)
+      _, st = websocket.negotiate("permessage-deflate; server_no_context_takeover",
+        settings{ threshold = 64 })
+      assert.are.equal(64, st.threshold)
+    end)
+
   it("declines what it cannot honour and takes the next offer", function()
     for _, bad in ipairs({
       "permessage-deflate; server_max_window_bits=8",       -- zlib has no 8-bit raw window
