@@ -68,7 +68,9 @@ local BATTERIES = {
     create = 'require("adapters.vectors.db").new(db, {})',
     tables = function() return { "zever_vectors_version", "zever_vectors" } end },
   outbox = { adapter = "db",
-    ddl = function(d, cfg) return require("adapters.outbox.db").schema(d, setting(cfg, "outbox", "table")) end,
+    ddl = function(d, cfg)
+      return require("adapters.outbox.db").schema(d, setting(cfg, "outbox", "table"))
+    end,
     tables = function(cfg) return { setting(cfg, "outbox", "table") } end },
 }
 M.BATTERIES = BATTERIES
