@@ -44,7 +44,14 @@ local function run_verb(wf, args, flags)
       output.emit(flags, json.array(out))
       return 0
     end
-    if #runs == 0 then print("no runs") return 0 end
+    if #runs == 0 then
+      print("no runs")
+      if flags.adapter == "memory" then
+        io.stderr:write("zever workflow: workflow.adapter is memory: runs live only in the process ",
+          "that started them; set workflow.adapter to db or redis to see the worker's\n")
+      end
+      return 0
+    end
     print(format("%-32s %-16s %-10s %s", "ID", "NAME", "STATUS", "ATTEMPTS"))
     for _, r in ipairs(runs) do
       print(format("%-32s %-16s %-10s %d", r.id, r.name, r.status, r.attempts or 0))
@@ -141,6 +148,8 @@ return {
     if not ok then return 1, tostring(app) end
     local got, wf = pcall(function() return app.workflow end)
     if not got then return 1, tostring(wf) end
+    local cfg = app:config()
+    flags.adapter = cfg.workflow and cfg.workflow.adapter
     local code, msg = run_verb(wf, args, flags)
     app:close()
     return code, msg

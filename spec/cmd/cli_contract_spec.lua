@@ -302,6 +302,15 @@ app:close()
     assert.are.same({ plan.path, plan.files, plan.bytes, plan.hash },
       { built.path, built.files, built.bytes, built.hash })
     assert.are.equal(built.bytes, #fs.read(dir .. "/dist/app"))
+    -- On the memory store a list in another process is always empty: it says so (not under --json).
+    local yaml = fs.read(dir .. "/zever.yaml")
+    fs.write(dir .. "/zever.yaml", (yaml:gsub("workflow:\n  adapter: db", "workflow:\n  adapter: memory")))
+    r = zever_in(dir, { "workflow", "list" })
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.equal("no runs\n", r.stdout)
+    assert.matches("workflow.adapter is memory", r.stderr, 1, true)
+    r = zever_in(dir, { "workflow", "list", "--json" })
+    assert.are.same({ "[]\n", "" }, { r.stdout, r.stderr })
   end)
 
   it("refuses --dry-run and --json where they do not apply (exit 2), as JSON under --json", function()
