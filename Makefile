@@ -173,7 +173,7 @@ build/bc/.stamp: $(LUA_TREE) | bin/zever $(LAZY_SO)
 	@touch $@
 
 # The command index `zever --help` lists from (lua/zever/cli/index.lua).
-build/commands.lua: $(wildcard cmd/zever/*.lua) | bin/zever $(LAZY_SO) build/bc/.stamp
+build/commands.lua: $(wildcard cmd/zever/*.lua) lua/zever/cli/index.lua | bin/zever $(LAZY_SO) build/bc/.stamp
 	@bin/zever run lua/zever/cli/index.lua $@
 
 # A LAZY folder's shared object: its core, binding and parts, position-independent. Symbols of
@@ -307,7 +307,7 @@ install: all
 	install -m 644 $(LAZY_SO) $(DESTDIR)$(PREFIX)/lib/zever/
 	cp -R $(wildcard lua cmd dsl) $(DESTDIR)$(PREFIX)/share/zever/
 	install -d $(DESTDIR)$(PREFIX)/share/zever/build
-	cp -R build/bc build/commands.lua $(DESTDIR)$(PREFIX)/share/zever/build/
+	cp -R build/bc build/commands.lua build/commands.luac $(DESTDIR)$(PREFIX)/share/zever/build/
 
 # make deb: a Debian package of zever, built with dpkg-deb from `make install PREFIX=/usr` in
 # DEB_DIR, written to DEB_OUT. Depends: the shared libraries the host and the LAZY modules link

@@ -8,6 +8,8 @@
 --   gen.write(files, out)             -> report | nil, err
 --   gen.load_snapshot(out)            -> snapshot table or nil | nil, err
 --   gen.run(paths, opts)              -> report | nil, err
+--                                        opts.step(label): called as each phase starts
+--                                        ("compile", then each backend's name; zever gen's bar)
 --   gen.literal(v[, indent])          -> v as deterministic Lua source (sorted keys)
 --
 -- A backend is a module dsl.backends.<name> returning { name =, generate = function(ir, opts) }
@@ -158,6 +160,7 @@ function M.generate(ir, opts)
     out = opts.out or "generated" }
   for _, backend in ipairs(list) do
     local name = backend.name
+    if opts.step then opts.step(name) end -- progress (zever gen's bar): this backend runs now
     local ok, res, berr = pcall(backend.generate, ir, bopts)
     if not ok then return fail("backend", format("backend %s raised: %s", name, tostring(res))) end
     if not res then
@@ -313,6 +316,7 @@ end
 function M.run(paths, opts)
   opts = opts or {}
   local out = opts.out or "generated"
+  if opts.step then opts.step("compile") end
   local result, cerr = compile.compile(paths)
   if not result then return fail("io", cerr) end
   if #result.files == 0 then
@@ -326,7 +330,7 @@ function M.run(paths, opts)
   local snapshot, serr = M.load_snapshot(out)
   if serr then return nil, serr end
   local files, gerr = M.generate(result.ir, { backends = opts.backends, snapshot = snapshot,
-    allow_drop = opts.allow_drop, out = out })
+    allow_drop = opts.allow_drop, out = out, step = opts.step })
   if not files then
     gerr.result = result
     return nil, gerr

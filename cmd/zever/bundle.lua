@@ -2,10 +2,12 @@
 -- that carries the zever host, the framework's bytecode, the LAZY modules and the app folder
 -- (zever.bundle_build; the format: host/sys/bundle.h; docs/deploy.md). The file runs like
 -- `zever <command> app` from a checkout: `./dist/app serve`, `./dist/app migrate up`, ...
+-- --dry-run builds the payload in memory and says what it would write; --json prints the report.
 
 local sys = require "zever.sys"
 local cliapp = require "zever.cli.app"
 local build = require "zever.bundle_build"
+local output = require "zever.cli.output"
 
 local format = string.format
 
@@ -29,7 +31,11 @@ end
 return {
   name = "bundle",
   summary = "Build one executable file holding zever and the app",
-  usage = "zever bundle [app] [-o FILE] [--exclude GLOBS] [--include GLOBS]",
+  usage = "zever bundle [app] [-o FILE] [--exclude GLOBS] [--include GLOBS] [--dry-run] [--json]",
+  -- --json: {path, files, bytes, host_bytes, hash}; --dry-run: the same, computed (the payload
+  -- is packed in memory, so the hash is the file's), and nothing written, no folder made.
+  json = true,
+  dry_run = true,
   help = "The file runs every command on the app it carries (./dist/app serve, migrate up,\n" ..
     "worker, version); the app folder it stands for is the working directory, where its\n" ..
     "SQLite file lives. Left out unless --include names them: " ..
@@ -56,16 +62,22 @@ return {
     local host, herr = build.host(flags["keep-debug"])
     if not host then return 1, herr end
     local bytes, hash = build.pack(host, files)
+    local count = 0
+    for _ in pairs(files) do count = count + 1 end
+    local report = { path = out, files = count, bytes = #bytes, host_bytes = #host, hash = hash }
+    if flags["dry-run"] then
+      output.would(flags, { { action = "write", target = format("%s (%d files, %d bytes, content hash %s)",
+        out, count, #bytes, hash), path = out, files = count, bytes = #bytes, hash = hash } })
+      return 0
+    end
     local dir = out:match("^(.*)/[^/]*$")
     if dir and dir ~= "" and not sys.isdir(dir) then
       os.execute("mkdir -p " .. shell_quote(dir))
     end
     local ok, werr = build.write(out, bytes)
     if not ok then return 1, format("cannot write %s: %s", out, tostring(werr)) end
-    local count = 0
-    for _ in pairs(files) do count = count + 1 end
-    print(format("%s: %d files, %d bytes (host %d), content hash %s", out, count, #bytes, #host,
-      hash))
+    output.emit(flags, report, format("%s: %d files, %d bytes (host %d), content hash %s", out, count,
+      #bytes, #host, hash))
     return 0
   end,
 }

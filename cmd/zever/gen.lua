@@ -73,7 +73,7 @@ return {
     .. "migration; dropping a table or a column needs --allow-drop.\n"
     .. "--dry-run compiles and lists the files (and handler stubs) it would write; nothing is\n"
     .. "written. --json prints {written, unchanged, kept, stubs} (with --dry-run: the actions).\n"
-    .. "On a terminal a progress bar follows the writes.\n"
+    .. "On a terminal a progress bar follows the phases (compile, each backend) and the writes.\n"
     .. "Exit codes: 0 ok, 1 schema errors or a refused change, 2 usage.",
   json = true,
   dry_run = true,
@@ -96,8 +96,16 @@ return {
     end
     if #args == 0 then args = { "schema" } end
     local dry = flags["dry-run"]
+    -- On a terminal one bar follows the phases (compile, each backend), another the writes.
+    local progress = require "zever.cli.progress"
+    local phases, started = progress.new("gen", 1 + #(gen.backends(flags.backend) or {})), 0
     local report, err = gen.run(args, { backends = flags.backend, out = flags.out,
-      allow_drop = flags["allow-drop"], dry_run = true })
+      allow_drop = flags["allow-drop"], dry_run = true,
+      step = phases.active and function(label)
+        phases:set(started, label) -- the phases before this one are done
+        started = started + 1
+      end or nil })
+    phases:finish()
     local result = report and report.result or (err and err.result)
     if result and #result.diags > 0 then
       io.stderr:write(require("dsl.diagnostics").render(result.diags, result.sources))
@@ -114,7 +122,7 @@ return {
     local files, list = report.files, {}
     for path in pairs(files) do list[#list + 1] = path end
     table.sort(list)
-    local bar = (not dry) and require("zever.cli.progress").new("gen", #list) or nil
+    local bar = (not dry) and progress.new("gen", #list) or nil
     local done = { written = {}, unchanged = {}, kept = {} }
     for _, path in ipairs(list) do
       local f = files[path]

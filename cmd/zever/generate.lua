@@ -216,6 +216,13 @@ return {
       for _, line in ipairs(report and report.added or {}) do print("added stub " .. line) end
     end
     print("next: zever gen")
+    -- A first RPC: its route is served once the app registers the generated routes.
+    local app_lua = kind == "rpc" and slurp(root .. "/app.lua")
+    if app_lua and not app_lua:find("generated.routes", 1, true) then
+      print('then in app.lua: require("generated.routes").register(app, nil, ' ..
+        "{ auth = function(req) ... end })")
+      print("  (an RPC wants a signed-in caller unless it says auth: none; docs/zen.md)")
+    end
     return 0
   end,
 }

@@ -5,14 +5,78 @@
 -- Exit codes: 0 ok, 1 runtime error, 2 usage error (unknown command or flag, bad flag value).
 
 local sys = require "zever.sys"
-local text = require "zever.text"
 local bundle = require "zever.bundle" -- a bundle carries cmd/zever/ and the index in its payload
-local output = require "zever.cli.output" -- --json and --dry-run: declared by commands, added here
 
 local concat, sort = table.concat, table.sort
 local format = string.format
+local type, ipairs, pairs = type, ipairs, pairs
 
 local M = {}
+
+-- zever.cli.output (what --json and --dry-run print) loads only when something prints through
+-- it: the commands that use it require it, the dispatcher only for a failure under --json. What
+-- every start needs (which commands declare the flags, and refusing them where they do not
+-- apply) is here, and zever.cli.output re-exports it.
+
+M.JSON_FLAG = { name = "json", summary = "print one JSON document on stdout (failures as JSON on stderr)" }
+M.DRY_FLAG = { name = "dry-run", summary = "say what would be done; change nothing" }
+
+local FLAG = { json = "json", dry_run = "dry-run" }
+
+-- Whether cmd declares kind ("json" | "dry_run") for the subcommand sub (the first argument).
+function M.supports(cmd, kind, sub)
+  local v = cmd[kind]
+  if v == true then return true end
+  if type(v) ~= "table" then return false end
+  for _, s in ipairs(v) do
+    if s == sub then return true end
+  end
+  return false
+end
+
+-- Whether cmd declares kind for anything.
+function M.declared(cmd, kind)
+  local v = cmd[kind]
+  return v == true or (type(v) == "table" and #v > 0)
+end
+
+local function has_flag(flags, name)
+  for _, f in ipairs(flags) do
+    if f.name == name then return true end
+  end
+  return false
+end
+
+-- cmd.flags plus --json / --dry-run where declared (each once; a command's own stays).
+function M.with_flags(cmd)
+  local flags = cmd.flags or {}
+  local out
+  for _, kind in ipairs({ "json", "dry_run" }) do
+    if M.declared(cmd, kind) and not has_flag(flags, FLAG[kind]) then
+      out = out or { unpack(flags) }
+      local base = kind == "json" and M.JSON_FLAG or M.DRY_FLAG
+      if type(cmd[kind]) == "table" then
+        -- Help names the subcommands it applies to: "status, up: print one JSON document ...".
+        base = { name = base.name, summary = concat(cmd[kind], ", ") .. ": " .. base.summary }
+      end
+      out[#out + 1] = base
+    end
+  end
+  return out or flags
+end
+
+-- Why a flag the parser accepted does not apply (nil when it does).
+function M.check(cmd, flags, args)
+  local sub = args[1]
+  for kind, name in pairs(FLAG) do
+    -- A command that declares nothing (yet) keeps whatever flags of its own it has.
+    if cmd[kind] ~= nil and flags[name] and not M.supports(cmd, kind, sub) then
+      local what = type(cmd[kind]) == "table" and sub and (cmd.name .. " " .. sub) or cmd.name
+      local list = type(cmd[kind]) == "table" and (" (only " .. concat(cmd[kind], ", ") .. ")") or ""
+      return format('flag "--%s" does not apply to "%s"%s', name, what, list)
+    end
+  end
+end
 
 local function stderr(msg)
   io.stderr:write(msg, "\n")
@@ -28,8 +92,10 @@ local SYNONYMS = { init = "new", create = "new", start = "serve", server = "serv
   migration = "migrate", migrations = "migrate", job = "jobs", cron = "schedule",
   env = "config", settings = "config", ["routes:list"] = "routes" }
 
--- Names of every command: the files of cmd/zever/ but the internal ones, sorted.
-function M.names()
+-- The names of the files of cmd/zever/ but the internal ones, sorted, listed once per process.
+local listed
+local function list_names()
+  if listed then return listed end
   local names = {}
   local files = bundle.active and bundle.list("cmd/zever/") or sys.listdir(sys.home() .. "/cmd/zever")
   for _, file in ipairs(files or {}) do
@@ -37,6 +103,7 @@ function M.names()
     if name and not INTERNAL[name] then names[#names + 1] = name end
   end
   sort(names)
+  listed = names
   return names
 end
 
@@ -56,46 +123,74 @@ function M.load(name)
     error(format("cmd/zever/%s.lua must return a command table {name = %q, run = ...}", name, name), 2)
   end
   -- A command that declares json / dry_run (zever.cli.output) gets --json / --dry-run here.
-  cmd.flags = output.with_flags(cmd)
+  cmd.flags = M.with_flags(cmd)
   return cmd
 end
 
-local function load_index(home, names)
+-- The index `make` writes (zever.cli.index: { [name] = summary } and the mtime of cmd/zever/
+-- it was written against), or nil when it is missing or out of date: a command file changed
+-- since (its mtime), or a command added or removed (the folder's mtime differs from the
+-- index's, or, for an index without it, the names differ from the folder's). While the folder
+-- is unchanged the index names the commands and the folder is not even listed.
+local indexed -- false: looked, none
+local function load_index()
+  if indexed ~= nil then return indexed or nil end
+  indexed = false
+  local home = sys.home()
   local path = home .. "/build/commands.lua"
   local built = sys.mtime(path)
   if not built then return nil end
-  local ok, index = pcall(dofile, path)
+  -- Its bytecode (zever.cli.index writes both) only while strictly newer than the source.
+  local compiled = sys.mtime(path .. "c")
+  local chunk = compiled and compiled > built and loadfile(path .. "c") or loadfile(path)
+  local ok, index, folder = pcall(chunk or error)
   if not ok or type(index) ~= "table" then return nil end
-  local count = 0
-  for _ in pairs(index) do count = count + 1 end
-  if count ~= #names then return nil end
+  local names
+  if folder ~= nil and folder == sys.mtime(home .. "/cmd/zever") then
+    names = {}
+    for name in pairs(index) do names[#names + 1] = name end
+    sort(names)
+  else
+    names = list_names()
+    local count = 0
+    for _ in pairs(index) do count = count + 1 end
+    if count ~= #names then return nil end
+  end
   for _, name in ipairs(names) do
     local changed = sys.mtime(home .. "/cmd/zever/" .. name .. ".lua")
     if type(index[name]) ~= "string" or not changed or changed >= built then return nil end
   end
+  listed = listed or names
+  indexed = index
   return index
+end
+
+-- Names of every command, sorted: from the index while it is up to date, else the files of
+-- cmd/zever/ but the internal ones. A new table each call.
+function M.names()
+  local names = not bundle.active and load_index() and listed or list_names()
+  return { unpack(names) }
 end
 
 -- { [name] = summary } of every command: from the index `make` writes (zever.cli.index) while
 -- it is up to date, otherwise by loading each command.
 function M.summaries()
-  local names = M.names()
   local index
   if bundle.active then
     local chunk = bundle.load("build/commands.lua")
     index = chunk and chunk()
   else
-    index = load_index(sys.home(), names)
+    index = load_index()
   end
   if index then return index end
   index = {}
-  for _, name in ipairs(names) do index[name] = M.load(name).summary or "" end
+  for _, name in ipairs(list_names()) do index[name] = M.load(name).summary or "" end
   return index
 end
 
 -- "Did you mean ...?" for word among candidates, or "" when nothing is close.
 function M.suggest(word, candidates)
-  local best = text.closest(word, candidates)
+  local best = require("zever.text").closest(word, candidates)
   if not best then
     local syn = SYNONYMS[word]
     for _, c in ipairs(candidates) do
@@ -271,11 +366,11 @@ function main(argv)
   local as_json = false
   for i = 2, #argv do
     if argv[i] == "--" then break end
-    if argv[i] == "--json" then as_json = output.supports(cmd, "json", argv[2]) end
+    if argv[i] == "--json" then as_json = M.supports(cmd, "json", argv[2]) end
   end
   local function fail(code, msg)
     if as_json then
-      stderr(output.error(cmd.name, code, msg))
+      stderr(require("zever.cli.output").error(cmd.name, code, msg))
     else
       stderr(format("zever %s: %s", cmd.name, msg))
     end
@@ -291,7 +386,7 @@ function main(argv)
     print(M.command_help(cmd))
     return 0
   end
-  local unfit = output.check(cmd, flags, args)
+  local unfit = M.check(cmd, flags, args)
   if unfit then return fail(2, unfit) end
   -- A bundle checks its whole payload (every file's hash, the host's) before a command runs;
   -- help and --help read only the index and the files they load, each checked as it loads.

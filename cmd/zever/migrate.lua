@@ -22,6 +22,15 @@ local function open(dsn, cfg, create)
   return cliapp.open_db(dsn, { busy_timeout = math.floor(cfg.db.busy_timeout * 1000) }, create)
 end
 
+-- The database for status and dry runs, which only read: nil (and no error) for a SQLite file
+-- that does not exist (nothing applied; the file is not created), else opened without switching
+-- it to WAL (that rewrites the file's header), so that every byte stays as it was.
+local function open_read(dsn, cfg)
+  local file = dsn:match("^sqlite:(.+)$")
+  if file and file ~= ":memory:" and not sys.mtime(file) then return nil end
+  return cliapp.open_db(dsn, { busy_timeout = math.floor(cfg.db.busy_timeout * 1000), wal = false })
+end
+
 local function label(m)
   return m.version .. "_" .. m.name
 end
@@ -36,21 +45,15 @@ end
 local handlers = {}
 
 -- The migrations up (or down) would run, without writing anything: the applied versions are
--- read only when schema_migrations exists (status() would create it).
+-- read only when schema_migrations exists (zever.migrations.has_table; nothing is created).
 local function applied_versions(db)
-  local soft = db.try_handle and db:try_handle() or db
-  local exists
-  if db.dialect == "postgres" then
-    local rows = soft:query("SELECT to_regclass('schema_migrations') IS NOT NULL AS t")
-    exists = rows and rows[1] and (rows[1].t == true or rows[1].t == 1 or rows[1].t == "t")
-  else
-    local rows = soft:query("SELECT name FROM sqlite_master WHERE type = 'table' AND " ..
-      "name = 'schema_migrations'")
-    exists = rows and rows[1] ~= nil
-  end
+  local migrations = require "zever.migrations"
+  local exists, err = migrations.has_table(db)
+  if exists == nil then error(err, 0) end
   local applied = {}
   if not exists then return applied end
-  for _, r in ipairs(soft:from("schema_migrations"):order_by("version"):all() or {}) do
+  local soft = db.try_handle and db:try_handle() or db
+  for _, r in ipairs(soft:from(migrations.TABLE):order_by("version"):all() or {}) do
     applied[tonumber(r.version)] = r
   end
   return applied
@@ -131,9 +134,15 @@ function handlers.down(db, flags, tty)
   return 0
 end
 
+-- db is nil when the database does not exist yet: every migration is pending.
 function handlers.status(db, flags)
   local migrations = require "zever.migrations"
-  local list, err = migrations.status(db, flags.dir)
+  local list, err
+  if db then
+    list, err = migrations.status(db, flags.dir)
+  else
+    list, err = migrations.list(flags.dir)
+  end
   if not list then return fail(db, err, {}, "status") end
   local out = {}
   for i, m in ipairs(list) do
@@ -209,11 +218,15 @@ return {
       output.emit(flags, { path = paths.relative(path) }, paths.relative(path))
       return 0
     end
-    if flags["dry-run"] then
+    if flags["dry-run"] or sub == "status" then
       -- Read only: a database that does not exist yet has nothing applied.
-      local file = dsn:match("^sqlite:(.+)$")
-      local db
-      if not file or file == ":memory:" or sys.mtime(file) then db = open(dsn, cfg, false) end
+      local db, err = open_read(dsn, cfg)
+      if err then return 1, sub .. ": " .. err end
+      if sub == "status" then
+        local code, msg = handlers.status(db, flags)
+        if code == 0 and db then db:close() end
+        return code, msg
+      end
       local todo, perr = plan(db, flags, sub)
       if db then db:close() end
       if not todo then return 1, sub .. ": " .. tostring(perr and perr.message or perr) end

@@ -1,14 +1,16 @@
 -- zever saga status|retry <id> [--app PATH] [--json]: a .zen saga's run (zever.saga on
 -- app.workflow): its status, error and every step's phase; retry makes a stuck saga (out of
 -- attempts after its pivot) run again in the worker. The app is loaded (--app PATH or -C DIR,
--- default .; zever.cli.app) for its workflow store, as `zever workflow` does.
+-- default .; zever.cli.app) for its workflow store, as `zever workflow` does. Both verbs take
+-- --json; retry takes --dry-run (says what it would do; the store is not opened, as for
+-- `zever workflow`).
 
-local json = require "zever.json"
 local cliapp = require "zever.cli.app"
+local output = require "zever.cli.output"
 
 local format = string.format
 
-local USAGE = "zever saga status|retry <id> [--app PATH] [--json]"
+local USAGE = "zever saga status|retry <id> [--app PATH] [--json] [--dry-run]"
 
 return {
   name = "saga",
@@ -19,9 +21,10 @@ return {
     .. "compensating, failed, stuck, cancelling, cancelled), its error and its steps; retry makes\n"
     .. "a stuck saga run again from its failed step (zever worker runs it).\n"
     .. "Exit codes: 0 ok, 1 no such saga or not stuck, 2 usage.",
+  json = true,
+  dry_run = { "retry" },
   flags = {
     cliapp.FLAG,
-    { name = "json", summary = "print the status as JSON" },
     { name = "dsn", arg = "DSN", summary = "gone: sagas live in the app's workflow store (--app)" },
   },
   run = function(args, flags)
@@ -33,6 +36,10 @@ return {
     end
     local target, terr = cliapp.resolve(flags, nil, "saga")
     if not target then return 2, terr end
+    if flags["dry-run"] then
+      output.would(flags, { { action = "retry", target = "saga " .. id, id = id } })
+      return 0
+    end
     local ok, app = pcall(cliapp.load, target)
     if not ok then return 1, tostring(app) end
     local got, wf = pcall(function() return app.workflow end)
@@ -45,14 +52,14 @@ return {
       local done, rerr = saga.retry(wf, id)
       app:close()
       if not done then return 1, tostring(rerr) end
-      print("saga " .. id .. " runs again")
+      output.emit(flags, { retried = id }, "saga " .. id .. " runs again")
       return 0
     end
     local st, err = saga.status(wf, id)
     app:close()
     if not st then return 1, tostring(err) end
     if flags.json then
-      print(json.encode(st))
+      output.emit(flags, st)
       return 0
     end
     print(format("saga %s (%s): %s, attempts %d%s", st.id, st.name, st.status, st.attempts or 0,

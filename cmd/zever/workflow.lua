@@ -8,15 +8,20 @@
 --   signal ID NAME [--value JSON]       delivers a signal
 --   cancel ID                           cancels it (compensations run in the worker)
 --   retry ID                            a stuck run (out of attempts past a pivot) runs again
+--
+-- Every verb takes --json (one JSON document); start, signal, cancel and retry take --dry-run:
+-- the arguments are checked (start: the workflow is defined, --input is JSON) and what would be
+-- done is printed; the store is not opened (its first use creates its tables).
 
 local json = require "zever.json"
 local cliapp = require "zever.cli.app"
+local output = require "zever.cli.output"
 
 local format = string.format
 
-local USAGE = "zever workflow list [--status S] [--json] | status ID [--json] | " ..
+local USAGE = "zever workflow list [--status S] | status ID | " ..
   "start NAME [--input JSON] [--id ID] | signal ID NAME [--value JSON] | cancel ID | retry ID " ..
-  "[--app PATH]"
+  "[--app PATH] [--json] [--dry-run]"
 local VERBS = { "list", "status", "start", "signal", "cancel", "retry" }
 
 local function decode_flag(s, what)
@@ -36,10 +41,17 @@ local function run_verb(wf, args, flags)
       for i, r in ipairs(runs) do
         out[i] = { id = r.id, name = r.name, status = r.status, attempts = r.attempts }
       end
-      print(#out == 0 and "[]" or json.encode(out))
+      output.emit(flags, json.array(out))
       return 0
     end
-    if #runs == 0 then print("no runs") return 0 end
+    if #runs == 0 then
+      print("no runs")
+      if flags.adapter == "memory" then
+        io.stderr:write("zever workflow: workflow.adapter is memory: runs live only in the process ",
+          "that started them; set workflow.adapter to db or redis to see the worker's\n")
+      end
+      return 0
+    end
     print(format("%-32s %-16s %-10s %s", "ID", "NAME", "STATUS", "ATTEMPTS"))
     for _, r in ipairs(runs) do
       print(format("%-32s %-16s %-10s %d", r.id, r.name, r.status, r.attempts or 0))
@@ -49,7 +61,7 @@ local function run_verb(wf, args, flags)
     if not args[2] then return 2, "status: want a run id" end
     local st, err = wf:status(args[2])
     if not st then return 1, tostring(err) end
-    if flags.json then print(json.encode(st)) return 0 end
+    if flags.json then output.emit(flags, st) return 0 end
     print(format("%s (%s): %s, attempts %d, steps %s%s", st.id, st.name, st.status,
       st.attempts or 0, #st.steps > 0 and table.concat(st.steps, ",") or "none",
       st.error and (", last error: " .. st.error) or ""))
@@ -58,29 +70,48 @@ local function run_verb(wf, args, flags)
     if not args[2] then return 2, "start: want a workflow name" end
     local ok, input = decode_flag(flags.input, "--input")
     if not ok then return 2, input end
+    if flags["dry-run"] then
+      if not wf.defs[args[2]] then return 1, format('no workflow named "%s" is defined', args[2]) end
+      output.would(flags, { { action = "start", target = args[2] .. (flags.id and (" as " .. flags.id) or ""),
+        name = args[2], id = flags.id } })
+      return 0
+    end
     local id, err = wf:start(args[2], input or {}, flags.id)
     if not id then return 1, tostring(err) end
-    print(id)
+    output.emit(flags, { id = id }, id)
     return 0
   elseif verb == "signal" then
     if not args[2] or not args[3] then return 2, "signal: want a run id and a signal name" end
     local ok, value = decode_flag(flags.value, "--value")
     if not ok then return 2, value end
+    if flags["dry-run"] then
+      output.would(flags, { { action = "signal", target = args[2] .. " " .. args[3], id = args[2],
+        signal = args[3] } })
+      return 0
+    end
     local done, err = wf:signal(args[2], args[3], value)
     if not done then return 1, tostring(err) end
-    print("signalled " .. args[2])
+    output.emit(flags, { signalled = args[2], signal = args[3] }, "signalled " .. args[2])
     return 0
   elseif verb == "cancel" then
     if not args[2] then return 2, "cancel: want a run id" end
+    if flags["dry-run"] then
+      output.would(flags, { { action = "cancel", target = args[2], id = args[2] } })
+      return 0
+    end
     local done, err = wf:cancel(args[2])
     if not done then return 1, tostring(err) end
-    print("cancelling " .. args[2])
+    output.emit(flags, { cancelled = args[2] }, "cancelling " .. args[2])
     return 0
   elseif verb == "retry" then
     if not args[2] then return 2, "retry: want a run id" end
+    if flags["dry-run"] then
+      output.would(flags, { { action = "retry", target = args[2], id = args[2] } })
+      return 0
+    end
     local done, err = wf:retry(args[2])
     if not done then return 1, tostring(err) end
-    print("retrying " .. args[2])
+    output.emit(flags, { retried = args[2] }, "retrying " .. args[2])
     return 0
   end
 end
@@ -89,9 +120,10 @@ return {
   name = "workflow",
   summary = "List, start, signal, cancel or retry durable workflow runs",
   usage = USAGE,
+  json = true,
+  dry_run = { "start", "signal", "cancel", "retry" },
   flags = {
     cliapp.FLAG,
-    { name = "json", summary = "list, status: print JSON" },
     { name = "status", arg = "S", summary = "list: only runs in this status" },
     { name = "limit", arg = "N", type = "number", summary = "list: at most N runs" },
     { name = "input", arg = "JSON", summary = "start: the run's input" },
@@ -116,6 +148,8 @@ return {
     if not ok then return 1, tostring(app) end
     local got, wf = pcall(function() return app.workflow end)
     if not got then return 1, tostring(wf) end
+    local cfg = app:config()
+    flags.adapter = cfg.workflow and cfg.workflow.adapter
     local code, msg = run_verb(wf, args, flags)
     app:close()
     return code, msg

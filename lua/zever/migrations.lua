@@ -71,9 +71,31 @@ function M.ensure_table(db)
   return true
 end
 
-local function applied_map(db)
-  local ok, e = M.ensure_table(db)
-  if not ok then return nil, e end
+-- Whether schema_migrations exists (read only: a catalog query), or nil and the error.
+function M.has_table(db)
+  local rows, e
+  if db.dialect == "postgres" then
+    rows, e = soft(db):query("SELECT to_regclass('" .. M.TABLE .. "') IS NOT NULL AS t")
+    if not rows then return nil, e end
+    local t = rows[1] and rows[1].t
+    return t == true or t == 1 or t == "t"
+  end
+  rows, e = soft(db):query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", M.TABLE)
+  if not rows then return nil, e end
+  return rows[1] ~= nil
+end
+
+-- version -> row of every applied migration, and the rows in order. read_only: a database
+-- without schema_migrations has applied nothing, and the table is not created (status).
+local function applied_map(db, read_only)
+  if read_only then
+    local exists, e = M.has_table(db)
+    if exists == nil then return nil, e end
+    if not exists then return {}, {} end
+  else
+    local ok, e = M.ensure_table(db)
+    if not ok then return nil, e end
+  end
   local rows, qe = soft(db):from(M.TABLE):order_by("version"):all()
   if not rows then return nil, qe end
   local map = {}
@@ -84,7 +106,7 @@ end
 function M.status(db, dir)
   local files, e = M.list(dir)
   if not files then return nil, e end
-  local map, rows = applied_map(db)
+  local map, rows = applied_map(db, true)
   if not map then return nil, rows end
   local out, known = {}, {}
   for _, m in ipairs(files) do

@@ -20,6 +20,7 @@ local CASES = {
   { add = "idempotency/db", tables = { "idempotency_keys" } },
   { add = "search", tables = { "zever_search" }, sqlite = { "zever_search_fts", "zever_search_pending" } },
   { add = "vectors", tables = { "zever_vectors" } },
+  { add = "outbox", tables = { "queue_messages", "outbox_messages" } },
 }
 
 local function zever_in(dir, ...)

@@ -14,14 +14,12 @@ local output = require "zever.cli.output"
 
 local quote = process.quote
 
--- Commands whose files belong to other work in progress (their owners add the declarations).
-local PENDING = { workflow = "h7-wf", saga = "h7-wf", bundle = "h7-bundle" }
-
 -- "command sub" (sub "" for a command declared true) -> the arguments after the command name.
 -- {APP} is the app folder, {OUT} a scratch folder outside it.
 local JSON_CASES = {
   ["add "] = { "add", "session/db" },
   ["breaking "] = { "breaking", "schema/app.zen" },
+  ["bundle "] = { "bundle" },
   ["check "] = { "check" },
   ["check-boundaries "] = { "check-boundaries" },
   ["config show"] = { "config", "show" },
@@ -44,15 +42,18 @@ local JSON_CASES = {
   ["outbox dlq"] = { "outbox", "dlq", "list" },
   ["outbox purge"] = { "outbox", "purge", "--before", "1h" },
   ["routes "] = { "routes" },
+  ["saga "] = { "saga", "status", "run-1" },
   ["schedule list"] = { "schedule", "list" },
   ["search reindex"] = { "search", "reindex" },
   ["search optimize"] = { "search", "optimize" },
   ["systemd-unit "] = { "systemd-unit" },
   ["version "] = { "version" },
+  ["workflow "] = { "workflow", "list" },
 }
 
 local DRY_CASES = {
   ["add "] = { "add", "jobs" },
+  ["bundle "] = { "bundle" },
   ["fmt "] = { "fmt", "--write" },
   ["gen "] = { "gen" },
   ["generate "] = { "generate", "entity", "Post", "title:string" },
@@ -66,9 +67,14 @@ local DRY_CASES = {
   ["outbox relay"] = { "outbox", "relay" },
   ["outbox dlq"] = { "outbox", "dlq", "requeue", "--all" },
   ["outbox purge"] = { "outbox", "purge", "--before", "1h" },
+  ["saga retry"] = { "saga", "retry", "run-1" },
   ["search reindex"] = { "search", "reindex" },
   ["search optimize"] = { "search", "optimize" },
   ["systemd-unit "] = { "systemd-unit", "-o", "{OUT}" },
+  ["workflow start"] = { "workflow", "start", "greet", "--input", "{}" },
+  ["workflow signal"] = { "workflow", "signal", "run-1", "go", "--value", "true" },
+  ["workflow cancel"] = { "workflow", "cancel", "run-1" },
+  ["workflow retry"] = { "workflow", "retry", "run-1" },
 }
 
 local function zever_in(dir, args, extra)
@@ -97,7 +103,8 @@ describe("the CLI contract #cli", function()
   local root, template, out
 
   -- One app with something in every battery the commands read: a migration applied and one
-  -- pending, a failed job, a search document, a delivered and a dead outbox message.
+  -- pending, a failed job, a search document, a delivered and a dead outbox message, a workflow
+  -- run (run-1, waiting for a signal) in the db store.
   setup(function()
     root = fs.tmpdir()
     out = root .. "/out"
@@ -106,7 +113,15 @@ describe("the CLI contract #cli", function()
     local r = zever_in(root, { "new", "tpl", "--batteries", "db,cache,queue,jobs,scheduler,search,mailer" })
     assert(r.code == 0, r.stderr)
     local yaml = fs.read(template .. "/zever.yaml")
-    fs.write(template .. "/zever.yaml", yaml .. "outbox:\n  adapter: db\n")
+    fs.write(template .. "/zever.yaml", yaml .. "outbox:\n  adapter: db\nworkflow:\n  adapter: db\n")
+    local app_lua, patched = fs.read(template .. "/app.lua"):gsub("\nreturn app\n$", [[
+
+app.workflow:define("greet", function(ctx) return ctx:wait("go") end)
+
+return app
+]])
+    assert(patched == 1, "app.lua of zever new no longer ends in return app")
+    fs.write(template .. "/app.lua", app_lua)
     r = zever_in(template, { "add", "jobs" })
     assert(r.code == 0, r.stdout .. r.stderr)
     r = zever_in(template, { "migrate", "new", "second" })
@@ -130,6 +145,8 @@ assert(app.db:transaction(function(tx) return ob:record(tx, { topic = "t", key =
 app:close()
 ]])
     r = zever_in(template, { "run", "seed.lua" })
+    assert(r.code == 0, r.stdout .. r.stderr)
+    r = zever_in(template, { "workflow", "start", "greet", "--id", "run-1" })
     assert(r.code == 0, r.stdout .. r.stderr)
     os.remove(template .. "/seed.lua")
     -- outbox status creates its table on first use: once here, so the dry runs start from it.
@@ -161,12 +178,10 @@ app:close()
     assert.is_true(#names > 20)
     for _, name in ipairs(names) do
       local cmd = dispatch.load(name)
-      if not PENDING[name] then
-        assert.is_not_nil(cmd.json, name .. ": declare json = true | false | { subcommands }")
-        assert.is_not_nil(cmd.dry_run, name .. ": declare dry_run = true | false | { subcommands }")
-        if not output.declared(cmd, "json") and not output.declared(cmd, "dry_run") then
-          assert.is_string(cmd.why, name .. ": neither --json nor --dry-run: say why")
-        end
+      assert.is_not_nil(cmd.json, name .. ": declare json = true | false | { subcommands }")
+      assert.is_not_nil(cmd.dry_run, name .. ": declare dry_run = true | false | { subcommands }")
+      if not output.declared(cmd, "json") and not output.declared(cmd, "dry_run") then
+        assert.is_string(cmd.why, name .. ": neither --json nor --dry-run: say why")
       end
     end
   end)
@@ -247,6 +262,55 @@ app:close()
     assert.are.same({ retried = 1 }, json.decode(r.stdout))
     r = zever_in(dir, { "jobs", "failed", "--json" })
     assert.are.equal("[]\n", r.stdout)
+  end)
+
+  it("bundle, workflow and saga: JSON documents, and dry runs that write nothing", function()
+    local dir = copy("wfjson")
+    local r = zever_in(dir, { "workflow", "list", "--json" })
+    assert.are.equal(0, r.code, r.stderr)
+    local runs = json.decode(r.stdout)
+    assert.are.equal(1, #runs)
+    assert.are.same({ id = "run-1", name = "greet", status = "pending", attempts = 0 }, runs[1])
+    r = zever_in(dir, { "workflow", "status", "run-1", "--json" })
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.equal("greet", json.decode(r.stdout).name)
+    r = zever_in(dir, { "saga", "status", "run-1", "--json" })
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.same({}, json.decode(r.stdout).steps)
+    -- start: an undefined workflow fails the dry run as it fails the real one.
+    r = zever_in(dir, { "workflow", "start", "nope", "--dry-run", "--json" })
+    assert.are.equal(1, r.code)
+    assert.matches('no workflow named "nope"', json.decode(r.stderr).error.message, 1, true)
+    r = zever_in(dir, { "workflow", "start", "greet", "--id", "run-2", "--dry-run", "--json" })
+    assert.are.same({ dry_run = true, actions = { { action = "start", target = "greet as run-2",
+      name = "greet", id = "run-2" } } }, json.decode(r.stdout))
+    r = zever_in(dir, { "workflow", "start", "greet", "--id", "run-2", "--json" })
+    assert.are.same({ id = "run-2" }, json.decode(r.stdout))
+    r = zever_in(dir, { "workflow", "cancel", "run-2", "--json" })
+    assert.are.same({ cancelled = "run-2" }, json.decode(r.stdout))
+    r = zever_in(dir, { "workflow", "list", "--json" })
+    assert.are.equal(2, #json.decode(r.stdout))
+    -- bundle: the dry run reports the file's size and hash and makes neither it nor dist/.
+    r = zever_in(dir, { "bundle", "-o", "dist/app", "--dry-run", "--json" })
+    assert.are.equal(0, r.code, r.stderr)
+    local plan = json.decode(r.stdout).actions[1]
+    assert.are.equal("dist/app", plan.path)
+    assert.is_false(sys.isdir(dir .. "/dist"))
+    r = zever_in(dir, { "bundle", "-o", "dist/app", "--json" })
+    assert.are.equal(0, r.code, r.stderr)
+    local built = json.decode(r.stdout)
+    assert.are.same({ plan.path, plan.files, plan.bytes, plan.hash },
+      { built.path, built.files, built.bytes, built.hash })
+    assert.are.equal(built.bytes, #fs.read(dir .. "/dist/app"))
+    -- On the memory store a list in another process is always empty: it says so (not under --json).
+    local yaml = fs.read(dir .. "/zever.yaml")
+    fs.write(dir .. "/zever.yaml", (yaml:gsub("workflow:\n  adapter: db", "workflow:\n  adapter: memory")))
+    r = zever_in(dir, { "workflow", "list" })
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.equal("no runs\n", r.stdout)
+    assert.matches("workflow.adapter is memory", r.stderr, 1, true)
+    r = zever_in(dir, { "workflow", "list", "--json" })
+    assert.are.same({ "[]\n", "" }, { r.stdout, r.stderr })
   end)
 
   it("refuses --dry-run and --json where they do not apply (exit 2), as JSON under --json", function()

@@ -37,6 +37,10 @@ describe("zever generate", function()
       local r = zever_in(app, "generate", unpack(row[1]))
       assert.are.equal(0, r.code, r.stderr)
       assert.matches(row[2], r.stdout, 1, true)
+      -- An rpc says how its route gets served while app.lua does not register the generated routes.
+      if row[1][1] == "rpc" then
+        assert.matches('then in app.lua: require("generated.routes").register(app', r.stdout, 1, true)
+      end
     end
     local zen = fs.read(app .. "/schema/app.zen")
     assert.matches("entity Post {\n  id: int64 @primary\n  title: string\n  body: string?\n}", zen, 1, true)

@@ -100,6 +100,10 @@ describe("progress bars #cli", function()
     assert.are.equal(0, code, out)
     assert.matches("gen [", out, 1, true)
     assert.matches("100%", out, 1, true)
+    -- The phases before the writes: compile, then each backend by name.
+    assert.matches("0/%d+  compile\r", out)
+    assert.matches("%d/%d+  migrations\r", out)
+    assert.matches("%d/%d+  openapi\r", out)
     fs.write(app .. "/seed.lua", [[
 local app = require("zever.app").load("app.lua", (require("zever.config.paths").cwd()))
 for i = 1, 3 do

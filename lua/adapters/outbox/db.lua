@@ -59,6 +59,8 @@ local SCHEMA = {
 )]] },
 }
 
+-- The statements that create the table and its indexes ("sqlite" | "postgres", table name):
+-- what the adapter runs on first use and what `zever add outbox` writes (zever.cli.tables).
 local function schema(dialect, t)
   local list = {}
   for i, s in ipairs(SCHEMA[dialect]) do list[i] = format(s, t) end
@@ -69,6 +71,7 @@ local function schema(dialect, t)
     .. "WHERE status = 0", t, t)
   return list
 end
+M.schema = schema
 
 local function statements(t, dialect)
   -- The delivered ids of a batch go in one statement, as one bound list.

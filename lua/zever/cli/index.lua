@@ -3,14 +3,21 @@
 --
 --   bin/zever run lua/zever/cli/index.lua build/commands.lua
 --
--- The file is Lua: `return { [name] = summary, ... }`. The dispatcher (cmd/zever/init.lua,
--- summaries) uses it only while it is newer than every command file and names exactly the
--- commands there; otherwise it loads the commands as before, so a stale index is never shown.
+-- The file is Lua: `return { [name] = summary, ... }, <mtime of cmd/zever/>`. The dispatcher
+-- (cmd/zever/init.lua, load_index) uses it only while it is newer than every command file and
+-- names exactly the commands there (the folder's mtime unchanged: nothing added or removed);
+-- otherwise it lists the folder and loads the commands as before: a stale index is never shown.
+-- Next to it, <path>c (build/commands.luac) holds the same chunk as stripped bytecode: parsing the
+-- source costs `zever --help` more than the rest of its list. It is read only while it is
+-- strictly newer than the source (cmd/zever/init.lua, load_index), so an edited index is never
+-- shadowed.
 
 local M = {}
 
 -- The index text for a { [name] = summary } table, sorted by name (same input, same bytes).
-function M.render(summaries)
+-- folder: the mtime of cmd/zever/ the index was made from, returned second (the dispatcher
+-- trusts the index's names while the folder's mtime is the same: nothing added or removed).
+function M.render(summaries, folder)
   local names = {}
   for name in pairs(summaries) do names[#names + 1] = name end
   table.sort(names)
@@ -18,20 +25,30 @@ function M.render(summaries)
   for _, name in ipairs(names) do
     lines[#lines + 1] = ("  [%q] = %q,"):format(name, summaries[name])
   end
-  lines[#lines + 1] = "}\n"
+  lines[#lines + 1] = folder and ("}, " .. ("%.17g"):format(folder) .. "\n") or "}\n"
   return table.concat(lines, "\n")
 end
 
 -- Writes the index of the commands found now to path (under a temporary name, then renamed).
 function M.write(path)
   local dispatch = require "cmd.zever"
+  local sys = require "zever.sys"
+  local folder = sys.mtime(sys.home() .. "/cmd/zever")
   local summaries = {}
-  for _, name in ipairs(dispatch.names()) do summaries[name] = dispatch.load(name).summary or "" end
-  local tmp = path .. ".tmp"
-  local f = assert(io.open(tmp, "w"))
-  f:write(M.render(summaries))
-  f:close()
-  assert(os.rename(tmp, path))
+  for _, file in ipairs(sys.listdir(sys.home() .. "/cmd/zever")) do
+    local name = file:match("^([%w_-]+)%.lua$")
+    local cmd = name and dispatch.load(name)
+    if cmd then summaries[name] = cmd.summary or "" end
+  end
+  local text = M.render(summaries, folder)
+  local bc = string.dump(assert(loadstring(text, "=" .. path)), true)
+  for _, out in ipairs({ { path, text }, { path .. "c", bc } }) do
+    local tmp = out[1] .. ".tmp"
+    local f = assert(io.open(tmp, "wb"))
+    f:write(out[2])
+    f:close()
+    assert(os.rename(tmp, out[1]))
+  end
 end
 
 if arg and arg[0] and arg[0]:match("index%.lua$") and select("#", ...) > 0 then

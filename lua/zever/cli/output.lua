@@ -25,72 +25,22 @@
 
 local sys = require "zever.sys"
 
--- zever.json loads when a command prints JSON: the dispatcher requires this module on every
--- start, and `zever version` should not pay for what it does not use.
+-- zever.json loads when a command prints JSON: `zever migrate status` should not pay for what it
+-- does not use.
 local function json()
   return require "zever.json"
 end
 
-local type, ipairs, format = type, ipairs, string.format
+local type, ipairs = type, ipairs
 
 local M = {}
 
-M.JSON_FLAG = { name = "json", summary = "print one JSON document on stdout (failures as JSON on stderr)" }
-M.DRY_FLAG = { name = "dry-run", summary = "say what would be done; change nothing" }
-
-local FLAG = { json = "json", dry_run = "dry-run" }
-
-function M.supports(cmd, kind, sub)
-  local v = cmd[kind]
-  if v == true then return true end
-  if type(v) ~= "table" then return false end
-  for _, s in ipairs(v) do
-    if s == sub then return true end
-  end
-  return false
-end
-
-function M.declared(cmd, kind)
-  local v = cmd[kind]
-  return v == true or (type(v) == "table" and #v > 0)
-end
-
-local function has_flag(flags, name)
-  for _, f in ipairs(flags) do
-    if f.name == name then return true end
-  end
-  return false
-end
-
-function M.with_flags(cmd)
-  local flags = cmd.flags or {}
-  local out
-  for _, kind in ipairs({ "json", "dry_run" }) do
-    if M.declared(cmd, kind) and not has_flag(flags, FLAG[kind]) then
-      out = out or { unpack(flags) }
-      local base = kind == "json" and M.JSON_FLAG or M.DRY_FLAG
-      if type(cmd[kind]) == "table" then
-        -- Help names the subcommands it applies to: "status, up: print one JSON document ...".
-        base = { name = base.name, summary = table.concat(cmd[kind], ", ") .. ": " .. base.summary }
-      end
-      out[#out + 1] = base
-    end
-  end
-  return out or flags
-end
-
--- Why a flag the parser accepted does not apply (nil when it does).
-function M.check(cmd, flags, args)
-  local sub = args[1]
-  for kind, name in pairs(FLAG) do
-    -- A command that declares nothing (yet) keeps whatever flags of its own it has.
-    if cmd[kind] ~= nil and flags[name] and not M.supports(cmd, kind, sub) then
-      local what = type(cmd[kind]) == "table" and sub and (cmd.name .. " " .. sub) or cmd.name
-      local list = type(cmd[kind]) == "table" and (" (only " .. table.concat(cmd[kind], ", ") .. ")") or ""
-      return format('flag "--%s" does not apply to "%s"%s', name, what, list)
-    end
-  end
-end
+-- The declarations live in the dispatcher (cmd/zever/init.lua), which every start loads; this
+-- module loads only when something prints through it.
+local dispatch = require "cmd.zever"
+M.JSON_FLAG, M.DRY_FLAG = dispatch.JSON_FLAG, dispatch.DRY_FLAG
+M.supports, M.declared = dispatch.supports, dispatch.declared
+M.with_flags, M.check = dispatch.with_flags, dispatch.check
 
 function M.emit(flags, data, text)
   if flags and flags.json then

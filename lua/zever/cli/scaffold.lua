@@ -32,6 +32,9 @@ M.CATALOGUE = {
   password = { doc = "argon2id password hashing" },
   auth = { doc = "JWT or opaque-token authentication" },
   log = { doc = "the application log (text or JSON)" },
+  -- The relay publishes to app.queue unless outbox.relay_sink says eventbus.
+  outbox = { doc = "transactional outbox: messages recorded with the data, relayed after commit",
+    needs = { "queue" } },
 }
 
 -- Adapters that need a server: not zero-infrastructure.

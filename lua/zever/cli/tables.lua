@@ -1,6 +1,6 @@
 -- zever.cli.tables: the migrations `zever add` writes for the batteries that keep tables in the
--- app's database (cache, queue, jobs, scheduler, idempotency and session on their db adapters;
--- search and vectors on theirs). The statements come from each adapter's own schema function, so
+-- app's database (cache, queue, jobs, scheduler, idempotency, session and outbox on their db
+-- adapters; search and vectors on theirs). The statements come from each adapter's own schema function, so
 -- a migration creates exactly what the adapter would create on first use (CREATE ... IF NOT
 -- EXISTS: running it after the adapter already made its table changes nothing). A migration holds
 -- both dialects' statements and picks by db.dialect when it runs, so the same file migrates a
@@ -67,6 +67,11 @@ local BATTERIES = {
   vectors = { adapter = "db",
     create = 'require("adapters.vectors.db").new(db, {})',
     tables = function() return { "zever_vectors_version", "zever_vectors" } end },
+  outbox = { adapter = "db",
+    ddl = function(d, cfg)
+      return require("adapters.outbox.db").schema(d, setting(cfg, "outbox", "table"))
+    end,
+    tables = function(cfg) return { setting(cfg, "outbox", "table") } end },
 }
 M.BATTERIES = BATTERIES
 
