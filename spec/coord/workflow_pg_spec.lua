@@ -10,10 +10,10 @@ describe("zever.workflow on PostgreSQL #pg", function()
   local fx = pg_server.fixture("workflow")
   local t, db, wf
 
-  require("spec.conformance.workflow")("db (PostgreSQL)", function(jobs)
+  require("spec.conformance.workflow")("db (PostgreSQL)", function(jobs, opts)
     local pdb = assert(zdb.open(fx.dsn))
-    return workflow.new{ jobs = jobs, db = pdb, table = "wfc" .. math.random(1, 1e6) },
-      function() pdb:close() end
+    opts.jobs, opts.db, opts.table = jobs, pdb, "wfc" .. math.random(1, 1e6)
+    return workflow.new(opts), function() pdb:close() end
   end)
 
   before_each(function()

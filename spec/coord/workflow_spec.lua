@@ -4,14 +4,16 @@ local zever = require "zever"
 local workflow = require "zever.workflow"
 local zdb = require "zever.db"
 
-require("spec.conformance.workflow")("memory", function(jobs)
-  return workflow.new{ jobs = jobs }
+require("spec.conformance.workflow")("memory", function(jobs, opts)
+  opts.jobs = jobs
+  return workflow.new(opts)
 end)
 
-require("spec.conformance.workflow")("db (SQLite)", function(jobs)
+require("spec.conformance.workflow")("db (SQLite)", function(jobs, opts)
   local path = os.tmpname()
   local db = assert(zdb.open("sqlite:" .. path))
-  return workflow.new{ jobs = jobs, db = db }, function()
+  opts.jobs, opts.db = jobs, db
+  return workflow.new(opts), function()
     db:close()
     for _, s in ipairs{ "", "-wal", "-shm" } do os.remove(path .. s) end
   end
