@@ -82,16 +82,23 @@ D.__index = D
 
 local fail = db_table.failer("workflow")
 
+-- Runs that ended before the table had ended_at get their updated_at as ended_at (so purge
+-- --before reaches them; with no expire_at they are kept until purged). The index on ended_at
+-- finds the NULLs: the runs not ended yet, and those.
+local function backfill(db, t)
+  return db:exec(format('UPDATE "%s_runs" SET ended_at = updated_at WHERE ended_at IS NULL AND '
+    .. "status IN ('completed', 'failed', 'cancelled')", t))
+end
+
 local function ready(self)
   if self.ready then return end
   local ok, err = db_table.ensure(self, fail)
   if not ok then error(err, 3) end
-  if db_table.dialect(self.db) ~= "postgres" then
-    ok, err = upgrade_sqlite(self.db, self.table)
-    if not ok then
-      self.ready = false
-      error(select(2, fail(err)), 3)
-    end
+  if db_table.dialect(self.db) ~= "postgres" then ok, err = upgrade_sqlite(self.db, self.table) end
+  if ok then ok, err = backfill(self.db, self.table) end
+  if not ok then
+    self.ready = false
+    error(select(2, fail(err)), 3)
   end
 end
 
