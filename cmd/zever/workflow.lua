@@ -123,7 +123,7 @@ return {
     { name = "value", arg = "JSON", summary = "signal: the signal's value" },
     { name = "before", arg = "DURATION", summary = "purge: runs that ended longer ago than this" },
   },
-  json = { "list", "status", "purge" },
+  -- --json: this command's own flag (list, status, purge), json is not declared yet.
   dry_run = { "purge" },
   run = function(args, flags)
     local verb = args[1]

@@ -69,6 +69,7 @@ local DRY_CASES = {
   ["search reindex"] = { "search", "reindex" },
   ["search optimize"] = { "search", "optimize" },
   ["systemd-unit "] = { "systemd-unit", "-o", "{OUT}" },
+  ["workflow purge"] = { "workflow", "purge", "--before", "1h" },
 }
 
 local function zever_in(dir, args, extra)
