@@ -71,6 +71,13 @@ return {
       relay = outbox.relayer(app.outbox, outbox.sink_for(app, cfg.outbox.relay_sink),
         { interval = cfg.outbox.relay_interval, log = logger(app) })
     end
+    -- Ended workflow runs past their retention are deleted in bounded batches (workflow.sweep_*)
+    -- when the app file used app.workflow.
+    local wf_sweep
+    if app:container():resolved("workflow") then
+      wf_sweep = require("zever.workflow").sweeper(app.workflow,
+        { interval = cfg.workflow.sweep_interval, log = logger(app) })
+    end
     local signals = 0
     local function on_signal(name)
       signals = signals + 1
@@ -81,6 +88,7 @@ return {
       io.stderr:write(format("zever: %s, draining (up to %gs)\n", name, drain))
       if sch then sch:stop() end
       if relay then relay:stop() end
+      if wf_sweep then wf_sweep:stop() end
       w:drain(drain, function() loop.stop() end)
     end
     local term, int = loop.signal("SIGTERM", on_signal), loop.signal("SIGINT", on_signal)
@@ -97,6 +105,7 @@ return {
       io.stderr:write(format("zever: outbox relay to %s every %gs when idle\n",
         cfg.outbox.relay_sink, cfg.outbox.relay_interval))
     end
+    if wf_sweep then wf_sweep:start() end
     io.stderr:write(format("zever: worker for %s on queues %s (concurrency %d)\n", path,
       table.concat(queues, ","), concurrency))
     loop.run()

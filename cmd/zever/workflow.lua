@@ -8,10 +8,12 @@
 --   signal ID NAME [--value JSON]       delivers a signal
 --   cancel ID                           cancels it (compensations run in the worker)
 --   retry ID                            a stuck run (out of attempts past a pivot) runs again
+--   purge --before DURATION             deletes runs that ended longer ago than that
+--                                       ("168h", "7d"), batch after batch (workflow.sweep_batch)
 --
--- Every verb takes --json (one JSON document); start, signal, cancel and retry take --dry-run:
--- the arguments are checked (start: the workflow is defined, --input is JSON) and what would be
--- done is printed; the store is not opened (its first use creates its tables).
+-- Every verb takes --json (one JSON document); start, signal, cancel, retry and purge take
+-- --dry-run: the arguments are checked (start: the workflow is defined, --input is JSON) and what
+-- would be done is printed; only purge opens the store then (to count what it would delete).
 
 local json = require "zever.json"
 local cliapp = require "zever.cli.app"
@@ -21,8 +23,8 @@ local format = string.format
 
 local USAGE = "zever workflow list [--status S] | status ID | " ..
   "start NAME [--input JSON] [--id ID] | signal ID NAME [--value JSON] | cancel ID | retry ID " ..
-  "[--app PATH] [--json] [--dry-run]"
-local VERBS = { "list", "status", "start", "signal", "cancel", "retry" }
+  "| purge --before 168h [--app PATH] [--json] [--dry-run]"
+local VERBS = { "list", "status", "start", "signal", "cancel", "retry", "purge" }
 
 local function decode_flag(s, what)
   if s == nil then return true, nil end
@@ -113,6 +115,27 @@ local function run_verb(wf, args, flags)
     if not done then return 1, tostring(err) end
     output.emit(flags, { retried = args[2] }, "retrying " .. args[2])
     return 0
+  elseif verb == "purge" then
+    if not flags.before then return 2, "purge: want --before DURATION (e.g. 168h)" end
+    local secs = require("zever.duration").parse(flags.before)
+    if not secs or secs < 0 then return 2, "purge: --before wants a duration such as 168h or 7d" end
+    if flags["dry-run"] then
+      local n, err = wf:purge(secs, { dry_run = true })
+      if not n then return 1, tostring(err) end
+      output.would(flags, { { action = "purge",
+        target = format("%d run(s) that ended more than %s ago", n, flags.before), count = n,
+        before_seconds = secs } })
+      return 0
+    end
+    -- Batch after batch (each one transaction or script), until none is left.
+    local total = 0
+    repeat
+      local n, more = wf:purge(secs)
+      if not n then return 1, tostring(more) end
+      total = total + n
+    until more == 0 or n == 0
+    output.emit(flags, { purged = total }, format("purged %d ended run(s)", total))
+    return 0
   end
 end
 
@@ -121,7 +144,7 @@ return {
   summary = "List, start, signal, cancel or retry durable workflow runs",
   usage = USAGE,
   json = true,
-  dry_run = { "start", "signal", "cancel", "retry" },
+  dry_run = { "start", "signal", "cancel", "retry", "purge" },
   flags = {
     cliapp.FLAG,
     { name = "status", arg = "S", summary = "list: only runs in this status" },
@@ -129,6 +152,7 @@ return {
     { name = "input", arg = "JSON", summary = "start: the run's input" },
     { name = "id", arg = "ID", summary = "start: the run's id (refused when it exists)" },
     { name = "value", arg = "JSON", summary = "signal: the signal's value" },
+    { name = "before", arg = "DURATION", summary = "purge: runs that ended longer ago than this" },
   },
   run = function(args, flags)
     local verb = args[1]

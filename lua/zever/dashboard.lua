@@ -17,6 +17,8 @@
 --   GET  /_zever/api/workflows/:id   one run (app.workflow:status): steps, compensated, error
 --   POST /_zever/api/workflows/retry  { id } -> { retried = id }   a stuck run runs again
 --   POST /_zever/api/workflows/cancel { id } -> { cancelled = id }
+--   GET  /_zever/api/breakers        circuit breakers of app.breaker this worker opened (by
+--                                    name): state, calls, failures, slow, rejected, opened
 --
 -- Who may see it: the dashboard is installed only when dashboard.enabled is true (off by
 -- default; `zever dev` turns it on). With dashboard.token set, every request must carry it
@@ -316,6 +318,22 @@ function M.install(app, opts)
   end
   api("post", "workflows/retry", wf_act("retry", "retried"))
   api("post", "workflows/cancel", wf_act("cancel", "cancelled"))
+
+  -- Circuit breakers (docs/breaker.md): those app.breaker handed out in this worker, by name.
+  api("get", "breakers", function()
+    local out = json.array()
+    local b = app:container():resolved("breaker")
+    if not b then return { enabled = false, breakers = out } end
+    local names = {}
+    for name in pairs(b.by_name or {}) do names[#names + 1] = name end
+    table.sort(names)
+    for i, name in ipairs(names) do
+      local st = b.by_name[name]:stats()
+      out[i] = { name = name, state = st.state, calls = st.calls or 0, failures = st.failures or 0,
+        slow = st.slow or 0, rejected = st.rejected or 0, opened = st.opened or 0 }
+    end
+    return { enabled = true, breakers = out }
+  end)
 
   return app
 end

@@ -28,6 +28,7 @@ td,th{text-align:left;padding:3px 8px;border-bottom:1px solid #eee;font-variant-
 <section id="queues-section"><h2>Queues</h2><table id="queues"><thead><tr><th>queue</th><th>waiting</th><th>jobs</th></tr></thead><tbody></tbody></table></section>
 <section id="failed-section"><h2>Failed jobs</h2><table id="failed"><thead><tr><th>id</th><th>job</th><th>queue</th><th>attempts</th><th>error</th><th></th></tr></thead><tbody></tbody></table><p id="failed-status" class="muted"></p></section>
 <section id="workflows-section"><h2>Workflows</h2><table id="workflows"><thead><tr><th>id</th><th>workflow</th><th>status</th><th>attempts</th><th>error</th><th></th></tr></thead><tbody></tbody></table><p id="workflows-status" class="muted"></p></section>
+<section id="breakers-section"><h2>Circuit breakers</h2><table id="breakers"><thead><tr><th>name</th><th>state</th><th>calls</th><th>failures</th><th>slow</th><th>rejected</th><th>opened</th></tr></thead><tbody></tbody></table></section>
 <section id="requests-section"><h2>Recent requests (this worker)</h2><table id="requests"><thead><tr><th>method</th><th>path</th><th>status</th><th>ms</th></tr></thead><tbody></tbody></table></section>
 <section id="metrics-section"><h2>Metrics</h2><table id="metrics"><thead><tr><th>name</th><th>labels</th><th>value</th></tr></thead><tbody></tbody></table></section>
 </main>
@@ -115,6 +116,11 @@ td,th{text-align:left;padding:3px 8px;border-bottom:1px solid #eee;font-variant-
             b.addEventListener("click", function () { wfRetry(x.id); });
           }
           return [x.id, x.name, x.status, x.attempts, x.error, b];
+        });
+      }),
+      api("breakers").then(function (b) {
+        fill("breakers", b.breakers, function (x) {
+          return [x.name, x.state, x.calls, x.failures, x.slow, x.rejected, x.opened];
         });
       }),
       api("requests").then(function (r) {

@@ -20,7 +20,9 @@
 -- from requests), a key that is not a string raises.
 --
 -- Presigned URLs: s = base64url(HMAC-SHA256(secret, method \n key \n e \n n \n t \n m)) where e
--- is the Unix expiry, n a random nonce, t the content type an upload must declare ("" = any),
+-- is the Unix expiry, n a random nonce behind one character that says whether the URL works once
+-- ("1") or until it expires ("0"; a bare random nonce that happened to begin with "1" made a
+-- download URL single-use, 1 time in 64), t the content type an upload must declare ("" = any),
 -- m the largest upload ("" = http.max_body_bytes). The secret is storage.secret, else the
 -- app's crypto keyring (crypto.keys: rotation verifies with every key), else a process key
 -- (URLs then die with the process). verify checks the signature in constant time first (a
@@ -213,7 +215,7 @@ function Store:presign(method, key, opts)
   local ttl = battery.seconds(opts.expires, self.expires, "storage:presign", "expires", true, true)
   local e = tostring(floor(self.clock() + ttl))
   local n = crypto.b64url(crypto.random_bytes(12))
-  if opts.once then n = "1" .. n end
+  n = (opts.once and "1" or "0") .. n
   local t = opts.content_type or ""
   local m = opts.max_bytes and tostring(floor(opts.max_bytes)) or ""
   local s = crypto.b64url(sign(self, payload(method, key, e, n, t, m)))

@@ -45,8 +45,8 @@ local errors = require "zever.errors"
 local json = require "zever.json"
 local sys = require "zever.sys"
 
-local type, error, tostring, pcall, setmetatable, format, floor, min =
-  type, error, tostring, pcall, setmetatable, string.format, math.floor, math.min
+local type, error, tostring, pcall, setmetatable, getmetatable, format, floor, min =
+  type, error, tostring, pcall, setmetatable, getmetatable, string.format, math.floor, math.min
 local encode, decode = json.encode, json.decode
 
 local M = {}
@@ -59,6 +59,8 @@ M.error = Workflow.error
 local CLOSED = Workflow.CLOSED
 
 local ENDED = { completed = true, failed = true, cancelled = true }
+M.ENDED = ENDED
+M.RETENTION = 7 * 86400
 
 -- The sentinel a suspending ctx call raises: the job ends the attempt without failing.
 local SUSPEND = setmetatable({}, { __tostring = function() return "workflow: suspended" end })
@@ -71,7 +73,7 @@ local function is_fatal(out)
   return errors.is(out, "step_failed") and out.battery == "workflow"
 end
 
-local function now() return sys.wall() end
+local function wall() return sys.wall() end
 
 local function dec(s)
   if s == nil then return nil end
@@ -116,7 +118,7 @@ function Ctx:step(name, fn, opts)
   -- One store call records the result and the run's step list together (one script on redis,
   -- one transaction on a database): a worker killed in between cannot leave one without the other.
   if not self.wf.impl:record_step(self.id, key, text, { state = state_text(self),
-      updated_at = now() }) then
+      updated_at = self.wf.now() }) then
     self.order[n + 1], self.committed = nil, committed
     text = self.wf.impl:steps(self.id)[key] -- another worker recorded it first: theirs stands
   end
@@ -149,11 +151,11 @@ function Ctx:wait(name, timeout)
   local due = self.steps[tkey] and dec(self.steps[tkey]).v
   if timeout then
     if not due then
-      due = now() + timeout
+      due = self.wf.now() + timeout
       self.wf.impl:put_step(self.id, tkey, encode({ v = due }))
       self.steps[tkey] = encode({ v = due })
     end
-    if now() >= due then
+    if self.wf.now() >= due then
       local text = encode({ timeout = true })
       self.wf.impl:put_step(self.id, key, text)
       self.steps[key] = text
@@ -171,18 +173,18 @@ function Ctx:sleep(seconds)
   local key = "sleep:" .. self.nsleep
   local due = self.steps[key] and dec(self.steps[key]).v
   if not due then
-    due = now() + seconds
+    due = self.wf.now() + seconds
     self.wf.impl:put_step(self.id, key, encode({ v = due }))
     self.steps[key] = encode({ v = due })
   end
-  if now() >= due then return end
+  if self.wf.now() >= due then return end
   self.wake_at = due
   error(SUSPEND, 0)
 end
 
 function Ctx:set_state(v)
   self.state = v
-  self.wf.impl:update(self.id, { state = state_text(self), updated_at = now() })
+  self.wf.impl:update(self.id, { state = state_text(self), updated_at = self.wf.now() })
 end
 
 -- --- running a run (the job) ----------------------------------------------------------------
@@ -218,15 +220,33 @@ local function compensate(self, run, def)
   end
 end
 
+-- The retention of a run: its own (start's opts.retention), else its workflow's (define's),
+-- else the battery's (workflow.retention); 0 keeps it until purged.
+local function retention_of(self, run, def)
+  return run.retention or (def and def.retention) or self.retention
+end
+
+-- Ends the run (status completed, failed or cancelled): fields plus the time it ended and,
+-- with a retention, when the sweep may delete it.
+local function finish(self, run, def, status, fields)
+  local t = self.now()
+  fields = fields or {}
+  fields.status, fields.updated_at, fields.ended_at = status, t, t
+  local keep = retention_of(self, run, def)
+  if keep > 0 then fields.expire_at = t + keep end
+  self.impl:update(run.id, fields)
+  return status
+end
+
 -- Fails the run: "compensating" while its compensations run (a worker killed meanwhile leaves
 -- it so, and the job's next attempt finishes them), then "failed".
-local function fail(self, id, def, fields)
-  fields.status, fields.updated_at = "compensating", now()
+local function fail(self, run, def, fields)
+  local id = run.id
+  fields.status, fields.updated_at = "compensating", self.now()
   self.impl:update(id, fields)
   self.counters.failed = self.counters.failed + 1
   compensate(self, self.impl:get(id), def)
-  self.impl:update(id, { status = "failed", updated_at = now() })
-  return "failed"
+  return finish(self, run, def, "failed")
 end
 
 -- One attempt at a run: replay the function; the outcome goes to the store.
@@ -237,13 +257,11 @@ local function execute(self, id)
   if not def then error("workflow: no workflow named \"" .. run.name .. "\" is defined", 0) end
   if run.status == "compensating" then
     compensate(self, run, def)
-    self.impl:update(id, { status = "failed", updated_at = now() })
-    return "failed"
+    return finish(self, run, def, "failed")
   end
   if run.status == "cancelling" then
     compensate(self, run, def)
-    self.impl:update(id, { status = "cancelled", updated_at = now() })
-    return "cancelled"
+    return finish(self, run, def, "cancelled")
   end
   local st = dec(run.state) or {}
   local ctx = setmetatable({ wf = self, id = id, steps = self.impl:steps(id),
@@ -256,37 +274,36 @@ local function execute(self, id)
       if seq then ctx.taken[seq] = true end
     end
   end
-  self.impl:update(id, { status = "running", updated_at = now() })
+  self.impl:update(id, { status = "running", updated_at = self.now() })
   local ok, out = pcall(def.fn, ctx, dec(run.input))
   if ok then
-    self.impl:update(id, { status = "completed", output = encode({ v = out }), updated_at = now() })
     self.counters.completed = self.counters.completed + 1
-    return "completed"
+    return finish(self, run, def, "completed", { output = encode({ v = out }) })
   end
   if out == SUSPEND then
     local cur = self.impl:get(id)
     if cur and cur.status == "cancelling" then return execute(self, id) end
     self.impl:update(id, { status = "waiting", wake_at = ctx.wake_at or self.impl.null,
-      updated_at = now() })
-    if ctx.wake_at then dispatch(self, id, ctx.wake_at - now()) end
+      updated_at = self.now() })
+    if ctx.wake_at then dispatch(self, id, ctx.wake_at - self.now()) end
     return "waiting"
   end
   local attempts = (run.attempts or 0) + 1
   local msg = tostring(out):sub(1, 500)
-  if is_fatal(out) then return fail(self, id, def, { attempts = attempts, error = msg }) end
+  if is_fatal(out) then return fail(self, run, def, { attempts = attempts, error = msg }) end
   if attempts < def.attempts then
     self.impl:update(id, { status = "pending", attempts = attempts, error = msg,
-      updated_at = now() })
+      updated_at = self.now() })
     dispatch(self, id, def.base * backoff(attempts))
     return "retry"
   end
   if ctx.committed then
     -- Past a pivot there is no going back: the run waits for wf:retry (a fixed fault, a person).
-    self.impl:update(id, { status = "stuck", attempts = attempts, error = msg, updated_at = now() })
+    self.impl:update(id, { status = "stuck", attempts = attempts, error = msg, updated_at = self.now() })
     self.counters.stuck = self.counters.stuck + 1
     return "stuck"
   end
-  return fail(self, id, def, { attempts = attempts, error = msg })
+  return fail(self, run, def, { attempts = attempts, error = msg })
 end
 M.execute = execute
 
@@ -302,13 +319,18 @@ function Workflow:define(name, fn, opts)
   end
   self.defs[name] = { fn = fn, compensate = opts.compensate,
     attempts = battery.count(opts.attempts, 3, "workflow:define", "attempts", 1),
-    base = opts.base or 1 }
+    base = opts.base or 1,
+    retention = battery.seconds(opts.retention, nil, "workflow:define", "retention", false, true) }
   return self
 end
 
-function Workflow:start(name, input, id)
+-- opts: retention (seconds this run is kept once it ended; 0 until purged).
+function Workflow:start(name, input, id, opts)
   battery.string(name, "workflow:start", "name")
   if id ~= nil then battery.string(id, "workflow:start", "id") end
+  battery.opt_table(opts, "workflow:start", "opts")
+  local keep = opts and battery.seconds(opts.retention, nil, "workflow:start", "retention", false,
+    true)
   if self.closed then return nil, CLOSED end
   if not self.defs[name] then
     return nil, Workflow.error("not_found", "no workflow named \"" .. name .. "\" is defined")
@@ -319,7 +341,7 @@ function Workflow:start(name, input, id)
     self.seq = self.seq + 1
     id = format("%s-%s%d", name, self.prefix, self.seq)
   end
-  if not self.impl:create(id, name, text, now()) then
+  if not self.impl:create(id, name, text, self.now(), keep) then
     return nil, Workflow.error("conflict", "a run with id \"" .. id .. "\" exists")
   end
   self.counters.started = self.counters.started + 1
@@ -367,7 +389,7 @@ function Workflow:cancel(id)
   if ENDED[run.status] then
     return nil, Workflow.error("completed", "the run \"" .. id .. "\" has ended (" .. run.status .. ")")
   end
-  self.impl:update(id, { status = "cancelling", updated_at = now() })
+  self.impl:update(id, { status = "cancelling", updated_at = self.now() })
   return dispatch(self, id)
 end
 
@@ -382,7 +404,7 @@ function Workflow:retry(id)
     return nil, Workflow.error("invalid", "the run \"" .. id .. "\" is " .. run.status ..
       ", not stuck")
   end
-  self.impl:update(id, { status = "pending", attempts = 0, updated_at = now() })
+  self.impl:update(id, { status = "pending", attempts = 0, updated_at = self.now() })
   return dispatch(self, id)
 end
 
@@ -404,7 +426,8 @@ function Workflow:status(id)
   return { id = run.id, name = run.name, status = run.status, attempts = run.attempts,
     error = run.error, output = run.output and dec(run.output).v, steps = st.order or {},
     compensated = compensated, committed = st.committed or false,
-    created_at = run.created_at, updated_at = run.updated_at }
+    created_at = run.created_at, updated_at = run.updated_at, ended_at = run.ended_at,
+    expire_at = run.expire_at }
 end
 
 function Workflow:list(status, limit)
@@ -412,12 +435,50 @@ function Workflow:list(status, limit)
   return self.impl:list(status, battery.count(limit, 100, "workflow:list", "limit", 1))
 end
 
--- opts: jobs (a zever.jobs: the job is registered on it).
+-- Deletes at most limit (default sweep_batch) ended runs whose retention has passed, with
+-- their steps and signals; returns how many it deleted and how many more are due now.
+function Workflow:sweep(limit)
+  limit = battery.count(limit, self.sweep_batch, "workflow:sweep", "limit", 1)
+  if self.closed then return nil, CLOSED end
+  local n, more = self.impl:sweep("expire_at", self.now(), limit)
+  self.counters.swept = self.counters.swept + n
+  return n, more
+end
+
+-- Deletes ended runs (completed, failed, cancelled) that ended more than before seconds ago,
+-- whatever their retention, at most opts.limit (default sweep_batch) per call; returns how many
+-- it deleted and how many more there are. opts.dry_run: deletes nothing, returns the count.
+function Workflow:purge(before, opts)
+  before = battery.seconds(before, nil, "workflow:purge", "before", false, true)
+  if before == nil then error("workflow:purge: before must be a number of seconds >= 0", 2) end
+  battery.opt_table(opts, "workflow:purge", "opts")
+  opts = opts or {}
+  local limit = battery.count(opts.limit, self.sweep_batch, "workflow:purge", "limit", 1)
+  if self.closed then return nil, CLOSED end
+  local cutoff = self.now() - before
+  if opts.dry_run then
+    local n = self.impl:count_ended("ended_at", cutoff)
+    return n, n
+  end
+  return self.impl:sweep("ended_at", cutoff, limit)
+end
+
+-- opts: jobs (a zever.jobs: the job is registered on it), clock (a function returning seconds:
+-- every time the battery reads, timers and expiry included; the wall clock by default),
+-- retention (seconds an ended run is kept, default 7 days; 0 until purged), sweep_batch (runs
+-- per sweep, 100).
 function M.wrap(impl, opts)
   opts = opts or {}
+  if opts.clock ~= nil and type(opts.clock) ~= "function" then
+    error("workflow.wrap: clock must be a function", 2)
+  end
   local wf = battery.object(Workflow, impl, { jobs = opts.jobs, defs = {}, seq = 0,
-    prefix = format("%d-%d-", floor(now() * 1000) % 100000000, sys.getpid()),
-    counters = { started = 0, completed = 0, failed = 0, stuck = 0 } })
+    now = opts.clock or wall,
+    retention = battery.seconds(opts.retention, M.RETENTION, "workflow.wrap", "retention", false,
+      true),
+    sweep_batch = battery.count(opts.sweep_batch, 100, "workflow.wrap", "sweep_batch", 1),
+    prefix = format("%d-%d-", floor(wall() * 1000) % 100000000, sys.getpid()),
+    counters = { started = 0, completed = 0, failed = 0, stuck = 0, swept = 0 } })
   if opts.jobs then
     -- A run's attempts are the workflow's (backoff, compensations); the job's own retries are
     -- for a worker that died mid-run (its lease ends and the job runs again) or a store outage.
@@ -426,10 +487,65 @@ function M.wrap(impl, opts)
   return wf
 end
 
-function M.wrap_config(impl, _, ctx)
+function M.wrap_config(impl, section, ctx)
   local jobs, err = ctx:get("jobs")
   if not jobs then return nil, err end
-  return M.wrap(impl, { jobs = jobs })
+  return M.wrap(impl, { jobs = jobs, retention = section and section.retention,
+    sweep_batch = section and section.sweep_batch })
+end
+
+-- The periodic sweep `zever worker` runs: wf:sweep() at once, then every interval seconds, at
+-- once again while a full batch leaves more due (each batch in a coroutine of the pool: a store
+-- call yields). opts: interval (60), batch (runs per batch: wf's sweep_batch), log (fn(level,
+-- msg, fields)), timer (fn(callback) -> a
+-- timer with start(seconds), stop(), close(); loop.timer by default: specs pass their own and
+-- fire it). r:start() / r:stop([on_done]) (on_done once the batch in flight settled) / r:close();
+-- r.stats = { sweeps, deleted, errors }.
+function M.sweeper(wf, opts)
+  if type(wf) ~= "table" or getmetatable(wf) ~= Workflow then
+    error("workflow.sweeper: want the workflows (app.workflow)", 2)
+  end
+  battery.opt_table(opts, "workflow.sweeper", "opts")
+  opts = opts or {}
+  local interval = battery.seconds(opts.interval, 60, "workflow.sweeper", "interval", true, true)
+  local batch = battery.count(opts.batch, nil, "workflow.sweeper", "batch", 1)
+  local log = opts.log or function() end
+  local sched = require "zever.sched"
+  local r = { stats = { sweeps = 0, deleted = 0, errors = 0 }, running = false, stopped = true }
+  local function step()
+    r.running = true
+    local ok, n, more = pcall(wf.sweep, wf, batch)
+    r.running = false
+    local again = false
+    if not ok or n == nil then
+      r.stats.errors = r.stats.errors + 1
+      log("error", "workflow sweep failed", { error = tostring(ok and more or n) })
+    else
+      r.stats.sweeps, r.stats.deleted = r.stats.sweeps + 1, r.stats.deleted + n
+      again = more > 0 and n > 0
+    end
+    if r.stopped then
+      if r.on_done then r.on_done() end
+      return
+    end
+    r.timer:start(again and 0 or interval)
+  end
+  r.timer = (opts.timer or require("zever.loop").timer)(function() sched.spawn(step) end)
+  function r.start()
+    r.stopped = false
+    r.timer:start(0)
+    return r
+  end
+  function r.stop(_, on_done)
+    r.stopped = true
+    r.timer:stop()
+    if r.running then r.on_done = on_done elseif on_done then on_done() end
+  end
+  function r.close()
+    r.stop()
+    r.timer:close()
+  end
+  return r
 end
 
 -- workflow.new{ jobs = app.jobs[, db = app.db] }: the db store when db is given, else memory.

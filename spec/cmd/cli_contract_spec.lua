@@ -75,6 +75,7 @@ local DRY_CASES = {
   ["workflow signal"] = { "workflow", "signal", "run-1", "go", "--value", "true" },
   ["workflow cancel"] = { "workflow", "cancel", "run-1" },
   ["workflow retry"] = { "workflow", "retry", "run-1" },
+  ["workflow purge"] = { "workflow", "purge", "--before", "1h" },
 }
 
 local function zever_in(dir, args, extra)

@@ -1,18 +1,22 @@
 -- The workflow battery's conformance suite: every store (adapters.workflow.*) runs it.
 --
---   require("spec.conformance.workflow")("memory", function(jobs) return wf, cleanup end)
+--   require("spec.conformance.workflow")("memory", function(jobs, opts) return wf, cleanup end)
 --
--- new(jobs) returns a fresh zever.workflow (front-end) over the store, its job registered on
--- jobs (the jobs battery of a zever.testing app: t:perform_jobs() is what zever worker does),
--- and optionally a cleanup function called after wf:close(). Rows: steps recorded once and
--- replayed, signals, durable timers, queries, retries with compensations, a step that fails the
--- run at once, a pivot (committed: stuck, then wf:retry), a failing compensation resumed,
--- cancellation, and the Go framework's contract (duplicate ids, unknown runs, ended runs).
+-- new(jobs, opts) returns a fresh zever.workflow (front-end) over the store, its job registered
+-- on jobs (the jobs battery of a zever.testing app: t:perform_jobs() is what zever worker does),
+-- made with opts (workflow.wrap's: the suite's clock), and optionally a cleanup function called
+-- after wf:close(). Rows: steps recorded once and replayed, signals, durable timers, queries,
+-- retries with compensations, a step that fails the run at once, a pivot (committed: stuck, then
+-- wf:retry), a failing compensation resumed, cancellation, the Go framework's contract
+-- (duplicate ids, unknown runs, ended runs), and retention on a fake clock: ended runs expire
+-- (the battery's 7 days, a workflow's, a run's own), the bounded sweep and the worker's
+-- sweeper, purge --before.
 
 local zever = require "zever"
 local testing = require "zever.testing"
 local workflow = require "zever.workflow"
 local sched = require "zever.sched"
+local sys = require "zever.sys"
 
 return function(name, new)
   local env = getfenv(2)
@@ -21,10 +25,13 @@ return function(name, new)
 
   describe("workflow conformance: " .. name, function()
     local t, wf, cleanup, effects
+    -- The suite's clock: the wall clock until a row sets fake (seconds) and moves it.
+    local fake
 
     before_each(function()
+      fake = nil
       t = testing.app(zever.app())
-      wf, cleanup = new(t.app.jobs)
+      wf, cleanup = new(t.app.jobs, { clock = function() return fake or sys.wall() end })
       effects = {}
     end)
 
@@ -239,6 +246,139 @@ return function(name, new)
       assert.equals("completed", wf:query(id, "status"))
       assert.equals("first", wf:query(id, "output"))
       assert.same({ "once" }, wf:status(id).steps)
+    end)
+
+    -- Completes runs of workflow wname with the given ids (jobs performed) at the fake time.
+    local function complete(wname, ids, opts)
+      for _, id in ipairs(ids) do assert(wf:start(wname, {}, id, opts)) end
+      t:perform_jobs()
+      for _, id in ipairs(ids) do assert.equals("completed", wf:query(id, "status"), id) end
+    end
+
+    it("keeps an ended run for its retention (the battery's, its workflow's, its own), then the sweep deletes it", function()
+      fake = 1e6
+      wf:define("plain", function(ctx)
+        ctx:step("s", function() return 1 end)
+        return "ok"
+      end)
+      wf:define("short", function() return "ok" end, { retention = 3600 })
+      wf:define("waits", function(ctx) return ctx:wait("never") end)
+      complete("plain", { "p1" })
+      complete("short", { "s1" })
+      complete("plain", { "own" }, { retention = 60 })
+      complete("plain", { "kept" }, { retention = 0 })
+      assert(wf:start("waits", {}, "w1"))
+      t:perform_jobs()
+      assert.equals("waiting", wf:query("w1", "status"))
+      assert(wf:signal("w1", "other", 1))
+      local st = wf:status("p1")
+      assert.equals(1e6, st.ended_at)
+      assert.equals(1e6 + 7 * 86400, st.expire_at)
+      assert.equals(1e6 + 3600, wf:status("s1").expire_at)
+      assert.equals(1e6 + 60, wf:status("own").expire_at)
+      assert.is_nil(wf:status("kept").expire_at)
+      assert.is_nil(wf:status("w1").ended_at)
+      -- Nothing is due before its time.
+      assert.same({ 0, 0 }, { wf:sweep() })
+      fake = 1e6 + 60
+      assert.same({ 1, 0 }, { wf:sweep() })
+      assert.equals("not_found", select(2, wf:status("own")).code)
+      fake = 1e6 + 8 * 86400
+      assert.same({ 2, 0 }, { wf:sweep() })
+      for _, id in ipairs({ "p1", "s1" }) do
+        assert.equals("not_found", select(2, wf:query(id, "status")).code, id)
+      end
+      -- A run not ended (waiting, with a signal) and one kept until purged stay.
+      fake = 1e6 + 1e9
+      assert.same({ 0, 0 }, { wf:sweep() })
+      assert.equals("waiting", wf:query("w1", "status"))
+      assert.equals("ok", wf:query("kept", "output"))
+      local ids = {}
+      for _, r in ipairs(wf:list()) do ids[#ids + 1] = r.id end
+      table.sort(ids)
+      assert.same({ "kept", "w1" }, ids)
+      -- An id swept is free again; a duplicate job of a swept run finds nothing to do.
+      assert.equals("ended", workflow.execute(wf, "p1"))
+      complete("plain", { "p1" })
+      assert.same({ "s" }, wf:status("p1").steps)
+    end)
+
+    it("sweeps in bounded batches and says how many remain; failed and cancelled runs expire too", function()
+      fake = 2e6
+      wf:define("ok", function() return 1 end, { retention = 10 })
+      wf:define("bad", function(ctx) ctx:step("x", function() error("no") end, { retry = false }) end,
+        { retention = 10 })
+      wf:define("hold", function(ctx) ctx:wait("go") end, { retention = 10 })
+      complete("ok", { "a", "b", "c" })
+      assert(wf:start("bad", {}, "f"))
+      assert(wf:start("hold", {}, "h"))
+      t:perform_jobs()
+      assert(wf:cancel("h"))
+      t:perform_jobs()
+      assert.equals("failed", wf:query("f", "status"))
+      assert.equals("cancelled", wf:query("h", "status"))
+      fake = 2e6 + 10
+      assert.same({ 2, 3 }, { wf:sweep(2) })
+      assert.same({ 2, 1 }, { wf:sweep(2) })
+      assert.same({ 1, 0 }, { wf:sweep(2) })
+      assert.same({}, wf:list())
+      assert.equals(5, wf:stats().swept)
+      assert.has_error(function() wf:sweep(0) end, "workflow:sweep: limit must be an integer >= 1")
+    end)
+
+    it("purges runs that ended before a time, whatever their retention; a dry run counts them", function()
+      fake = 3e6
+      wf:define("w", function() return 1 end)
+      complete("w", { "old1", "old2" }, { retention = 0 })
+      fake = 3e6 + 100
+      complete("w", { "new" })
+      assert(wf:start("w", {}, "pending"))   -- its job not performed: not ended
+      fake = 3e6 + 200
+      assert.same({ 2, 2 }, { wf:purge(150, { dry_run = true }) })
+      assert.equals("completed", wf:query("old1", "status"))
+      assert.same({ 1, 1 }, { wf:purge(150, { limit = 1 }) })
+      assert.same({ 1, 0 }, { wf:purge(150) })
+      assert.equals("not_found", select(2, wf:query("old2", "status")).code)
+      assert.equals("completed", wf:query("new", "status"))
+      assert.same({ 1, 0 }, { wf:purge(0) })
+      assert.equals("pending", wf:query("pending", "status"))
+      assert.has_error(function() wf:purge(-1) end,
+        "workflow:purge: before must be a number of seconds >= 0")
+      assert.has_error(function() wf:purge() end,
+        "workflow:purge: before must be a number of seconds >= 0")
+    end)
+
+    it("sweeps on the worker's timer: at once, again at once while a batch is full, then every interval", function()
+      fake = 4e6
+      wf:define("w", function() return 1 end, { retention = 5 })
+      complete("w", { "r1", "r2", "r3" })
+      fake = 4e6 + 5
+      local armed, fire = {}, nil
+      local function timer(fn)
+        fire = fn
+        return { start = function(_, s) armed[#armed + 1] = s end, stop = function() end,
+          close = function() end }
+      end
+      local r = workflow.sweeper(wf, { interval = 30, batch = 2, timer = timer })
+      r:start()
+      assert.same({ 0 }, armed)
+      -- Fires the timer the sweeper armed and waits for its batch (a coroutine of the pool).
+      local function tick(n)
+        fire()
+        assert(sched.wait_until(function() return r.stats.sweeps == n end, 10))
+      end
+      tick(1)
+      assert.same({ 0, 0 }, armed)       -- a full batch with more due: again at once
+      tick(2)
+      assert.same({ 0, 0, 30 }, armed)   -- the last one: then every interval
+      assert.equals(3, r.stats.deleted)
+      assert.same({}, wf:list())
+      r:stop()
+      tick(3)
+      assert.same({ 0, 0, 30 }, armed)   -- stopped: a batch in flight ends, no re-arming
+      r:close()
+      assert.has_error(function() workflow.sweeper({}) end,
+        "workflow.sweeper: want the workflows (app.workflow)")
     end)
   end)
 end

@@ -10,10 +10,10 @@ describe("zever.workflow on PostgreSQL #pg", function()
   local fx = pg_server.fixture("workflow")
   local t, db, wf
 
-  require("spec.conformance.workflow")("db (PostgreSQL)", function(jobs)
+  require("spec.conformance.workflow")("db (PostgreSQL)", function(jobs, opts)
     local pdb = assert(zdb.open(fx.dsn))
-    return workflow.new{ jobs = jobs, db = pdb, table = "wfc" .. math.random(1, 1e6) },
-      function() pdb:close() end
+    opts.jobs, opts.db, opts.table = jobs, pdb, "wfc" .. math.random(1, 1e6)
+    return workflow.new(opts), function() pdb:close() end
   end)
 
   before_each(function()
@@ -52,5 +52,28 @@ describe("zever.workflow on PostgreSQL #pg", function()
     assert.equals("cancelled", wf:query("r2", "status"))
     assert.same({ "r1/one", "two", "r2/one", "undo 6" }, ran)
     assert.equals(2, #wf:list())
+  end)
+
+  it("adds the retention columns to a table made before them, and purge reaches its old runs", function()
+    local p = "wfold" .. math.random(1, 1e6)
+    db:exec(string.format([[CREATE TABLE "%s_runs" (id TEXT PRIMARY KEY, name TEXT NOT NULL,
+      status TEXT NOT NULL, input TEXT, output TEXT, error TEXT, attempts INTEGER NOT NULL DEFAULT 0,
+      state TEXT, wake_at double precision, created_at double precision NOT NULL,
+      updated_at double precision NOT NULL)]], p))
+    db:exec(string.format([[INSERT INTO "%s_runs" (id, name, status, input, output, attempts,
+      created_at, updated_at) VALUES ('old', 'w', 'failed', '{}', NULL, 3, 100, 200)]], p))
+    local now = 1e6
+    local old = workflow.new{ jobs = t.app.jobs, db = db, table = p, clock = function() return now end }
+    old:define("w", function() return 1 end)
+    assert.equals(200, old:status("old").ended_at)
+    assert(old:start("w", {}, "new", { retention = 60 }))
+    t:perform_jobs()
+    assert.equals(now + 60, old:status("new").expire_at)
+    now = now + 60
+    assert.same({ 1, 0 }, { old:sweep() })
+    assert.same({ 1, 1 }, { old:purge(0, { dry_run = true }) })
+    assert.same({ 1, 0 }, { old:purge(0) })
+    assert.same({}, old:list())
+    old:close()
   end)
 end)

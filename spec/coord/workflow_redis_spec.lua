@@ -11,9 +11,9 @@ local redis = require "zever.redis"
 describe("adapters.workflow.redis #redis", function()
   local srv = require("spec.support.redis_server").fixture()
 
-  require("spec.conformance.workflow")("redis", function(jobs)
-    return workflow.wrap(assert(rwf.new{ url = srv.url, prefix = srv:prefix("conf") }),
-      { jobs = jobs })
+  require("spec.conformance.workflow")("redis", function(jobs, opts)
+    opts.jobs = jobs
+    return workflow.wrap(assert(rwf.new{ url = srv.url, prefix = srv:prefix("conf") }), opts)
   end)
 
   local commandstats = require("spec.support.redis_server").commandstats

@@ -195,6 +195,40 @@ describe("zever.dashboard API: workflows", function()
   end)
 end)
 
+local BREAKER_APP = [[
+local zever = require "zever"
+local app = zever.app()
+app:get("/call", function(req, res)
+  local cb = app.breaker:get("payments", { window = 2, min_calls = 2, failure_rate = 0.5 })
+  local ok, err = cb:call(function() return nil, "upstream down" end)
+  return res:json({ ok = ok or false, code = err and err.code or "" })
+end)
+return app
+]]
+
+describe("zever.dashboard API: breakers", function()
+  local dir, t
+  local AUTH = { headers = { authorization = "Bearer s3cret-token" } }
+  after_each(function()
+    if t then t:close() end
+    t = nil
+    if dir then os.execute("rm -rf " .. process.quote(dir)) end
+  end)
+
+  it("shows each circuit breaker's state and counts", function()
+    dir = fs.tmpdir({ ["app.lua"] = BREAKER_APP,
+      ["zever.yaml"] = "dashboard:\n  enabled: true\n  token: s3cret-token\n" })
+    t = testing.app(dir)
+    assert.are.same({ enabled = false, breakers = {} }, t:get("/_zever/api/breakers", AUTH):json())
+    for _ = 1, 3 do assert.are.equal(200, t:get("/call").status) end
+    assert.are.equal(401, t:get("/_zever/api/breakers").status)
+    local b = t:get("/_zever/api/breakers", AUTH):json()
+    assert.is_true(b.enabled)
+    assert.are.same({ { name = "payments", state = "open", calls = 2, failures = 2, slow = 0,
+      rejected = 1, opened = 1 } }, b.breakers)
+  end)
+end)
+
 local CHROMIUM = process.run("command -v chromium").stdout:match("chromium") ~= nil
   and process.run("/usr/bin/python3 -c 'import websockets'").code == 0
 

@@ -2,15 +2,20 @@
 -- (tests, development; a restart forgets them). zever.workflow is its front-end; the values it
 -- stores are JSON texts, as the db adapter's.
 --
---   impl:create(id, name, input) -> true | false (the id exists)
+--   impl:create(id, name, input, now[, retention]) -> true | false (the id exists)
 --   impl:get(id) -> run | nil      run: { id, name, status, input, output, error, attempts,
---                                         state, wake_at, created_at, updated_at }
+--                                         state, wake_at, created_at, updated_at, retention,
+--                                         ended_at, expire_at }
 --   impl:update(id, fields)        impl:steps(id) -> { [key] = result }
 --   impl:put_step(id, key, result) -> true | false (recorded already: the first one stays)
 --   impl:record_step(id, key, result, fields) -> put_step, then update(id, fields) when it
 --                                   recorded: atomically (one script, one transaction)
 --   impl:add_signal(id, name, value) -> seq       impl:signals(id) -> { { seq, name, value } }
 --   impl:list(status, limit) -> runs
+--   impl:sweep(field, cutoff, limit) -> deleted, remaining   deletes at most limit runs whose
+--                                   field ("expire_at" or "ended_at") is <= cutoff, oldest first,
+--                                   with their steps and signals; remaining: how many more match
+--   impl:count_ended(field, cutoff) -> how many runs sweep(field, cutoff, ...) would delete
 
 local M = {}
 
@@ -23,10 +28,10 @@ local function copy(t)
   return c
 end
 
-function D:create(id, name, input, now)
+function D:create(id, name, input, now, retention)
   if self.runs[id] then return false end
   self.runs[id] = { id = id, name = name, status = "pending", input = input, attempts = 0,
-    created_at = now, updated_at = now }
+    created_at = now, updated_at = now, retention = retention }
   self.steps_of[id], self.signals_of[id] = {}, {}
   return true
 end
@@ -83,6 +88,32 @@ function D:list(status, limit)
   end
   table.sort(out, function(a, b) return a.created_at < b.created_at end)
   return out
+end
+
+-- The ids of the runs whose field is <= cutoff, oldest first (a scan: this store is for tests
+-- and development).
+local function due(self, field, cutoff)
+  local ids = {}
+  for id, r in pairs(self.runs) do
+    local v = r[field]
+    if v and v <= cutoff then ids[#ids + 1] = id end
+  end
+  table.sort(ids, function(a, b) return self.runs[a][field] < self.runs[b][field] end)
+  return ids
+end
+
+function D:sweep(field, cutoff, limit)
+  local ids = due(self, field, cutoff)
+  local n = math.min(#ids, limit)
+  for i = 1, n do
+    local id = ids[i]
+    self.runs[id], self.steps_of[id], self.signals_of[id] = nil, nil, nil
+  end
+  return n, #ids - n
+end
+
+function D:count_ended(field, cutoff)
+  return #due(self, field, cutoff)
 end
 
 function D.close() return true end

@@ -12,9 +12,13 @@
 --   <p>seq        string the signals' sequence (INCR)
 --   <p>all        zset   run ids by created_at (list)
 --   <p>st:<status> zset  run ids of a status by created_at (list --status), kept by the scripts
+--   <p>exp        zset   ended run ids by expire_at (the sweep), kept by the scripts
+--   <p>ended      zset   ended run ids by ended_at (purge --before), kept by the scripts
 --
 -- The scripts name the status sets from the prefix they are given (ARGV), not as KEYS: one
--- Redis server, not a cluster. Runs are kept until deleted (no expiry). A connection failure
+-- Redis server, not a cluster. An ended run is deleted by the sweep (SWEEP: its hash, steps,
+-- signals and set entries, at most a batch per script) once its expire_at passed, or by purge;
+-- no key carries a Redis TTL, so the sets never name a missing run. A connection failure
 -- raises a zever error "unavailable" (the job running the step fails and is retried), as a
 -- database error does in adapters.workflow.db. Argument checks belong to the front-end.
 
@@ -27,14 +31,18 @@ local setmetatable, tonumber, format, select, error = setmetatable, tonumber, st
 local M = {}
 
 -- Applies ARGV[first..] (field, "=value" to set or "-" to delete) to the run hash run, moving the
--- id between the status sets (prefix stp) when the status changes. 0 when the run is missing.
+-- id between the status sets (prefix stp) when the status changes, and keeping the sweep's sets
+-- (<p>exp, <p>ended: stp without its "st:") for expire_at and ended_at. 0 when the run is missing.
 local APPLY = [[
+local TIMES = { expire_at = 'exp', ended_at = 'ended' }
 local function apply(run, stp, id, first)
   if redis.call('EXISTS', run) == 0 then return 0 end
+  local base = string.sub(stp, 1, #stp - 3)
   for i = first, #ARGV, 2 do
     local f, v = ARGV[i], ARGV[i + 1]
     if string.sub(v, 1, 1) == '-' then
       redis.call('HDEL', run, f)
+      if TIMES[f] then redis.call('ZREM', base .. TIMES[f], id) end
     else
       v = string.sub(v, 2)
       if f == 'status' then
@@ -44,6 +52,7 @@ local function apply(run, stp, id, first)
           redis.call('ZADD', stp .. v, redis.call('HGET', run, 'created_at'), id)
         end
       end
+      if TIMES[f] then redis.call('ZADD', base .. TIMES[f], v, id) end
       redis.call('HSET', run, f, v)
     end
   end
@@ -51,11 +60,13 @@ local function apply(run, stp, id, first)
 end
 ]]
 
--- KEYS[1] the run, KEYS[2] all, KEYS[3] the pending set; ARGV id, name, input, now. 1 | 0.
+-- KEYS[1] the run, KEYS[2] all, KEYS[3] the pending set; ARGV id, name, input, now[, retention].
+-- 1 | 0.
 M.CREATE = [[
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'id', ARGV[1], 'name', ARGV[2], 'status', 'pending', 'input', ARGV[3],
   'attempts', 0, 'created_at', ARGV[4], 'updated_at', ARGV[4])
+if ARGV[5] then redis.call('HSET', KEYS[1], 'retention', ARGV[5]) end
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
 return 1
@@ -82,9 +93,29 @@ redis.call('RPUSH', KEYS[1], cjson.encode({ seq, ARGV[1], ARGV[2] }))
 return seq
 ]]
 
-local NUMBERS = { attempts = true, wake_at = true, created_at = true, updated_at = true }
+-- KEYS[1] the set swept (<p>exp or <p>ended); ARGV the prefix, the cutoff, the limit. Deletes
+-- at most limit runs scored <= cutoff, lowest first, with their steps, signals and set entries;
+-- returns { deleted, how many more are scored <= cutoff }.
+M.SWEEP = [[
+local p = ARGV[1]
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, id in ipairs(ids) do
+  local run = p .. 'r:' .. id
+  local status = redis.call('HGET', run, 'status')
+  if status then redis.call('ZREM', p .. 'st:' .. status, id) end
+  redis.call('DEL', run, p .. 's:' .. id, p .. 'g:' .. id)
+  redis.call('ZREM', p .. 'all', id)
+  redis.call('ZREM', p .. 'exp', id)
+  redis.call('ZREM', p .. 'ended', id)
+end
+return { #ids, redis.call('ZCOUNT', KEYS[1], '-inf', ARGV[2]) }
+]]
+
+local NUMBERS = { attempts = true, wake_at = true, created_at = true, updated_at = true,
+  retention = true, ended_at = true, expire_at = true }
 local COLUMNS = { "status", "input", "output", "error", "attempts", "state", "wake_at",
-  "updated_at" }
+  "updated_at", "ended_at", "expire_at" }
+local SETS = { expire_at = "exp", ended_at = "ended" }
 
 local D = {}
 D.__index = D
@@ -127,10 +158,10 @@ local function run_of(flat)
   return r
 end
 
-function D:create(id, name, input, now)
+function D:create(id, name, input, now, retention)
   local p = self.prefix
   return check(self.create_script:call({ p .. "r:" .. id, p .. "all", p .. "st:pending" },
-    { id, name, input, text(now) })) == 1
+    { id, name, input, text(now), retention and text(retention) or nil })) == 1
 end
 
 function D:get(id)
@@ -185,6 +216,22 @@ function D:list(status, limit)
   return out
 end
 
+local function set_of(self, field)
+  local s = SETS[field]
+  if not s then error("workflow.redis: sweep by expire_at or ended_at", 3) end
+  return self.prefix .. s
+end
+
+function D:sweep(field, cutoff, limit)
+  local r = check(self.sweep_script:call({ set_of(self, field) },
+    { self.prefix, text(cutoff), tostring(limit) }))
+  return r[1], r[2]
+end
+
+function D:count_ended(field, cutoff)
+  return check(self.client:call("ZCOUNT", set_of(self, field), "-inf", text(cutoff)))
+end
+
 D.close = redis_client.close
 
 -- opts: url (the worker's shared client for it) or client (one the caller owns); prefix
@@ -195,6 +242,7 @@ function M.new(opts)
   local c = self.client
   self.create_script, self.update_script = c:script(M.CREATE), c:script(M.UPDATE)
   self.record_script, self.signal_script = c:script(M.RECORD), c:script(M.SIGNAL)
+  self.sweep_script = c:script(M.SWEEP)
   self.null = {}
   return setmetatable(self, D)
 end

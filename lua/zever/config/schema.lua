@@ -343,6 +343,11 @@ M.sections = {
     f("table", "string", "workflow", { doc = "db adapter: the tables' prefix" }),
     f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
     f("prefix", "string", "zever:workflow:", { doc = "redis adapter: key prefix" }),
+    f("retention", "duration", 604800,
+      { doc = "how long an ended run is kept (7 days); 0 keeps it until purged" }),
+    f("sweep_interval", "duration", 60,
+      { min = 1, doc = "how often zever worker deletes expired runs" }),
+    f("sweep_batch", "integer", 100, { min = 1, doc = "expired runs deleted per sweep batch" }),
   } },
   { name = "metrics", doc = "metrics (app.metrics; /metrics with http.metrics; docs/observability.md)",
     fields = {
