@@ -620,17 +620,24 @@ local function copy(v)
   return t
 end
 
--- What a worker needs to build app's configuration without reading it, as JSON text of
--- { dir, cfg, sources }, or nil (no container yet, `zever test`, or not plain: see above).
-function M.export(app)
-  local c = rawget(app, "_container")
-  if not c or M.testing or rawget(app, "_configure") then return nil end
-  local cfg = c.config
+-- The JSON text of { dir, cfg, sources }, or nil (not plain: see above).
+local function export_text(dir, cfg)
   local src = require("zever.config.meta")[cfg]
   if not src or not plain(cfg, 0) or not plain(src, 0) then return nil end
-  local ok, text = pcall(require("zever.json").encode, { dir = app.dir, cfg = cfg, sources = src })
-  if not ok then return nil end
-  return text
+  local ok, text = pcall(require("zever.json").encode, { dir = dir, cfg = cfg, sources = src })
+  if ok then return text end
+end
+
+-- True while `zever serve`'s main thread loads the app (zever.server): each container then
+-- keeps its configuration's text as it was loaded, before the app's own code could change it
+-- (a worker runs that code again, on its copy).
+M.exporting = false
+
+-- What a worker needs to build app's configuration without reading it, as JSON text of
+-- { dir, cfg, sources }, or nil (no container was made while M.exporting, `zever test`, or not
+-- plain: see above).
+function M.export(app)
+  return rawget(app, "_export")
 end
 
 -- In a worker: apps of the folder M.export's text names take a copy of its configuration,
@@ -663,6 +670,9 @@ function App:container()
   end
   local configure = rawget(self, "_configure")
   if configure then configure(self, cfg) end
+  if M.exporting and not M.testing and not configure then
+    rawset(self, "_export", export_text(self.dir, cfg))
+  end
   c = require("zever.container").new(cfg)
   rawset(self, "_container", c)
   return c

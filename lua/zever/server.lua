@@ -270,9 +270,15 @@ local RELOAD_OVERLAP = 0.5
 -- listens; the old workers of a reload drain as soon as every new one did (fs events), not
 -- after RELOAD_OVERLAP.
 function M.run(opts)
-  local app, path = M.load_app(opts.app, opts.root) -- fail early, in the main thread, with a clear message
+  -- Fail early, in the main thread, with a clear message; the workers take the configuration
+  -- it loaded (zever.app.export).
+  local zapp = require "zever.app"
+  zapp.exporting = true
+  local loaded, app, path = pcall(M.load_app, opts.app, opts.root)
+  zapp.exporting = false
+  if not loaded then error(app, 0) end
   opts.app = path
-  opts.preset = require("zever.app").export(app)  -- the workers take its configuration as it is
+  opts.preset = zapp.export(app)
   local asked_port = opts.port
   -- Socket activation (LISTEN_FDS): every worker accepts on systemd's first socket, which
   -- stays open across restarts, so no connection is refused; there is nothing to probe.
@@ -330,9 +336,12 @@ function M.run(opts)
     local ok, new, err = pcall(opts.reload)
     if ok and new then
       ok, err = pcall(function()
-        local a, p = M.load_app(new.app, new.root)
+        zapp.exporting = true
+        local fresh, a, p = pcall(M.load_app, new.app, new.root)
+        zapp.exporting = false
+        if not fresh then error(a, 0) end
         new.app = p
-        new.preset = require("zever.app").export(a)
+        new.preset = zapp.export(a)
         if new.host == current.opts.host and new.port == asked_port then
           new.port = current.opts.port -- the same address: share it (SO_REUSEPORT)
         else

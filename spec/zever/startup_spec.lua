@@ -83,11 +83,13 @@ describe("start-up: a worker's configuration from its main thread", function()
   local dir, testing
   before_each(function()
     testing, zapp.testing = zapp.testing, false
+    zapp.exporting = true   -- as serve's main thread sets it while it loads the app
     dir = fs.tmpdir()
     fs.write(dir .. "/app.lua", 'return require("zever").app()\n')
   end)
   after_each(function()
     zapp.testing = testing
+    zapp.exporting = false
     zapp.preload(nil)
     fs.rm_rf(dir)
   end)
@@ -118,6 +120,20 @@ describe("start-up: a worker's configuration from its main thread", function()
     local c = zapp.load(dir)
     assert.are_not.equal(cb, c:config())
     assert.are.same(cb, c:config())
+  end)
+
+  it("is the configuration as loaded, before the app's own code changed it", function()
+    fs.write(dir .. "/app.lua", [[
+local app = require("zever").app()
+local cfg = app:config()
+cfg.app.count = (cfg.app.count or 0) + 1
+return app
+]])
+    local a = zapp.load(dir)
+    assert.are.equal(1, a:config().app.count)
+    zapp.preload(zapp.export(a))
+    local b = zapp.load(dir)   -- the worker runs the same code on its copy
+    assert.are.equal(1, b:config().app.count)
   end)
 
   it("is not exported when JSON would not give it back as it is", function()
