@@ -10,6 +10,11 @@
 # (/proc/<pid>/task/*/schedstat: what a loaded machine moves least). Then, unless NO_CALLGRIND=1, the instructions of each (start, one request,
 # drain, exit) per thread with valgrind's callgrind, which a loaded machine does not move.
 #
+# BEFORE=/path/to/another/zever/tree (built with make) adds that tree's `bin/zever serve
+# examples/hello` to the alternation (and to the instruction counts): a before/after comparison
+# in one run, e.g. of main before a merge (`git worktree add /tmp/zv-before <rev> && make -C
+# /tmp/zv-before`). RUNS=20 with callgrind takes about a minute on a quiet machine.
+#
 # It must not kill anything it did not start: each server is stopped by its PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,10 +24,13 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/run"
 bin/zever bundle examples/hello -o "$tmp/run/hello" >/dev/null
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg); $runs runs each, alternating"
+before=${BEFORE:-}
+[[ -n $before ]] && before=$(cd "$before" && pwd)
 (cd "$tmp/run" && env -u ZEVER_HOME python3 - "$runs" ./hello "$OLDPWD/bin/zever" \
-  "$OLDPWD/examples/hello" <<'PY'
+  "$OLDPWD/examples/hello" "$before" <<'PY'
 import glob, socket, statistics, subprocess, sys, time
 runs, bundle, zever, app = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+before = sys.argv[5]
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
 def first(cmd):
@@ -47,16 +55,21 @@ def first(cmd):
             time.sleep(0.0001)
     p.terminate(); p.wait()
     return t * 1e3, cpu / 1e6
-tz, tb = [], []
+tz, tb, to = [], [], []
 for _ in range(runs):
+    if before:
+        to.append(first([before + "/bin/zever", "serve", before + "/examples/hello"]))
     tz.append(first([zever, "serve", app]))
     tb.append(first([bundle, "serve"]))
 def p90(xs):
     return xs[min(len(xs) - 1, int(round(0.9 * len(xs))) - 1)]
-for name, rows in (("ZeverFirstRequest", tz), ("BundleFirstRequest", tb)):
+for name, rows in (("ZeverFirstRequestBefore", to), ("ZeverFirstRequest", tz),
+                   ("BundleFirstRequest", tb)):
+    if not rows:
+        continue
     ts = sorted(r[0] for r in rows)
     cs = sorted(r[1] for r in rows)
-    print("Benchmark%-20s %3d runs  wall median %7.2f ms  p90 %7.2f ms  min %7.2f ms"
+    print("Benchmark%-24s %3d runs  wall median %7.2f ms  p90 %7.2f ms  min %7.2f ms"
           "  | cpu median %6.2f ms  p90 %6.2f ms" % (
         name, len(ts), statistics.median(ts), p90(ts), ts[0], statistics.median(cs), p90(cs)))
 PY
@@ -76,5 +89,6 @@ count() { # name, then the command (run in the current folder)
   printf 'Instructions serve+1 request %-9s total %12s  main thread %12s  worker %12s\n' "$name" \
     "$(grep -o 'refs: .*' "$tmp/cg.$name.err" | tr -s ' ' | cut -d' ' -f2)" "$main" "$worker"
 }
+[[ -n $before ]] && count before "$before/bin/zever" serve "$before/examples/hello"
 count checkout bin/zever serve examples/hello
 (cd "$tmp/run" && count bundle ./hello serve)

@@ -84,7 +84,8 @@ const unsigned char *zv_bundle_data(const zv_bundle_t *b, const zv_bundle_entry_
 int zv_bundle_check(const zv_bundle_t *b, const zv_bundle_entry_t *e);
 
 /* Checks every file and the host; 0, or ZV_ESYNTAX with *bad the first entry that fails (NULL
- * when the host does). */
+ * when the host does). Once it passed on the process's own bundle (zv_bundle_self), it and
+ * zv_bundle_check return 0 at once for it: verified once per process. */
 int zv_bundle_verify(const zv_bundle_t *b, const zv_bundle_entry_t **bad);
 
 /* The 64-bit hash of n bytes (four independent multiply-xorshift lanes, 32 bytes a step). */

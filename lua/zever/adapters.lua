@@ -25,6 +25,13 @@
 -- (package.searchpath), so `zever doctor` lists what can really run. An entry with its own open
 -- (db/sqlite: a connection shared per worker; log/*: zever.log itself) is used as it is. It must
 -- not resolve anything.
+--
+-- The built-in adapters of a battery are registered on the first call that names the battery
+-- (get, names, register, unregister; batteries() does every battery): the presence checks cost
+-- ~100 module searches, which an app that resolves only its db (or nothing, as examples/hello)
+-- does not pay (BENCHMARKS.md, "Start-up: the first request of zever serve"). The result is the
+-- same as registering them all when this file loads: a battery's built-ins are in place before
+-- anything registered for it by hand, which replaces them.
 
 local errors = require "zever.errors"
 
@@ -34,6 +41,7 @@ local type, error, pairs, next, sort, format, tostring, require = type, error, p
 local M = {}
 
 local registry = {}   -- registry[battery][name] = entry
+local builtins        -- builtins(battery): registers the battery's built-in adapters once
 
 function M.register(battery, name, factory, check)
   if type(battery) ~= "string" or battery == "" then
@@ -46,6 +54,7 @@ function M.register(battery, name, factory, check)
   if check ~= nil and type(check) ~= "function" then
     error("adapters.register: check must be a function", 2)
   end
+  builtins(battery)
   local t = registry[battery]
   if not t then
     t = {}
@@ -56,6 +65,7 @@ end
 
 -- Removes an adapter (specs); returns true when one was registered.
 function M.unregister(battery, name)
+  builtins(battery)
   local t = registry[battery]
   if not t or not t[name] then return false end
   t[name] = nil
@@ -63,6 +73,7 @@ function M.unregister(battery, name)
 end
 
 function M.names(battery)
+  builtins(battery)
   local names = {}
   for name in pairs(registry[battery] or {}) do names[#names + 1] = name end
   sort(names)
@@ -70,6 +81,7 @@ function M.names(battery)
 end
 
 function M.batteries()
+  builtins()
   local names = {}
   for b, t in pairs(registry) do
     if next(t) ~= nil then names[#names + 1] = b end
@@ -79,6 +91,7 @@ function M.batteries()
 end
 
 function M.get(battery, name)
+  builtins(battery)
   local t = registry[battery]
   local entry = t and t[name]
   if entry then return entry end
@@ -205,7 +218,19 @@ local function builtin(front, module)
   end
 end
 
-for battery, b in pairs(BUILTIN) do
+local done = {}   -- done[battery] = true once its built-ins are registered
+
+-- builtins(battery): the built-in adapters of battery, registered on its first mention;
+-- builtins(): every battery's.
+function builtins(battery)
+  if battery == nil then
+    for name in pairs(BUILTIN) do builtins(name) end
+    return
+  end
+  if done[battery] then return end
+  done[battery] = true
+  local b = BUILTIN[battery]
+  if type(b) ~= "table" then return end
   for name, a in pairs(b.adapters) do
     local module = "adapters." .. battery .. "." .. name
     local ok = a.open ~= nil or (present(module) and present(b.front))

@@ -580,11 +580,86 @@ function M.test_names_db(cfg)
   return origin ~= nil and (origin:sub(1, 1) == "$" or origin:match("zever%.test%.%a+$") ~= nil)
 end
 
+-- --- the configuration a worker is given --------------------------------------------------
+-- `zever serve` loads the app in its main thread first (to fail before anything listens); each
+-- worker is then given that configuration (M.export, carried as JSON in the worker's payload)
+-- instead of reading and checking the files and the environment again (M.preload): loading the
+-- config modules was ~5.8 M of a worker's ~8 M instructions before its first request
+-- (BENCHMARKS.md, "Start-up: the first request of zever serve, session 8"). Only plain data is
+-- carried: a configuration holding anything JSON would not give back as it was (a YAML null, a
+-- table with a metatable, mixed keys, a number JSON cannot write; text that is not UTF-8 is
+-- refused by the worker's reader) is not used, and the worker loads its own as before.
+
+-- Whether v comes back from JSON as it is (strings are checked on the JSON text, at once).
+local function plain(v, depth)
+  local t = type(v)
+  if t == "number" then return v == v and v ~= math.huge and v ~= -math.huge end
+  if t ~= "table" then return t == "string" or t == "boolean" end
+  if getmetatable(v) ~= nil or depth > 32 then return false end
+  local n, strings = #v, true
+  for k, x in pairs(v) do
+    if type(k) == "string" then
+      if n > 0 then return false end
+    elseif not (type(k) == "number" and k >= 1 and k <= n and k % 1 == 0) then
+      return false
+    else
+      strings = false
+    end
+    if (type(x) == "table" or type(x) == "number") and not plain(x, depth + 1) then
+      return false
+    end
+  end
+  return strings or n > 0
+end
+
+-- A deep copy without the JSON reader's array/object marks.
+local function copy(v)
+  if type(v) ~= "table" then return v end
+  local t = {}
+  for k, x in pairs(v) do t[k] = copy(x) end
+  return t
+end
+
+-- The JSON text of { dir, cfg, sources }, or nil (not plain: see above).
+local function export_text(dir, cfg)
+  local src = require("zever.config.meta")[cfg]
+  if not src or not plain(cfg, 0) or not plain(src, 0) then return nil end
+  local ok, text = pcall(require("zever.json").encode, { dir = dir, cfg = cfg, sources = src })
+  if ok then return text end
+end
+
+-- True while `zever serve`'s main thread loads the app (zever.server): each container then
+-- keeps its configuration's text as it was loaded, before the app's own code could change it
+-- (a worker runs that code again, on its copy).
+M.exporting = false
+
+-- What a worker needs to build app's configuration without reading it, as JSON text of
+-- { dir, cfg, sources }, or nil (no container was made while M.exporting, `zever test`, or not
+-- plain: see above).
+function M.export(app)
+  return rawget(app, "_export")
+end
+
+-- In a worker: apps of the folder M.export's text names take a copy of its configuration,
+-- with its sources, instead of loading it. nil stops it; so does text the strict JSON reader
+-- refuses (a string of the configuration that is not UTF-8): the worker then loads its own.
+function M.preload(text)
+  M.preloaded = text and require("zever.json").decode(text) or nil
+end
+
 -- The app's container, built on first use from the configuration in app.dir. Raises when the
 -- configuration is invalid (the message names the file, key and a did-you-mean).
 function App:container()
   local c = rawget(self, "_container")
   if c then return c end
+  local pre = M.preloaded
+  if pre and not M.testing and pre.dir == self.dir and not rawget(self, "_configure") then
+    local cfg = copy(pre.cfg)
+    require("zever.config.meta")[cfg] = copy(pre.sources)
+    c = require("zever.container").new(cfg)
+    rawset(self, "_container", c)
+    return c
+  end
   local config = require "zever.config"
   local cfg, err = config.load({ dir = self.dir, environment = M.testing and "test" or nil })
   if not cfg then error(tostring(err), 2) end
@@ -595,6 +670,9 @@ function App:container()
   end
   local configure = rawget(self, "_configure")
   if configure then configure(self, cfg) end
+  if M.exporting and not M.testing and not configure then
+    rawset(self, "_export", export_text(self.dir, cfg))
+  end
   c = require("zever.container").new(cfg)
   rawset(self, "_container", c)
   return c

@@ -35,8 +35,8 @@ local redact = require "zever.config.redact"
 local paths = require "zever.config.paths"
 local errors = require "zever.errors"
 
-local type, pairs, ipairs, next, setmetatable, format, concat, tostring, error =
-  type, pairs, ipairs, next, setmetatable, string.format, table.concat, tostring, error
+local type, pairs, ipairs, next, format, concat, tostring, error =
+  type, pairs, ipairs, next, string.format, table.concat, tostring, error
 
 local M = {}
 
@@ -44,7 +44,7 @@ M.schema = schema
 M.null = read.NULL
 M.ENVIRONMENTS = { "development", "test", "production" }
 
-local meta = setmetatable({}, { __mode = "k" })
+local meta = require "zever.config.meta"   -- cfg -> its sources (weak keys)
 
 function M.defaults()
   local cfg = {}

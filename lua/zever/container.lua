@@ -27,10 +27,10 @@
 -- Errors never carry a secret: every message from an adapter is scrubbed against the config's
 -- secret values (zever.config.scrub) before it is returned.
 
-local adapters = require "zever.adapters"
+-- zever.adapters (the registry), zever.config.redact and zever.sched are required where they are
+-- used: building a container is part of loading every app (app:config()), resolving a battery
+-- and closing one are not (an app that never touches a battery never loads them).
 local errors = require "zever.errors"
-local redact = require "zever.config.redact"
-local sched = require "zever.sched"
 local sys = require "zever.sys"
 
 local type, error, ipairs, pcall, tostring, setmetatable, format, concat, sort =
@@ -122,6 +122,7 @@ function M.new(cfg, opts)
 end
 
 function Container:scrub(msg)
+  local redact = require "zever.config.redact"
   if not self.secrets then self.secrets = redact.secrets(self.config) end
   return redact.scrub(msg, self.secrets)
 end
@@ -141,7 +142,7 @@ local function resolve(self, name)
   if type(section) ~= "table" or type(section.adapter) ~= "string" then
     return nil, new_error(name, "invalid", format('%s: no such battery in the config', name))
   end
-  local entry, err = adapters.get(name, section.adapter)
+  local entry, err = require("zever.adapters").get(name, section.adapter)
   if not entry then return nil, new_error(name, "invalid", err.message) end
   local outer = self.held
   local held = {}
@@ -173,7 +174,7 @@ function Container:get(name)
       return nil, new_error(name, "invalid", name .. ": resolving it needs itself (a dependency cycle)")
     end
     waiting[#waiting + 1] = co
-    return sched.await(co)
+    return require("zever.sched").await(co)
   end
   waiting = { owner = running() }
   self.pending[name] = waiting
@@ -192,7 +193,10 @@ function Container:get(name)
       self.order[#self.order + 1] = name
     end
   end
-  for _, co in ipairs(waiting) do sched.complete(co, battery, err) end
+  if waiting[1] then
+    local sched = require "zever.sched"
+    for _, co in ipairs(waiting) do sched.complete(co, battery, err) end
+  end
   return battery, err
 end
 
@@ -201,12 +205,13 @@ local function finish(st)
   local token = st.token
   if token then
     st.token = nil
-    sched.complete(token)
+    require("zever.sched").complete(token)
   end
 end
 
 -- Runs fn() with a deadline. Returns ok, err_message, timed_out, elapsed.
 local function with_timeout(fn, timeout)
+  local sched = require "zever.sched"
   local st = { done = false }
   local t0 = sys.now()
   sched.spawn(function()

@@ -144,7 +144,14 @@ function M.worker(payload, index)
   -- loops (a third of the instructions before the first request, BENCHMARKS.md "Deploy:
   -- static files from the bundle, first request"); the JIT is on from the first request.
   require("jit").off()
-  local opts = json.decode(payload)
+  -- Fewer collections while the app loads (most of what it allocates stays: modules, routes);
+  -- the default pause is back before the first request.
+  local pause = collectgarbage("setpause", 1000)
+  -- The payload: the options as JSON, then after a newline the configuration the main thread
+  -- loaded for this app (zever.app.export), which the worker takes instead of reading it again.
+  local nl = payload:find("\n", 1, true)
+  local opts = json.decode(nl and payload:sub(1, nl - 1) or payload)
+  if nl then require("zever.app").preload(payload:sub(nl + 1)) end
   local app = M.load_app(opts.app, opts.root)
   local srv, err = M.listen(app, opts)
   if not srv then error(err, 0) end
@@ -153,6 +160,7 @@ function M.worker(payload, index)
   -- while the app loaded would otherwise get hot first and become roots of their own, so a
   -- request would run as several traces linked through the interpreter instead of one from the
   -- request function down (~120 instructions a request on /hello, BENCHMARKS.md).
+  collectgarbage("setpause", pause)
   local jit = require "jit"
   jit.on()
   jit.flush()
@@ -235,8 +243,10 @@ local function start_workers(opts, on_all_exited)
   for k, v in pairs(opts) do
     if type(v) ~= "function" then payload[k] = v end
   end
+  payload.preset = nil
   local gen = { alive = opts.workers, opts = opts, failed = false }
-  gen.pool = threads.start(opts.workers, "zever.server", json.encode(payload))
+  gen.pool = threads.start(opts.workers, "zever.server",
+    json.encode(payload) .. (opts.preset and "\n" .. opts.preset or ""))
   gen.pool:on_exit(function(i, ok, err)
     gen.alive = gen.alive - 1
     if not ok then
@@ -260,8 +270,15 @@ local RELOAD_OVERLAP = 0.5
 -- listens; the old workers of a reload drain as soon as every new one did (fs events), not
 -- after RELOAD_OVERLAP.
 function M.run(opts)
-  local _, path = M.load_app(opts.app, opts.root)   -- fail early, in the main thread, with a clear message
+  -- Fail early, in the main thread, with a clear message; the workers take the configuration
+  -- it loaded (zever.app.export).
+  local zapp = require "zever.app"
+  zapp.exporting = true
+  local loaded, app, path = pcall(M.load_app, opts.app, opts.root)
+  zapp.exporting = false
+  if not loaded then error(app, 0) end
   opts.app = path
+  opts.preset = zapp.export(app)
   local asked_port = opts.port
   -- Socket activation (LISTEN_FDS): every worker accepts on systemd's first socket, which
   -- stays open across restarts, so no connection is refused; there is nothing to probe.
@@ -319,8 +336,12 @@ function M.run(opts)
     local ok, new, err = pcall(opts.reload)
     if ok and new then
       ok, err = pcall(function()
-        local _, p = M.load_app(new.app, new.root)
+        zapp.exporting = true
+        local fresh, a, p = pcall(M.load_app, new.app, new.root)
+        zapp.exporting = false
+        if not fresh then error(a, 0) end
         new.app = p
+        new.preset = zapp.export(a)
         if new.host == current.opts.host and new.port == asked_port then
           new.port = current.opts.port -- the same address: share it (SO_REUSEPORT)
         else

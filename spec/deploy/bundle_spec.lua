@@ -116,6 +116,40 @@ describe("zever bundle", function()
     assert.matches("this bundle is damaged %(the index does not match its hash%)", r.stderr)
   end)
 
+  -- The full check (every file and the host) runs once per process, before the command: a file
+  -- that serving would load only later, or never, is refused at start all the same; help, which
+  -- skips the full check, loads only what it needs and still runs.
+  it("refuses at start a damaged file that the command does not load", function()
+    local bytes = files.read(exe)
+    local function le(at, n)
+      local v = 0
+      for i = n, 1, -1 do v = v * 256 + bytes:byte(at + i - 1) end
+      return v
+    end
+    local t = #bytes - 48 + 1
+    local host_len, index_off = le(t, 8), le(t + 8, 8)
+    local pos, count, target = index_off + 1 + 12, le(index_off + 1, 4), nil
+    for _ = 1, count do
+      local name_len, off, size = le(pos, 4), le(pos + 4, 8), le(pos + 12, 8)
+      local name = bytes:sub(pos + 28, pos + 27 + name_len)
+      if name == "lua/zever/workflow.lua" then target = { off = off, size = size } end
+      pos = pos + 28 + name_len
+    end
+    assert(target and target.size > 100, "lua/zever/workflow.lua is in the bundle")
+    local at = host_len + target.off + 50
+    files.write(run .. "/damaged2", bytes:sub(1, at - 1) ..
+      string.char((bytes:byte(at) + 1) % 256) .. bytes:sub(at + 1))
+    os.execute("chmod 755 " .. quote(run .. "/damaged2"))
+    -- (timeout: were the check skipped, it would serve until stopped)
+    local r = process.run("cd " .. quote(run) ..
+      " && env -u ZEVER_HOME timeout 60 ./damaged2 serve --listen 127.0.0.1:0")
+    assert.equal(1, r.code)
+    assert.matches("this bundle is damaged: lua/zever/workflow.lua does not match its hash",
+      r.stderr, 1, true)
+    r = run_in(run, "./damaged2", "--help")
+    assert.equal(0, r.code, r.stderr)
+  end)
+
   it("renders the app's templates and reads its files through zever.assets from the bundle",
     function()
       local app = files.tmpdir({ ["app.lua"] = [[

@@ -13,7 +13,6 @@
 --   paths.resolve(cfg, dir)   -> cfg, its marked fields absolute against dir (made absolute)
 
 local ffi = require "ffi"
-local schema = require "zever.config.schema"
 
 local type, ipairs, sub, find, gsub, match = type, ipairs, string.sub, string.find, string.gsub,
   string.match
@@ -82,15 +81,19 @@ local function resolve_dsn(dsn, dir)
 end
 M.resolve_dsn = resolve_dsn
 
--- The fields the schema marks, found once.
-local RELATIVE = {}
-for _, s in ipairs(schema.sections) do
-  for _, f in ipairs(s.fields) do
-    if f.relative then RELATIVE[#RELATIVE + 1] = f end
-  end
-end
+-- The fields the schema marks, found on the first resolve: absolute() and cwd() do not load the
+-- schema (a bundle's worker names its app files with them; zever.assets).
+local RELATIVE
 
 function M.resolve(cfg, dir)
+  if not RELATIVE then
+    RELATIVE = {}
+    for _, s in ipairs(require("zever.config.schema").sections) do
+      for _, f in ipairs(s.fields) do
+        if f.relative then RELATIVE[#RELATIVE + 1] = f end
+      end
+    end
+  end
   dir = M.absolute(dir or ".")
   for i = 1, #RELATIVE do
     local f = RELATIVE[i]

@@ -182,11 +182,13 @@ M.yaml_full = full
 
 -- Plain scalars may start with these bytes: letters, digits, and . / _ ~ + ( $ (and "-" before a
 -- digit or "."). Anything else may be a YAML indicator; the full road decides.
+-- (Byte ranges, not a pattern per byte: this runs wherever the configuration is read.)
 local PLAIN_START, KEY = {}, {}
 for b = 0, 255 do
-  local ch = string.char(b)
-  PLAIN_START[b] = find(ch, "[%w%./_~%+%(%$]") ~= nil
-  KEY[b] = find(ch, "[%w_%-%.]") ~= nil
+  local w = (b >= 48 and b <= 57) or (b >= 65 and b <= 90) or (b >= 97 and b <= 122) -- %w
+  PLAIN_START[b] = w or b == 46 or b == 47 or b == 95 or b == 126 or b == 43 or b == 40
+    or b == 36                                                   -- . / _ ~ + ( $
+  KEY[b] = w or b == 95 or b == 45 or b == 46                    -- _ - .
 end
 
 -- The value in src[i..j] (after "key: "), or nil when it is outside the subset.

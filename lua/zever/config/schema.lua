@@ -23,11 +23,17 @@
 
 local M = {}
 
+-- The extra table becomes the field (a copy only if it was made a field already): this file runs
+-- in every Lua state that reads the configuration, each worker's included (start-up cost).
 local function f(name, type_, default, extra)
-  local field = { name = name, type = type_, default = default }
-  if extra then
-    for k, v in pairs(extra) do field[k] = v end
+  local field = extra
+  if field == nil or field.name ~= nil then
+    field = {}
+    if extra then
+      for k, v in pairs(extra) do field[k] = v end
+    end
   end
+  field.name, field.type, field.default = name, type_, default
   return field
 end
 
@@ -386,34 +392,34 @@ M.sections = {
 
 M.by_name = {}
 M.names = {}
-for i, s in ipairs(M.sections) do
-  M.by_name[s.name] = s
-  M.names[i] = s.name
-  s.by_name, s.field_names = {}, {}
-  for j, field in ipairs(s.fields) do
-    s.by_name[field.name] = field
-    s.field_names[j] = field.name
-    field.section = s.name
-    field.path = s.name .. "." .. field.name
-    field.env = (s.name .. "_" .. field.name):upper()
-  end
-end
-
 -- Batteries: the sections with an adapter field, in schema order.
 M.batteries = {}
-for _, s in ipairs(M.sections) do
-  if s.by_name.adapter then M.batteries[#M.batteries + 1] = s.name end
-end
-
 -- Environment names, normalised: lower case without "_" ("MAILER_SMTP_HOST" -> "mailersmtphost").
 -- Two fields must never normalise to the same name; the check runs when this file loads.
 M.by_env = {}
-for _, s in ipairs(M.sections) do
-  for _, field in ipairs(s.fields) do
-    local key = (s.name .. field.name):gsub("_", "")
-    assert(M.by_env[key] == nil, "config schema: " .. field.path .. " collides in the environment")
-    M.by_env[key] = field
+-- One pass, each section's prefixes made once (this runs at every start: see f above).
+local upper, gsub, find = string.upper, string.gsub, string.find
+for i, s in ipairs(M.sections) do
+  local sname = s.name
+  M.by_name[sname] = s
+  M.names[i] = sname
+  local by_name, field_names = {}, {}
+  s.by_name, s.field_names = by_name, field_names
+  local path, env, key = sname .. ".", upper(sname) .. "_", gsub(sname, "_", "")
+  for j, field in ipairs(s.fields) do
+    local name = field.name
+    by_name[name] = field
+    field_names[j] = name
+    field.section = sname
+    field.path = path .. name
+    field.env = env .. upper(name)
+    local k = key .. (find(name, "_", 1, true) and gsub(name, "_", "") or name)
+    if M.by_env[k] ~= nil then
+      error("config schema: " .. field.path .. " collides in the environment")
+    end
+    M.by_env[k] = field
   end
+  if by_name.adapter then M.batteries[#M.batteries + 1] = sname end
 end
 
 return M

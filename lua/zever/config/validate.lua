@@ -11,7 +11,6 @@
 
 local schema = require "zever.config.schema"
 local read = require "zever.config.read"
-local duration = require "zever.duration"
 local text = require "zever.text"
 
 local next, type, pairs, ipairs, tostring, format, concat, sort, floor, find, match, lower, tonumber =
@@ -19,7 +18,10 @@ local next, type, pairs, ipairs, tostring, format, concat, sort, floor, find, ma
   string.match, string.lower, tonumber
 
 local NULL = read.NULL
-local parse_duration = duration.parse
+-- zever.duration loads on the first duration written as text (most configurations have none).
+local function parse_duration(v)
+  return require("zever.duration").parse(v)
+end
 
 local M = {}
 
