@@ -8,7 +8,9 @@
 --       bin/zever run bench/session_callgrind.lua rw $n
 --   done   # Ir per op = (Ir(60000) - Ir(20000)) / 40000 (callgrind_annotate: PROGRAM TOTALS)
 --
--- Cases: rw (one read + one write per request), read (one read, no save); n defaults to 20000.
+-- Cases: rw (one read + one write per request), read (one read, no save), none (the request and
+-- response objects and the middleware, the session untouched: what rw and read cost on top of
+-- it is the session's); n defaults to 20000.
 
 local which, n = arg[1], tonumber(arg[2] or "20000")
 local session = require "zever.session"
@@ -27,7 +29,8 @@ local mw = middleware{ store = store, touch_interval = 1e9 }
 local req
 local function rw() local x = req.session; x.count = x.count + 1 end
 local function read() return req.session.user_id end
-local op = which == "read" and read or rw
+local function none() end
+local op = (which == "read" and read) or (which == "none" and none) or rw
 for _ = 1, n do
   req = request.new("GET", "/", nil, {}, source)
   mw(req, response.new(), op)
