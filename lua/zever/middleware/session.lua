@@ -61,7 +61,7 @@ end
 function METHODS.regenerate(p)
   local st = rawget(p, STATE)
   st.store:regenerate(load(st))
-  st.regenerated = true
+  if st.renewed ~= "destroyed" then st.renewed = "regenerated" end
 end
 
 function METHODS.destroy(p)
@@ -69,7 +69,7 @@ function METHODS.destroy(p)
   local s = load(st)
   st.store:destroy(s)
   st.store:regenerate(s)   -- data set after a logout goes under a new id
-  st.destroyed = true
+  st.renewed = "destroyed"
 end
 
 -- Before a table inside the data reaches the handler (which may change it in place), the data
@@ -108,7 +108,7 @@ function Proxy.__newindex(p, k, v)
   local s = load(st)
   s.data[k] = v
   st.dirty = true
-  st.destroyed = false
+  if st.renewed == "destroyed" then st.renewed = "regenerated" end
 end
 
 local function cookie_opts(c, max_age)
@@ -122,7 +122,7 @@ local function commit(st, res, touch)
   if not s then return end
   local store = st.store
   local c = store.cookie
-  if st.destroyed and next(s.data) == nil then
+  if st.renewed == "destroyed" and next(s.data) == nil then
     if st.token then res:clear_cookie(c.name, { path = c.path, domain = c.domain }) end
     return
   end
@@ -134,7 +134,7 @@ local function commit(st, res, touch)
     changed = changed or data_json ~= st.before
   end
   local t = st.t
-  if not changed and not st.regenerated and not st.destroyed and t - s.seen < touch then return end
+  if not changed and not st.renewed and t - s.seen < touch then return end
   local token, err = store:save(s, data_json, t, kv)
   if not token then error(tostring(err), 0) end
   if token ~= st.token or store.impl.cookie then
@@ -171,9 +171,11 @@ return function(opts)
     if type(store) == "function" then store = store() end
     -- Every field the request may set is in the constructor with a constant value (the only
     -- keys `luajit -b` keeps in a template, see request.new): the table is duplicated at its
-    -- final size and never rehashed as fields arrive.
+    -- final size (8 keys: 8 slots) and never rehashed as fields arrive. renewed is false,
+    -- "regenerated" (a new id, to be saved) or "destroyed" (logged out: nothing to save unless
+    -- data is set again).
     local st = { req = false, store = false, s = false, t = false, token = false, dirty = false,
-      before = false, regenerated = false, destroyed = false }
+      before = false, renewed = false }
     st.req, st.store = req, store
     local p = setmetatable({ [STATE] = st }, Proxy)
     req.session = p
