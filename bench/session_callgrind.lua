@@ -8,7 +8,11 @@
 --       bin/zever run bench/session_callgrind.lua rw $n
 --   done   # Ir per op = (Ir(60000) - Ir(20000)) / 40000 (callgrind_annotate: PROGRAM TOTALS)
 --
--- Cases: rw (one read + one write per request), read (one read, no save); n defaults to 20000.
+-- Cases: rw (one read + one write per request), read (one read, no save), none (the request and
+-- response objects and the middleware, the session untouched: what rw and read cost on top of
+-- it is the session's), rw2 (rw with the requests alternating between two stores on the same
+-- table, as between two workers: each load finds the other's record and decodes it, the worst
+-- case of zever.session's recent records); n defaults to 20000.
 
 local which, n = arg[1], tonumber(arg[2] or "20000")
 local session = require "zever.session"
@@ -23,12 +27,18 @@ local token = assert(store:save(s))
 local header = "theme=dark; zever_session=" .. token .. "; lang=en"
 local source = { header = function(_, name) if name == "cookie" then return header end end }
 local mw = middleware{ store = store, touch_interval = 1e9 }
+local mws = { mw, mw }
+if which == "rw2" then
+  local other = session.new{ name = "callgrind", idle_timeout = 3600, absolute_timeout = 86400 }
+  mws[2] = middleware{ store = other, touch_interval = 1e9 }
+end
 
 local req
 local function rw() local x = req.session; x.count = x.count + 1 end
 local function read() return req.session.user_id end
-local op = which == "read" and read or rw
-for _ = 1, n do
+local function none() end
+local op = (which == "read" and read) or (which == "none" and none) or rw
+for i = 1, n do
   req = request.new("GET", "/", nil, {}, source)
-  mw(req, response.new(), op)
+  mws[i % 2 + 1](req, response.new(), op)
 end

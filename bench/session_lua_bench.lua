@@ -1,7 +1,9 @@
 -- session_lua_bench.lua: what a request pays for a session with the memory adapter, through
--- zever.middleware.session: read the session cookie, load the session (the C table + JSON
--- decode), read a value, write one, and save (JSON encode + the C table). The request and
--- response objects are made per op, as the server does; no socket.
+-- zever.middleware.session: read the session cookie, load the session (the C table, then the
+-- data copied from the store's recent records, since this process wrote the record: a record
+-- another worker wrote is decoded, see bench/session_callgrind.lua rw2), read a value, write
+-- one, and save (the record's JSON + the C table). The request and response objects are made
+-- per op, as the server does; no socket.
 --
 --   BenchmarkSessionReadWrite   one read + one write per request (a counter)
 --   BenchmarkSessionRead        one read per request (unchanged: no save, no Set-Cookie)

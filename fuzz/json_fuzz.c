@@ -6,7 +6,9 @@
  *   - a rejection has a known cause and an offset inside the input (or at its end);
  *   - an accepted text gives a well-formed tape: containers' counts add up to the tokens that
  *     follow them, strings lie inside the input and unescape to at most their length;
- *   - every number token written back with zv_json_format_number reads back to itself.
+ *   - every number token written back with zv_json_format_number reads back to itself;
+ *   - the prefix zv_json_clean_len allows, between quotes, reads back as one string token of
+ *     exactly those bytes, unescaped (zever.session's record cache relies on it).
  * Run: make fuzz FUZZ_TIME=20 (seeds in fuzz/corpus/json_fuzz/).
  */
 #include <stdint.h>
@@ -84,6 +86,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(&d, data, sizeof d);
     len = zv_json_format_number(d, buf);
     if (len) check(strtod(buf, NULL) == d || (d == 0 && strtod(buf, NULL) == 0));
+  }
+  /* The clean prefix of any input, quoted, is a JSON string that reads back as itself. */
+  {
+    size_t clean = zv_json_clean_len((const char *)data, size);
+    char *q = malloc(clean + 2);
+    check(clean <= size);
+    q[0] = '"';
+    memcpy(q + 1, data, clean);
+    q[clean + 1] = '"';
+    check(zv_json_parse(q, clean + 2, &tape, &cause, &at) == 0);
+    check(tape.n == 1 && tape.toks[0].kind == ZV_JSON_STRING && !tape.toks[0].flags);
+    check(tape.toks[0].v.off == 1 && tape.toks[0].len == clean);
+    free(q);
   }
   free(s);
   return 0;

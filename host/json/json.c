@@ -558,6 +558,25 @@ size_t zv_json_plain_len(const char *s, size_t len) {
   return i;
 }
 
+size_t zv_json_clean_len(const char *s, size_t len) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t i = 0;
+  /* special[] marks '"', '\\', controls and every non-ASCII byte; a non-ASCII byte must start
+   * a valid UTF-8 sequence (the reader's own check, utf8_len). */
+  while (i < len) {
+    size_t k;
+    if (!special[u[i]]) {
+      i++;
+      continue;
+    }
+    if (u[i] < 0x80) break;
+    k = utf8_len(u + i, len - i);
+    if (!k) break;
+    i += k;
+  }
+  return i;
+}
+
 void zv_json_buf_add_string(zv_json_buf_t *b, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   const unsigned char *u = (const unsigned char *)s;

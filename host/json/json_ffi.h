@@ -19,4 +19,13 @@
  */
 size_t zv_json_plain_len(const char *s, size_t len);
 
+/*
+ * The length of the longest prefix of s[0..len) that the writer copies as it is and the reader
+ * gives back as the same bytes: no '"', '\\' or control byte, and valid UTF-8 (a byte string
+ * the writer copies but zv_json_parse would refuse stops it). len when the string round-trips
+ * unchanged. Pure: no allocation, no state. For zever.session's record cache, which keeps a
+ * value only when decoding its JSON would give that value back.
+ */
+size_t zv_json_clean_len(const char *s, size_t len);
+
 #endif

@@ -24,6 +24,18 @@
 -- (strings, numbers, booleans, tables). A cookie session's token is that record sealed by the
 -- keyring.
 --
+-- Recent records: each front-end keeps, per worker, the last record it read or wrote of up to
+-- 2 x 512 server-side sessions (two generations: when the young one fills, it becomes the old one
+-- and the old one is dropped), for records of at most 2 KiB whose data is flat (string keys;
+-- string, number, boolean and json.null values). A load still asks the store; when the store's
+-- record is byte for byte the one remembered, the data is copied from the remembered pairs
+-- instead of decoded; any other record (another worker or process saved the session since) is
+-- decoded. Only a pair that decoding its JSON gives back is remembered: strings must be
+-- valid UTF-8 with nothing to escape (zv_json_clean_len), numbers integers below 1e14 in
+-- magnitude (tostring and the C writer write the same digits); anything else takes the C codec
+-- and is not remembered. Each load gets its own table: a handler's change never reaches the
+-- remembered pairs or another request.
+--
 -- Adapter contract (adapters.session.<name>): get(id) -> blob | nil, set(id, blob, ttl),
 -- delete(id), close() (the cache adapters' own shape: the server-side adapters are cache
 -- adapters under their own name), or, for the cookie adapter, cookie = true with seal(name,
@@ -35,9 +47,16 @@ local json = require "zever.json"
 local crypto = require "zever.crypto"
 local sys = require "zever.sys"
 
-local type, error, pcall, tostring, min, ceil, floor, format = type, error, pcall, tostring,
-  math.min, math.ceil, math.floor, string.format
-local encode, decode = json.encode, json.decode
+local ffi = require "ffi"
+local buffer = require "string.buffer"
+local new_tab = require "table.new"
+
+local type, error, pcall, tostring, min, ceil, floor, format, next, getmetatable = type, error,
+  pcall, tostring, math.min, math.ceil, math.floor, string.format, next, getmetatable
+local encode, decode, null = json.encode, json.decode, json.null
+
+require "zever.cdef.json"
+local clean_len = ffi.C.zv_json_clean_len
 
 local M = {}
 
@@ -59,6 +78,131 @@ end
 -- bytes as a key, so a stranger token costs one lookup that finds nothing).
 local function plausible_id(token)
   return #token == 43
+end
+
+-- --- the data's JSON, and the pairs of flat data -----------------------------------------------
+
+local function clean(str)
+  local n = #str
+  return clean_len(str, n) == n
+end
+
+-- Keys repeat from request to request: those found clean are remembered (up to a cap), so the
+-- common case skips the scan.
+local MAX_CLEAN_KEYS = 4096
+local clean_keys, nclean = {}, 0
+
+local function clean_key(k)
+  if clean_keys[k] then return true end
+  if not clean(k) then return false end
+  if nclean < MAX_CLEAN_KEYS then
+    nclean = nclean + 1
+    clean_keys[k] = true
+  end
+  return true
+end
+
+local out = buffer.new(256)
+
+-- The JSON of flat data, written here (the bytes the C writer writes for the same table, in
+-- the same next() order), and its pairs { k1, v1, k2, v2, ..., n = 2 * pairs }; or nil when
+-- data holds anything else (a table, a fraction, a big integer, a string to escape, a metatable):
+-- the caller then uses json.encode and remembers nothing. A LuaJIT-compiled walk: the C writer
+-- is a classic C API call, which stops the request's trace.
+local function flat(data)
+  if getmetatable(data) ~= nil then return nil end
+  local kv, n = new_tab(8, 4), 0
+  local k, v = next(data)
+  if k == nil then
+    kv.n = 0
+    return "{}", kv
+  end
+  out:reset()
+  out:put("{")
+  repeat
+    if type(k) ~= "string" or not clean_key(k) then return nil end
+    if n > 0 then out:put(',"', k, '":') else out:put('"', k, '":') end
+    local tv = type(v)
+    if tv == "string" then
+      if not clean(v) then return nil end
+      out:put('"', v, '"')
+    elseif tv == "number" then
+      if v % 1 ~= 0 or v >= 1e14 or v <= -1e14 or (v == 0 and 1 / v < 0) then return nil end
+      out:put(v)
+    elseif tv == "boolean" then
+      out:put(v and "true" or "false")
+    elseif v == null then
+      out:put("null")
+    else
+      return nil
+    end
+    kv[n + 1], kv[n + 2] = k, v
+    n = n + 2
+    k, v = next(data, k)
+  until k == nil
+  out:put("}")
+  kv.n = n
+  return out:tostring(), kv
+end
+
+-- The JSON of a session's data (raises what json.encode raises) and, when the data is flat, its
+-- pairs for Sessions:save (see flat).
+function M.encode_data(data)
+  local s, kv = flat(data)
+  if s then return s, kv end
+  return encode(data)
+end
+
+-- --- recent records (see the header) -------------------------------------------------------------
+
+local RECENT = 512         -- entries a generation
+local RECENT_BYTES = 2048  -- the longest record remembered
+
+local function recall(self, id)
+  local e = self.young[id]
+  if e == nil then e = self.old[id] end
+  return e
+end
+
+local function remember(self, id, e)
+  local young = self.young
+  if young[id] == nil then
+    local n = self.nyoung + 1
+    if n > RECENT then
+      self.old = young
+      young = new_tab(0, RECENT)
+      self.young = young
+      n = 1
+    end
+    self.nyoung = n
+  end
+  young[id] = e
+end
+
+local function forget(self, id)
+  self.young[id] = nil
+  self.old[id] = nil
+end
+
+-- The pairs of decoded data when they are all plain values (see flat), else nil.
+local function decoded_pairs(data)
+  if getmetatable(data) ~= nil then return nil end
+  local kv, n = new_tab(8, 4), 0
+  for k, v in next, data do
+    if type(v) == "table" then return nil end
+    kv[n + 1], kv[n + 2] = k, v
+    n = n + 2
+  end
+  kv.n = n
+  return kv
+end
+
+-- A new data table from remembered pairs.
+local function unpack_pairs(kv)
+  local n = kv.n
+  local data = new_tab(0, n / 2)
+  for i = 1, n, 2 do data[kv[i]] = kv[i + 1] end
+  return data
 end
 
 function Sessions:create()
@@ -83,27 +227,51 @@ function Sessions:load(token, t)
     blob = v
   end
   if type(blob) ~= "string" then return nil end
-  local rec = decode(blob)
-  if type(rec) ~= "table" or type(rec.c) ~= "number" or type(rec.s) ~= "number" or
-     type(rec.d) ~= "table" then
-    return nil
+  local id = (not impl.cookie) and token or nil
+  local e = id and recall(self, id)
+  local cms, sms, data
+  if e and e.blob == blob then
+    cms, sms = e.c, e.s
+  else
+    local rec = decode(blob)
+    if type(rec) ~= "table" or type(rec.c) ~= "number" or type(rec.s) ~= "number" or
+       type(rec.d) ~= "table" then
+      return nil
+    end
+    cms, sms, data = rec.c, rec.s, rec.d
+    if id then
+      local kv = #blob <= RECENT_BYTES and decoded_pairs(data)
+      if kv then
+        kv.blob, kv.c, kv.s = blob, cms, sms
+        remember(self, id, kv)
+      else
+        forget(self, id)
+      end
+      e = nil
+    end
   end
   t = t or now(self)
-  local created, seen = rec.c / 1000, rec.s / 1000
+  local created, seen = cms / 1000, sms / 1000
   if t - seen >= self.idle_timeout or t - created >= self.absolute_timeout then
-    if not impl.cookie then impl:delete(token) end
+    if id then
+      forget(self, id)
+      impl:delete(token)
+    end
     return nil
   end
-  -- The decoded record becomes the session (one table less per request).
-  rec.id, rec.data, rec.created, rec.seen = (not impl.cookie) and token or nil, rec.d, created, seen
-  rec.c, rec.s, rec.d = nil, nil, nil
-  return rec
+  if e then data = unpack_pairs(e) end
+  -- Constant values in the constructor, set after: see request.new (a template keeps no key
+  -- whose value is a variable).
+  local s = { id = false, data = false, created = false, seen = false }
+  s.id, s.data, s.created, s.seen = id, data, created, seen
+  return s
 end
 
 -- Stores s (now as its last use); returns the token for the cookie, or nil, err. data_json,
--- when given, is json.encode(s.data) already made by the caller (the middleware compares it);
--- t, when given, is the time now.
-function Sessions:save(s, data_json, t)
+-- when given, is M.encode_data(s.data) already made by the caller (the middleware compares it)
+-- and kv the pairs it gave with it (nil: the record is not remembered); t, when given, is the
+-- time now.
+function Sessions:save(s, data_json, t, kv)
   if type(s) ~= "table" or type(s.data) ~= "table" then
     error("session:save: want a session from create() or load()", 2)
   end
@@ -112,24 +280,37 @@ function Sessions:save(s, data_json, t)
   local ttl = min(self.idle_timeout, s.created + self.absolute_timeout - t)
   if ttl <= 0 then return nil, Sessions.error("expired", "the session has expired") end
   if data_json == nil then
-    local ok, v = pcall(encode, s.data)
-    if not ok then
-      return nil, Sessions.error("invalid", "the session data is not JSON-encodable: " ..
-        tostring(v))
+    data_json, kv = flat(s.data)
+    if data_json == nil then
+      local ok, v = pcall(encode, s.data)
+      if not ok then
+        return nil, Sessions.error("invalid", "the session data is not JSON-encodable: " ..
+          tostring(v))
+      end
+      data_json = v
     end
-    data_json = v
   end
   s.seen = t
   -- The record is written by hand around the data's JSON: two integers (milliseconds) need no
   -- encoder, and read back faster than fractions.
-  local blob = format('{"c":%d,"s":%d,"d":%s}', floor(s.created * 1000), floor(t * 1000),
-    data_json)
+  local cms, sms = floor(s.created * 1000), floor(t * 1000)
+  local blob = format('{"c":%d,"s":%d,"d":%s}', cms, sms, data_json)
   local impl = self.impl
   if impl.cookie then return impl:seal(self.cookie.name, blob) end
-  local r, err = impl:set(s.id, blob, ceil(ttl))
-  if r == nil and err then return nil, errors.adopt("session", err) end
+  local id = s.id
+  local r, err = impl:set(id, blob, ceil(ttl))
+  if r == nil and err then
+    forget(self, id)
+    return nil, errors.adopt("session", err)
+  end
+  if kv and #blob <= RECENT_BYTES then
+    kv.blob, kv.c, kv.s = blob, cms, sms
+    remember(self, id, kv)
+  else
+    forget(self, id)
+  end
   s.fresh = nil
-  return s.id
+  return id
 end
 
 -- Gives s a new id (server-side); the old one is deleted. Call it on login and on any change
@@ -140,6 +321,7 @@ function Sessions:regenerate(s)
   if not self.impl.cookie then
     local old = s.id
     s.id = new_id()
+    if old then forget(self, old) end
     if old and not s.fresh then self.impl:delete(old) end
   end
   return true
@@ -148,7 +330,10 @@ end
 function Sessions:destroy(s)
   if type(s) ~= "table" then error("session:destroy: want a session", 2) end
   if self.closed then return nil, CLOSED end
-  if s.id and not self.impl.cookie then self.impl:delete(s.id) end
+  if s.id and not self.impl.cookie then
+    forget(self, s.id)
+    self.impl:delete(s.id)
+  end
   s.data = {}
   return true
 end
@@ -163,6 +348,7 @@ local function settings(opts, fname)
     error(fname .. ": clock must be a function", 3)
   end
   o.clock = opts.clock
+  o.young, o.old, o.nyoung = new_tab(0, RECENT), {}, 0
   local same_site = opts.same_site or "lax"
   o.cookie = { name = opts.cookie_name or "zever_session", path = opts.path or "/",
     domain = (opts.domain ~= "" and opts.domain) or nil, secure = opts.secure and true or false,

@@ -24,11 +24,10 @@
 -- zever.session.new (idle_timeout, absolute_timeout, clock, cookie_name, secure, ...).
 
 local session_mod = require "zever.session"
-local json = require "zever.json"
 
 local type, error, setmetatable, rawget, pairs, next, tostring, min, floor = type, error,
   setmetatable, rawget, pairs, next, tostring, math.min, math.floor
-local encode = json.encode
+local encode_data = session_mod.encode_data
 local wall = require("zever.sys").wall
 
 -- A proxy keeps its request's session state under a key no data key can equal (a table), so
@@ -62,7 +61,7 @@ end
 function METHODS.regenerate(p)
   local st = rawget(p, STATE)
   st.store:regenerate(load(st))
-  st.regenerated = true
+  if st.renewed ~= "destroyed" then st.renewed = "regenerated" end
 end
 
 function METHODS.destroy(p)
@@ -70,14 +69,14 @@ function METHODS.destroy(p)
   local s = load(st)
   st.store:destroy(s)
   st.store:regenerate(s)   -- data set after a logout goes under a new id
-  st.destroyed = true
+  st.renewed = "destroyed"
 end
 
 -- Before a table inside the data reaches the handler (which may change it in place), the data
 -- is encoded once, so commit can tell whether it changed. Plain values need no copy: a change
 -- to them goes through __newindex.
 local function snapshot(st, data)
-  if not st.before then st.before = encode(data) end
+  if not st.before then st.before = encode_data(data) end
 end
 
 function METHODS.data(p)
@@ -109,7 +108,7 @@ function Proxy.__newindex(p, k, v)
   local s = load(st)
   s.data[k] = v
   st.dirty = true
-  st.destroyed = nil
+  if st.renewed == "destroyed" then st.renewed = "regenerated" end
 end
 
 local function cookie_opts(c, max_age)
@@ -123,20 +122,20 @@ local function commit(st, res, touch)
   if not s then return end
   local store = st.store
   local c = store.cookie
-  if st.destroyed and next(s.data) == nil then
+  if st.renewed == "destroyed" and next(s.data) == nil then
     if st.token then res:clear_cookie(c.name, { path = c.path, domain = c.domain }) end
     return
   end
   if s.fresh and next(s.data) == nil then return end
-  local data_json
+  local data_json, kv
   local changed = st.dirty
   if changed or st.before then
-    data_json = encode(s.data)
+    data_json, kv = encode_data(s.data)
     changed = changed or data_json ~= st.before
   end
   local t = st.t
-  if not changed and not st.regenerated and not st.destroyed and t - s.seen < touch then return end
-  local token, err = store:save(s, data_json, t)
+  if not changed and not st.renewed and t - s.seen < touch then return end
+  local token, err = store:save(s, data_json, t, kv)
   if not token then error(tostring(err), 0) end
   if token ~= st.token or store.impl.cookie then
     local left = s.created + store.absolute_timeout - t
@@ -170,7 +169,14 @@ return function(opts)
 
   return function(req, res, nxt)
     if type(store) == "function" then store = store() end
-    local st = { req = req, store = store }
+    -- Every field the request may set is in the constructor with a constant value (the only
+    -- keys `luajit -b` keeps in a template, see request.new): the table is duplicated at its
+    -- final size (8 keys: 8 slots) and never rehashed as fields arrive. renewed is false,
+    -- "regenerated" (a new id, to be saved) or "destroyed" (logged out: nothing to save unless
+    -- data is set again).
+    local st = { req = false, store = false, s = false, t = false, token = false, dirty = false,
+      before = false, renewed = false }
+    st.req, st.store = req, store
     local p = setmetatable({ [STATE] = st }, Proxy)
     req.session = p
     local a, b, c = nxt()
