@@ -177,7 +177,8 @@ local BUILTIN = {
   eventbus = { front = "zever.eventbus", adapters = { memory = {},
     inproc = { "zever.bus_core" }, redis = REDIS,
     postgres = { "zever.pg" } } },
-  outbox = { front = "zever.outbox", adapters = { db = {} } },
+  -- /readyz fails while the relay is stalled: a pending message older than 60 s (ob:check).
+  outbox = { front = "zever.outbox", adapters = { db = { check = function(ob) return ob:check() end } } },
   breaker = { front = "zever.breaker", adapters = { memory = { "zever.breaker_core" },
     inproc = { "zever.breaker_core" }, redis = REDIS } },
   webhook = { front = "zever.webhook", adapters = { memory = { "zever.crypto_core" },

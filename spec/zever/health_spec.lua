@@ -56,6 +56,26 @@ describe("zever.health", function()
       { body.checks.cache.adapter, body.checks.db.adapter, body.checks.queue.adapter })
   end)
 
+  it("answers 503 while the outbox relay is stalled, and 200 once it caught up", function()
+    dir = app_dir("db:\n  dsn: sqlite:app.db\noutbox:\n  adapter: db\n")
+    t = testing.app(dir)
+    local res = t:get("/readyz")
+    assert.are.equal(200, res.status, res.body)
+    assert.are.equal("ok", res:json().checks.outbox.status)
+    -- A message recorded two minutes ago that no relay delivered.
+    local ob = t.app.outbox
+    assert(ob:record(t.app.db, { topic = "orders", payload = { id = 1 } }))
+    t.app.db:exec("UPDATE outbox_messages SET created_at = created_at - 120")
+    res = t:get("/readyz")
+    assert.are.equal(503, res.status, res.body)
+    local c = res:json().checks.outbox
+    assert.are.equal("fail", c.status)
+    assert.matches("oldest pending message waits for 12%d s", c.error)
+    assert.are.equal(1, ob:relay(function() return true end))
+    res = t:get("/readyz")
+    assert.are.equal(200, res.status, res.body)
+  end)
+
   it("answers 503 naming the battery that fails, without its password", function()
     local port = serve.free_port()
     dir = app_dir(("cache:\n  adapter: redis\n  url: redis://:hunter2@127.0.0.1:%d/0\n"):format(port),
