@@ -176,11 +176,25 @@ function Prepared:exec(...)
 end
 
 -- The same prepared query on another handle of its database (a transaction's tx, a try
--- handle): a new object sharing the rendered forms' text (not their lists).
+-- handle): an object sharing the rendered forms' text (not their lists), kept per handle until
+-- the collector takes it (a db reuses its transaction handles, so a transaction per request
+-- asks for the same one and mostly finds it). Weak keys and values: the object refers to its
+-- handle, and LuaJIT's weak tables are no ephemerons (weak keys alone would keep both).
+local weak = { __mode = "kv" }
+
 function Prepared:on(h)
+  local seen = self._on
+  local p = seen and seen[h]
+  if p then return p end
   if type(h) ~= "table" or h.conn == nil then error("on: expects a db or transaction handle", 2) end
   if h.dialect ~= self._db.dialect then error("on: the handle is not of this query's dialect", 2) end
-  local p = setmetatable({ _db = h, kind = self.kind, np = self.np }, Prepared)
+  if h == self._db then return self end
+  if not seen then
+    seen = setmetatable({}, weak)
+    self._on = seen
+  end
+  p = setmetatable({ _db = h, kind = self.kind, np = self.np }, Prepared)
+  seen[h] = p
   local function copy(f)
     if not f then return nil end
     local c = form(f.text, { unpack(f.list, 1, f.n) })
