@@ -14,10 +14,10 @@ count() { # count MODE N -> instructions
     --callgrind-out-file="$tmp/cg" "$BIN" run bench/db_overhead_lua_bench.lua >/dev/null 2>&1
   grep '^summary:\|^totals:' "$tmp/cg" | head -1 | grep -o '[0-9]*$'
 }
-for name in First FirstBuilder Exec Transaction; do
+for name in ${PAIRS:-First FirstBuilder FirstPrepared Exec ExecPrepared Transaction}; do
   r1=$(count "$name/raw" "$N1"); r2=$(count "$name/raw" "$N2")
   z1=$(count "$name/zever" "$N1"); z2=$(count "$name/zever" "$N2")
   awk -v n="$name" -v r=$(( (r2 - r1) / (N2 - N1) )) -v z=$(( (z2 - z1) / (N2 - N1) )) \
-    'BEGIN { printf "%-13s raw %6d  zever %6d instructions/op  overhead %+.1f%%\n", n, r, z,
+    'BEGIN { printf "%-14s raw %6d  zever %6d instructions/op  overhead %+.1f%%\n", n, r, z,
       (z - r) * 100 / r }'
 done

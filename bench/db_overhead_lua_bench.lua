@@ -9,7 +9,10 @@
 --
 --   First        db:first("SELECT id, randomNumber FROM World WHERE id = ?", id)
 --   FirstBuilder db:from("World"):where("id", id):first()
+--   FirstPrepared  by_id:first(id), by_id = db:from("World"):where("id", db.param()):prepare()
 --   Exec         db:exec("UPDATE World SET randomNumber = ? WHERE id = ?", n, id)
+--   ExecPrepared set:exec(n, id), set = db:update("World"):set("randomNumber", db.param())
+--                :where("id", db.param()):prepare()
 --   Transaction  db:transaction(fn) around one such UPDATE (BEGIN IMMEDIATE ... COMMIT)
 --
 -- Rounds alternate raw and zever (5 rounds each, CPU time of this process via os.clock, so a
@@ -81,6 +84,9 @@ local function raw_update(n, id)
   run(upd)
 end
 
+local by_id = db:from("World"):where("id", db.param()):prepare()
+local set_n = db:update("World"):set("randomNumber", db.param()):where("id", db.param()):prepare()
+
 local pairs_ = {
   { "First",
     function(n) for i = 1, n do sink = raw_first(i % ROWS + 1) end end,
@@ -88,9 +94,15 @@ local pairs_ = {
   { "FirstBuilder",
     function(n) for i = 1, n do sink = raw_first(i % ROWS + 1) end end,
     function(n) for i = 1, n do sink = db:from("World"):where("id", i % ROWS + 1):first() end end },
+  { "FirstPrepared",
+    function(n) for i = 1, n do sink = raw_first(i % ROWS + 1) end end,
+    function(n) for i = 1, n do sink = by_id:first(i % ROWS + 1) end end },
   { "Exec",
     function(n) for i = 1, n do raw_update(i % 10000 + 1, i % ROWS + 1) end end,
     function(n) for i = 1, n do db:exec(UPDATE, i % 10000 + 1, i % ROWS + 1) end end },
+  { "ExecPrepared",
+    function(n) for i = 1, n do raw_update(i % 10000 + 1, i % ROWS + 1) end end,
+    function(n) for i = 1, n do set_n:exec(i % 10000 + 1, i % ROWS + 1) end end },
   { "Transaction",
     function(n)
       for i = 1, n do
@@ -148,7 +160,7 @@ end
 
 print(string.format("# %d ops per round, 5 alternating rounds, CPU time; load average %s", N,
   (io.open("/proc/loadavg"):read("*l"):match("^(%S+)"))))
-print(string.format("%-32s %9s %10s %11s %8s %8s %8s", "benchmark", "raw ns/op", "zever ns/op",
+print(string.format("%-34s %9s %10s %11s %8s %8s %8s", "benchmark", "raw ns/op", "zever ns/op",
   "overhead", "", "raw B/op", "zever B/op"))
 for _, p in ipairs(pairs_) do
   local name, rawf, zf = p[1], p[2], p[3]
@@ -161,7 +173,7 @@ for _, p in ipairs(pairs_) do
       tz[r] = cpu_ns(zf, N)
     end
     local mr, mz = median(tr), median(tz)
-    print(string.format("BenchmarkDbOverhead%-13s %9.0f %10.0f %8.0f ns %+7.1f%% %8.0f %8.0f",
+    print(string.format("BenchmarkDbOverhead%-15s %9.0f %10.0f %8.0f ns %+7.1f%% %8.0f %8.0f",
       name, mr, mz, mz - mr, (mz - mr) / mr * 100, bytes(rawf), bytes(zf)))
   end
 end

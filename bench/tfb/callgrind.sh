@@ -5,7 +5,7 @@
 # lengths): load-independent, so it shows changes too small for wall time on a shared machine.
 # The database is a fresh copy of bench/tfb/data.py's file per test type. N1/N2 (the run
 # lengths) are 1000/5000 for the one-row tests and 200/1000 for queries and updates (20 rows).
-# TESTS: the test types to count (default all six).
+# TESTS: the test types to count (default all six). TFB_APP: the app folder (default bench/tfb/app).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${1:-bin/zever}
@@ -20,7 +20,7 @@ for t in $TESTS; do
   esac
   rm -f "$tmp/run.db"*
   cp "$tmp/tfb.db" "$tmp/run.db"
-  out=$(DB_DSN="sqlite:$tmp/run.db" APP=bench/tfb/app N1=$n1 N2=$n2 \
+  out=$(DB_DSN="sqlite:$tmp/run.db" APP=${TFB_APP:-bench/tfb/app} N1=$n1 N2=$n2 \
     sh bench/http/callgrind_serve.sh "$BIN" "$route")
   printf '%-10s %s\n' "$t" "$out"
 done

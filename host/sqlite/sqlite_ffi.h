@@ -19,6 +19,7 @@
 #else
 typedef struct sqlite3 sqlite3;
 typedef struct sqlite3_stmt sqlite3_stmt;
+typedef struct sqlite3_value sqlite3_value;
 typedef long long sqlite3_int64;
 #endif
 
@@ -84,6 +85,13 @@ const unsigned char *sqlite3_column_text(sqlite3_stmt *st, int i);
 const void *sqlite3_column_blob(sqlite3_stmt *st, int i);
 int sqlite3_column_bytes(sqlite3_stmt *st, int i);
 int sqlite3_stmt_status(sqlite3_stmt *st, int op, int reset);
+/* A row's column as its value (one connection-mutex round and API exit per column instead of
+ * one per column_* call): read only on the connection's own thread, before the next step or
+ * reset (an "unprotected" value: our connections are used by one thread at a time). */
+sqlite3_value *sqlite3_column_value(sqlite3_stmt *st, int i);
+int sqlite3_value_type(sqlite3_value *v);
+sqlite3_int64 sqlite3_value_int64(sqlite3_value *v);
+double sqlite3_value_double(sqlite3_value *v);
 int sqlite3_reset(sqlite3_stmt *st);
 sqlite3_int64 sqlite3_changes64(sqlite3 *db);
 

@@ -33,6 +33,7 @@
 
 local expr = require "zever.db.expr"
 local query = require "zever.db.query"
+local prepared = require "zever.db.prepared"
 local errors = require "zever.errors"
 local array_mt = require("zever.json").array_mt
 
@@ -47,6 +48,8 @@ M.null = expr.null
 M.col, M.val, M.raw, M.fn = expr.col, expr.val, expr.raw, expr.fn
 M.excluded, M.rollup, M.cube, M.exists = expr.excluded, expr.rollup, expr.cube, expr.exists
 M.array = expr.array
+-- The placeholder of a prepared builder query (q:prepare(), zever.db.prepared).
+M.param = prepared.param
 
 -- A db error: a zever error of battery "db" (fields: sql, ...).
 function M.error(code, message, fields)
@@ -75,6 +78,7 @@ M.DB = DB
 DB.null, DB.col, DB.val, DB.raw, DB.fn = M.null, M.col, M.val, M.raw, M.fn
 DB.excluded, DB.rollup, DB.cube, DB.exists = M.excluded, M.rollup, M.cube, M.exists
 DB.array = M.array
+DB.param = M.param
 DB.blob = M.blob
 
 -- Raises the db error of a failed statement: its code, the adapter's message, the SQL text
@@ -136,6 +140,9 @@ function M.open(dsn, opts)
     dialect = adapter.dialect,
     dsn = dsn,
     state = { depth = 0 },
+    -- Present (false) so that every call's `self.finished` check finds it in the handle's own
+    -- table instead of missing it there and in DB too.
+    finished = false,
   }, DB)
 end
 
@@ -222,6 +229,23 @@ local function exec_values(self, text, n, a1, a2, a3, a4, a5, a6, a7, a8)
   local changes, id, message, fields = self.conn:exec(text, take(a1, a2, a3, a4, a5, a6, a7, a8), n)
   give_back()
   return exec_result(self, text, changes, id, message, fields)
+end
+
+-- The checkers of a prepared query's adapter call (zever.db.prepared): they put its bind list
+-- back (restore) before raising or returning, like *_values with the scratch list.
+local restore = prepared.restore
+prepared.results.first = function(self, text, own, f, row, code, message, fields)
+  restore(f, own)
+  return first_result(self, text, row, code, message, fields)
+end
+prepared.results.query = function(self, text, own, f, rows, code, message, fields)
+  restore(f, own)
+  return query_result(self, text, rows, code, message, fields)
+end
+prepared.results.exec = function(self, text, own, f, changes, id, message, fields)
+  restore(f, own)
+  if not changes then return fail(self, id, message, text, fields) end
+  return changes
 end
 
 function DB:exec(text, ...)
@@ -346,12 +370,12 @@ local function tx_handle(self, conn, st, depth, pinned)
   local txs = not pinned and rawget(self, "_txs")
   local tx = txs and txs[depth]
   if tx and tx.finished and tx.conn == conn and tx.state == st then
-    tx.finished = nil
+    tx.finished = false
     return tx
   end
   tx = setmetatable({
     conn = conn, adapter = self.adapter, dialect = self.dialect, dsn = self.dsn, state = st,
-    soft = self.soft, depth = depth,
+    soft = self.soft, depth = depth, finished = false,
   }, DB)
   if not pinned then
     if not txs then

@@ -77,17 +77,21 @@ local function bind_all(st, binds, n)
   return true
 end
 
--- The value of column i of the current row (nil for NULL), as decode writes it.
+-- The value of column i of the current row (nil for NULL), as decode writes it. Numbers are read
+-- from the column's value (sqlite3_column_value: one mutex round and API exit for the type and
+-- the number together, where column_type + column_int64 take two); text and BLOBs through
+-- column_text/blob, which convert and keep the bytes as SQLite's own API does.
 local function column(st, i)
-  local t = C.sqlite3_column_type(st, i)
+  local cv = C.sqlite3_column_value(st, i)
+  local t = C.sqlite3_value_type(cv)
   if t == T_INTEGER then
-    local v = C.sqlite3_column_int64(st, i)
+    local v = C.sqlite3_value_int64(cv)
     if v >= -EXACT and v <= EXACT then return tonumber(v) end
     return v
   elseif t == T_TEXT then
     return ffi_string(C.sqlite3_column_text(st, i), C.sqlite3_column_bytes(st, i))
   elseif t == T_FLOAT then
-    return C.sqlite3_column_double(st, i)
+    return C.sqlite3_value_double(cv)
   elseif t == T_BLOB then
     local p = C.sqlite3_column_blob(st, i)
     local n = C.sqlite3_column_bytes(st, i)

@@ -12,6 +12,7 @@ local expr = require "zever.db.expr"
 local OP, NULL = sql.op, sql.null
 local SELECT, CMP, IN = OP.SELECT, OP.CMP, OP.IN
 local render = require("zever.db.render").render
+local prepared = require "zever.db.prepared"
 local is_node, order_list, order_add = expr.is_node, expr.order_list, expr.order_add
 local type, select, error, pairs, ipairs = type, select, error, pairs, ipairs
 local setmetatable, getmetatable, tostring, rawget = setmetatable, getmetatable, tostring, rawget
@@ -655,6 +656,21 @@ function Select:first()
   return db:_first(text, binds)
 end
 
+-- The query rendered once, run many times with the values of its db.param() placeholders:
+-- p:first(...), p:all(...) (zever.db.prepared).
+function Select:prepare()
+  local db = db_of(self, "prepare")
+  if self._preload then error("prepare: a query with preload cannot be prepared", 2) end
+  local text, binds = render(self, db.dialect)
+  if not text then error(binds, 2) end
+  local saved = self[S_LIMIT]
+  self[S_LIMIT] = 1
+  local ftext, fbinds = render(self, db.dialect)
+  self[S_LIMIT] = saved
+  if not ftext then error(fbinds, 2) end
+  return prepared.new(db, "select", text, binds, ftext, fbinds)
+end
+
 function Select:each(fn)
   if type(fn) ~= "function" then error("each: expects a function", 2) end
   if self._preload then error("each: preload works with all() and first(), not each()", 2) end
@@ -818,6 +834,15 @@ function Update:exec()
   local db, text, binds = rendered(self, 2)
   if self[U_RETURNING] then return db:_query(text, binds) end
   return db:_changes(text, binds)
+end
+
+-- The update rendered once, run many times with the values of its db.param() placeholders:
+-- p:exec(...) -> the number of changed rows (zever.db.prepared).
+function Update:prepare()
+  local db = db_of(self, "prepare")
+  if self[U_RETURNING] then error("prepare: an update with returning cannot be prepared", 2) end
+  local _, text, binds = rendered(self, 2)
+  return prepared.new(db, "update", text, binds)
 end
 
 -- --- delete -------------------------------------------------------------------------------
