@@ -10,7 +10,6 @@ local process = require "spec.support.process"
 local fs = require "spec.support.files"
 local json = require "zever.json"
 local sys = require "zever.sys"
-local output = require "zever.cli.output"
 
 local quote = process.quote
 
@@ -181,7 +180,7 @@ app:close()
       local cmd = dispatch.load(name)
       assert.is_not_nil(cmd.json, name .. ": declare json = true | false | { subcommands }")
       assert.is_not_nil(cmd.dry_run, name .. ": declare dry_run = true | false | { subcommands }")
-      if not output.declared(cmd, "json") and not output.declared(cmd, "dry_run") then
+      if not dispatch.declared(cmd, "json") and not dispatch.declared(cmd, "dry_run") then
         assert.is_string(cmd.why, name .. ": neither --json nor --dry-run: say why")
       end
     end
@@ -232,7 +231,7 @@ app:close()
         assert.are.same(before, checksum(dir), key .. ": --dry-run changed the app folder")
         assert.are.equal(outs, process.output("ls -A " .. quote(out)), key .. ": wrote outside the app")
         -- The same with --json, where the command prints data too: one document.
-        if output.supports(cmd, "json", sub ~= "" and sub or nil) then
+        if dispatch.supports(cmd, "json", sub ~= "" and sub or nil) then
           r = zever_in(dir, fill(DRY_CASES[key], dir), { "--dry-run", "--json" })
           assert.are.equal(0, r.code, key .. ": " .. r.stderr)
           assert.is_not_nil(json.decode(r.stdout), key .. " --dry-run --json: " .. r.stdout)

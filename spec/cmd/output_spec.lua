@@ -2,6 +2,7 @@
 -- in process; the commands themselves run in cli_contract_spec and progress_spec.
 
 local output = require "zever.cli.output"
+local dispatch = require "cmd.zever"
 local progress = require "zever.cli.progress"
 local process = require "spec.support.process"
 local fs = require "spec.support.files"
@@ -11,31 +12,31 @@ describe("zever.cli.output", function()
   it("adds --json and --dry-run where declared, once, after the command's own flags", function()
     local own = { name = "app", arg = "PATH" }
     local cmd = { name = "x", flags = { own }, json = { "status" }, dry_run = true }
-    local flags = output.with_flags(cmd)
+    local flags = dispatch.with_flags(cmd)
     assert.are.same({ "app", "json", "dry-run" }, { flags[1].name, flags[2].name, flags[3].name })
     assert.are.equal(3, #flags)
     cmd.flags = flags
-    assert.are.equal(3, #output.with_flags(cmd))
-    assert.are.equal(1, #output.with_flags({ name = "y", flags = { own }, json = false, dry_run = false }))
+    assert.are.equal(3, #dispatch.with_flags(cmd))
+    assert.are.equal(1, #dispatch.with_flags({ name = "y", flags = { own }, json = false, dry_run = false }))
     -- A command with its own --json keeps it (no second one).
     local mine = { name = "json", summary = "mine" }
-    local f2 = output.with_flags({ name = "z", flags = { mine }, json = true, dry_run = false })
+    local f2 = dispatch.with_flags({ name = "z", flags = { mine }, json = true, dry_run = false })
     assert.are.equal(1, #f2)
     assert.are.equal("mine", f2[1].summary)
   end)
 
   it("says when a flag does not apply to a subcommand", function()
     local cmd = { name = "migrate", json = { "status", "up" }, dry_run = { "up" } }
-    assert.is_nil(output.check(cmd, { json = true }, { "status" }))
-    assert.is_nil(output.check(cmd, { ["dry-run"] = true, json = true }, { "up" }))
+    assert.is_nil(dispatch.check(cmd, { json = true }, { "status" }))
+    assert.is_nil(dispatch.check(cmd, { ["dry-run"] = true, json = true }, { "up" }))
     assert.are.equal('flag "--dry-run" does not apply to "migrate status" (only up)',
-      output.check(cmd, { ["dry-run"] = true }, { "status" }))
+      dispatch.check(cmd, { ["dry-run"] = true }, { "status" }))
     assert.are.equal('flag "--json" does not apply to "migrate new" (only status, up)',
-      output.check(cmd, { json = true }, { "new" }))
+      dispatch.check(cmd, { json = true }, { "new" }))
     -- A command that declares nothing keeps its own flags (saga's --json, before it declares).
-    assert.is_nil(output.check({ name = "saga" }, { json = true, ["dry-run"] = true }, { "status" }))
-    assert.is_true(output.supports({ json = true }, "json", nil))
-    assert.is_false(output.supports({ json = false }, "json", "x"))
+    assert.is_nil(dispatch.check({ name = "saga" }, { json = true, ["dry-run"] = true }, { "status" }))
+    assert.is_true(dispatch.supports({ json = true }, "json", nil))
+    assert.is_false(dispatch.supports({ json = false }, "json", "x"))
   end)
 
   it("renders a failure as one JSON object", function()

@@ -12,8 +12,11 @@
 -- is a usage error (exit 2), so `--dry-run` can never be silently ignored by a command that
 -- writes.
 --
---   output.with_flags(cmd)           -> cmd.flags plus json / dry-run when declared (each once)
---   output.supports(cmd, kind, sub)  -> boolean   kind "json" | "dry_run", sub the first arg
+-- The dispatcher (cmd/zever/init.lua, loaded at every start) reads the declarations:
+-- dispatch.with_flags(cmd) (cmd.flags plus json / dry-run when declared, each once),
+-- dispatch.supports(cmd, kind, sub), dispatch.declared(cmd, kind), dispatch.check(cmd, flags,
+-- args). This module is only what a command prints, and loads when something prints through it:
+--
 --   output.emit(flags, data, text)   prints data as JSON when flags.json, else text(data)
 --                                    (text a function, or a string printed as is)
 --   output.would(flags, actions[, extra])  a dry run's report: { { action =, target =, ... } }
@@ -34,13 +37,6 @@ end
 local type, ipairs = type, ipairs
 
 local M = {}
-
--- The declarations live in the dispatcher (cmd/zever/init.lua), which every start loads; this
--- module loads only when something prints through it.
-local dispatch = require "cmd.zever"
-M.JSON_FLAG, M.DRY_FLAG = dispatch.JSON_FLAG, dispatch.DRY_FLAG
-M.supports, M.declared = dispatch.supports, dispatch.declared
-M.with_flags, M.check = dispatch.with_flags, dispatch.check
 
 function M.emit(flags, data, text)
   if flags and flags.json then
