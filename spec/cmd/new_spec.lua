@@ -134,6 +134,104 @@ describe("zever new", function()
   end)
 end)
 
+-- GET path on srv: status (a number), body (decoded JSON) and the response headers.
+local function get(srv, path, header)
+  local r = srv:curl(path, "-i" .. (header and (" -H " .. quote(header)) or ""))
+  local head, body = r.stdout:match("^(.-)\r\n\r\n(.*)$")
+  assert.is_truthy(head, r.stdout .. r.stderr)
+  return tonumber(head:match("^HTTP/1%.1 (%d+)")), json.decode(body), head
+end
+
+-- new, then two RPCs (one left at the default auth: required, one --auth none), gen, test and
+-- serve: what a new user types, in the order docs/new.md and docs/generate.md give it.
+describe("zever new, generate rpc, gen, serve", function()
+  local root
+  before_each(function() root = fs.tmpdir() end)
+  after_each(function() os.execute("rm -rf " .. quote(root)) end)
+
+  local function scaffold_rpcs(env, ...)
+    local r = zever_in(root, env, "new", "shop", ...)
+    assert.are.equal(0, r.code, r.stderr)
+    local app = root .. "/shop"
+    r = zever_in(app, env, "generate", "entity", "Note", "by:string")
+    assert.are.equal(0, r.code, r.stdout .. r.stderr)
+    r = zever_in(app, env, "generate", "rpc", "Notes.Get", "id:int64", "--http", "GET /notes/{id}",
+      "--returns", "Note")
+    assert.are.equal(0, r.code, r.stdout .. r.stderr)
+    -- The template registers the generated routes already: no "then in app.lua" hint.
+    assert.is_nil(r.stdout:find("then in app.lua", 1, true))
+    r = zever_in(app, env, "generate", "rpc", "Notes.Ping", "--http", "GET /ping", "--auth", "none")
+    assert.are.equal(0, r.code, r.stdout .. r.stderr)
+    r = zever_in(app, env, "gen")
+    assert.are.equal(0, r.code, r.stdout .. r.stderr)
+    local t = zever_in(app, env, "test")
+    assert.are.equal(0, t.code, t.stdout .. t.stderr)
+    assert.matches("3 passed, 0 failed", t.stdout)
+    r = zever_in(app, env, "routes", "--json")
+    assert.are.equal(0, r.code, r.stderr)
+    local handlers = {}
+    for _, route in ipairs(json.decode(r.stdout)) do handlers[route.name] = route.source end
+    assert.matches("/handlers/notes.lua:%d+$", handlers["Notes.Get"])
+    assert.matches("/handlers/notes.lua:%d+$", handlers["Notes.Ping"])
+    return app
+  end
+
+  it("serves the generated routes: 401 until current_user finds a caller, then the handler", function()
+    local app = scaffold_rpcs(nil)
+    local srv = assert(serve.start(app, { "--listen", "127.0.0.1:0", "--workers", "1" }))
+    local s1, b1 = get(srv, "/notes/7")
+    local s2, b2 = get(srv, "/ping")
+    srv:kill()
+    assert.are.same({ 401, "unauthenticated" }, { s1, b1.error })
+    assert.are.same({ 501, "unimplemented" }, { s2, b2.error })
+
+    -- The user writes the hook and the handler, as the comments in app.lua and the stub say.
+    local src = fs.read(app .. "/app.lua")
+    local hook, n = src:gsub("local function current_user%(req%) %-%- luacheck: no unused args\n  return nil\n",
+      'local function current_user(req)\n  return req:header("x-user") and { id = req:header("x-user") }\n')
+    assert.are.equal(1, n, "app.lua of zever new no longer has the current_user hook")
+    fs.write(app .. "/app.lua", hook)
+    local notes, m = fs.read(app .. "/handlers/notes.lua"):gsub(
+      "function M%.Get%(input, ctx%) %-%- luacheck: no unused args\n  return nil, [^\n]*\nend\n",
+      "function M.Get(input, ctx)\n  return { id = input.id, by = ctx.principal.id }\nend\n")
+    assert.are.equal(1, m, "the stub of Notes.Get changed shape")
+    fs.write(app .. "/handlers/notes.lua", notes)
+    srv = assert(serve.start(app, { "--listen", "127.0.0.1:0", "--workers", "1" }))
+    local s3, b3 = get(srv, "/notes/7", "x-user: ada")
+    local s4 = get(srv, "/notes/7")
+    local s5, b5 = get(srv, "/notes/seven", "x-user: ada")
+    srv:kill()
+    assert.are.same({ 200, { id = 7, by = "ada" } }, { s3, b3 })
+    assert.are.equal(401, s4)
+    assert.are.same({ 400, "invalid_argument" }, { s5, b5.error })
+  end)
+
+  it("authenticates through the auth battery when zever new picked it", function()
+    -- One key for the server and for the `zever run` that issues the token.
+    local env = { CRYPTO_KEYS = "k1:" .. ("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWY=") }
+    local app = scaffold_rpcs(env, "--batteries", "auth")
+    assert.matches("app.auth:rpc_options()", fs.read(app .. "/app.lua"), 1, true)
+    assert.is_nil(fs.read(app .. "/app.lua"):find("current_user", 1, true))
+    fs.write(app .. "/token.lua", [[
+local app = require("zever.app").load("app.lua", (require("zever.config.paths").cwd()))
+io.write((assert(app.auth:issue("user:1"))))
+app:close()
+]])
+    local tok = zever_in(app, env, "run", "token.lua")
+    assert.are.equal(0, tok.code, tok.stderr)
+    local srv = assert(serve.start(app, { "--listen", "127.0.0.1:0", "--workers", "1" }, env))
+    local s1, b1, head = get(srv, "/notes/7")
+    local s2, b2 = get(srv, "/notes/7", "authorization: Bearer " .. tok.stdout)
+    local s3 = get(srv, "/notes/7", "authorization: Bearer " .. tok.stdout:sub(1, -3) .. "xx")
+    srv:kill()
+    assert.are.same({ 401, "unauthenticated" }, { s1, b1.error })
+    assert.matches('www%-authenticate: bearer realm="zever"', head:lower())
+    -- Authenticated: the stub's 501.
+    assert.are.same({ 501, "unimplemented" }, { s2, b2.error })
+    assert.are.equal(401, s3)
+  end)
+end)
+
 describe("zever new with Redis adapters #redis", function()
   local srv = redis_server.fixture()
   local root

@@ -202,6 +202,7 @@ local APP = [[
 -- %s: a zever app. `zever serve` serves it, `zever routes` lists its routes, `zever test` runs
 -- spec/, `zever dev` serves it and reloads on every change.
 local zever = require "zever"
+local assets = require "zever.assets"
 local home = require "handlers.home"
 
 local app = zever.app()
@@ -210,8 +211,27 @@ local app = zever.app()
 app:health()
 
 app:get("home", "/", home.index)
+%s
+-- The RPCs of schema/*.zen, once `zever gen` has compiled them into generated/routes.lua; their
+-- handlers are yours, in handlers/<service>.lua (`zever gen` writes a stub for each new one).
+if assets.module("generated.routes") then
+  require("generated.routes").register(app, nil, %s)
+end
 
 return app
+]]
+
+-- Without the auth battery: a hook of the app's own that finds no caller, so an RPC with
+-- `auth: required` answers 401 until the user writes it (docs/new.md, "Generated RPCs").
+local APP_AUTH_HOOK = [[
+
+-- Who calls an RPC marked `auth: required` (what `zever generate rpc` writes unless told
+-- --auth none): return the caller (a table: a user row, token claims) or nil. nil answers 401,
+-- so every such RPC answers 401 until you write this; `zever add auth` gives tokens
+-- (docs/auth.md), then return (app.auth:authenticate(req)).
+local function current_user(req) -- luacheck: no unused args
+  return nil
+end
 ]]
 
 local HANDLER = [[
@@ -293,12 +313,22 @@ Layout: `app.lua` (routes), `handlers/` (your code), `schema/` (.zen declaration
 `migrations/`, `spec/`, `zever.yaml` (configuration), `zever.test.yaml` (the test environment).
 ]]
 
+-- app.lua: with the auth battery the generated routes authenticate through it (a bearer token
+-- or the session's; 401 with a WWW-Authenticate challenge otherwise), else through the
+-- app's own current_user hook.
+function M.app_lua(app_name, plan)
+  for _, b in ipairs(plan.order) do
+    if b == "auth" then return format(APP, app_name, "", "app.auth:rpc_options()") end
+  end
+  return format(APP, app_name, APP_AUTH_HOOK, "{ auth = current_user }")
+end
+
 function M.files(app_name, plan)
   local batteries = #plan.order > 0 and concat(plan.order, ", ") or "none"
   local files = {
     { path = ".gitignore", content = GITIGNORE },
     { path = "README.md", content = format(README, app_name, batteries) },
-    { path = "app.lua", content = format(APP, app_name) },
+    { path = "app.lua", content = M.app_lua(app_name, plan) },
     { path = "data/.keep", content = "" },
     { path = "handlers/home.lua", content = HANDLER },
     { path = "migrations/.keep", content = "" },
