@@ -4,7 +4,8 @@
 -- written only when the result has no error (the diagnostics are printed otherwise, exit 1);
 -- an RPC or a job then gets its handler stub in handlers/ at once (zever.cli.stubs, as
 -- `zever gen` does). It never overwrites a file: a spec or migration that exists is an error.
--- --dry-run prints what it would write.
+-- --dry-run prints what it would write; --json prints one document instead of the lines
+-- ({ kind, name, file, declaration, stubs, register_hint } or a dry run's actions).
 
 local sys = require "zever.sys"
 local cliapp = require "zever.cli.app"
@@ -14,7 +15,7 @@ local format, concat = string.format, table.concat
 local KINDS = { "entity", "rpc", "job", "schedule", "migration", "spec" }
 local USAGE = "zever generate entity|rpc|job|schedule|migration|spec NAME [field:type ...]" ..
   " [--schema FILE] [--http 'METHOD /path'] [--auth none|required] [--returns TYPE]" ..
-  " [--cron SPEC] [--dispatch JOB] [--dry-run]"
+  " [--cron SPEC] [--dispatch JOB] [--dry-run] [--json]"
 
 local slurp = require("zever.file").read
 
@@ -110,6 +111,31 @@ local function compile_check(files, path, text)
   return result
 end
 
+-- What a run did (or would do, dry): lines on a terminal, one document under --json. doc has
+-- kind, name, file (relative to the app), and for a schema edit declaration and stubs.
+local function report(flags, doc, lines)
+  local output = require "zever.cli.output"
+  if flags["dry-run"] then
+    local action = { action = doc.file:match("%.zen$") and "append" or "write", target = doc.file }
+    if flags.json then
+      output.would(flags, { action }, { kind = doc.kind, name = doc.name,
+        declaration = doc.declaration, content = doc.content })
+    else
+      io.write(doc.declaration or doc.content)
+    end
+    return 0
+  end
+  if flags.json then
+    local json = require "zever.json"
+    doc.content = nil
+    if doc.stubs then doc.stubs = json.array(doc.stubs) end
+    output.emit(flags, doc)
+    return 0
+  end
+  for _, l in ipairs(lines) do print(l) end
+  return 0
+end
+
 local SPEC = [[
 -- spec/%s_spec.lua: `zever test` runs it in the test environment, with a fresh database.
 local testing = require "zever.testing"
@@ -129,7 +155,7 @@ end)
 
 return {
   name = "generate",
-  json = false,
+  json = true,
   dry_run = true,
   summary = "Append a .zen declaration (entity, rpc, job, schedule) or write a migration or spec",
   usage = USAGE,
@@ -167,23 +193,24 @@ return {
       if kind == "migration" then
         local cfg, cerr = cliapp.config(target)
         if not cfg then return 1, tostring(cerr) end
-        if flags["dry-run"] then
-          print("would write a migration " .. name .. " in " .. cfg.db.migrations)
-          return 0
-        end
-        local path, merr = require("zever.migrations").new(cfg.db.migrations, name)
+        local migrations = require "zever.migrations"
+        local dry = flags["dry-run"]
+        local path, merr = (dry and migrations.next_path or migrations.new)(cfg.db.migrations, name)
         if not path then return 1, merr.message end
-        print("wrote " .. path)
-        return 0
+        local rel = path:sub(1, #root + 1) == root .. "/" and path:sub(#root + 2) or path
+        if dry and not flags.json then print("would write " .. rel) return 0 end
+        return report(flags, { kind = kind, name = name, file = rel },
+          { "wrote " .. rel })
       end
       local path = root .. "/spec/" .. name .. "_spec.lua"
       if slurp(path) then return 1, path .. " exists (generate never overwrites)" end
       local text = format(SPEC, name, name)
-      if flags["dry-run"] then io.write(text) return 0 end
-      local ok, werr = write(path, text)
-      if not ok then return 1, tostring(werr) end
-      print("wrote spec/" .. name .. "_spec.lua")
-      return 0
+      local doc = { kind = kind, name = name, file = "spec/" .. name .. "_spec.lua", content = text }
+      if not flags["dry-run"] then
+        local ok, werr = write(path, text)
+        if not ok then return 1, tostring(werr) end
+      end
+      return report(flags, doc, { "wrote " .. doc.file })
     end
 
     if kind ~= "rpc" and not name:match("^%u[%w_]*$") then
@@ -204,25 +231,36 @@ return {
     local files = compile.collect({ root .. "/schema" }) or {}
     local result = compile_check(files, path, new)
     if result.errors and result.errors > 0 then
-      io.stderr:write(require("dsl.diagnostics").render(result.diags, result.sources))
-      return 1, format("%s %s: the schema would have errors; %s is unchanged", kind, name, path)
+      local diags = require("dsl.diagnostics").render(result.diags, result.sources)
+      local msg = format("%s %s: the schema would have errors; %s is unchanged", kind, name, path)
+      -- Under --json the diagnostics are in the one error document, not before it.
+      if flags.json then return 1, diags .. msg end
+      io.stderr:write(diags)
+      return 1, msg
     end
-    if flags["dry-run"] then io.write(text) return 0 end
+    local rel = path:sub(1, #root + 1) == root .. "/" and path:sub(#root + 2) or path
+    local doc = { kind = kind, name = name, file = rel, declaration = text }
+    if flags["dry-run"] then return report(flags, doc) end
     local ok, werr = write(path, new)
     if not ok then return 1, tostring(werr) end
-    print(format("added %s %s to %s", kind, name, path:sub(#root + 2)))
+    local lines = { format("added %s %s to %s", kind, name, rel) }
+    doc.stubs = {}
     if kind == "rpc" or kind == "job" then
-      local report = require("zever.cli.stubs").sync(result.ir, root)
-      for _, line in ipairs(report and report.added or {}) do print("added stub " .. line) end
+      local added = require("zever.cli.stubs").sync(result.ir, root)
+      for _, line in ipairs(added and added.added or {}) do
+        doc.stubs[#doc.stubs + 1] = line
+        lines[#lines + 1] = "added stub " .. line
+      end
     end
-    print("next: zever gen")
-    -- A first RPC: its route is served once the app registers the generated routes.
+    lines[#lines + 1] = "next: zever gen"
+    -- An app.lua that does not register the generated routes (an older zever new's): say how.
     local app_lua = kind == "rpc" and slurp(root .. "/app.lua")
     if app_lua and not app_lua:find("generated.routes", 1, true) then
-      print('then in app.lua: require("generated.routes").register(app, nil, ' ..
-        "{ auth = function(req) ... end })")
-      print("  (an RPC wants a signed-in caller unless it says auth: none; docs/zen.md)")
+      doc.register_hint = 'require("generated.routes").register(app, nil, ' ..
+        "{ auth = function(req) ... end })"
+      lines[#lines + 1] = "then in app.lua: " .. doc.register_hint
+      lines[#lines + 1] = "  (an RPC wants a signed-in caller unless it says auth: none; docs/new.md)"
     end
-    return 0
+    return report(flags, doc, lines)
   end,
 }

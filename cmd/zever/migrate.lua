@@ -204,12 +204,9 @@ return {
     if sub == "new" then
       local migrations = require "zever.migrations"
       if flags["dry-run"] then
-        -- The name new() would pick, from the same rules, without creating the folder or file.
-        local list = sys.isdir(flags.dir) and migrations.list(flags.dir) or {}
-        local last = list[#list]
-        if not args[2]:match("^[%w_]+$") then return 2, "new: a migration name is letters, digits and _" end
-        local file = string.format("%s/%04d_%s.lua", flags.dir,
-          (last and tonumber(last.version) or 0) + 1, args[2])
+        -- The name new() would pick, without creating the folder or file.
+        local file, nerr = migrations.next_path(flags.dir, args[2])
+        if not file then return nerr.code == "invalid" and 2 or 1, "new: " .. nerr.message end
         output.would(flags, { { action = "write", target = paths.relative(file) } })
         return 0
       end

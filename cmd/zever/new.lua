@@ -4,7 +4,8 @@
 -- zever.test.yaml, .gitignore, README.md and data/. It refuses a folder that exists and is not
 -- empty unless --force (which writes the app's files over, and removes nothing). --dry-run
 -- prints what it would write and writes nothing. Unknown batteries and adapters are usage
--- errors with a did-you-mean. It must not load a battery: it only writes text.
+-- errors with a did-you-mean. --json prints one document instead of the lines (what it wrote,
+-- what it would write, the battery list). It must not load a battery: it only writes text.
 
 local sys = require "zever.sys"
 local scaffold = require "zever.cli.scaffold"
@@ -26,10 +27,26 @@ local function write(path, content)
 end
 
 local USAGE = "zever new NAME [--batteries db,cache,...] [--adapters cache=redis,...] [--dry-run]"
-  .. " [--force] [--list-batteries]"
+  .. " [--force] [--list-batteries] [--json]"
 
-local function list_batteries()
+-- zever.json and zever.cli.output load only under --json: `zever new` stays a start-up and
+-- a few writes.
+local function emit(flags, data)
+  require("zever.cli.output").emit(flags, data)
+end
+
+local function list_batteries(flags)
   local rows = scaffold.list()
+  if flags.json then
+    local json = require "zever.json"
+    local out = {}
+    for i, r in ipairs(rows) do
+      out[i] = { name = r[1], default = r[2], adapters = json.array(scaffold.adapters(r[1])),
+        doc = r[4] }
+    end
+    emit(flags, json.array(out))
+    return 0
+  end
   local w1, w2 = 7, 7
   for _, r in ipairs(rows) do
     if #r[1] > w1 then w1 = #r[1] end
@@ -44,7 +61,7 @@ end
 
 return {
   name = "new",
-  json = false,
+  json = true,
   dry_run = true,
   summary = "Create a new app folder (app.lua, handlers/, spec/, zever.yaml, ...)",
   usage = USAGE,
@@ -62,7 +79,7 @@ return {
     { name = "list-batteries", summary = "list the batteries and their adapters" },
   },
   run = function(args, flags)
-    if flags["list-batteries"] then return list_batteries() end
+    if flags["list-batteries"] then return list_batteries(flags) end
     local dir = args[1]
     if not dir or args[2] then return 2, "want one folder; usage: " .. USAGE end
     local names = flags.batteries or { "db" }
@@ -89,8 +106,25 @@ return {
         files[#files + 1] = { path = format("migrations/%04d_%s.lua", n + 1, m.name), content = m.text }
       end
     end
+    local base = dir:gsub("/+$", "")
+    -- The JSON document of what was (or would be) written: paths relative to the app folder.
+    local function doc()
+      local json = require "zever.json"
+      local paths, picked = {}, {}
+      for _, f in ipairs(files) do paths[#paths + 1] = f.path end
+      for _, b in ipairs(plan.order) do picked[b] = plan.adapter[b] end
+      return { app = name, dir = base, batteries = json.array(plan.order), adapters = picked,
+        files = json.array(paths), config = scaffold.config(name, plan) }
+    end
     if flags["dry-run"] then
-      for _, f in ipairs(files) do print("would write " .. dir:gsub("/+$", "") .. "/" .. f.path) end
+      if flags.json then
+        local d, actions = doc(), {}
+        for i, p in ipairs(d.files) do actions[i] = { action = "write", target = base .. "/" .. p } end
+        d.files = nil
+        require("zever.cli.output").would(flags, actions, d)
+        return 0
+      end
+      for _, f in ipairs(files) do print("would write " .. base .. "/" .. f.path) end
       print("")
       io.write(scaffold.config(name, plan))
       return 0
@@ -101,10 +135,15 @@ return {
     if not sys.isdir(dir) and sys.mtime(dir) then
       return 1, format('"%s" exists and is not a folder', dir)
     end
-    local base = dir:gsub("/+$", "")
     for _, f in ipairs(files) do
       local ok, werr = write(base .. "/" .. f.path, f.content)
       if not ok then return 1, tostring(werr) end
+    end
+    if flags.json then
+      local d = doc()
+      d.config = nil
+      emit(flags, d)
+      return 0
     end
     print(format("created %s (batteries: %s)", base,
       #plan.order > 0 and table.concat(plan.order, ", ") or "none"))

@@ -236,20 +236,28 @@ return {
 }
 ]]
 
-function M.new(dir, name)
+-- The path M.new(dir, name) would write (the next version after the folder's last), without
+-- creating anything: path | nil, err (an invalid name; a folder that cannot be listed).
+function M.next_path(dir, name)
   if type(name) ~= "string" or not name:match("^[%w_]+$") then
     return nil, err("invalid", "a migration name is letters, digits and underscores, got '"
       .. tostring(name) .. "'")
   end
+  local files, e = {}, nil
+  if sys.isdir(dir) then files, e = M.list(dir) end
+  if not files then return nil, e end
+  local last = files[#files]
+  return format("%s/%04d_%s.lua", dir, last and tonumber(last.version) + 1 or 1, name)
+end
+
+function M.new(dir, name)
+  local path, e = M.next_path(dir, name)
+  if not path then return nil, e end
   if not sys.isdir(dir) then
     local ok = os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
     if ok ~= 0 and ok ~= true then return nil, err("io", "cannot create folder " .. dir) end
   end
-  local files, e = M.list(dir)
-  if not files then return nil, e end
-  local last = files[#files]
-  local version = format("%04d", last and tonumber(last.version) + 1 or 1)
-  local path = dir .. "/" .. version .. "_" .. name .. ".lua"
+  local version = path:match("/(%d+)_[%w_]+%.lua$")
   local f, oe = io.open(path, "wb")
   if not f then return nil, err("io", tostring(oe)) end
   f:write(format(TEMPLATE, version, name))

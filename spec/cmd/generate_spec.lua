@@ -37,10 +37,8 @@ describe("zever generate", function()
       local r = zever_in(app, "generate", unpack(row[1]))
       assert.are.equal(0, r.code, r.stderr)
       assert.matches(row[2], r.stdout, 1, true)
-      -- An rpc says how its route gets served while app.lua does not register the generated routes.
-      if row[1][1] == "rpc" then
-        assert.matches('then in app.lua: require("generated.routes").register(app', r.stdout, 1, true)
-      end
+      -- app.lua of zever new registers the generated routes: no hint to add them.
+      assert.is_nil(r.stdout:find("then in app.lua", 1, true))
     end
     local zen = fs.read(app .. "/schema/app.zen")
     assert.matches("entity Post {\n  id: int64 @primary\n  title: string\n  body: string?\n}", zen, 1, true)
@@ -50,6 +48,45 @@ describe("zever generate", function()
     local g = zever_in(app, "gen")
     assert.are.equal(0, g.code, g.stderr)
     assert.are.equal("", g.stdout)   -- every stub is there already
+  end)
+
+  it("says how to register the generated routes when app.lua does not", function()
+    -- An app.lua of an older zever new, without the registration.
+    fs.write(app .. "/app.lua", 'local app = require("zever").app()\nreturn app\n')
+    local r = zever_in(app, "generate", "rpc", "PostService.Publish", "id:int64")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches('then in app.lua: require("generated.routes").register(app', r.stdout, 1, true)
+  end)
+
+  it("prints what it added, or would add, as JSON with --json", function()
+    local json = require "zever.json"
+    local before = fs.read(app .. "/schema/app.zen")
+    local r = zever_in(app, "generate", "job", "IndexPost", "post_id:int64", "--dry-run", "--json")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.same({ dry_run = true, kind = "job", name = "IndexPost",
+      declaration = "job IndexPost(post_id: int64) { queue: default }\n",
+      actions = { { action = "append", target = "schema/app.zen" } } }, json.decode(r.stdout))
+    assert.are.equal(before, fs.read(app .. "/schema/app.zen"))
+    r = zever_in(app, "generate", "job", "IndexPost", "post_id:int64", "--json")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.same({ kind = "job", name = "IndexPost", file = "schema/app.zen",
+      declaration = "job IndexPost(post_id: int64) { queue: default }\n",
+      stubs = { "handlers/jobs.lua: job IndexPost" } }, json.decode(r.stdout))
+    assert.are.equal(before .. "\njob IndexPost(post_id: int64) { queue: default }\n",
+      fs.read(app .. "/schema/app.zen"))
+    r = zever_in(app, "generate", "migration", "add_tags", "--json")
+    assert.are.same({ kind = "migration", name = "add_tags", file = "migrations/0001_add_tags.lua" },
+      json.decode(r.stdout))
+    r = zever_in(app, "generate", "migration", "more", "--dry-run", "--json")
+    assert.are.same({ { action = "write", target = "migrations/0002_more.lua" } }, json.decode(r.stdout).actions)
+    assert.is_nil(fs.slurp(app .. "/migrations/0002_more.lua"))
+    -- A schema that would not compile: the diagnostics in the one error object on stderr.
+    r = zever_in(app, "generate", "schedule", "N", "--cron", "0 3 * * *", "--dispatch", "Nope", "--json")
+    assert.are.equal(1, r.code)
+    assert.are.equal("", r.stdout)
+    local e = json.decode(r.stderr).error
+    assert.matches("unknown job Nope", e.message, 1, true)
+    assert.matches("is unchanged", e.message, 1, true)
   end)
 
   it("writes nothing when the schema would not compile", function()

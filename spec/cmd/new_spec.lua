@@ -76,6 +76,40 @@ describe("zever new", function()
     assert.is_nil(sys.mtime(root .. "/dry"))
   end)
 
+  it("prints what it wrote, would write, and the batteries as JSON with --json", function()
+    local r = zever_in(root, nil, "new", "shop", "--adapters", "cache=redis", "--dry-run", "--json")
+    assert.are.equal(0, r.code, r.stderr)
+    local plan = json.decode(r.stdout)
+    assert.is_true(plan.dry_run)
+    assert.are.same({ "db", "cache" }, plan.batteries)
+    assert.are.same({ db = "sqlite", cache = "redis" }, plan.adapters)
+    assert.matches("cache:\n  adapter: redis", plan.config, 1, true)
+    assert.are.same({ action = "write", target = "shop/app.lua" }, plan.actions[3])
+    assert.is_nil(sys.mtime(root .. "/shop"))
+    r = zever_in(root, nil, "new", "shop", "--adapters", "cache=redis", "--json")
+    assert.are.equal(0, r.code, r.stderr)
+    local done = json.decode(r.stdout)
+    assert.are.same({ "shop", "shop", plan.batteries, plan.adapters },
+      { done.app, done.dir, done.batteries, done.adapters })
+    assert.are.equal(#plan.actions, #done.files)
+    for i, a in ipairs(plan.actions) do
+      assert.are.equal(a.target, "shop/" .. done.files[i])
+      assert.is_truthy(fs.slurp(root .. "/" .. a.target), a.target)
+    end
+    assert.are.equal(plan.config, fs.read(root .. "/shop/zever.yaml"))
+    -- A failure is one JSON object on stderr.
+    r = zever_in(root, nil, "new", "shop", "--json")
+    assert.are.equal(1, r.code)
+    assert.are.equal("", r.stdout)
+    assert.matches("exists and is not empty", json.decode(r.stderr).error.message, 1, true)
+    r = zever_in(root, nil, "new", "--list-batteries", "--json")
+    assert.are.equal(0, r.code, r.stderr)
+    local rows = json.decode(r.stdout)
+    assert.are.equal(#scaffold.batteries(), #rows)
+    assert.are.same({ name = "cache", default = "memory", adapters = { "memory", "db", "redis" },
+      doc = scaffold.CATALOGUE.cache.doc }, rows[2])
+  end)
+
   it("refuses unknown batteries and adapters with a did-you-mean (exit 2)", function()
     local rows = {
       { { "--batteries", "cahce" }, 'unknown battery "cahce"; did you mean "cache"?' },
