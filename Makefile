@@ -112,6 +112,9 @@ DEBS += prometheus chromium
 DEBS += systemd dpkg-dev
 # The storage battery's s3 adapter: its SigV4 signer is checked against botocore's (the AWS SDK's).
 DEBS += python3-botocore
+# zever completion: spec/cmd/completion_spec.lua checks the zsh and fish scripts with zsh -n and
+# fish --no-execute (bash is always there).
+DEBS += zsh fish
 
 .PHONY: all deps run test asan bench bench-http fuzz lint check-includes install clean
 all: deps bin/zever $(LAZY_SO) build/bc/.stamp build/commands.lua
