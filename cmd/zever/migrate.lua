@@ -65,6 +65,11 @@ local function plan(db, flags, sub)
   if not list then return nil, err end
   local applied = db and applied_versions(db) or {}
   local out = {}
+  -- What up and down refuse, the dry run refuses too.
+  for _, m in ipairs(list) do
+    local ce = migrations.conflict(m, applied[tonumber(m.version)])
+    if ce then return nil, ce end
+  end
   if sub == "up" then
     for _, m in ipairs(list) do
       if not applied[tonumber(m.version)] then
@@ -147,13 +152,14 @@ function handlers.status(db, flags)
   local out = {}
   for i, m in ipairs(list) do
     out[i] = { version = m.version, name = m.name, applied = m.applied, applied_at = m.applied_at,
-      missing = m.missing or nil }
+      missing = m.missing or nil, conflict = m.conflict }
   end
   output.emit(flags, json.array(out), function()
     for _, m in ipairs(list) do
       local state = m.applied and "applied" or "pending"
-      print(string.format("%-8s %s%s%s", state, label(m), m.applied_at and ("  " .. m.applied_at) or "",
-        m.missing and "  (file missing)" or ""))
+      print(string.format("%-8s %s%s%s%s", state, label(m), m.applied_at and ("  " .. m.applied_at) or "",
+        m.missing and "  (file missing)" or "",
+        m.conflict and ("  (its version is recorded as applied by " .. m.conflict .. ")") or ""))
     end
   end)
   return 0

@@ -12,11 +12,17 @@
 -- (IF NOT EXISTS).
 --
 --   migrations.list(dir)              -> { {version=, name=, file=}, ... } sorted | nil, err
---   migrations.status(db, dir)        -> { {version=, name=, applied=, applied_at=, missing=}, ... }
+--   migrations.status(db, dir)        -> { {version=, name=, applied=, applied_at=, missing=,
+--                                          conflict= (the name recorded for its version)}, ... }
 --   migrations.up(db, dir[, opts])    -> applied list   | nil, err, applied so far
 --   migrations.down(db, dir, n[, o])  -> reverted list  | nil, err, reverted so far
 --   migrations.new(dir, name)         -> path           | nil, err
+--   migrations.next_path(dir, name)   -> the path new() would write | nil, err
+--   migrations.conflict(m, row)       -> nil | err: file m's version recorded under another name
 --   opts.progress(event, migration)   event: "up" | "down", called before each migration
+--
+-- A version is the key of schema_migrations: a file whose version is recorded under another name
+-- is never taken as applied; up and down refuse to run while one exists.
 --
 -- err is a zever.db error; for a failed migration its message starts with the file name and
 -- holds the SQL error. It must not print: the CLI (cmd/zever/migrate.lua) does.
@@ -111,9 +117,12 @@ function M.status(db, dir)
   local out, known = {}, {}
   for _, m in ipairs(files) do
     local r = map[tonumber(m.version)]
-    known[tonumber(m.version)] = true
-    out[#out + 1] = { version = m.version, name = m.name, file = m.file, applied = r ~= nil,
-      applied_at = r and r.applied_at }
+    -- A record of another name under this version is not this file's: the file is pending,
+    -- and the record is listed below as one whose file is missing.
+    local same = r ~= nil and r.name == m.name
+    known[tonumber(m.version)] = same
+    out[#out + 1] = { version = m.version, name = m.name, file = m.file, applied = same,
+      applied_at = same and r.applied_at or nil, conflict = (r and not same) and r.name or nil }
   end
   -- Applied versions whose file is gone are listed too, so nobody is surprised by them.
   for _, r in ipairs(rows) do
@@ -163,12 +172,27 @@ local function now()
   return os.date("!%Y-%m-%dT%H:%M:%SZ")
 end
 
+-- A file whose version schema_migrations records under another name (two folders numbered
+-- alike, a renamed or renumbered file): nil, or the error that stops up and down before they
+-- run anything. Versions are the key, so without this check the file would count as applied
+-- and never run.
+function M.conflict(m, r)
+  if r == nil or r.name == m.name then return nil end
+  return err("invalid", format("%s: version %s is recorded as applied by %s_%s in %s: two " ..
+    "migrations share the version (renumber one; a renamed file: rename it back)",
+    m.file, m.version, r.version, r.name, M.TABLE))
+end
+
 function M.up(db, dir, opts)
   opts = opts or {}
   local files, e = M.list(dir)
   if not files then return nil, e, {} end
   local map, me = applied_map(db)
   if not map then return nil, me, {} end
+  for _, m in ipairs(files) do
+    local ce = M.conflict(m, map[tonumber(m.version)])
+    if ce then return nil, ce, {} end
+  end
   local done = {}
   for _, m in ipairs(files) do
     if not map[tonumber(m.version)] then
@@ -197,7 +221,11 @@ function M.down(db, dir, n, opts)
   local map, rows = applied_map(db)
   if not map then return nil, rows, {} end
   local by_version = {}
-  for _, m in ipairs(files) do by_version[tonumber(m.version)] = m end
+  for _, m in ipairs(files) do
+    by_version[tonumber(m.version)] = m
+    local ce = M.conflict(m, map[tonumber(m.version)])
+    if ce then return nil, ce, {} end
+  end
   local done = {}
   for i = #rows, 1, -1 do
     if #done >= n then break end

@@ -76,6 +76,27 @@ describe("zever migrate", function()
     db:close()
   end)
 
+  it("refuses a second folder whose version is recorded under another name, dry or not (exit 1)", function()
+    sh(dir, "migrate new add_tags")
+    assert.are.equal(0, sh(dir, "migrate up").code)
+    -- `zever gen`'s entity tables: a folder of its own, numbered from 0001 too.
+    os.execute("mkdir -p " .. process.quote(dir .. "/generated/migrations"))
+    local f = assert(io.open(dir .. "/generated/migrations/0001_create_posts.lua", "wb"))
+    f:write([[return { up = function(db) db:exec("CREATE TABLE posts (id INTEGER)") end }]])
+    f:close()
+    local r = sh(dir, "migrate status --migrations generated/migrations")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches("pending  0001_create_posts  (its version is recorded as applied by add_tags)", r.stdout, 1, true)
+    assert.matches("applied  0001_add_tags  %S+  %(file missing%)", r.stdout)
+    for _, args in ipairs({ "up", "up --dry-run", "down", "down --dry-run" }) do
+      r = sh(dir, "migrate " .. args .. " --migrations generated/migrations")
+      assert.are.equal(1, r.code, args)
+      assert.matches("0001_create_posts.lua: version 0001 is recorded as applied by 0001_add_tags", r.stderr, 1, true)
+    end
+    -- Nothing ran: add_tags is still the one applied.
+    assert.matches("^applied  0001_add_tags", sh(dir, "migrate status").stdout)
+  end)
+
   it("exits 2 on an unknown subcommand or a misplaced -n", function()
     assert.are.equal(2, sh(dir, "migrate sideways").code)
     assert.are.equal(2, sh(dir, "migrate").code)

@@ -129,6 +129,32 @@ describe("zever.migrations", function()
     assert.are.equal("invalid", err.code)
   end)
 
+  it("never takes a file as applied when its version is recorded under another name", function()
+    -- Two folders numbered alike (migrations/ and generated/migrations/ of `zever gen`): the
+    -- second folder's 0001 must not count as applied because the first folder's 0001 was.
+    local other = dir .. "/generated"
+    write(other .. "/0001_create_tags.lua", BROKEN:gsub("CREATE TABLEZ nonsense", "SELECT 1"))
+    assert(migrations.up(db, mdir))
+    local st = assert(migrations.status(db, other))
+    assert.are.same({ { "0001", "create_tags", false, "create_users" },
+      { "0001", "create_users", true, true }, { "0002", "create_posts", true, true } },
+      { { st[1].version, st[1].name, st[1].applied, st[1].conflict },
+        { st[2].version, st[2].name, st[2].applied, st[2].missing },
+        { st[3].version, st[3].name, st[3].applied, st[3].missing } })
+    local done, err = migrations.up(db, other)
+    assert.is_nil(done)
+    assert.are.equal("invalid", err.code)
+    assert.matches("0001_create_tags.lua: version 0001 is recorded as applied by 0001_create_users",
+      err.message, 1, true)
+    -- down refuses too, before reverting anything (the conflict is not even its first step).
+    write(other .. "/0002_create_posts.lua", POSTS)
+    done, err = migrations.down(db, other, 1)
+    assert.is_nil(done)
+    assert.matches("recorded as applied by 0001_create_users", err.message, 1, true)
+    -- Nothing ran: no tags table, users and posts still there and recorded.
+    assert.are.same({ "posts", "schema_migrations", "users" }, tables(db))
+  end)
+
   it("creates the next numbered file from a template", function()
     local path = assert(migrations.new(mdir, "add_tags"))
     assert.are.equal(mdir .. "/0003_add_tags.lua", path)
