@@ -66,6 +66,8 @@ return {
     if not ok then return 2, err end
     local target, terr = cliapp.resolve(flags, nil, "add")
     if not target then return 2, terr end
+    local is_app, nerr = cliapp.is_app(target)
+    if not is_app then return 1, nerr end
     local path = target.dir .. "/zever.yaml"
     local text = slurp(path) or ""
     local have = sections(text)

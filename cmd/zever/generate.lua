@@ -186,6 +186,9 @@ return {
     if not fs then return 2, ferr end
     local target, terr = cliapp.resolve(flags, nil, "generate")
     if not target then return 2, terr end
+    -- --schema FILE names where to write; otherwise the folder must be an app.
+    local is_app, nerr = cliapp.is_app(target)
+    if not is_app and not flags.schema then return 1, nerr end
     local root = target.dir
 
     if kind == "spec" or kind == "migration" then

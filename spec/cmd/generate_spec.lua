@@ -89,6 +89,22 @@ describe("zever generate", function()
     assert.matches("is unchanged", e.message, 1, true)
   end)
 
+  it("refuses, as zever add does, a folder that is not an app (exit 1, nothing written)", function()
+    local bare = root .. "/bare"
+    os.execute("mkdir -p " .. quote(bare))
+    for _, args in ipairs({ { "generate", "entity", "Post", "title:string" }, { "generate", "spec", "x" },
+      { "add", "cache" } }) do
+      local r = zever_in(bare, unpack(args))
+      assert.are.equal(1, r.code, table.concat(args, " "))
+      assert.matches("is not an app folder (no app.lua, zever.yaml or zever.json)", r.stderr, 1, true)
+    end
+    assert.are.equal("", process.output("ls -A " .. quote(bare)))
+    -- --app names the app from elsewhere.
+    local r = zever_in(bare, "generate", "entity", "Post", "title:string", "--app", app)
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches("entity Post {", fs.read(app .. "/schema/app.zen"), 1, true)
+  end)
+
   it("writes nothing when the schema would not compile", function()
     local before = fs.read(app .. "/schema/app.zen")
     local r = zever_in(app, "generate", "schedule", "Nightly", "--cron", "0 3 * * *", "--dispatch", "Nope")

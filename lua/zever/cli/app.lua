@@ -20,6 +20,10 @@
 --       target = { dir = absolute app folder, file = absolute app file or nil }
 --       flags.app and positional name the app (a folder or a file); flags.dir (a deprecated
 --       alias of -C, for the commands that had it) is honoured with a deprecation line
+--   cliapp.is_app(target)         -> true | nil, message: the folder holds an app (app.lua,
+--                                    zever.yaml or zever.json), for the commands that write
+--                                    into it (generate, add), so that neither writes into a
+--                                    folder that is not an app (Rails' `rails generate`)
 --   cliapp.config(target)         -> cfg | nil, err      (zever.config.load{ dir = target.dir })
 --   cliapp.missing_adapter(battery, adapter) -> one line: that adapter is absent, what to do
 --   cliapp.open_db(dsn, opts[, mkdir_parent]) -> db | nil, one-line message without secrets
@@ -93,6 +97,15 @@ local function resolve(flags, positional, cmd)
     return nil, format('no app at "%s": want a folder (with zever.yaml, app.lua) or an app file', name)
   end
   return { dir = paths.dirname(abs), file = abs }
+end
+
+function M.is_app(target)
+  if target.file then return true end
+  for _, f in ipairs({ "app.lua", "zever.yaml", "zever.json" }) do
+    if exists(target.dir .. "/" .. f) then return true end
+  end
+  return nil, format("%s is not an app folder (no app.lua, zever.yaml or zever.json): " ..
+    "`zever new NAME` makes one; --app DIR (or -C DIR) names another", target.dir)
 end
 
 -- In a bundle, the folder resolved is the one the bundle's app files stand for (zever.assets).
