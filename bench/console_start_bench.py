@@ -2,7 +2,8 @@
 """bench/console_start_bench.py: zever console's start, from exec to the first prompt on a
 terminal, as a user sees it.
 
-    python3 bench/console_start_bench.py [ROUNDS] [APP]   (default 30; bin/zever of this tree)
+    python3 bench/console_start_bench.py [ROUNDS] [APP]   (default 30; bin/zever of this tree,
+    or the binary $ZEVER names: another checkout's, for a side-by-side run)
 
 Makes an app with `zever new` in a temporary folder (or uses APP), then ROUNDS times: forks on a
 pseudo-terminal (Python's pty), execs `zever console` in the app folder, and times the moment
@@ -22,7 +23,7 @@ import tempfile
 import time
 
 HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ZEVER = os.path.join(HOME, "bin", "zever")
+ZEVER = os.environ.get("ZEVER") or os.path.join(HOME, "bin", "zever")
 PROMPT = b"zever> "
 
 

@@ -25,7 +25,15 @@ return {
     if args[2] then return 2, "one app only; usage: zever console [app.lua | dir]" end
     local target, terr = cliapp.resolve(flags, args[1], "console")
     if not target then return 2, terr end
+    -- The app loads once, before the first prompt: with the JIT on, LuaJIT records and compiles
+    -- traces of the load's loops that never run again (about half the instructions of the start,
+    -- BENCHMARKS.md "Session 9"). The JIT is back on for what the user types.
+    local jit = require "jit"
+    jit.off()
     local ok, app = pcall(cliapp.load, target)
+    local cok, cfg
+    if ok then cok, cfg = pcall(app.config, app) end
+    jit.on()
     if not ok then return 1, tostring(app) end
     local loop, sched = require "zever.loop", require "zever.sched"
     local pretty = require "zever.cli.pretty"
@@ -33,7 +41,6 @@ return {
     local output = require "zever.cli.output"
     local function paint(code, s) return output.paint(1, code, s) end
 
-    local cok, cfg = pcall(app.config, app)
     if not cok then return 1, tostring(cfg) end
     local environment = require("zever.config").sources(cfg).environment or "development"
     io.stdout:write(format("zever console: %s (%s). app, app.db, app.cache, ... and zever are " ..
