@@ -73,4 +73,12 @@ describe("zever console", function()
     assert.are.equal(0, r.code, r.stderr)
     assert.matches("zever> 42\n", r.stdout, 1, true)
   end)
+
+  -- The app loads with the JIT off (a start-up cost); what the user types runs with it on.
+  it("runs the user's input with the JIT on", function()
+    local r = process.run("cd " .. quote(app) .. " && printf 'return (jit.status())\n' | " ..
+      quote(sys.exe()) .. " console")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches("zever> true\n", r.stdout, 1, true)
+  end)
 end)
