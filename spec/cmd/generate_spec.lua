@@ -25,7 +25,8 @@ describe("zever generate", function()
 
   it("appends an entity, an rpc, a job and a schedule that compile, with stubs", function()
     local rows = {
-      { { "entity", "Post", "title:string", "body:string?" }, "added entity Post to schema/app.zen" },
+      { { "entity", "Post", "title:string", "body:string?" },
+        "added entity Post to schema/app.zen\nnext: zever gen, then zever migrate up --migrations generated/migrations" },
       { { "rpc", "PostService.GetPost", "id:int64", "--http", "GET /posts/{id}", "--auth", "none",
         "--returns", "Post" }, "added stub handlers/post_service.lua: PostService.GetPost" },
       { { "rpc", "PostService.Publish", "id:int64" }, "added stub handlers/post_service.lua: PostService.Publish" },
@@ -48,6 +49,11 @@ describe("zever generate", function()
     local g = zever_in(app, "gen")
     assert.are.equal(0, g.code, g.stderr)
     assert.are.equal("", g.stdout)   -- every stub is there already
+    -- The entity's table: gen wrote its migration, migrate up applies it from gen's folder.
+    local r = zever_in(app, "migrate", "up", "--migrations", "generated/migrations")
+    assert.are.equal(0, r.code, r.stderr)
+    r = process.run("sqlite3 " .. quote(app .. "/data/app.db") .. " .schema")
+    assert.matches('CREATE TABLE IF NOT EXISTS "posts" (', r.stdout, 1, true)
   end)
 
   it("says how to register the generated routes when app.lua does not", function()
