@@ -124,11 +124,10 @@ end
 
 local arm
 
--- Releases the server lock of an ended lease (its entry is already gone). A failure leaves
+-- Releases the server lock of an ended lease l (its entry is already gone). A failure leaves
 -- the lock to the session's end: nobody else could hold it meanwhile.
-local function release(self, key)
-  local k = lock_key(self.prefix .. key)
-  local row, err = self.db:first(self.sql.unlock, k)
+local function release(self, l)
+  local row, err = self.db:first(self.sql.unlock, l.k)
   if row then check_session(self) end
   return row, err
 end
@@ -140,7 +139,7 @@ local function expire(self, now)
     if l ~= TAKING and l.expires <= now then
       leases[key] = nil
       ended = ended or {}
-      ended[#ended + 1] = key
+      ended[#ended + 1] = l
     end
   end
   if ended then
@@ -190,7 +189,8 @@ function P:acquire(key, ttl)
     leases[key] = nil
     return nil, why
   end
-  local row, err = self.db:first(self.sql.acquire, (lock_key(self.prefix .. key)))
+  local k, hi, lo = lock_key(self.prefix .. key)
+  local row, err = self.db:first(self.sql.acquire, k)
   leases[key] = nil
   if not row then return fail(err) end
   check_session(self, key)
@@ -198,7 +198,8 @@ function P:acquire(key, ttl)
   if fence == 0 then return false end
   self.count = self.count + 1
   local token = self.owner .. self.count
-  leases[key] = { token = token, fence = fence, expires = self.now() + ttl }
+  leases[key] = { token = token, fence = fence, expires = self.now() + ttl, k = k, hi = hi,
+    lo = lo }
   arm(self)
   return fence, token
 end
@@ -218,8 +219,7 @@ end
 function P:extend(key, token, ttl)
   local l = own(self, key, token)
   if not l then return false end
-  local _, hi, lo = lock_key(self.prefix .. key)
-  local row, err = self.db:first(self.sql.mine, hi, lo)
+  local row, err = self.db:first(self.sql.mine, l.hi, l.lo)
   if not row then return fail(err) end
   if not check_session(self) or row.n == 0 then
     if self.leases[key] == l then self.leases[key] = nil end
@@ -236,7 +236,7 @@ function P:unlock(key, token)
   if not l then return false end
   self.leases[key] = nil
   arm(self)
-  local row, err = release(self, key)
+  local row, err = release(self, l)
   if not row then return fail(err) end
   -- false: the session that held the lock had ended (the server released it with it), and
   -- this unlock ran on the new one.
