@@ -1,8 +1,9 @@
 -- zever.lock with the postgres adapter (session-level advisory locks) on a real PostgreSQL 15
--- (spec/support/pg_server): the conformance suite on a fake clock, one statement per acquire,
--- extend and unlock, a lease released by the server when its session is terminated
--- (pg_terminate_backend), a ttl ended by the holder's timer for another session, exclusion
--- across two processes of eight contenders each (a shared counter row), and the container.
+-- (spec/support/pg_server): the conformance suite on a fake clock and on the real one, one
+-- statement per acquire, extend and unlock, a lease released by the server when its session is
+-- terminated (pg_terminate_backend), a ttl ended by the holder's timer for another session,
+-- exclusion across two processes of eight contenders each (a shared counter row), and the
+-- container.
 
 local pg_server = require "spec.support.pg_server"
 local lock = require "zever.lock"
@@ -29,6 +30,11 @@ describe("adapters.lock.postgres #pg", function()
   require("spec.conformance.lock")("postgres", function(opts)
     return fresh{ clock = opts.clock }
   end)
+
+  -- Again on the real clock: leases of 0.2 s run out by the adapter's own timer.
+  require("spec.conformance.lock")("postgres (real clock)", function()
+    return fresh()
+  end, { real_clock = true })
 
   -- The backend PID that holds the advisory lock of prefix .. key, or nil.
   local function holder_pid(prefix, key)
