@@ -36,6 +36,13 @@ describe("adapters.lock.postgres #pg", function()
     return fresh()
   end, { real_clock = true })
 
+  -- Two lock tables on one prefix and sequence, each its own session: two processes' view.
+  local function two(tag)
+    local name = unique(tag)
+    local o = { prefix = name .. ":", sequence = name }
+    return lock.wrap(assert(plock.new(fx.dsn, o))), lock.wrap(assert(plock.new(fx.dsn, o))), name
+  end
+
   -- The backend PID that holds the advisory lock of prefix .. key, or nil.
   local function holder_pid(prefix, key)
     local _, hi, lo = plock.lock_key(prefix .. key)
@@ -84,9 +91,7 @@ describe("adapters.lock.postgres #pg", function()
 
   it("loses the lease when the server terminates its session, and never steals it back",
     function()
-      local name = unique("term")
-      local a = lock.wrap(assert(plock.new(fx.dsn, { prefix = name .. ":", sequence = name })))
-      local b = lock.wrap(assert(plock.new(fx.dsn, { prefix = name .. ":", sequence = name })))
+      local a, b, name = two("term")
       local la = assert(a:try_acquire("k", 60))
       assert.are.equal("busy", select(2, b:try_acquire("k", 60)).code)
       local pid = assert(holder_pid(name .. ":", "k"))
@@ -108,9 +113,7 @@ describe("adapters.lock.postgres #pg", function()
     end)
 
   it("answers holder for another session's lease with fence 0 and no known deadline", function()
-    local name = unique("hold")
-    local a = lock.wrap(assert(plock.new(fx.dsn, { prefix = name .. ":", sequence = name })))
-    local b = lock.wrap(assert(plock.new(fx.dsn, { prefix = name .. ":", sequence = name })))
+    local a, b = two("hold")
     local la = assert(a:try_acquire("k", 60))
     local fence, left = b:holder("k")
     assert.are.equal(0, fence)
@@ -122,9 +125,7 @@ describe("adapters.lock.postgres #pg", function()
   end)
 
   it("ends a lease at its ttl for other sessions too (the holder's timer unlocks it)", function()
-    local name = unique("ttl")
-    local a = lock.wrap(assert(plock.new(fx.dsn, { prefix = name .. ":", sequence = name })))
-    local b = lock.wrap(assert(plock.new(fx.dsn, { prefix = name .. ":", sequence = name })))
+    local a, b = two("ttl")
     local la = assert(a:try_acquire("k", 0.2))
     -- b waits (yielding: a's timer runs on the same loop) until a's lease ran out.
     local lb = assert(b:acquire("k", 10, 20))
@@ -138,9 +139,7 @@ describe("adapters.lock.postgres #pg", function()
   end)
 
   it("releases every lock of its session on close", function()
-    local name = unique("close")
-    local a = lock.wrap(assert(plock.new(fx.dsn, { prefix = name .. ":", sequence = name })))
-    local b = lock.wrap(assert(plock.new(fx.dsn, { prefix = name .. ":", sequence = name })))
+    local a, b = two("close")
     assert(a:try_acquire("x", 60))
     assert(a:try_acquire("y", 60))
     a:close()
@@ -155,13 +154,7 @@ describe("adapters.lock.postgres #pg", function()
     admin:exec(('INSERT INTO "%s" VALUES (0, 0)'):format(name))
     local cmd = process.quote(sys.exe()) .. " run spec/fixtures/lock_pg_contender.lua "
       .. process.quote(fx.dsn) .. " " .. name .. ": " .. name .. " 8 10"
-    local p1 = assert(io.popen(cmd))
-    local p2 = assert(io.popen(cmd))
-    local out1, out2 = p1:read("*a"), p2:read("*a")
-    p1:close()
-    p2:close()
-    assert.are.equal("overlaps 0 leases 80\n", out1)
-    assert.are.equal("overlaps 0 leases 80\n", out2)
+    assert.same({ "overlaps 0 leases 80\n", "overlaps 0 leases 80\n" }, process.together(cmd, 2))
     local row = admin:first(('SELECT inside, total FROM "%s"'):format(name))
     assert.are.equal(0, row.inside)
     assert.are.equal(160, row.total)
@@ -187,15 +180,17 @@ describe("adapters.lock.postgres #pg", function()
 
   it("is app.lock with LOCK_ADAPTER=postgres, and refuses a SQLite database", function()
     local container = require("zever.container")
-    local cfg = assert(require("zever.config").load{ env = { LOCK_ADAPTER = "postgres",
-      DB_DSN = fx.dsn, LOCK_PREFIX = unique("ct") .. ":" } })
-    local c = container.new(cfg)
-    local locks = assert(c:get("lock"))
-    local lease = assert(locks:try_acquire("container", 5))
-    assert.is_string(lease.token)
-    assert.is_true(lease:unlock())
+    local prefix = unique("ct") .. ":"
+    local c = container.new(assert(require("zever.config").load{ env = {
+      LOCK_ADAPTER = "postgres", DB_DSN = fx.dsn, LOCK_PREFIX = prefix } }))
+    local held = assert(assert(c:get("lock")):try_acquire("container", 5))
+    -- The lease is an advisory lock of the adapter's own session, not of the app's pool.
+    local pid = assert(holder_pid(prefix, "container"))
+    assert.are_not.equal(pid, c:get("db"):first("SELECT pg_backend_pid() AS pid").pid)
+    assert.is_true(held:unlock())
+    assert.is_nil(holder_pid(prefix, "container"))
     c:close()
-    cfg = assert(require("zever.config").load{ env = { LOCK_ADAPTER = "postgres",
+    local cfg = assert(require("zever.config").load{ env = { LOCK_ADAPTER = "postgres",
       DB_DSN = "sqlite::memory:" } })
     c = container.new(cfg)
     local l, err = c:get("lock")
