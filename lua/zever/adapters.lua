@@ -173,7 +173,7 @@ local BUILTIN = {
   password = { front = "zever.password", adapters = { argon2id = { "zever.password_core" } } },
   auth = { front = "zever.auth", adapters = { jwt = { "zever.crypto_core" }, session = {} } },
   lock = { front = "zever.lock", adapters = { memory = { "zever.lock_core" }, db = {},
-    redis = REDIS } },
+    redis = REDIS, postgres = { "zever.pg", "zever.crypto_core" } } },
   eventbus = { front = "zever.eventbus", adapters = { memory = {},
     inproc = { "zever.bus_core" }, redis = REDIS,
     postgres = { "zever.pg" } } },

@@ -1,5 +1,5 @@
 -- zever.lock: the front-end of the lock battery: leases on a key, exclusive across worker
--- threads (memory), processes and machines (db, redis), with fencing tokens.
+-- threads (memory), processes and machines (db, redis, postgres), with fencing tokens.
 --
 --   local locks = lock.new()                       -- a memory lock table (adapters.lock.memory)
 --   locks:try_acquire(key, ttl)         -> lease | nil, err   err.code "busy" when held
@@ -13,11 +13,11 @@
 --
 -- A lease ends when its holder unlocks it or when ttl seconds pass without an extend: a holder
 -- that crashes blocks nobody for longer than ttl. The fence is a whole number that grows with
--- every lease granted on a key (memory and redis: on every key of the table): a resource that
--- remembers the largest fence it saw refuses a write carrying a smaller one, so a holder whose
--- lease ran out while it was paused cannot overwrite the work of the next one (Kleppmann's
--- fencing token). extend and unlock are honest: after the lease expired, or another holder
--- took the key, they return "not_held" and change nothing.
+-- every lease granted on a key (memory, redis and postgres: on every key of the table): a
+-- resource that remembers the largest fence it saw refuses a write carrying a smaller one, so a
+-- holder whose lease ran out while it was paused cannot overwrite the work of the next one
+-- (Kleppmann's fencing token). extend and unlock are honest: after the lease expired, or
+-- another holder took the key, they return "not_held" and change nothing.
 --
 -- acquire waits on the one wait primitive (zever.sched): it tries, then sleeps with jittered
 -- exponential backoff (1 ms doubling up to max_wait, 50 ms) until it gets the lease or the

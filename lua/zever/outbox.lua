@@ -181,7 +181,8 @@ end
 -- The relay loop `zever worker` runs (docs/outbox.md): batch after batch while batches come
 -- back full, then one batch every `interval` seconds (1 s). Each batch runs in a coroutine of
 -- the loop (a sink may wait: a redis queue, a webhook); one re-armable timer paces them, so an
--- idle relay costs one timer wake-up per interval and allocates nothing to wait.
+-- idle relay costs one timer wake-up per interval and allocates nothing to wait (the pacing is
+-- zever.sched.periodic's).
 --
 --   local r = outbox.relayer(ob, sink, { interval = 1, log = fn(level, msg, fields) })
 --   r:start()            r:stop([on_done])    (on_done once the batch in flight settled)
@@ -189,42 +190,25 @@ end
 function M.relayer(ob, sink, opts)
   if type(sink) ~= "function" then error("outbox.relayer: sink must be a function", 2) end
   opts = opts or {}
-  local loop, sched = require "zever.loop", require "zever.sched"
   local interval = opts.interval or 1
   local log = opts.log or function() end
-  local r = { stats = { batches = 0, relayed = 0, failed = 0, errors = 0 }, running = false,
-    stopped = false }
-  local function step()
-    r.running = true
-    local ok, relayed, failed = pcall(ob.relay, ob, sink)
-    r.running = false
-    local full = false
-    if not ok or relayed == nil then
-      r.stats.errors = r.stats.errors + 1
-      log("error", "outbox relay failed", { error = tostring(ok and failed or relayed) })
-    else
-      r.stats.batches = r.stats.batches + 1
-      r.stats.relayed = r.stats.relayed + relayed
-      r.stats.failed = r.stats.failed + failed
-      full = relayed + failed >= ob.batch
+  local stats = { batches = 0, relayed = 0, failed = 0, errors = 0 }
+  local function failed(err)
+    stats.errors = stats.errors + 1
+    log("error", "outbox relay failed", { error = tostring(err) })
+  end
+  local r = require("zever.sched").periodic(function()
+    local relayed, nfailed = ob:relay(sink)
+    if relayed == nil then
+      failed(nfailed)
+      return false
     end
-    if r.stopped then
-      if r.on_done then r.on_done() end
-      return
-    end
-    r.timer:start(full and 0 or interval)
-  end
-  r.timer = loop.timer(function() sched.spawn(step) end)
-  function r.start()
-    r.stopped = false
-    r.timer:start(0)
-    return r
-  end
-  function r.stop(_, on_done)
-    r.stopped = true
-    r.timer:stop()
-    if r.running then r.on_done = on_done elseif on_done then on_done() end
-  end
+    stats.batches = stats.batches + 1
+    stats.relayed = stats.relayed + relayed
+    stats.failed = stats.failed + nfailed
+    return relayed + nfailed >= ob.batch
+  end, interval, { on_error = failed })
+  r.stats = stats
   return r
 end
 

@@ -6,6 +6,7 @@
 --   sched.sleep(seconds)          waits without blocking the worker
 --   sched.wake(co, ...)           resumes a coroutine that yielded (its failure is reported)
 --   sched.wait_until(pred[, timeout]) -> true | false   runs the loop (or yields) until pred()
+--   sched.periodic(step, interval[, opts]) -> runner   step() now, then every interval seconds
 --
 -- The one way to wait (no module writes "yield inside a coroutine, else run the loop" again):
 --   local token = sched.token()   the running coroutine, or a fresh box outside any coroutine
@@ -86,6 +87,64 @@ function M.wait_until(pred, timeout, poll)
     M.sleep(poll)
   end
   return true
+end
+
+-- A periodic runner: the shape of a relay or a sweeper (zever worker's outbox relay, workflow
+-- sweep). runner:start() runs step() at once in a coroutine of the pool (step may wait), then
+-- again interval seconds after each run returned, or at once when step returned true (a full
+-- batch: more is due). One re-armable timer paces the runs, so an idle runner costs one timer
+-- wake-up per interval and allocates nothing to wait. A step that raises is caught and handed
+-- to opts.on_error(err) (default: written to stderr), and the runner goes on.
+--
+--   local r = sched.periodic(step, 60, { timer = fn(callback) -> timer, on_error = fn(err) })
+--   r:start() -> r       r:stop([on_done])   on_done once the run in flight returned (now, when
+--                                            none is); a run in flight does not re-arm
+--   r:close()            stops and closes the timer      r.running  true while step runs
+--
+-- opts.timer makes the timer (start(seconds), stop(), close()); zever.loop's by default (specs
+-- pass their own and fire it).
+function M.periodic(step, interval, opts)
+  if type(step) ~= "function" then error("sched.periodic: step must be a function", 2) end
+  if type(interval) ~= "number" or interval ~= interval or interval < 0 then
+    error("sched.periodic: interval must be a number of seconds >= 0", 2)
+  end
+  opts = opts or {}
+  local on_error = opts.on_error or function(err)
+    io.stderr:write("zever: periodic step failed: ", tostring(err), "\n")
+  end
+  local r = { running = false, stopped = true }
+  local function run_step()
+    r.running = true
+    local ok, again = pcall(step)
+    r.running = false
+    if not ok then
+      on_error(again)
+      again = false
+    end
+    if r.stopped then
+      local done = r.on_done
+      r.on_done = nil
+      if done then done() end
+      return
+    end
+    r.timer:start(again and 0 or interval)
+  end
+  r.timer = (opts.timer or loop.timer)(function() M.spawn(run_step) end)
+  function r.start()
+    r.stopped = false
+    r.timer:start(0)
+    return r
+  end
+  function r.stop(_, on_done)
+    r.stopped = true
+    r.timer:stop()
+    if r.running then r.on_done = on_done elseif on_done then on_done() end
+  end
+  function r.close()
+    r.stop()
+    r.timer:close()
+  end
+  return r
 end
 
 return M

@@ -500,7 +500,7 @@ end
 -- msg, fields)), timer (fn(callback) -> a
 -- timer with start(seconds), stop(), close(); loop.timer by default: specs pass their own and
 -- fire it). r:start() / r:stop([on_done]) (on_done once the batch in flight settled) / r:close();
--- r.stats = { sweeps, deleted, errors }.
+-- r.stats = { sweeps, deleted, errors }. The pacing is zever.sched.periodic's.
 function M.sweeper(wf, opts)
   if type(wf) ~= "table" or getmetatable(wf) ~= Workflow then
     error("workflow.sweeper: want the workflows (app.workflow)", 2)
@@ -510,41 +510,21 @@ function M.sweeper(wf, opts)
   local interval = battery.seconds(opts.interval, 60, "workflow.sweeper", "interval", true, true)
   local batch = battery.count(opts.batch, nil, "workflow.sweeper", "batch", 1)
   local log = opts.log or function() end
-  local sched = require "zever.sched"
-  local r = { stats = { sweeps = 0, deleted = 0, errors = 0 }, running = false, stopped = true }
-  local function step()
-    r.running = true
-    local ok, n, more = pcall(wf.sweep, wf, batch)
-    r.running = false
-    local again = false
-    if not ok or n == nil then
-      r.stats.errors = r.stats.errors + 1
-      log("error", "workflow sweep failed", { error = tostring(ok and more or n) })
-    else
-      r.stats.sweeps, r.stats.deleted = r.stats.sweeps + 1, r.stats.deleted + n
-      again = more > 0 and n > 0
+  local stats = { sweeps = 0, deleted = 0, errors = 0 }
+  local function failed(err)
+    stats.errors = stats.errors + 1
+    log("error", "workflow sweep failed", { error = tostring(err) })
+  end
+  local r = require("zever.sched").periodic(function()
+    local n, more = wf:sweep(batch)
+    if n == nil then
+      failed(more)
+      return false
     end
-    if r.stopped then
-      if r.on_done then r.on_done() end
-      return
-    end
-    r.timer:start(again and 0 or interval)
-  end
-  r.timer = (opts.timer or require("zever.loop").timer)(function() sched.spawn(step) end)
-  function r.start()
-    r.stopped = false
-    r.timer:start(0)
-    return r
-  end
-  function r.stop(_, on_done)
-    r.stopped = true
-    r.timer:stop()
-    if r.running then r.on_done = on_done elseif on_done then on_done() end
-  end
-  function r.close()
-    r.stop()
-    r.timer:close()
-  end
+    stats.sweeps, stats.deleted = stats.sweeps + 1, stats.deleted + n
+    return more > 0 and n > 0
+  end, interval, { timer = opts.timer, on_error = failed })
+  r.stats = stats
   return r
 end
 

@@ -46,6 +46,18 @@ function M.output(cmdline)
   return (out:gsub("%s+$", ""))
 end
 
+-- Runs n copies of cmdline at once (each its own process) and returns what each printed on
+-- stdout, in order, once all exited.
+function M.together(cmdline, n)
+  local ps, outs = {}, {}
+  for i = 1, n do ps[i] = assert(io.popen(cmdline)) end
+  for i = 1, n do
+    outs[i] = ps[i]:read("*a")
+    ps[i]:close()
+  end
+  return outs
+end
+
 -- Sleeps s seconds: one step of a loop that polls a condition to a deadline, never a way to
 -- wait for something on its own.
 function M.sleep(s)

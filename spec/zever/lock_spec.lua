@@ -97,6 +97,7 @@ describe("adapters.lock.memory", function()
     local app = zever.app()
     local lease = assert(app.lock:try_acquire("app-spec", 1))
     assert.is_true(lease:unlock())
-    assert.are.same({ "db", "memory", "redis" }, require("zever.adapters").names("lock"))
+    assert.are.same({ "db", "memory", "postgres", "redis" },
+      require("zever.adapters").names("lock"))
   end)
 end)

@@ -225,9 +225,11 @@ M.sections = {
     f("level", "enum", "info", { values = { "debug", "info", "warn", "error", "off" } }),
   } },
   { name = "lock", doc = "leases on a key with fencing tokens (app.lock)", fields = {
-    f("adapter", "adapter", "memory", { values = { "memory", "db", "redis" } }),
+    f("adapter", "adapter", "memory", { values = { "memory", "db", "redis", "postgres" } }),
     f("url", "string", "", { doc = "redis adapter: overrides redis.url" }),
-    f("prefix", "string", "zever:lock:", { doc = "redis adapter: key prefix" }),
+    f("prefix", "string", "zever:lock:", { doc = "redis and postgres adapters: key prefix" }),
+    f("sequence", "string", "zever_lock_fence",
+      { doc = "postgres adapter: the sequence fences come from" }),
     f("table", "string", "lock_leases", { doc = "db adapter: the lease table" }),
     f("horizon", "duration", 86400, { doc = "db adapter: free rows are deleted after" }),
     f("timeout", "duration", 10, { doc = "how long acquire waits by default" }),
