@@ -91,9 +91,12 @@ end
 
 -- A periodic runner: the shape of a relay or a sweeper (zever worker's outbox relay, workflow
 -- sweep). runner:start() runs step() at once in a coroutine of the pool (step may wait), then
--- again interval seconds after each run returned, or at once when step returned true (a full
--- batch: more is due). One re-armable timer paces the runs, so an idle runner costs one timer
--- wake-up per interval and allocates nothing to wait. A step that raises is caught and handed
+-- again interval seconds after each run returned, or after M.NEXT_TURN (1 ms) when step returned
+-- true (a full batch: more is due). Not 0: libuv 1.44 (Debian 12) runs a timer re-armed with 0
+-- inside its own callback again in the same pass, so a step that never waits (SQLite is
+-- synchronous) would keep the worker from polling I/O or firing any other timer until the
+-- backlog is gone; 1 ms lets one loop turn in between. One re-armable timer paces the runs,
+-- so an idle runner costs one timer wake-up per interval and allocates nothing to wait. A step that raises is caught and handed
 -- to opts.on_error(err) (default: written to stderr), and the runner goes on.
 --
 --   local r = sched.periodic(step, 60, { timer = fn(callback) -> timer, on_error = fn(err) })
@@ -103,6 +106,8 @@ end
 --
 -- opts.timer makes the timer (start(seconds), stop(), close()); zever.loop's by default (specs
 -- pass their own and fire it).
+M.NEXT_TURN = 0.001
+
 function M.periodic(step, interval, opts)
   if type(step) ~= "function" then error("sched.periodic: step must be a function", 2) end
   if type(interval) ~= "number" or interval ~= interval or interval < 0 then
@@ -127,7 +132,7 @@ function M.periodic(step, interval, opts)
       if done then done() end
       return
     end
-    r.timer:start(again and 0 or interval)
+    r.timer:start(again and M.NEXT_TURN or interval)
   end
   r.timer = (opts.timer or loop.timer)(function() M.spawn(run_step) end)
   function r.start()

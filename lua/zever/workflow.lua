@@ -494,8 +494,8 @@ function M.wrap_config(impl, section, ctx)
     sweep_batch = section and section.sweep_batch })
 end
 
--- The periodic sweep `zever worker` runs: wf:sweep() at once, then every interval seconds, at
--- once again while a full batch leaves more due (each batch in a coroutine of the pool: a store
+-- The periodic sweep `zever worker` runs: wf:sweep() at once, then every interval seconds, one
+-- loop turn (1 ms) later while a full batch leaves more due (each batch in a coroutine of the pool: a store
 -- call yields). opts: interval (60), batch (runs per batch: wf's sweep_batch), log (fn(level,
 -- msg, fields)), timer (fn(callback) -> a
 -- timer with start(seconds), stop(), close(); loop.timer by default: specs pass their own and

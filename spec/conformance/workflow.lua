@@ -348,7 +348,7 @@ return function(name, new)
         "workflow:purge: before must be a number of seconds >= 0")
     end)
 
-    it("sweeps on the worker's timer: at once, again at once while a batch is full, then every interval", function()
+    it("sweeps on the worker's timer: at once, again after one loop turn while a batch is full, then every interval", function()
       fake = 4e6
       wf:define("w", function() return 1 end, { retention = 5 })
       complete("w", { "r1", "r2", "r3" })
@@ -368,14 +368,14 @@ return function(name, new)
         assert(sched.wait_until(function() return r.stats.sweeps == n end, 10))
       end
       tick(1)
-      assert.same({ 0, 0 }, armed)       -- a full batch with more due: again at once
+      assert.same({ 0, sched.NEXT_TURN }, armed)   -- a full batch with more due: one loop turn
       tick(2)
-      assert.same({ 0, 0, 30 }, armed)   -- the last one: then every interval
+      assert.same({ 0, sched.NEXT_TURN, 30 }, armed)   -- the last one: then every interval
       assert.equals(3, r.stats.deleted)
       assert.same({}, wf:list())
       r:stop()
       tick(3)
-      assert.same({ 0, 0, 30 }, armed)   -- stopped: a batch in flight ends, no re-arming
+      assert.same({ 0, sched.NEXT_TURN, 30 }, armed)   -- stopped: the batch in flight ends alone
       r:close()
       assert.has_error(function() workflow.sweeper({}) end,
         "workflow.sweeper: want the workflows (app.workflow)")

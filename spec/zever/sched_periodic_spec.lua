@@ -33,7 +33,7 @@ describe("zever.sched.periodic", function()
         t.fire()
         assert.is_true(sched.wait_until(function() return runs == n and not r.running end, 10))
       end
-      assert.same({ 0, 0, 0, 30, 30 }, t.armed)
+      assert.same({ 0, sched.NEXT_TURN, sched.NEXT_TURN, 30, 30 }, t.armed)
       r:close()
       assert.is_true(t.closed)
     end)
@@ -89,6 +89,23 @@ describe("zever.sched.periodic", function()
     end, 0.001):start()
     assert.is_true(sched.wait_until(function() return runs >= 5 end, 10))
     r:close()
+  end)
+
+  it("lets other timers fire between full batches of a step that never waits", function()
+    -- libuv 1.44 runs a timer re-armed with 0 inside its own callback again in the same pass:
+    -- with that, this step would run all 2,000 times before the 1 ms timer got its turn.
+    local loop = require "zever.loop"
+    local runs, seen_at = 0, nil
+    local r = sched.periodic(function()
+      runs = runs + 1
+      return runs < 2000
+    end, 60):start()
+    local other = loop.timer(function() seen_at = runs end)
+    other:start(0.001)
+    assert.is_true(sched.wait_until(function() return seen_at ~= nil end, 10))
+    assert.is_true(seen_at < 2000, "the other timer waited for the whole backlog")
+    r:close()
+    other:close()
   end)
 
   it("raises on misuse", function()
