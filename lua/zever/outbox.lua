@@ -180,9 +180,9 @@ end
 
 -- The relay loop `zever worker` runs (docs/outbox.md): batch after batch (one loop turn, 1 ms,
 -- apart) while batches come back full, then one batch every `interval` seconds (1 s). Each
--- batch runs in a coroutine of the loop (a sink may wait: a redis queue, a webhook); one re-armable timer paces them, so an
--- idle relay costs one timer wake-up per interval and allocates nothing to wait (the pacing is
--- zever.sched.periodic's).
+-- batch runs in a coroutine of the loop (a sink may wait: a redis queue, a webhook); one
+-- re-armable timer paces them, so an idle relay costs one timer wake-up per interval and
+-- allocates nothing to wait (the pacing is zever.sched.periodic's).
 --
 --   local r = outbox.relayer(ob, sink, { interval = 1, log = fn(level, msg, fields) })
 --   r:start()            r:stop([on_done])    (on_done once the batch in flight settled)

@@ -96,8 +96,9 @@ end
 -- inside its own callback again in the same pass, so a step that never waits (SQLite is
 -- synchronous) would keep the worker from polling I/O or firing any other timer until the
 -- backlog is gone; 1 ms lets one loop turn in between. One re-armable timer paces the runs,
--- so an idle runner costs one timer wake-up per interval and allocates nothing to wait. A step that raises is caught and handed
--- to opts.on_error(err) (default: written to stderr), and the runner goes on.
+-- so an idle runner costs one timer wake-up per interval and allocates nothing to wait. A step
+-- that raises is caught and handed to opts.on_error(err) (default: written to stderr), and the
+-- runner goes on.
 --
 --   local r = sched.periodic(step, 60, { timer = fn(callback) -> timer, on_error = fn(err) })
 --   r:start() -> r       r:stop([on_done])   on_done once the run in flight returned (now, when
