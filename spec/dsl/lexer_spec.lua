@@ -176,7 +176,7 @@ describe("zever.lexer", function()
     end)
 
     -- The two forms against each other on the golden sources: every token but comments and
-    -- ILLEGAL, in order, with the same fields.
+    -- ILLEGAL, in order, with the same fields, and the text of the names.
     for _, name in ipairs({ "tasks", "errors", "blog", "go_forms" }) do
       it("keeps every other token of " .. name .. ".zen as the full form has it", function()
         local src = assert(golden.read(golden.dir .. "/" .. name .. ".zen"))
@@ -189,6 +189,9 @@ describe("zever.lexer", function()
             assert.are.same(
               { kd, full.pos[i], full.len[i], full.line[i], full.col[i], full.value[i] },
               { part.kind[j], part.pos[j], part.len[j], part.line[j], part.col[j], part.value[j] })
+            local is_name = kd == "IDENT" or kd == "KEYWORD"
+            assert.are.equal(is_name and src:sub(full.pos[i], full.pos[i] + full.len[i] - 1) or nil,
+              part.text[j])
           end
         end
         assert.are.equal(j, part.n)
