@@ -231,6 +231,12 @@ static int l_lex(lua_State *L) {
     b->lx.toks = NULL;
     b->lx.captoks = 0;
   }
+  /* So can the scratch buffer: a doc comment can be as long as all of a file's comments. */
+  if (b->cap > 65536) {
+    zv_free(b->scratch);
+    b->scratch = NULL;
+    b->cap = 0;
+  }
   zv_lexer_reset(&b->lx);
   return 2;
 }

@@ -168,6 +168,15 @@ describe("zever.lexer", function()
       end)
     end
 
+    it("gives a doc comment longer than 64 KB whole, and lexes again after it", function()
+      local lines = {}
+      for i = 1, 1200 do lines[i] = string.format("line %04d ", i) .. string.rep("x", 60) end
+      local t = lexer.lex("// " .. table.concat(lines, "\n// ") .. "\nentity", true)
+      assert.are.equal(table.concat(lines, "\n"), t.doc[1])
+      assert.is_true(#t.doc[1] > 65536)
+      assert.are.equal("short", lexer.lex("// short\nx", true).doc[1])
+    end)
+
     it("moves string values with their tokens and keeps every diagnostic", function()
       local t, diags = lexer.lex('; // c\n"a\\tb" ; "c"', true)
       assert.are.same({ "STRING", "STRING", "EOF" }, t.kind)
