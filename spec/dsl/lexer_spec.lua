@@ -177,6 +177,32 @@ describe("zever.lexer", function()
       assert.are.equal("short", lexer.lex("// short\nx", true).doc[1])
     end)
 
+    it("clears what a longer call before it left in the arrays it reuses", function()
+      lexer.lex(string.rep("name: string\n", 50), true)
+      local t = lexer.lex("a b", true)
+      assert.are.equal(3, t.n)
+      for _, key in ipairs({ "kind", "pos", "len", "line", "col" }) do
+        assert.are.equal(3, #t[key], key)
+        assert.is_nil(t[key][4], key)
+        assert.is_nil(next(t[key], 3), key)
+      end
+      assert.are.same({ "IDENT", "IDENT", "EOF" }, t.kind)
+    end)
+
+    it("gives a file of more than 65,536 tokens arrays of its own, and reuses again after", function()
+      local small = lexer.lex("x", true)
+      local kind = small.kind
+      local big = lexer.lex(string.rep("x ", 70000), true)
+      assert.are.equal(70001, big.n)
+      assert.are_not.equal(kind, big.kind)
+      assert.are.equal("EOF", big.kind[70001])
+      local again = lexer.lex("y z", true)
+      assert.are.equal(kind, again.kind)
+      assert.are.same({ "IDENT", "IDENT", "EOF" }, again.kind)
+      assert.are.equal(70001, big.n) -- the big file's arrays are its own
+      assert.are.equal("IDENT", big.kind[70000])
+    end)
+
     it("moves string values with their tokens and keeps every diagnostic", function()
       local t, diags = lexer.lex('; // c\n"a\\tb" ; "c"', true)
       assert.are.same({ "STRING", "STRING", "EOF" }, t.kind)
