@@ -66,16 +66,18 @@ static int box_gc(lua_State *L) {
 static const char *const ARRAYS[] = { "kind", "pos", "len", "line", "col" };
 
 /* Stores the five arrays of n tokens in the result table at index t: new ones, or with reuse the
- * ones kept in the table at upvalue 3 ({ kind =, ..., n = the last call's n }), their entries
- * past n cleared. The kept n is updated before any entry is written, so a call cut short by an
- * error still leaves the next one a correct bound to clear to. */
+ * ones kept in the table at upvalue 3 ({ kind =, ..., n = a bound on the entries in use }), their
+ * entries past n cleared. The kept bound never drops below an entry in use, so a call cut short
+ * by an error (out of memory) still leaves the next one a correct bound to clear to: it is the
+ * larger of the two counts while clearing, and n once every array is cleared (the filling that
+ * follows writes entries 1..n only). */
 static void set_arrays(lua_State *L, int t, int n, int reuse) {
   int cache = lua_upvalueindex(3), prev = 0;
   if (reuse) {
     lua_getfield(L, cache, "n");
     prev = (int)lua_tointeger(L, -1);
     lua_pop(L, 1);
-    lua_pushinteger(L, n);
+    lua_pushinteger(L, n > prev ? n : prev);
     lua_setfield(L, cache, "n");
   }
   for (int a = 0; a < 5; a++) {
@@ -95,6 +97,10 @@ static void set_arrays(lua_State *L, int t, int n, int reuse) {
       lua_createtable(L, n, 0);
     }
     lua_setfield(L, t, ARRAYS[a]);
+  }
+  if (reuse) {
+    lua_pushinteger(L, n);
+    lua_setfield(L, cache, "n");
   }
 }
 
