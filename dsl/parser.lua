@@ -48,64 +48,33 @@ local VALUE_START = { STRING = true, INT = true, FLOAT = true, DURATION = true, 
 --   kind ... vals  the significant tokens (comments and ILLEGAL dropped; the lexer has reported
 --                  the latter) as parallel arrays: kind, pos, len, line, col, STRING values
 --   doc[k]         the `//` block directly above token k
+--   txt[k]         the text of an IDENT or KEYWORD token (nil for the others: text(k) then)
 --   ntok, cur      the number of tokens (the last one EOF) and the cursor
 --   diags, panic   the diagnostics; whether an error was reported since the last recovery
 --   depth, nerr, last_err   the nesting depth, the errors so far, the token of the last one
-local src, file, kind, pos, len, line, col, vals, doc
+local src, file, kind, pos, len, line, col, vals, doc, txt
 local ntok, cur, diags, panic, depth, nerr, last_err
 
--- The lexer's arrays become the parser's: comments and ILLEGAL tokens are squeezed out in place
--- (no second set of arrays to grow and collect), STRING values move with their tokens, and the
--- tail left behind is cleared.
+-- The lexer's arrays become the parser's. The lexer leaves out comments and ILLEGAL tokens (it
+-- has reported the latter) and collects the doc comments (lexer.lex(src, true), host/lexer/
+-- l_lexer.c): that pass was Lua here until session 9, and cost 19 M of the 145 M instructions of
+-- `zever check` on the 200-entity bench schema.
 local function start(text_, file_)
-  local toks, lexdiags = lexer.lex(text_)
+  local toks, lexdiags = lexer.lex(text_, true)
   src, file = text_, file_
-  kind, pos, len, line, col, vals = toks.kind, toks.pos, toks.len, toks.line, toks.col,
-    toks.value
-  doc, ntok, cur, diags, panic, depth, nerr, last_err = {}, 0, 1, {}, false, 0, 0, nil
+  kind, pos, len, line, col, vals, doc, txt = toks.kind, toks.pos, toks.len, toks.line, toks.col,
+    toks.value, toks.doc, toks.text
+  ntok, cur, diags, panic, depth, nerr, last_err = toks.n, 1, {}, false, 0, 0, nil
   for i, d in ipairs(lexdiags) do
     d.file = file
     diags[i] = d
   end
-  -- The comment block being collected: its lines' text and the line of its last comment.
-  local block, block_last, last_line = nil, -1, 0
-  local n, total = 0, toks.n
-  local kind_, pos_, len_, line_, col_, vals_ = kind, pos, len, line, col, vals
-  for i = 1, total do
-    local kd, l = kind_[i], line_[i]
-    if kd == "COMMENT" then
-      if l == last_line then
-        block = nil -- a comment after code on its line is no doc comment
-      else
-        if not block or l ~= block_last + 1 then block = {} end
-        local text = sub(src, pos_[i] + 2, pos_[i] + len_[i] - 1)
-        block[#block + 1] = text:gsub("^ ", "", 1)
-        block_last = l
-      end
-    elseif kd ~= "ILLEGAL" then
-      n = n + 1
-      if n ~= i then
-        kind_[n], pos_[n], len_[n], line_[n], col_[n] = kd, pos_[i], len_[i], l, col_[i]
-        local v = vals_[i]
-        if v then
-          vals_[n], vals_[i] = v, nil
-        end
-      end
-      if block then
-        if block_last == l - 1 then doc[n] = concat(block, "\n") end
-        block = nil
-      end
-      last_line = l
-    end
-  end
-  for i = n + 1, total do
-    kind_[i], pos_[i], len_[i], line_[i], col_[i], vals_[i] = nil, nil, nil, nil, nil, nil
-  end
-  ntok = n
 end
 
+-- The source text of token k. A name's (IDENT, KEYWORD) is txt[k], which the sites that know they
+-- have one read directly.
 local function text(k)
-  return sub(src, pos[k], pos[k] + len[k] - 1)
+  return txt[k] or sub(src, pos[k], pos[k] + len[k] - 1)
 end
 
 local function advance()
@@ -121,7 +90,7 @@ local function is_name(k)
 end
 
 local function is_keyword(word, k)
-  return kind[k] == "KEYWORD" and len[k] == #word and text(k) == word
+  return kind[k] == "KEYWORD" and txt[k] == word
 end
 
 -- Whether token k starts a line (nothing before it on its line).
@@ -131,12 +100,12 @@ end
 
 -- "saga Name {": "saga" is a contextual word (an identifier elsewhere), as in the Go grammar.
 local function saga_at(k)
-  return kind[k] == "IDENT" and kind[k + 1] == "IDENT" and len[k] == 4 and text(k) == "saga"
+  return kind[k] == "IDENT" and kind[k + 1] == "IDENT" and txt[k] == "saga"
 end
 
 -- Whether token k starts a declaration: a declaration keyword, or "saga Name".
 local function decl_start(k)
-  return (kind[k] == "KEYWORD" and DECLS[text(k)] ~= nil) or saga_at(k)
+  return (kind[k] == "KEYWORD" and DECLS[txt[k]] ~= nil) or saga_at(k)
 end
 
 -- "entity Name" at column 1: a declaration that ends any block left open above it.
@@ -238,7 +207,7 @@ local function member_start(k)
   if not is_name(k) then return false end
   local nxt = kind[k + 1]
   if nxt == ":" then return true end
-  local t = text(k)
+  local t = txt[k]
   if t == "step" and nxt == "IDENT" and kind[k + 2] == "{" then return true end
   if kind[k] == "KEYWORD" then
     if RELATIONS[t] and is_name(k + 1) then return true end
@@ -304,12 +273,12 @@ end
 
 -- name { "." name } at the cursor, joined with "." (no table for the usual single name).
 local function dotted()
-  local name = text(advance())
+  local name = txt[advance()]
   if not (kind[cur] == "." and is_name(cur + 1)) then return name end
   local parts = { name }
   while kind[cur] == "." and is_name(cur + 1) do
     advance()
-    parts[#parts + 1] = text(advance())
+    parts[#parts + 1] = txt[advance()]
   end
   return concat(parts, ".")
 end
@@ -339,7 +308,7 @@ local function parse_type()
       if not is_name(cur) then return expected("an enum value") end
       local v = { kind = "value", line = false, col = false, pos = false, name = false }
       v.line, v.col, v.pos = line[cur], col[cur], pos[cur]
-      v.name = text(advance())
+      v.name = txt[advance()]
       t.values[#t.values + 1] = v
       local more = kind[cur] == ","
       if more then advance() end
@@ -381,7 +350,7 @@ local function parse_value()
     advance()
   elseif is_keyword("true", k) or is_keyword("false", k) then
     v = { kind = "bool", line = false, col = false, pos = false, value = false }
-    v.line, v.col, v.pos, v.value = line[k], col[k], pos[k], text(k) == "true"
+    v.line, v.col, v.pos, v.value = line[k], col[k], pos[k], txt[k] == "true"
     advance()
   elseif kd == "IDENT" or kd == "KEYWORD" then
     v = { kind = "ident", line = false, col = false, pos = false, name = false, args = false }
@@ -433,7 +402,7 @@ parse_args = function()
       value = false }
     a.line, a.col, a.pos, a.name = line[k], col[k], pos[k], nil
     if is_name(k) and kind[k + 1] == ":" then
-      a.name = text(k)
+      a.name = txt[k]
       cur = k + 2
     end
     a.value = parse_value()
@@ -463,7 +432,7 @@ local function attributes()
       args = false }
     a.line, a.col, a.pos, a.args = line[k], col[k], pos[k], nil
     if not is_name(cur) then return expected("an attribute name after \"@\"") end
-    a.name = text(advance())
+    a.name = txt[advance()]
     if kind[cur] == "(" then
       a.args = parse_args()
       if not a.args then return nil end
@@ -479,7 +448,7 @@ local function field()
   local f = { kind = "field", line = false, col = false, pos = false, doc = false, name = false,
     type = false, attributes = false }
   f.line, f.col, f.pos, f.doc = line[k], col[k], pos[k], doc[k]
-  f.name = text(advance())
+  f.name = txt[advance()]
   advance() -- ":"
   f.type = parse_type()
   if not f.type then return nil end
@@ -506,7 +475,7 @@ local function option()
   if not (is_name(k) and kind[k + 1] == ":") then
     return expected("an option (name: value)")
   end
-  o.name = text(k)
+  o.name = txt[k]
   cur = k + 2
   local groups = {}
   repeat
@@ -543,8 +512,8 @@ local function relation()
   local r = { kind = "relation", line = false, col = false, pos = false, doc = false,
     relation = false, name = false, type = false, attributes = false, options = false }
   r.line, r.col, r.pos, r.doc, r.options = line[k], col[k], pos[k], doc[k], nil
-  r.relation = text(advance())
-  r.name = text(advance())
+  r.relation = txt[advance()]
+  r.name = txt[advance()]
   if not expect(":", '":" after the relation name') then return nil end
   r.type = parse_type()
   if not r.type then return nil end
@@ -567,7 +536,7 @@ local function index()
     if not is_name(cur) then return expected("a field name") end
     local c = { kind = "column", line = false, col = false, pos = false, name = false }
     c.line, c.col, c.pos = line[cur], col[cur], pos[cur]
-    c.name = text(advance())
+    c.name = txt[advance()]
     ix.columns[#ix.columns + 1] = c
     local more = kind[cur] == ","
     if more then advance() end
@@ -583,7 +552,7 @@ local function entity_member()
   local k = cur
   local kd = kind[k]
   if kd == "KEYWORD" then
-    local t = text(k)
+    local t = txt[k]
     if RELATIONS[t] and is_name(k + 1) then return relation() end
     if t == "index" and kind[k + 1] == "(" then return index() end
   end
@@ -622,7 +591,7 @@ local function rpc()
   r.line, r.col, r.pos, r.doc, r.returns = line[k], col[k], pos[k], doc[k], nil
   advance()
   if kind[cur] ~= "IDENT" then return expected("the rpc's name") end
-  r.name = text(advance())
+  r.name = txt[advance()]
   r.params = params()
   if not r.params then return nil end
   if kind[cur] == "->" then
@@ -647,7 +616,7 @@ local function enum_value()
   local v = { kind = "value", line = false, col = false, pos = false, doc = false, name = false,
     attributes = false }
   v.line, v.col, v.pos, v.doc = line[k], col[k], pos[k], doc[k]
-  v.name = text(advance())
+  v.name = txt[advance()]
   v.attributes = attributes()
   if not v.attributes then return nil end
   if kind[cur] == "," then advance() end
@@ -657,7 +626,7 @@ end
 -- step := "step" name "{" { option } "}"   (a saga's member; "step" is contextual)
 local function step()
   local k = cur
-  if not (kind[k] == "IDENT" and text(k) == "step") then
+  if not (kind[k] == "IDENT" and txt[k] == "step") then
     return expected('"step" (step name { execute: Service.Rpc })')
   end
   local s = { kind = "step", line = false, col = false, pos = false, doc = false, name = false,
@@ -665,7 +634,7 @@ local function step()
   s.line, s.col, s.pos, s.doc = line[k], col[k], pos[k], doc[k]
   advance()
   if kind[cur] ~= "IDENT" then return expected("the step's name") end
-  s.name = text(advance())
+  s.name = txt[advance()]
   s.options = block(option)
   return s
 end
@@ -673,7 +642,7 @@ end
 -- decl := entity | message | enum | service | job | schedule | saga
 local function decl()
   local k = cur
-  local word = text(k)
+  local word = txt[k]
   -- A declaration: its body's keys differ by word, so only the common ones are laid out.
   local d = { kind = false, line = false, col = false, pos = false, doc = false, name = false,
     name_line = false, name_col = false }
@@ -683,7 +652,7 @@ local function decl()
     return expected(format("a name after %s", word))
   end
   d.name_line, d.name_col = line[cur], col[cur]
-  d.name = text(advance())
+  d.name = txt[advance()]
   local nerr0 = nerr
   if word == "entity" or word == "message" then
     -- Attributes between the name and the body (entity Order @schema(billing) {), as in Go.
@@ -751,8 +720,8 @@ function M.parse(text_, file_)
   end
   local out = diags
   -- The state goes: the arrays of a big file are not kept alive until the next parse.
-  src, file, kind, pos, len, line, col, vals, doc, diags = nil, nil, nil, nil, nil, nil, nil, nil,
-    nil, nil
+  src, file, kind, pos, len, line, col, vals, doc, txt, diags = nil, nil, nil, nil, nil, nil, nil,
+    nil, nil, nil, nil
   for i, d in ipairs(out) do d.seq = i end
   sort(out, by_pos)
   for _, d in ipairs(out) do d.seq = nil end

@@ -9,7 +9,10 @@
  *   - parser.parse(input) never raises and returns a "file" tree and a list of diagnostics, each
  *     with a message, a phase and a line and column of at least 1;
  *   - when no diagnostic is an error, format.format(input) never raises, returns text, and
- *     formatting that text gives it back unchanged (fmt(fmt(x)) == fmt(x)).
+ *     formatting that text gives it back unchanged (fmt(fmt(x)) == fmt(x));
+ *   - lexer.lex(input, true), the parser's form, is lexer.lex(input) without its COMMENT and
+ *     ILLEGAL tokens, with the names' text and the doc comments that the reference below (the
+ *     parser's own Lua pass until session 9) collects from the full form.
  * A hang shows as libFuzzer's timeout. It must not leave anything on the Lua stack between
  * inputs.
  *
@@ -48,7 +51,44 @@ const char *__asan_default_options(void) {
  * property holds, or a message saying which does not. */
 static const char CHECK[] =
   "local parser, format = require 'dsl.parser', require 'dsl.format'\n"
+  "local lexer = require 'zever.lexer'\n"
+  "local function same_form(src)\n"
+  "  local full, part = lexer.lex(src), lexer.lex(src, true)\n"
+  "  local block, block_last, last_line, n = nil, -1, 0, 0\n"
+  "  for i = 1, full.n do\n"
+  "    local kd, l = full.kind[i], full.line[i]\n"
+  "    if kd == 'COMMENT' then\n"
+  "      if l == last_line then block = nil else\n"
+  "        if not block or l ~= block_last + 1 then block = {} end\n"
+  "        local t = src:sub(full.pos[i] + 2, full.pos[i] + full.len[i] - 1)\n"
+  "        block[#block + 1] = t:gsub('^ ', '', 1)\n"
+  "        block_last = l\n"
+  "      end\n"
+  "    elseif kd ~= 'ILLEGAL' then\n"
+  "      n = n + 1\n"
+  "      if part.kind[n] ~= kd or part.pos[n] ~= full.pos[i] or part.len[n] ~= full.len[i]\n"
+  "        or part.line[n] ~= l or part.col[n] ~= full.col[i]\n"
+  "        or part.value[n] ~= full.value[i] then\n"
+  "        return 'lex(src, true) differs at token ' .. n\n"
+  "      end\n"
+  "      local name = (kd == 'IDENT' or kd == 'KEYWORD')\n"
+  "        and src:sub(full.pos[i], full.pos[i] + full.len[i] - 1) or nil\n"
+  "      if part.text[n] ~= name then return 'lex(src, true) text differs at token ' .. n end\n"
+  "      local doc\n"
+  "      if block then\n"
+  "        if block_last == l - 1 then doc = table.concat(block, '\\n') end\n"
+  "        block = nil\n"
+  "      end\n"
+  "      if part.doc[n] ~= doc then return 'lex(src, true) doc differs at token ' .. n end\n"
+  "      last_line = l\n"
+  "    end\n"
+  "  end\n"
+  "  if part.n ~= n then return 'lex(src, true) has ' .. part.n .. ' tokens, not ' .. n end\n"
+  "  return nil\n"
+  "end\n"
   "return function(src)\n"
+  "  local lerr = same_form(src)\n"
+  "  if lerr then return lerr end\n"
   "  local ok, tree, diags = pcall(parser.parse, src, 'fuzz.zen')\n"
   "  if not ok then return 'parse raised: ' .. tostring(tree) end\n"
   "  if type(tree) ~= 'table' or tree.kind ~= 'file' or type(tree.decls) ~= 'table' then\n"

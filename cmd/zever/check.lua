@@ -26,7 +26,8 @@ return {
     if #args == 0 then args = { "schema" } end
     -- The resolver sees every file at once (a module may span files, and modules refer to each
     -- other); it resolves trees with syntax errors as far as they go.
-    local result, err = compile.compile(args)
+    -- brief: check exits right after, so the compile runs without collecting (dsl/compile.lua).
+    local result, err = compile.compile(args, { brief = true })
     if not result then return 1, err end
     local all, files, errors, warnings = result.diags, result.files, result.errors, result.warnings
     if flags.json then

@@ -127,6 +127,113 @@ describe("zever.lexer", function()
     end)
   end)
 
+  describe("lex(src, true), the parser's form", function()
+    -- The tokens of the parser's form as "KIND:text" (punctuation as itself), each followed by
+    -- [doc] when it has a doc comment, EOF included.
+    local function significant(src)
+      local t = lexer.lex(src, true)
+      local out = {}
+      for i = 1, t.n do
+        local text = src:sub(t.pos[i], t.pos[i] + t.len[i] - 1)
+        local s = t.kind[i] == text and text or (t.kind[i] .. ":" .. text)
+        if t.doc[i] then s = s .. "[" .. t.doc[i] .. "]" end
+        out[#out + 1] = s
+      end
+      return table.concat(out, " ")
+    end
+
+    -- { name, input, tokens with their doc comments }
+    local rows = {
+      { "drops comments and illegal tokens", "a // x\n; b", "IDENT:a IDENT:b EOF:" },
+      { "gives a token the comment on the line above, without // and one space",
+        "//  two spaces\nx", "IDENT:x[ two spaces] EOF:" },
+      { "joins a block of comments on consecutive lines with newlines",
+        "// one\n//two\n// three\nentity", "KEYWORD:entity[one\ntwo\nthree] EOF:" },
+      { "gives nothing across a blank line", "// far\n\nx", "IDENT:x EOF:" },
+      { "starts a new block after a gap", "// old\n\n// new\nx", "IDENT:x[new] EOF:" },
+      { "takes no comment after code on its line as a doc comment",
+        "a // trailing\nb", "IDENT:a IDENT:b EOF:" },
+      { "ends a block at a comment after code", "// doc\na // trailing\n// next\nb",
+        "IDENT:a[doc] IDENT:b[next] EOF:" },
+      { "gives a doc comment to one token only", "// doc\na b\nc",
+        "IDENT:a[doc] IDENT:b IDENT:c EOF:" },
+      { "looks through illegal tokens", "// doc\n; x", "IDENT:x[doc] EOF:" },
+      { "keeps an empty comment as an empty line", "//\n// b\nx", "IDENT:x[\nb] EOF:" },
+      { "gives the end of the file a doc comment too", "x\n// tail\n", "IDENT:x EOF:[tail]" },
+      { "ends a comment before a carriage return", "// crlf\r\nx", "IDENT:x[crlf] EOF:" },
+    }
+    for _, row in ipairs(rows) do
+      it(row[1], function()
+        assert.are.equal(row[3], significant(row[2]))
+      end)
+    end
+
+    it("gives a doc comment longer than 64 KB whole, and lexes again after it", function()
+      local lines = {}
+      for i = 1, 1200 do lines[i] = string.format("line %04d ", i) .. string.rep("x", 60) end
+      local t = lexer.lex("// " .. table.concat(lines, "\n// ") .. "\nentity", true)
+      assert.are.equal(table.concat(lines, "\n"), t.doc[1])
+      assert.is_true(#t.doc[1] > 65536)
+      assert.are.equal("short", lexer.lex("// short\nx", true).doc[1])
+    end)
+
+    it("clears what a longer call before it left in the arrays it reuses", function()
+      lexer.lex(string.rep("name: string\n", 50), true)
+      local t = lexer.lex("a b", true)
+      assert.are.equal(3, t.n)
+      for _, key in ipairs({ "kind", "pos", "len", "line", "col" }) do
+        assert.are.equal(3, #t[key], key)
+        assert.is_nil(t[key][4], key)
+        assert.is_nil(next(t[key], 3), key)
+      end
+      assert.are.same({ "IDENT", "IDENT", "EOF" }, t.kind)
+    end)
+
+    it("gives a file of more than 65,536 tokens arrays of its own, and reuses again after", function()
+      local small = lexer.lex("x", true)
+      local kind = small.kind
+      local big = lexer.lex(string.rep("x ", 70000), true)
+      assert.are.equal(70001, big.n)
+      assert.are_not.equal(kind, big.kind)
+      assert.are.equal("EOF", big.kind[70001])
+      local again = lexer.lex("y z", true)
+      assert.are.equal(kind, again.kind)
+      assert.are.same({ "IDENT", "IDENT", "EOF" }, again.kind)
+      assert.are.equal(70001, big.n) -- the big file's arrays are its own
+      assert.are.equal("IDENT", big.kind[70000])
+    end)
+
+    it("moves string values with their tokens and keeps every diagnostic", function()
+      local t, diags = lexer.lex('; // c\n"a\\tb" ; "c"', true)
+      assert.are.same({ "STRING", "STRING", "EOF" }, t.kind)
+      assert.are.same({ "a\tb", "c" }, { t.value[1], t.value[2] })
+      assert.are.equal(2, #diags)
+    end)
+
+    -- The two forms against each other on the golden sources: every token but comments and
+    -- ILLEGAL, in order, with the same fields, and the text of the names.
+    for _, name in ipairs({ "tasks", "errors", "blog", "go_forms" }) do
+      it("keeps every other token of " .. name .. ".zen as the full form has it", function()
+        local src = assert(golden.read(golden.dir .. "/" .. name .. ".zen"))
+        local full, part = lexer.lex(src), lexer.lex(src, true)
+        local j = 0
+        for i = 1, full.n do
+          local kd = full.kind[i]
+          if kd ~= "COMMENT" and kd ~= "ILLEGAL" then
+            j = j + 1
+            assert.are.same(
+              { kd, full.pos[i], full.len[i], full.line[i], full.col[i], full.value[i] },
+              { part.kind[j], part.pos[j], part.len[j], part.line[j], part.col[j], part.value[j] })
+            local is_name = kd == "IDENT" or kd == "KEYWORD"
+            assert.are.equal(is_name and src:sub(full.pos[i], full.pos[i] + full.len[i] - 1) or nil,
+              part.text[j])
+          end
+        end
+        assert.are.equal(j, part.n)
+      end)
+    end
+  end)
+
   describe("golden tokens", function()
     for _, name in ipairs({ "tasks", "errors" }) do
       it("lexes " .. name .. ".zen as " .. name .. ".tokens says", function()
