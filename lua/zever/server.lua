@@ -312,6 +312,9 @@ function M.run(opts)
   end
   current = start_workers(opts, on_exited)
   gens[1] = current
+  -- `zever serve` comes here with the collector stopped (gc = "own" in cmd/zever/serve.lua):
+  -- what it loaded stays; from here on it collects, its first cycle due when the heap doubled.
+  if not collectgarbage("isrunning") then collectgarbage("restart", -1) end
   local function on_signal(name)
     signals = signals + 1
     if signals > 1 then

@@ -230,6 +230,18 @@ describe("start-up", function()
       end)
     end
 
+    it("runs the command with the collector on (start-up ran with it stopped)", function()
+      local r = script([[
+        local before, slot = collectgarbage("count"), {}
+        for _ = 1, 20000 do slot[1] = { {}, {} } end -- stored: the JIT cannot sink them
+        io.write(tostring(collectgarbage("isrunning")), " ",
+          tostring(collectgarbage("count") < before + 20000 * 0.1))
+      ]])
+      assert.are.equal(0, r.code, r.stderr)
+      -- 20000 x 3 tables (~2.5 MB) leave less than 2 MB behind only if cycles ran.
+      assert.are.equal("true true", r.stdout)
+    end)
+
     it("closes the state when ZEVER_LUA_CLOSE=1 asks for it", function()
       local path = files.write(dir .. "/forced.lua", 'io.write(tostring(require("zever.sys").exit_closes()))')
       local r = run("ZEVER_LUA_CLOSE=1 " .. quote(sys.exe()) .. " run " .. quote(path))
