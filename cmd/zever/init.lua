@@ -402,6 +402,11 @@ function main(argv)
     if not ok then return fail(2, err) end
     flags.C = nil
   end
+  -- The host starts with the collector stopped (host/main.c): the command runs with it on,
+  -- its first cycle due when the heap has doubled ("restart", -1 sets LuaJIT's threshold
+  -- from the pause, where a plain restart would start a cycle at once). A command with
+  -- gc = "own" restarts it itself, once its start-up is over (serve: once its workers run).
+  if cmd.gc ~= "own" and not collectgarbage("isrunning") then collectgarbage("restart", -1) end
   jit.on()
   local ok, code, msg = xpcall(cmd.run, function(e)
     if type(e) ~= "string" then return e end

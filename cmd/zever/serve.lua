@@ -168,6 +168,9 @@ return {
   json = false,
   dry_run = false,
   why = "a server that runs until stopped",
+  -- The collector stays stopped (host/main.c) while the main thread loads the configuration
+  -- and the app, which it keeps; zever.server.run restarts it once the workers are started.
+  gc = "own",
   summary = "Serve an app over HTTP",
   usage = "zever serve [app.lua | dir] [--listen host:port] [--workers N] [--drain SECONDS] ...",
   flags = flags,

@@ -32,6 +32,15 @@ static int loop_gc(lua_State *L) {
   return 0;
 }
 
+int zv__loop_exists(lua_State *L) {
+  int exists;
+  lua_pushlightuserdata(L, &loop_key);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  exists = !lua_isnil(L, -1);
+  lua_pop(L, 1);
+  return exists;
+}
+
 zv_loop_t *zv_loop_of(lua_State *L) {
   zv_loop_t *loop;
   lua_pushlightuserdata(L, &loop_key);

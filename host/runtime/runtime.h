@@ -94,6 +94,20 @@ static inline void zv_co_done(zv_loop_t *loop, lua_State *L, lua_State *co, int 
 lua_State *zv_runtime_newstate(void);
 
 /*
+ * The end of the CLI's process (exit.c). zv_runtime_track_exit(L) wraps L's io.popen so that
+ * the state remembers a child to wait for; call it once, right after zv_runtime_newstate.
+ * zv_runtime_must_close(L) says whether lua_close(L) could do more than free memory (a module
+ * with such finalizers loaded, an event loop, io.popen used, an ASan build, ZEVER_LUA_CLOSE=1).
+ * zv_runtime_end(L, code) flushes stdout, closes L only when it must, and exits with code: it
+ * does not return, and L is unusable after it.
+ */
+void zv_runtime_track_exit(lua_State *L);
+int zv_runtime_must_close(lua_State *L);
+void zv_runtime_end(lua_State *L, int code);
+/* True when L has an event loop (loop_state.c). */
+int zv__loop_exists(lua_State *L);
+
+/*
  * The bundle hooks (bundle_state.c; sys/bundle.h), used only when the host runs from a bundle:
  * zv__bundle_searcher(L) puts the payload's searcher at package.loaders[2];
  * zv__bundle_dlopen(folder, err, cap) returns the handle of the payload's lib/<folder>.so,

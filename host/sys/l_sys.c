@@ -15,6 +15,10 @@
  *   sys.mtime(path)        -> modification time in seconds (nanosecond resolution) | nil, message
  *   sys.isatty(fd)         -> boolean
  *   sys.getpid()           -> integer
+ *   sys.exit_closes()      -> boolean: whether the end of this process would close the Lua state
+ *                             (lua_close, running every __gc) rather than exit at once
+ *                             (runtime/exit.c); false in a state that loaded nothing but
+ *                             memory-only modules and used neither io.popen nor finalizers
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -27,6 +31,7 @@
 #include <lua.h>
 
 #include "../core/zv.h"
+#include "../runtime/runtime.h"
 #include "bundle.h"
 #include "sys.h"
 
@@ -140,10 +145,16 @@ static int l_getpid(lua_State *L) {
   return 1;
 }
 
+static int l_exit_closes(lua_State *L) {
+  lua_pushboolean(L, zv_runtime_must_close(L));
+  return 1;
+}
+
 static const luaL_Reg funcs[] = {
   {"home", l_home},     {"exe", l_exe},       {"now", l_now},       {"listdir", l_listdir},
   {"isdir", l_isdir},   {"isatty", l_isatty}, {"getpid", l_getpid}, {"wall", l_wall},
-  {"strerror", l_strerror}, {"mtime", l_mtime}, {NULL, NULL},
+  {"strerror", l_strerror}, {"mtime", l_mtime}, {"exit_closes", l_exit_closes},
+  {NULL, NULL},
 };
 
 int luaopen_zever_sys(lua_State *L);

@@ -124,7 +124,12 @@ static int run_worker(lua_State *L, worker_t *w) {
   lua_pushcfunction(L, traceback);
   lua_getglobal(L, "require");
   lua_pushstring(L, p->module);
+  /* Loading the module keeps what it allocates: it runs without the collector, which comes
+   * back before the worker function, its first cycle due when the heap has doubled (data -1:
+   * LuaJIT sets the threshold from the pause, where 0 would start a cycle at once). */
+  lua_gc(L, LUA_GCSTOP, 0);
   if (lua_pcall(L, 1, 1, 1)) return 1;
+  lua_gc(L, LUA_GCRESTART, -1);
   if (lua_type(L, -1) != LUA_TTABLE) {
     lua_pushfstring(L, "module '%s' does not return a table", p->module);
     return 1;

@@ -144,9 +144,11 @@ function M.worker(payload, index)
   -- loops (a third of the instructions before the first request, BENCHMARKS.md "Deploy:
   -- static files from the bundle, first request"); the JIT is on from the first request.
   require("jit").off()
-  -- Fewer collections while the app loads (most of what it allocates stays: modules, routes);
-  -- the default pause is back before the first request.
-  local pause = collectgarbage("setpause", 1000)
+  -- No collection while the app loads (most of what it allocates stays: modules, routes): the
+  -- collector is stopped here and restarted before the first request, its first cycle due
+  -- when the heap has doubled ("restart", -1 sets LuaJIT's threshold from the pause). A higher
+  -- pause alone did not help: it applies only once the state's first cycle has ended.
+  collectgarbage("stop")
   -- The payload: the options as JSON, then after a newline the configuration the main thread
   -- loaded for this app (zever.app.export), which the worker takes instead of reading it again.
   local nl = payload:find("\n", 1, true)
@@ -160,7 +162,7 @@ function M.worker(payload, index)
   -- while the app loaded would otherwise get hot first and become roots of their own, so a
   -- request would run as several traces linked through the interpreter instead of one from the
   -- request function down (~120 instructions a request on /hello, BENCHMARKS.md).
-  collectgarbage("setpause", pause)
+  collectgarbage("restart", -1)
   local jit = require "jit"
   jit.on()
   jit.flush()
@@ -310,6 +312,9 @@ function M.run(opts)
   end
   current = start_workers(opts, on_exited)
   gens[1] = current
+  -- `zever serve` comes here with the collector stopped (gc = "own" in cmd/zever/serve.lua):
+  -- what it loaded stays; from here on it collects, its first cycle due when the heap doubled.
+  if not collectgarbage("isrunning") then collectgarbage("restart", -1) end
   local function on_signal(name)
     signals = signals + 1
     if signals > 1 then

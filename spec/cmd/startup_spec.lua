@@ -194,6 +194,119 @@ describe("start-up", function()
     end)
   end)
 
+  -- How the process ends (host/runtime/exit.c): exit() without lua_close while nothing loaded
+  -- has a finalizer that matters; the full close as soon as something has.
+  describe("the end of the process", function()
+    local dir
+    -- An AddressSanitizer build (make asan: bin/zever-asan) always closes, for its leak check.
+    local ASAN = sys.exe():match("%-asan$") ~= nil
+
+    before_each(function() dir = files.tmpdir(nil, "zever-exit") end)
+    after_each(function() files.rm_rf(dir) end)
+
+    -- Runs a script with `zever run` (extra: arguments after the script, already quoted).
+    local function script(body, extra)
+      local path = files.write(dir .. "/" .. files.unique("s") .. ".lua", body)
+      return run(quote(sys.exe()) .. " run " .. quote(path) .. (extra or ""))
+    end
+
+    -- The rows {name, script body, closes} below print sys.exit_closes() last.
+    local CASES = {
+      { "a script that only computes and writes files", 'local f = io.open(os.tmpname(), "w")', false },
+      { "a memory-only C module (zever.json)", 'require("zever.json").encode({ 1 })', false },
+      { "the ffi module without a finalizer", 'local ffi = require "ffi"; ffi.new("int[4]")', false },
+      { "zever.sqlite (a database to checkpoint and close)", 'require "zever.sqlite"', true },
+      { "an event loop (handles to close)", 'require "zever.loop"', true },
+      { "a worker pool (threads to join)", 'require "zever.threads"', true },
+      { "io.popen (a child to wait for)", 'io.popen("true"):close()', true },
+      { "ffi.gc with a finalizer", 'local ffi = require "ffi"; ffi.gc(ffi.new("int[1]"), function() end)', true },
+      { "newproxy (a userdata with the script's own __gc)", "newproxy(true)", true },
+    }
+    for _, case in ipairs(CASES) do
+      it(("%s the state after %s"):format(case[3] and "closes" or "does not close", case[1]), function()
+        local r = script(case[2] .. '\nio.write(tostring(require("zever.sys").exit_closes()))')
+        assert.are.equal(0, r.code, r.stderr)
+        assert.are.equal(tostring(case[3] or ASAN), r.stdout)
+      end)
+    end
+
+    it("runs the command with the collector on (start-up ran with it stopped)", function()
+      local r = script([[
+        local before, slot = collectgarbage("count"), {}
+        for _ = 1, 20000 do slot[1] = { {}, {} } end -- stored: the JIT cannot sink them
+        io.write(tostring(collectgarbage("isrunning")), " ",
+          tostring(collectgarbage("count") < before + 20000 * 0.1))
+      ]])
+      assert.are.equal(0, r.code, r.stderr)
+      -- 20000 x 3 tables (~2.5 MB) leave less than 2 MB behind only if cycles ran.
+      assert.are.equal("true true", r.stdout)
+    end)
+
+    it("closes the state when ZEVER_LUA_CLOSE=1 asks for it", function()
+      local path = files.write(dir .. "/forced.lua", 'io.write(tostring(require("zever.sys").exit_closes()))')
+      local r = run("ZEVER_LUA_CLOSE=1 " .. quote(sys.exe()) .. " run " .. quote(path))
+      assert.are.equal(0, r.code, r.stderr)
+      assert.are.equal("true", r.stdout)
+    end)
+
+    it("leaves a file written and never closed or flushed complete, and stdout too", function()
+      -- 1 MiB + 1 byte through io's buffer, then the last line without a newline: exit()
+      -- must flush both streams, as lua_close would have.
+      local out = dir .. "/out.txt"
+      local r = script(([[
+        local f = assert(io.open(%q, "w"))
+        f:write(string.rep("x", 1048576), "\n", "last line")
+        io.stdout:setvbuf("full")
+        io.write(string.rep("y", 70000), "end")
+        assert(require("zever.sys").exit_closes() == %s, "this run must take the fast exit")
+      ]]):format(out, tostring(ASAN)))
+      assert.are.equal(0, r.code, r.stderr)
+      assert.are.equal(string.rep("y", 70000) .. "end", r.stdout)
+      assert.are.equal(string.rep("x", 1048576) .. "\nlast line", files.read(out))
+    end)
+
+    it("keeps the exit code of the command when it exits without closing", function()
+      local r = script(('assert(require("zever.sys").exit_closes() == %s); error("boom")')
+        :format(tostring(ASAN)))
+      assert.are.equal(1, r.code)
+      assert.is_truthy(r.stderr:find("boom", 1, true), r.stderr)
+    end)
+
+    it("closes a SQLite database left open: its WAL is checkpointed and removed", function()
+      local db = dir .. "/app.db"
+      local r = script(([[
+        local sqlite = require "zever.sqlite"
+        local c = assert(sqlite.open(%q))
+        assert(c:exec("create table t (v text)"))
+        assert(c:exec("insert into t values ('kept')"))
+        assert(require("zever.sys").exit_closes())
+      ]]):format(db))
+      assert.are.equal(0, r.code, r.stderr)
+      -- sqlite3_close of the last connection checkpoints the WAL into the database and deletes
+      -- the -wal and -shm files: only a close (the __gc) does that.
+      assert.is_nil(io.open(db .. "-wal", "r"), "the -wal file is left: the database was not closed")
+      assert.is_nil(io.open(db .. "-shm", "r"))
+      local check = script(([[
+        local c = assert(require("zever.sqlite").open(%q))
+        io.write(assert(c:first("select v from t")).v)
+        c:close()
+      ]]):format(db))
+      assert.are.equal(0, check.code, check.stderr)
+      assert.are.equal("kept", check.stdout)
+    end)
+
+    it("waits for an io.popen child that was never closed", function()
+      local out = dir .. "/child.txt"
+      local r = script(([[
+        local p = io.popen("cat > %s", "w")
+        p:write("through the child\n")
+      ]]):format(out))
+      assert.are.equal(0, r.code, r.stderr)
+      -- pclose (the file's __gc) waited for cat, which had written everything before exiting.
+      assert.are.equal("through the child\n", files.read(out))
+    end)
+  end)
+
   describe("lazy libraries", function()
     it("keeps libpq, OpenSSL, SQLite and hiredis out of the binary", function()
       local ldd = process.output("ldd " .. quote(sys.exe()))

@@ -303,6 +303,23 @@ describe("zever.config", function()
       end)
     end
 
+    it("normalises every field of the schema to a name of its own", function()
+      -- env_index raises on two fields that normalise alike (built on first use, not at load).
+      local schema = require "zever.config.schema"
+      local index = schema.env_index()
+      local fields = 0
+      for _, s in ipairs(schema.sections) do
+        for _, field in ipairs(s.fields) do
+          fields = fields + 1
+          assert.equal(field, index[(s.name .. field.name):gsub("_", "")])
+        end
+      end
+      local names = 0
+      for _ in pairs(index) do names = names + 1 end
+      assert.equal(fields, names)
+      assert.equal(index, schema.env_index())
+    end)
+
     it("calls a getenv-like function with the canonical names", function()
       local asked = {}
       local cfg = assert(config.load{ dir = fs.tmpdir(), env = function(name)

@@ -28,7 +28,7 @@ local type, pairs, ipairs = type, pairs, ipairs
 
 local M = {}
 
-local by_env = schema.by_env
+local env_index = schema.env_index
 
 -- PREFIX[c1 * 256 + c2]: the first two letters (lower case, "_" skipped) of a section name.
 local PREFIX = {}
@@ -86,7 +86,7 @@ local function field_of(name)
   local j = 2
   while byte(name, j) == 95 do j = j + 1 end
   if not PREFIX[bor(c1, 32) * 256 + bor(byte(name, j) or 0, 32)] then return nil end
-  return by_env[gsub(lower(name), "_", "")]
+  return env_index()[gsub(lower(name), "_", "")]
 end
 M.field_of = field_of
 

@@ -23,15 +23,14 @@
 
 local M = {}
 
--- The extra table becomes the field (a copy only if it was made a field already): this file runs
--- in every Lua state that reads the configuration, each worker's included (start-up cost).
+-- Each field is made at its full size (its keys, those of extra, and section / path / env the
+-- loop at the end adds), so that it never grows: this file runs in every Lua state that reads
+-- the configuration, each worker's included (start-up cost).
+local tnew = require "table.new"
 local function f(name, type_, default, extra)
-  local field = extra
-  if field == nil or field.name ~= nil then
-    field = {}
-    if extra then
-      for k, v in pairs(extra) do field[k] = v end
-    end
+  local field = tnew(0, 11)
+  if extra then
+    for k, v in pairs(extra) do field[k] = v end
   end
   field.name, field.type, field.default = name, type_, default
   return field
@@ -392,22 +391,20 @@ M.sections = {
   { name = "app", free = true, doc = "the application's own settings (free-form)", fields = {} },
 }
 
-M.by_name = {}
-M.names = {}
+M.by_name = tnew(0, #M.sections)
+M.names = tnew(#M.sections, 0)
 -- Batteries: the sections with an adapter field, in schema order.
 M.batteries = {}
--- Environment names, normalised: lower case without "_" ("MAILER_SMTP_HOST" -> "mailersmtphost").
--- Two fields must never normalise to the same name; the check runs when this file loads.
-M.by_env = {}
 -- One pass, each section's prefixes made once (this runs at every start: see f above).
 local upper, gsub, find = string.upper, string.gsub, string.find
 for i, s in ipairs(M.sections) do
   local sname = s.name
   M.by_name[sname] = s
   M.names[i] = sname
-  local by_name, field_names = {}, {}
+  local n = #s.fields
+  local by_name, field_names = tnew(0, n), tnew(n, 0)
   s.by_name, s.field_names = by_name, field_names
-  local path, env, key = sname .. ".", upper(sname) .. "_", gsub(sname, "_", "")
+  local path, env = sname .. ".", upper(sname) .. "_"
   for j, field in ipairs(s.fields) do
     local name = field.name
     by_name[name] = field
@@ -415,13 +412,31 @@ for i, s in ipairs(M.sections) do
     field.section = sname
     field.path = path .. name
     field.env = env .. upper(name)
-    local k = key .. (find(name, "_", 1, true) and gsub(name, "_", "") or name)
-    if M.by_env[k] ~= nil then
-      error("config schema: " .. field.path .. " collides in the environment")
-    end
-    M.by_env[k] = field
   end
   if by_name.adapter then M.batteries[#M.batteries + 1] = sname end
+end
+
+-- Environment names, normalised: lower case without "_" ("MAILER_SMTP_HOST" -> "mailersmtphost")
+-- -> field. Built on first use (zever.config.env, for a variable that is not spelt canonically):
+-- most starts never need it. Two fields must never normalise to the same name: building it
+-- raises then (spec/zever/config_spec.lua builds it).
+local by_env
+function M.env_index()
+  if by_env then return by_env end
+  local index = tnew(0, 256)
+  for _, s in ipairs(M.sections) do
+    local key = gsub(s.name, "_", "")
+    for _, field in ipairs(s.fields) do
+      local name = field.name
+      local k = key .. (find(name, "_", 1, true) and gsub(name, "_", "") or name)
+      if index[k] ~= nil then
+        error("config schema: " .. field.path .. " collides in the environment")
+      end
+      index[k] = field
+    end
+  end
+  by_env = index
+  return index
 end
 
 return M
