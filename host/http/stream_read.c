@@ -331,6 +331,15 @@ void zv__http_conn_drained(zv_http_sconn_t *c) {
   enqueue(c);
 }
 
+void zv__http_conn_flush_later(zv_http_sconn_t *c) {
+  zv_http_server_t *s = c->srv;
+  if (c->want_flush || c->closing) return;
+  c->want_flush = 1;
+  c->flush_next = s->flushq;
+  s->flushq = c;
+  uv_idle_start(&s->idle, idle_cb);
+}
+
 static void idle_cb(uv_idle_t *h) {
   zv_http_server_t *s = h->data;
   /* Connections enqueued from here wait for the next turn, as a list of their own. */
@@ -355,6 +364,18 @@ static void idle_cb(uv_idle_t *h) {
     if (!c->closing && process) conn_process(c);
     if (!c->closing && read) conn_readable(c);
   }
-  if (!s->ready) uv_idle_stop(h);
+  /* What the pass wrote through a transport that gathers (HTTP/2: the frames of every stream
+   * that answered) goes out now, once per connection. A flush may close its connection (which
+   * leaves the list by itself) or ask again (then it waits for the next pass). */
+  list = s->flushq;
+  s->flushq = NULL;
+  while (list) {
+    zv_http_sconn_t *c = list;
+    list = c->flush_next;
+    c->flush_next = NULL;
+    c->want_flush = 0;
+    if (!c->closing && s->opts.xport && s->opts.xport->flush) s->opts.xport->flush(c, c->xp);
+  }
+  if (!s->ready && !s->flushq) uv_idle_stop(h);
 }
 
