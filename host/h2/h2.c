@@ -891,8 +891,11 @@ static void x_shutdown(zv_http_sconn_t *c, void *xp) {
       nghttp2_submit_goaway(h->s, NGHTTP2_FLAG_NONE,
                             nghttp2_session_get_last_proc_stream_id(h->s), NGHTTP2_NO_ERROR,
                             NULL, 0);
-      if (pump(c, h)) return;
     }
+    /* The GOAWAY, and the frames of streams that answered since the last flush (the server
+     * may go on with this close before its flush list), leave before the FIN. */
+    h->flush_wanted = 0;
+    if (pump(c, h)) return;
     if (h->active) return; /* the server waits (busy); it calls again when they are done */
   }
   if (h->ctx->lower) h->ctx->lower->shutdown(c, h->lower_xp);
