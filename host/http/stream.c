@@ -372,6 +372,8 @@ void zv__http_conn_close_graceful(zv_http_sconn_t *c) {
     zv__http_conn_close_now(c);
     return;
   }
+  /* What an upgraded connection collected for the end of the idle pass goes before the FIN. */
+  if (c->upgraded && zv__http_conn_uncork(c)) return;
   c->shutting = 1;
   c->shutdown.data = c;
   zv__http_arm(c, T_NONE);

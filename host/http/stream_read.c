@@ -104,11 +104,7 @@ static void conn_readable(zv_http_sconn_t *c) {
         c->corked = 1;
         c->srv->cb.on_upgraded_data(c->srv, c);
         c->corked = 0;
-        if (c->head.len && !c->closing && !c->shutting) {
-          uv_buf_t b = uv_buf_init(c->head.p, (unsigned)c->head.len);
-          c->head.len = 0;
-          if (zv__http_conn_write(c, &b, 1)) break;
-        }
+        if (!c->closing && !c->shutting && zv__http_conn_uncork(c)) break;
         c->head.len = 0;
       }
       continue;
@@ -374,7 +370,9 @@ static void idle_cb(uv_idle_t *h) {
     list = c->flush_next;
     c->flush_next = NULL;
     c->want_flush = 0;
-    if (!c->closing && s->opts.xport && s->opts.xport->flush) s->opts.xport->flush(c, c->xp);
+    if (c->closing) continue;
+    if (c->upgraded && !c->shutting && zv__http_conn_uncork(c)) continue;
+    if (s->opts.xport && s->opts.xport->flush) s->opts.xport->flush(c, c->xp);
   }
   if (!s->ready && !s->flushq) uv_idle_stop(h);
 }
