@@ -1,7 +1,8 @@
 # bench/http/lib.sh: what the peer benchmarks (bench/http/run.sh, bench/tfb/run.sh) share:
 # process helpers that only ever touch the PIDs the script started, and the vendor nginx +
 # ngx_lua (.debs fetched with `apt-get download` and unpacked into bench/http/vendor, never
-# installed). Sourced, not run: the sourcing script sets root (the repository), run (its
+# installed); and, at the end, the set-up of Debian's nginx over TLS that tls.sh, h2.sh,
+# tls_handshake.sh and callgrind_h2.sh share. Sourced, not run: the sourcing script sets root (the repository), run (its
 # temporary folder) and defines die and note first; vendor_setup needs network access once.
 # shellcheck shell=bash disable=SC2154  # root and run come from the sourcing script
 
