@@ -330,16 +330,22 @@ int zv_http_write(zv_http_sconn_t *c, const char *chunk, size_t len) {
     /* Collected in head: inside on_upgraded_data sent when it returns (conn_readable, an echo
      * per message), otherwise at the end of the idle pass (zv__http_conn_flush_later): so
      * what one pass writes to a connection (the messages of several broadcasts) goes out in
-     * one send. Past UNCORK_AT bytes it goes at once. */
+     * one send. From UNCORK_AT bytes on, what was collected and this chunk go at once (the
+     * chunk not copied: head stays small). */
+    if (!c->corked && c->head.len + len >= UNCORK_AT) {
+      bufs[0] = uv_buf_init(c->head.p, (unsigned)c->head.len);
+      bufs[1] = uv_buf_init((char *)chunk, (unsigned)len);
+      n = c->head.len ? 0 : 1;
+      c->head.len = 0;
+      return zv__http_conn_write(c, bufs + n, 2 - (unsigned)n) ? ZV_EIO : 0;
+    }
     zv_http_buf_add(&c->head, chunk, len);
     if (c->head.err) {
       c->head.err = 0;
       zv__http_conn_close_now(c);
       return ZV_EIO;
     }
-    if (c->corked) return 0;
-    if (c->head.len >= UNCORK_AT) return zv__http_conn_uncork(c);
-    zv__http_conn_flush_later(c);
+    if (!c->corked) zv__http_conn_flush_later(c);
     return 0;
   }
   if (c->stream_raw) {
