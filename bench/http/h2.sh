@@ -7,7 +7,7 @@
 #   h2    h2load -c64 -m16 -D<S> https://127.0.0.1:PORT/hello   (nginx: `listen ... ssl http2`)
 #
 # Both servers: 1 worker, access log off; TLS with a fresh self-signed EC P-256 certificate,
-# TLS 1.2 and 1.3 (h2load negotiates TLS 1.3 with both). nginx answers /hello with
+# TLS 1.2 and 1.3 (h2load negotiates TLS 1.3 with both): the nginx set-up of bench/http/lib.sh. nginx answers /hello with
 # `return 200 "hello world"` (no Lua); zever runs examples/hello's Lua handler. Each round and
 # test: nginx then zever, each a 1 s warm-up then the measured run. Prints every run and the
 # medians and zever/nginx ratios of req/s and of server CPU time per request (utime + stime
@@ -18,31 +18,29 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
+root=$PWD
 seconds=${BENCH_H2_SECONDS:-5}
 rounds=${BENCH_H2_ROUNDS:-3}
 m=${BENCH_H2_M:-16}
 conns=${BENCH_H2_C:-64}
-nginx_bin=/usr/sbin/nginx
+die() { echo "bench/http/h2.sh: $1" >&2; exit "${2:-1}"; }
+note() { echo "# $*"; }
 
-command -v h2load >/dev/null || { echo "bench/http/h2.sh: h2load is missing (nghttp2-client)" >&2; exit 1; }
-[[ -x $nginx_bin ]] || { echo "bench/http/h2.sh: $nginx_bin is missing (nginx-light)" >&2; exit 1; }
+command -v h2load >/dev/null || die "h2load is missing (nghttp2-client)"
 
 run=$(mktemp -d /tmp/zever-bench-h2.XXXXXX)
+# shellcheck source=bench/http/lib.sh
+. "$root/bench/http/lib.sh"
 zc_pid="" zt_pid=""
 cleanup() {
-  [[ -n $zc_pid ]] && kill "$zc_pid" 2>/dev/null || true
-  [[ -n $zt_pid ]] && kill "$zt_pid" 2>/dev/null || true
-  if [[ -f $run/nginx.pid ]]; then kill "$(cat "$run/nginx.pid")" 2>/dev/null || true; fi
-  sleep 0.3
+  stop "$zc_pid"
+  stop "$zt_pid"
+  sys_nginx_stop
   rm -rf "$run"
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-  -subj /CN=localhost -keyout "$run/key.pem" -out "$run/cert.pem" 2>/dev/null
-
+tls_cert
 zcport=$(free_port) ztport=$(free_port) ncport=$(free_port) ntport=$(free_port)
 
 bin/zever serve examples/hello --listen "127.0.0.1:$zcport" --workers 1 --access-log off \
@@ -52,41 +50,7 @@ bin/zever serve examples/hello --listen "127.0.0.1:$ztport" --workers 1 --access
   --drain 1 --tls-cert "$run/cert.pem" --tls-key "$run/key.pem" --h2 >"$run/zever_t.log" 2>&1 &
 zt_pid=$!
 
-mkdir -p "$run/nginx"
-user_line=""
-[[ $(id -u) == 0 ]] && user_line="user root;"
-cat >"$run/nginx.conf" <<CONF
-$user_line
-daemon on;
-master_process on;
-worker_processes 1;
-pid $run/nginx.pid;
-error_log $run/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  client_body_temp_path $run/nginx/body;
-  proxy_temp_path $run/nginx/proxy;
-  fastcgi_temp_path $run/nginx/fastcgi;
-  uwsgi_temp_path $run/nginx/uwsgi;
-  scgi_temp_path $run/nginx/scgi;
-  server {
-    listen 127.0.0.1:$ncport http2;
-    listen 127.0.0.1:$ntport ssl http2;
-    ssl_certificate $run/cert.pem;
-    ssl_certificate_key $run/key.pem;
-    ssl_protocols TLSv1.2 TLSv1.3;
-    ssl_session_tickets on;
-    ssl_session_cache off;
-    location = /hello {
-      default_type "text/plain; charset=utf-8";
-      return 200 "hello world";
-    }
-  }
-}
-CONF
-$nginx_bin -p "$run/nginx" -c "$run/nginx.conf" -e "$run/error.log"
+sys_nginx_start "127.0.0.1:$ncport http2" "127.0.0.1:$ntport ssl http2"
 
 for _ in $(seq 1 200); do
   if curl -s --http2-prior-knowledge "http://127.0.0.1:$zcport/hello" >/dev/null 2>&1 &&
@@ -101,15 +65,9 @@ for u in "https://127.0.0.1:$ztport/hello" "https://127.0.0.1:$ntport/hello"; do
   [[ $(curl -sk --http2 "$u") == "hello world" ]] || { echo "no answer from $u" >&2; cat "$run"/*.log >&2; exit 1; }
 done
 
-nginx_master=$(cat "$run/nginx.pid")
-cpu_ticks() {
-  local t=0 p
-  for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' /proc/"$p"/stat 2>/dev/null || echo 0))); done
-  echo "$t"
-}
 pids_of() {
   case $1 in
-    nginx) echo "$nginx_master $(ps --ppid "$nginx_master" -o pid= | tr '\n' ' ')" ;;
+    nginx) sys_nginx_pids ;;
     zever_h2c) echo "$zc_pid" ;;
     zever_h2) echo "$zt_pid" ;;
   esac
@@ -133,7 +91,7 @@ measure() {
 }
 
 declare -A results cpus
-echo "# zever $(bin/zever version 2>/dev/null | head -1) vs $($nginx_bin -v 2>&1), h2load -c$conns -m$m"
+echo "# zever $(bin/zever version 2>/dev/null | head -1) vs $($sys_nginx -v 2>&1), h2load -c$conns -m$m"
 echo "# ${rounds} rounds x ${seconds}s, alternating nginx then zever; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$rounds"); do
   for t in h2c h2; do
@@ -153,7 +111,6 @@ for r in $(seq 1 "$rounds"); do
     cpus[$t.zever]+="$zcpu "
   done
 done
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 for t in h2c h2; do
   [[ -n ${results[$t.nginx]:-} ]] || { echo "$t: no successful run"; continue; }
   n=$(echo "${results[$t.nginx]}" | median)

@@ -1,7 +1,8 @@
 # bench/http/lib.sh: what the peer benchmarks (bench/http/run.sh, bench/tfb/run.sh) share:
 # process helpers that only ever touch the PIDs the script started, and the vendor nginx +
 # ngx_lua (.debs fetched with `apt-get download` and unpacked into bench/http/vendor, never
-# installed). Sourced, not run: the sourcing script sets root (the repository), run (its
+# installed); and, at the end, the set-up of Debian's nginx over TLS that tls.sh, h2.sh,
+# tls_handshake.sh and callgrind_h2.sh share. Sourced, not run: the sourcing script sets root (the repository), run (its
 # temporary folder) and defines die and note first; vendor_setup needs network access once.
 # shellcheck shell=bash disable=SC2154  # root and run come from the sourcing script
 
@@ -146,4 +147,92 @@ wait_ready() { # wait_ready PID URL: up to 10 s for a 200
     sleep 0.1
   done
   return 1
+}
+
+# --- Debian's nginx (nginx-light) over TLS: bench/http/tls.sh, h2.sh, tls_handshake.sh --------
+# The installed /usr/sbin/nginx (not the vendor one above), 1 worker, access log off, a fresh
+# self-signed EC P-256 certificate shared with zever, TLS 1.2 and 1.3, tickets on, no server-side
+# session cache; /hello answered by `return 200 "hello world"` (no Lua: its cheapest case).
+sys_nginx=/usr/sbin/nginx
+
+# tls_cert: $run/cert.pem and $run/key.pem, the certificate both servers use.
+tls_cert() {
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj /CN=localhost -keyout "$run/key.pem" -out "$run/cert.pem" 2>/dev/null ||
+    die "openssl req failed"
+}
+
+# sys_nginx_conf LISTEN...: writes $run/nginx.conf with one server on these listen parameters
+# (e.g. "127.0.0.1:8443 ssl http2"). NGINX_FOREGROUND=1: one process, not daemonised (to run
+# it under valgrind: PEER=nginx bash bench/http/callgrind_h2.sh).
+sys_nginx_conf() {
+  local user_line="" listens="" l mode="daemon on; master_process on;"
+  [[ -x $sys_nginx ]] || die "$sys_nginx is missing (Debian nginx-light)"
+  [[ $(id -u) == 0 ]] && user_line="user root;"
+  [[ ${NGINX_FOREGROUND:-0} == 1 ]] && mode="daemon off; master_process off;"
+  for l in "$@"; do listens+="    listen $l;"$'\n'; done
+  mkdir -p "$run/nginx"
+  cat >"$run/nginx.conf" <<CONF
+$user_line
+$mode
+worker_processes 1;
+pid $run/nginx.pid;
+error_log $run/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path $run/nginx/body;
+  proxy_temp_path $run/nginx/proxy;
+  fastcgi_temp_path $run/nginx/fastcgi;
+  uwsgi_temp_path $run/nginx/uwsgi;
+  scgi_temp_path $run/nginx/scgi;
+  server {
+$listens    ssl_certificate $run/cert.pem;
+    ssl_certificate_key $run/key.pem;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_session_tickets on;
+    ssl_session_cache off;
+    location = /hello {
+      default_type "text/plain; charset=utf-8";
+      return 200 "hello world";
+    }
+  }
+}
+CONF
+}
+
+# sys_nginx_start LISTEN...: sys_nginx_conf, then nginx started daemonised (its pid file is
+# $run/nginx.pid; sys_nginx_stop stops it). Sets nginx_master.
+sys_nginx_start() {
+  local i
+  sys_nginx_conf "$@"
+  "$sys_nginx" -p "$run/nginx" -c "$run/nginx.conf" -e "$run/error.log" || die "nginx did not start"
+  for ((i = 0; i < 100; i++)); do [[ -s $run/nginx.pid ]] && break; sleep 0.05; done
+  nginx_master=$(cat "$run/nginx.pid") || die "nginx wrote no pid file"
+}
+
+# sys_nginx_pids: nginx's master and its workers.
+sys_nginx_pids() {
+  echo "$nginx_master $(cat /proc/"$nginx_master"/task/*/children 2>/dev/null)"
+}
+
+# sys_nginx_stop: the nginx sys_nginx_start started (by its pid file), if it runs.
+sys_nginx_stop() {
+  [[ -f $run/nginx.pid ]] && stop_daemon "$(cat "$run/nginx.pid")"
+  return 0
+}
+
+stop_daemon() { # stop_daemon PID: as stop, for a process that is not our child (nginx's master)
+  local pid=$1 i
+  alive "$pid" || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do alive "$pid" || return 0; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+# median: the median of the numbers on stdin (blank-separated or one a line).
+median() {
+  tr ' ' '\n' | grep -v '^$' | sort -g |
+    awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'
 }

@@ -11,8 +11,9 @@
 #
 # Both servers: 1 worker, a fresh self-signed EC P-256 certificate (openssl req), TLS 1.2 and
 # 1.3 allowed (wrk and h2load then negotiate TLS 1.3, TLS_AES_256_GCM_SHA384 with both), tickets
-# on, no server-side session cache, access log off. nginx answers /hello with
-# `return 200 "hello world"` (no Lua: its cheapest case); zever runs examples/hello's Lua handler.
+# on, no server-side session cache, access log off: the nginx set-up of bench/http/lib.sh
+# (sys_nginx_start), whose nginx answers /hello with `return 200 "hello world"` (no Lua: its
+# cheapest case); zever runs examples/hello's Lua handler.
 # For each round and test: nginx then zever, each a 1 s warm-up then the measured run. Prints
 # every run and the medians and zever/nginx ratios of req/s and of the server's CPU time per
 # request (utime + stime from /proc/<pid>/stat around the measured run: nginx's master and
@@ -28,27 +29,24 @@ cd "$(dirname "$0")/../.."
 root=$PWD
 seconds=${BENCH_TLS_SECONDS:-5}
 rounds=${BENCH_TLS_ROUNDS:-3}
-nginx_bin=/usr/sbin/nginx
+die() { echo "bench/http/tls.sh: $1" >&2; exit "${2:-1}"; }
+note() { echo "# $*"; }
 
-command -v wrk >/dev/null || { echo "bench/http/tls.sh: wrk is missing" >&2; exit 1; }
-[[ -x $nginx_bin ]] || { echo "bench/http/tls.sh: $nginx_bin is missing (nginx-light)" >&2; exit 1; }
+command -v wrk >/dev/null || die "wrk is missing"
 
 run=$(mktemp -d /tmp/zever-bench-tls.XXXXXX)
-zever_pid="" nginx_pid=""
+# shellcheck source=bench/http/lib.sh
+. "$root/bench/http/lib.sh"
+zever_pid="" zever_h2_pid=""
 cleanup() {
-  [[ -n $zever_pid ]] && kill "$zever_pid" 2>/dev/null || true
-  [[ -n ${zever_h2_pid:-} ]] && kill "$zever_h2_pid" 2>/dev/null || true
-  if [[ -f $run/nginx.pid ]]; then kill "$(cat "$run/nginx.pid")" 2>/dev/null || true; fi
-  sleep 0.3
+  stop "$zever_pid"
+  stop "$zever_h2_pid"
+  sys_nginx_stop
   rm -rf "$run"
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-  -subj /CN=localhost -keyout "$run/key.pem" -out "$run/cert.pem" 2>/dev/null
-
+tls_cert
 zport=$(free_port)
 nport=$(free_port)
 
@@ -60,42 +58,9 @@ bin/zever serve examples/hello --listen "127.0.0.1:$zhport" --workers 1 --access
   --drain 1 --tls-cert "$run/cert.pem" --tls-key "$run/key.pem" --h2 >"$run/zever_h2.log" 2>&1 &
 zever_h2_pid=$!
 
-mkdir -p "$run/nginx"
-user_line=""
-[[ $(id -u) == 0 ]] && user_line="user root;"
 h2=""
 command -v h2load >/dev/null && h2=" http2"
-cat >"$run/nginx.conf" <<CONF
-$user_line
-daemon on;
-master_process on;
-worker_processes 1;
-pid $run/nginx.pid;
-error_log $run/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  client_body_temp_path $run/nginx/body;
-  proxy_temp_path $run/nginx/proxy;
-  fastcgi_temp_path $run/nginx/fastcgi;
-  uwsgi_temp_path $run/nginx/uwsgi;
-  scgi_temp_path $run/nginx/scgi;
-  server {
-    listen 127.0.0.1:$nport ssl$h2;
-    ssl_certificate $run/cert.pem;
-    ssl_certificate_key $run/key.pem;
-    ssl_protocols TLSv1.2 TLSv1.3;
-    ssl_session_tickets on;
-    ssl_session_cache off;
-    location = /hello {
-      default_type "text/plain; charset=utf-8";
-      return 200 "hello world";
-    }
-  }
-}
-CONF
-$nginx_bin -p "$run/nginx" -c "$run/nginx.conf" -e "$run/error.log"
+sys_nginx_start "127.0.0.1:$nport ssl$h2"
 
 for _ in $(seq 1 200); do
   if curl -sk "https://127.0.0.1:$zport/hello" >/dev/null 2>&1 &&
@@ -105,15 +70,8 @@ done
 [[ $(curl -sk "https://127.0.0.1:$zport/hello") == "hello world" ]] || { cat "$run/zever.log"; exit 1; }
 [[ $(curl -sk "https://127.0.0.1:$nport/hello") == "hello world" ]] || { cat "$run/error.log"; exit 1; }
 
-nginx_master=$(cat "$run/nginx.pid")
-# cpu_ticks PID...: user + system clock ticks of the processes (all their threads).
-cpu_ticks() {
-  local t=0 p
-  for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' /proc/"$p"/stat 2>/dev/null || echo 0))); done
-  echo "$t"
-}
 pids_of() {
-  if [[ $1 == nginx ]]; then echo "$nginx_master $(ps --ppid "$nginx_master" -o pid= | tr '\n' ' ')"
+  if [[ $1 == nginx ]]; then sys_nginx_pids
   elif [[ $1 == zever_h2 ]]; then echo "$zever_h2_pid"
   else echo "$zever_pid"; fi
 }
@@ -155,7 +113,7 @@ if [[ -n $h2 ]]; then
   tests="$tests h2"
   for _ in $(seq 1 100); do curl -sk "https://127.0.0.1:$zhport/hello" >/dev/null 2>&1 && break; sleep 0.05; done
 fi
-echo "# zever $(bin/zever version 2>/dev/null | head -1) vs $($nginx_bin -v 2>&1), $(openssl version)"
+echo "# zever $(bin/zever version 2>/dev/null | head -1) vs $($sys_nginx -v 2>&1), $(openssl version)"
 echo "# ${rounds} rounds x ${seconds}s, alternating nginx then zever; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$rounds"); do
   for t in $tests; do
@@ -174,7 +132,6 @@ for r in $(seq 1 "$rounds"); do
     cpus[$t.zever]+="$zcpu "
   done
 done
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 for t in $tests; do
   [[ -n ${results[$t.nginx]:-} ]] || { echo "$t: no successful run"; continue; }
   n=$(echo "${results[$t.nginx]}" | median)

@@ -7,7 +7,7 @@
 # s_time -new makes a new connection and a FULL handshake each time (no session reuse), with
 # no HTTP request (handshake, then close): "connections in S real seconds" / S is the rate.
 # Both servers: 1 worker, a fresh self-signed EC P-256 certificate, tickets on, no server-side
-# session cache, access log off (the nginx configuration of bench/http/tls.sh). Cases: TLS 1.3
+# session cache, access log off (the nginx set-up of bench/http/lib.sh, as in tls.sh). Cases: TLS 1.3
 # (TLS_AES_256_GCM_SHA384, X25519) and TLS 1.2 (ECDHE-ECDSA-AES128-GCM-SHA256). Besides the
 # rate (which the client's own CPU share and the machine's load bound), the server's CPU per
 # handshake (utime + stime of its processes around the run, /proc/PID/stat) is printed: the
@@ -18,26 +18,25 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
+root=$PWD
 seconds=${BENCH_TLS_SECONDS:-5}
 rounds=${BENCH_TLS_ROUNDS:-3}
 clients=${CLIENTS:-2}
-nginx_bin=/usr/sbin/nginx
-[[ -x $nginx_bin ]] || { echo "tls_handshake.sh: $nginx_bin is missing (nginx-light)" >&2; exit 1; }
+die() { echo "bench/http/tls_handshake.sh: $1" >&2; exit "${2:-1}"; }
+note() { echo "# $*"; }
 
 run=$(mktemp -d /tmp/zever-bench-tlshs.XXXXXX)
+# shellcheck source=bench/http/lib.sh
+. "$root/bench/http/lib.sh"
 zever_pid=""
 cleanup() {
-  [[ -n $zever_pid ]] && kill "$zever_pid" 2>/dev/null || true
-  if [[ -f $run/nginx.pid ]]; then kill "$(cat "$run/nginx.pid")" 2>/dev/null || true; fi
-  sleep 0.3
+  stop "$zever_pid"
+  sys_nginx_stop
   rm -rf "$run"
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-  -subj /CN=localhost -keyout "$run/key.pem" -out "$run/cert.pem" 2>/dev/null
+tls_cert
 zport=$(free_port)
 nport=$(free_port)
 
@@ -45,49 +44,14 @@ bin/zever serve examples/hello --listen "127.0.0.1:$zport" --workers 1 --access-
   --drain 1 --tls-cert "$run/cert.pem" --tls-key "$run/key.pem" >"$run/zever.log" 2>&1 &
 zever_pid=$!
 
-mkdir -p "$run/nginx"
-user_line=""
-[[ $(id -u) == 0 ]] && user_line="user root;"
-cat >"$run/nginx.conf" <<CONF
-$user_line
-daemon on;
-master_process on;
-worker_processes 1;
-pid $run/nginx.pid;
-error_log $run/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $run/nginx/body;
-  proxy_temp_path $run/nginx/proxy;
-  fastcgi_temp_path $run/nginx/fastcgi;
-  uwsgi_temp_path $run/nginx/uwsgi;
-  scgi_temp_path $run/nginx/scgi;
-  server {
-    listen 127.0.0.1:$nport ssl;
-    ssl_certificate $run/cert.pem;
-    ssl_certificate_key $run/key.pem;
-    ssl_protocols TLSv1.2 TLSv1.3;
-    ssl_session_tickets on;
-    ssl_session_cache off;
-    location = /hello { return 200 "hello world"; }
-  }
-}
-CONF
-$nginx_bin -p "$run/nginx" -c "$run/nginx.conf" -e "$run/error.log"
+sys_nginx_start "127.0.0.1:$nport ssl"
 for _ in $(seq 1 200); do
   if curl -sk "https://127.0.0.1:$zport/hello" >/dev/null 2>&1 &&
      curl -sk "https://127.0.0.1:$nport/hello" >/dev/null 2>&1; then break; fi
   sleep 0.05
 done
-nginx_master=$(cat "$run/nginx.pid")
-cpu_ticks() {
-  local t=0 p
-  for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' /proc/"$p"/stat 2>/dev/null || echo 0))); done
-  echo "$t"
-}
 pids_of() {
-  if [[ $1 == nginx ]]; then echo "$nginx_master $(ps --ppid "$nginx_master" -o pid= | tr '\n' ' ')"
+  if [[ $1 == nginx ]]; then sys_nginx_pids
   else echo "$zever_pid"; fi
 }
 proto_args() {
@@ -99,7 +63,7 @@ proto_args() {
 # measure case server port -> "handshakes/s us-of-server-CPU-per-handshake"
 measure() {
   local proto=$1 server=$2 port=$3 t0 t1 total=0 i
-  local -a pids
+  local -a pids clients_pids=()
   read -r -a pids <<<"$(pids_of "$server")"
   # shellcheck disable=SC2046
   openssl s_time -connect "127.0.0.1:$port" -new -time 1 $(proto_args "$proto") >/dev/null 2>&1 || true
@@ -108,8 +72,9 @@ measure() {
     # shellcheck disable=SC2046
     openssl s_time -connect "127.0.0.1:$port" -new -time "$seconds" $(proto_args "$proto") \
       >"$run/st.$i" 2>&1 &
+    clients_pids+=("$!")
   done
-  wait $(jobs -p | grep -v "^$zever_pid$") 2>/dev/null || true
+  wait "${clients_pids[@]}" 2>/dev/null || true
   t1=$(cpu_ticks "${pids[@]}")
   for i in $(seq 1 "$clients"); do
     n=$(awk '/connections in [0-9]+ real seconds/ {print $1; exit}' "$run/st.$i")
@@ -119,7 +84,7 @@ measure() {
   echo "$(echo "$total / $seconds" | bc -l) $(echo "($t1 - $t0) * 10000 / $total" | bc -l)"
 }
 
-echo "# zever vs $($nginx_bin -v 2>&1), $(openssl version); $clients s_time clients, ${rounds} rounds x ${seconds}s, nginx then zever"
+echo "# zever vs $($sys_nginx -v 2>&1), $(openssl version); $clients s_time clients, ${rounds} rounds x ${seconds}s, nginx then zever"
 declare -A results cpus
 for r in $(seq 1 "$rounds"); do
   for t in tls13 tls12; do
@@ -131,7 +96,6 @@ for r in $(seq 1 "$rounds"); do
     cpus[$t.nginx]+="$ncpu "; cpus[$t.zever]+="$zcpu "
   done
 done
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 for t in tls13 tls12; do
   n=$(echo "${results[$t.nginx]}" | median); z=$(echo "${results[$t.zever]}" | median)
   nc=$(echo "${cpus[$t.nginx]}" | median); zc=$(echo "${cpus[$t.zever]}" | median)

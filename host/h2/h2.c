@@ -127,6 +127,7 @@ struct hconn_s {
   uint8_t fatal;              /* the session failed or was told to go away: close after pump */
   uint8_t in_pump, in_recv;
   uint8_t goaway;             /* the drain's GOAWAY was sent */
+  uint8_t flush_wanted;       /* a stream wrote: pump at the end of the idle pass (x_flush) */
 };
 
 /* --- buffers -------------------------------------------------------------------------------- */
@@ -571,18 +572,17 @@ static ssize_t parse_response(hconn_t *h, stream_t *st, const char *p, size_t n)
   while (i < n && st->rstate != R_DONE) {
     switch (st->rstate) {
     case R_HEAD: {
-      /* Up to the empty line that ends the head. */
-      size_t k = i;
+      /* Up to the empty line that ends the head, a line at a time (a line may be split
+       * across writes: the end is looked for in what was gathered). */
       int end = 0;
-      while (k < n) {
-        char ch = p[k++];
-        if (buf_add(&st->rhead, &ch, 1)) return -1;
-        if (ch == '\n' && st->rhead.len >= 4 && !memcmp(st->rhead.p + st->rhead.len - 4, "\r\n\r\n", 4)) {
-          end = 1;
-          break;
-        }
+      while (i < n && !end) {
+        const char *nl = memchr(p + i, '\n', n - i);
+        size_t k = nl ? (size_t)(nl - (p + i)) + 1 : n - i;
+        if (buf_add(&st->rhead, p + i, k)) return -1;
+        i += k;
+        end = nl && st->rhead.len >= 4 &&
+              !memcmp(st->rhead.p + st->rhead.len - 4, "\r\n\r\n", 4);
       }
-      i = k;
       if (end && submit_head(h, st, q)) return -1;
       break;
     }
@@ -860,8 +860,13 @@ static int stream_write(zv_http_sconn_t *c, stream_t *st, const uv_buf_t *bufs, 
       }
     }
   }
-  /* The pump may close the connection (and c with it, freeing st). */
-  if (pump(h->c, h) || c->closing) return ZV_EIO;
+  /* The frames go out at the end of the server's idle pass, with those of the connection's
+   * other streams that answer in it (x_flush): one write through the lower transport for
+   * all of them (over TLS one record and one send instead of one each). */
+  if (!h->flush_wanted) {
+    h->flush_wanted = 1;
+    zv__http_conn_flush_later(h->c);
+  }
   if (h->fatal) {
     zv_http_abort(h->c);
     return ZV_EIO;
@@ -886,14 +891,27 @@ static void x_shutdown(zv_http_sconn_t *c, void *xp) {
       nghttp2_submit_goaway(h->s, NGHTTP2_FLAG_NONE,
                             nghttp2_session_get_last_proc_stream_id(h->s), NGHTTP2_NO_ERROR,
                             NULL, 0);
-      if (pump(c, h)) return;
     }
+    /* The GOAWAY, and the frames of streams that answered since the last flush (the server
+     * may go on with this close before its flush list), leave before the FIN. */
+    h->flush_wanted = 0;
+    if (pump(c, h)) return;
     if (h->active) return; /* the server waits (busy); it calls again when they are done */
   }
   if (h->ctx->lower) h->ctx->lower->shutdown(c, h->lower_xp);
 }
-static const zv_http_xport_t XPORT = {x_retain, x_release, x_open, x_read,
-                                      x_write,  x_shutdown, x_close};
+/* The end of the server's idle pass: the frames of the streams that answered in it, in one
+ * write through the lower transport. */
+static void x_flush(zv_http_sconn_t *c, void *xp) {
+  hconn_t *h = xp;
+  if (h->kind != K_CONN || !h->flush_wanted) return;
+  h->flush_wanted = 0;
+  if (pump(c, h)) return; /* closed: h is freed */
+  if (h->fatal) zv_http_abort(c);
+}
+
+static const zv_http_xport_t XPORT = {x_retain, x_release,  x_open,  x_read,
+                                      x_write,  x_shutdown, x_close, x_flush};
 
 const zv_http_xport_t *zv_h2_xport(void) {
   return &XPORT;

@@ -74,7 +74,9 @@ static int r_head(lua_State *L) {
 
 static int r_pending(lua_State *L) {
   zv__http_req_t *r = zv__http_check_req(L);
-  lua_pushnumber(L, r->c ? (lua_Number)r->c->pending : 0);
+  /* (an upgraded connection's bytes collected for the end of the idle pass are queued too) */
+  lua_pushnumber(L, r->c ? (lua_Number)(r->c->pending + (r->c->upgraded ? r->c->head.len : 0))
+                         : 0);
   return 1;
 }
 

@@ -144,6 +144,8 @@ struct zv_http_sconn_s {
   uint8_t want_shutdown;        /* the idle callback goes on with a graceful close that waited */
   uint8_t want_notify;          /* the idle callback tells a waiting writer its queue shrank
                                  * (a virtual connection: zv__http_conn_drained) */
+  uint8_t want_flush;           /* on the server's flush list (zv__http_conn_flush_later) */
+  zv_http_sconn_t *flush_next;
 };
 
 struct zv_http_server_s {
@@ -156,6 +158,7 @@ struct zv_http_server_s {
   void *data;                   /* the owner's */
   zv_http_server_opts_t opts;
   zv_http_sconn_t *conns, *ready, *free;
+  zv_http_sconn_t *flushq;      /* connections whose transport sends at the end of the idle pass */
   zv_http_sconn_t *idle_head, *idle_tail; /* idle keep-alive connections, oldest first */
   uint32_t nconns, nfree;
   uint32_t nlive;               /* connections open and not closing (what max_connections caps) */

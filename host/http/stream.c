@@ -260,6 +260,8 @@ static zv_http_sconn_t *conn_get(zv_http_server_t *s) {
   c->xp = NULL;
   c->parent = NULL;
   c->xp_hold = c->xp_busy = c->want_shutdown = c->want_notify = 0;
+  c->want_flush = 0;
+  c->flush_next = NULL;
   return c;
 }
 
@@ -294,6 +296,14 @@ static void unlink_ready(zv_http_sconn_t *c) {
   c->want_process = c->want_read = c->want_shutdown = c->want_notify = 0;
 }
 
+static void unlink_flush(zv_http_sconn_t *c) {
+  zv_http_sconn_t **pp = &c->srv->flushq;
+  if (!c->want_flush) return;
+  while (*pp && *pp != c) pp = &(*pp)->flush_next;
+  if (*pp) *pp = c->flush_next;
+  c->want_flush = 0; /* (flush_next stays: the idle callback may be walking its list) */
+}
+
 /* Closes c's handles now; its memory goes back to the pool in the close callbacks. */
 void zv__http_conn_close_now(zv_http_sconn_t *c) {
   zv_http_server_t *s = c->srv;
@@ -301,6 +311,7 @@ void zv__http_conn_close_now(zv_http_sconn_t *c) {
   c->closing = 1;
   if (!c->parent) s->nlive--;
   unlink_ready(c);
+  unlink_flush(c);
   if (c->in_idle) idle_unlink(c);
   if (c->prev) c->prev->next = c->next;
   else s->conns = c->next;
@@ -361,6 +372,8 @@ void zv__http_conn_close_graceful(zv_http_sconn_t *c) {
     zv__http_conn_close_now(c);
     return;
   }
+  /* What an upgraded connection collected for the end of the idle pass goes before the FIN. */
+  if (c->upgraded && zv__http_conn_uncork(c)) return;
   c->shutting = 1;
   c->shutdown.data = c;
   zv__http_arm(c, T_NONE);

@@ -43,6 +43,9 @@ void zv__http_next_request(zv_http_sconn_t *c);
 /* stream_write.c: sends bufs through the transport when there is one (xport.h); 0 or ZV_EIO
  * (the connection is closed then). */
 int zv__http_conn_write(zv_http_sconn_t *c, uv_buf_t *bufs, unsigned n);
+/* stream_write.c: an upgraded connection's bytes collected in c->head (zv_http_write) go out
+ * now, in one write; 0 or ZV_EIO (the connection is closed then). */
+int zv__http_conn_uncork(zv_http_sconn_t *c);
 /* stream_write.c: builds a response head into c->head; 0, ZV_EINVAL (a malformed header) or
  * ZV_ENOMEM. */
 int zv__http_build_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, size_t nhdrs,

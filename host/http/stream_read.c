@@ -104,11 +104,7 @@ static void conn_readable(zv_http_sconn_t *c) {
         c->corked = 1;
         c->srv->cb.on_upgraded_data(c->srv, c);
         c->corked = 0;
-        if (c->head.len && !c->closing && !c->shutting) {
-          uv_buf_t b = uv_buf_init(c->head.p, (unsigned)c->head.len);
-          c->head.len = 0;
-          if (zv__http_conn_write(c, &b, 1)) break;
-        }
+        if (!c->closing && !c->shutting && zv__http_conn_uncork(c)) break;
         c->head.len = 0;
       }
       continue;
@@ -331,6 +327,15 @@ void zv__http_conn_drained(zv_http_sconn_t *c) {
   enqueue(c);
 }
 
+void zv__http_conn_flush_later(zv_http_sconn_t *c) {
+  zv_http_server_t *s = c->srv;
+  if (c->want_flush || c->closing) return;
+  c->want_flush = 1;
+  c->flush_next = s->flushq;
+  s->flushq = c;
+  uv_idle_start(&s->idle, idle_cb);
+}
+
 static void idle_cb(uv_idle_t *h) {
   zv_http_server_t *s = h->data;
   /* Connections enqueued from here wait for the next turn, as a list of their own. */
@@ -355,6 +360,20 @@ static void idle_cb(uv_idle_t *h) {
     if (!c->closing && process) conn_process(c);
     if (!c->closing && read) conn_readable(c);
   }
-  if (!s->ready) uv_idle_stop(h);
+  /* What the pass wrote through a transport that gathers (HTTP/2: the frames of every stream
+   * that answered) goes out now, once per connection. A flush may close its connection (which
+   * leaves the list by itself) or ask again (then it waits for the next pass). */
+  list = s->flushq;
+  s->flushq = NULL;
+  while (list) {
+    zv_http_sconn_t *c = list;
+    list = c->flush_next;
+    c->flush_next = NULL;
+    c->want_flush = 0;
+    if (c->closing) continue;
+    if (c->upgraded && !c->shutting && zv__http_conn_uncork(c)) continue;
+    if (s->opts.xport && s->opts.xport->flush) s->opts.xport->flush(c, c->xp);
+  }
+  if (!s->ready && !s->flushq) uv_idle_stop(h);
 }
 

@@ -20,6 +20,7 @@
 
 #define MAX_PENDING (64u << 20) /* unsent bytes per connection before it is dropped */
 #define SMALL_BODY 1024          /* a body up to this size is copied behind the head: one send */
+#define UNCORK_AT (16u << 10)    /* an upgraded connection's collected bytes go out at this */
 
 typedef struct {
   uv_write_t req;
@@ -311,19 +312,41 @@ void zv_http_want_writable(zv_http_sconn_t *c, size_t low) {
   c->want_writable = 1;
 }
 
+int zv__http_conn_uncork(zv_http_sconn_t *c) {
+  uv_buf_t b;
+  if (!c->head.len) return 0;
+  b = uv_buf_init(c->head.p, (unsigned)c->head.len);
+  c->head.len = 0;
+  return zv__http_conn_write(c, &b, 1) ? ZV_EIO : 0;
+}
+
 int zv_http_write(zv_http_sconn_t *c, const char *chunk, size_t len) {
   char hex[24];
   uv_buf_t bufs[3];
   int n = 0;
   if (c->closing || c->shutting) return ZV_EIO;
   if (len == 0 || c->no_body) return 0;
-  if (c->corked) {
-    /* Upgraded and inside on_upgraded_data: collected, sent when it returns (conn_readable). */
+  if (c->upgraded) {
+    /* Collected in head: inside on_upgraded_data sent when it returns (conn_readable, an echo
+     * per message), otherwise at the end of the idle pass (zv__http_conn_flush_later): so
+     * what one pass writes to a connection (the messages of several broadcasts) goes out in
+     * one send. From UNCORK_AT bytes on, what was collected and this chunk go at once (the
+     * chunk not copied: head stays small). */
+    if (!c->corked && c->head.len + len >= UNCORK_AT) {
+      bufs[0] = uv_buf_init(c->head.p, (unsigned)c->head.len);
+      bufs[1] = uv_buf_init((char *)chunk, (unsigned)len);
+      n = c->head.len ? 0 : 1;
+      c->head.len = 0;
+      return zv__http_conn_write(c, bufs + n, 2 - (unsigned)n) ? ZV_EIO : 0;
+    }
     zv_http_buf_add(&c->head, chunk, len);
-    if (!c->head.err) return 0;
-    c->head.err = 0;
-    zv__http_conn_close_now(c);
-    return ZV_EIO;
+    if (c->head.err) {
+      c->head.err = 0;
+      zv__http_conn_close_now(c);
+      return ZV_EIO;
+    }
+    if (!c->corked) zv__http_conn_flush_later(c);
+    return 0;
   }
   if (c->stream_raw) {
     bufs[0] = uv_buf_init((char *)chunk, (unsigned)len);
@@ -349,12 +372,8 @@ int zv_http_write(zv_http_sconn_t *c, const char *chunk, size_t len) {
 int zv_http_finish(zv_http_sconn_t *c) {
   uv_buf_t b = uv_buf_init((char *)"0\r\n\r\n", 5);
   if (c->closing || c->shutting) return ZV_EIO;
-  if (c->corked && c->head.len) {
-    /* What was collected goes before the end (conn_readable would drop it after a FIN). */
-    uv_buf_t cb = uv_buf_init(c->head.p, (unsigned)c->head.len);
-    c->head.len = 0;
-    if (zv__http_conn_write(c, &cb, 1)) return ZV_EIO;
-  }
+  /* What an upgraded connection collected goes before the end. */
+  if (c->upgraded && zv__http_conn_uncork(c)) return ZV_EIO;
   if (!c->no_body && !c->stream_raw && zv__http_conn_write(c, &b, 1)) return ZV_EIO;
   zv__http_response_done(c);
   return 0;

@@ -11,6 +11,7 @@
  *   file_continue: sendfile ------->  (pread + write: no sendfile through a transport)
  *   conn_close_graceful: FIN ------>  shutdown(c, xp)       e.g. TLS close_notify
  *   conn_close_now ---------------->  close(c, xp)          frees xp
+ *   idle pass, end ---------------->  flush(c, xp)          after zv__http_conn_flush_later
  *   server start / last handle ---->  retain(ctx) / release(ctx)
  *
  * read owns c->rd_ready while it runs: it sets it when bytes may remain (in the socket or
@@ -44,6 +45,9 @@ typedef struct zv_http_xport_s {
   void (*shutdown)(struct zv_http_sconn_s *c, void *xp);
   /* The connection closes: free xp. */
   void (*close)(struct zv_http_sconn_s *c, void *xp);
+  /* Optional (NULL: never called): sends what the transport gathered for c; called once at
+   * the end of the idle pass after zv__http_conn_flush_later(c). May close c. */
+  void (*flush)(struct zv_http_sconn_s *c, void *xp);
 } zv_http_xport_t;
 
 /* The first fields of a transport's Lua userdata: http.listen{tls = ud} reads them. */
@@ -92,5 +96,11 @@ void zv__http_conn_drained(struct zv_http_sconn_s *c);
  * write_timeout (a client that stops giving window) is closed and counted in write_timeouts,
  * as a connection whose socket does not drain. */
 void zv__http_conn_progress(struct zv_http_sconn_s *c);
+
+/* stream_read.c: the transport gathers output for c (HTTP/2: the frames of the streams that
+ * answered) and wants flush(c, xp) called once, at the end of the server's idle pass, before
+ * the loop waits for events again: so the responses of one pass leave in one write (one TLS
+ * record, one send) instead of one each. Idempotent until the flush; nothing for a closing c. */
+void zv__http_conn_flush_later(struct zv_http_sconn_s *c);
 
 #endif

@@ -490,8 +490,8 @@ static void x_shutdown(zv_http_sconn_t *c, void *xp) {
   (void)flush(c, t);
 }
 
-static const zv_http_xport_t XPORT = {x_retain, x_release, x_open, x_read,
-                                      x_write,  x_shutdown, x_close};
+static const zv_http_xport_t XPORT = {x_retain, x_release,  x_open,  x_read,
+                                      x_write,  x_shutdown, x_close, NULL};
 
 const zv_http_xport_t *zv_tls_xport(void) {
   return &XPORT;

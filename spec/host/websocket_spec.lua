@@ -25,6 +25,17 @@ local function serve(opts)
     end
   end)
   app:websocket("/small", function(ws) ws:recv() end, { max_frame = 1024, max_message = 1024 })
+  -- "N SIZE": N messages of SIZE bytes sent in a row from a timer (outside the connection's
+  -- read), then a close with 4000.
+  app:websocket("/burst", function(ws)
+    local n, size = assert(ws:recv()):match("^(%d+) (%d+)$")
+    zever.sleep(0.01)
+    for i = 0, tonumber(n) - 1 do
+      local m = i .. ":"
+      assert(ws:send(m .. ("x"):rep(tonumber(size) - #m)))
+    end
+    ws:close(4000, "done")
+  end)
   app:websocket("/watch", function(ws)
     local _, err = ws:recv()
     left = err
@@ -88,6 +99,12 @@ describe("zever.websocket", function()
 
   it("joins fragmented messages", function()
     assert.are.same({ fragmented = "ok" }, scenarios("fragmented"))
+  end)
+
+  it("delivers messages sent in a row outside the connection's read whole and in order, "
+    .. "then its close (collected for the end of the loop pass, or sent past 16 KiB)", function()
+    assert.are.same({ burst_small = "ok 4000", burst_big = "ok 4000" },
+      scenarios("burst_small", "burst_big"))
   end)
 
   it("answers pings and completes the close handshake with the client's code", function()

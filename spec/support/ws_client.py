@@ -6,6 +6,7 @@ usage: ws_client.py PORT OUTFILE SCENARIO...
 Runs each scenario and writes one line "name<TAB>result" per scenario to OUTFILE (through
 OUTFILE.tmp, renamed at the end). Scenarios with python3-websockets (Debian's, an independent
 implementation): echo_text, echo_binary, echo_16mib, fragmented, ping, close, extensions.
+burst_small, burst_big: many messages in one turn of the server's loop, then its close.
 Raw ones (a hand-made handshake, then frames the library would never send): invalid_utf8,
 unmasked, oversized (to /small), leave (connect to /watch and drop the TCP connection),
 silent (connect to /silent and never answer a ping).
@@ -80,10 +81,31 @@ async def zlib_scenario(name):
         return "%s %s" % (r, ext_params(ws))
 
 
+async def burst(name):
+    """/burst: the server sends N messages of SIZE bytes in a row from a timer (collected for the
+    end of its loop pass, or sent at once past 16 KiB), then closes with 4000: all of them must
+    arrive, in order, before the close."""
+    n, size = (50, 10) if name == "burst_small" else (300, 1000)
+    async with websockets.connect(URL + "/burst", max_size=None, open_timeout=10,
+                                  close_timeout=10, ping_interval=None) as ws:
+        await ws.send("%d %d" % (n, size))
+        got = []
+        try:
+            while True:
+                got.append(await ws.recv())
+        except websockets.exceptions.ConnectionClosed:
+            pass
+        want = [("%d:" % i).ljust(size, "x") for i in range(n)]
+        r = "ok" if got == want else "mismatch (%d messages)" % len(got)
+        return "%s %s" % (r, ws.close_code)
+
+
 async def lib(name):
     path = "/echo"
     if name.startswith("deflate_"):
         return await zlib_scenario(name)
+    if name.startswith("burst_"):
+        return await burst(name)
     async with websockets.connect(URL + path, max_size=None, open_timeout=10,
                                   close_timeout=10, ping_interval=None) as ws:
         if name == "echo_text":
