@@ -34,9 +34,17 @@
  *
  * It must not raise while a statement is checked out of the cache, except from each()'s
  * callback, which runs under lua_pcall.
+ *
+ * The first load in the process configures libsqlite3 before anything initializes it
+ * (configure_once): memory statistics off (SQLITE_CONFIG_MEMSTATUS). With them on, Debian's
+ * build (no lookaside) takes one process-wide mutex on every sqlite3_malloc and sqlite3_free:
+ * the worker threads of `zever serve`, each on its own connection, then queued on it (a
+ * select allocates and frees on every step). Nothing here reads those statistics, and the
+ * soft heap limit they feed is not used.
  */
 #include <lauxlib.h>
 #include <lua.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -626,6 +634,15 @@ static int l_blob(lua_State *L) {
   return 1;
 }
 
+/* Before libsqlite3 initializes (it is loaded with this module, so nothing in the process has
+ * called it yet; pthread_once holds a second worker's load until it is done). sqlite3_config
+ * returns SQLITE_MISUSE once SQLite is initialized: then the defaults stay, which is only slower. */
+static pthread_once_t configured = PTHREAD_ONCE_INIT;
+static void configure_once(void) {
+  (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  (void)sqlite3_initialize();
+}
+
 int luaopen_zever_sqlite(lua_State *L);
 int luaopen_zever_sqlite(lua_State *L) {
   static const luaL_Reg methods[] = {
@@ -633,6 +650,7 @@ int luaopen_zever_sqlite(lua_State *L) {
     {"close", l_close},     {"is_open", l_is_open}, {"cached", l_cached},
     {"_ptr", l_ptr},        {"_error", l_error},  {NULL, NULL}};
   static const luaL_Reg funcs[] = {{"open", l_open}, {"blob", l_blob}, {NULL, NULL}};
+  pthread_once(&configured, configure_once);
   if (luaL_loadbuffer(L, int64_chunk, sizeof int64_chunk - 1, "=zever.sqlite") != 0)
     return lua_error(L);
   lua_call(L, 0, 2);
