@@ -1,6 +1,8 @@
 -- zever.db.query: the query builders (select, insert, update, delete). Each builder is the AST
--- itself: an array whose slots the C renderer (zever.sql, l_sql.c) reads, plus a `_db` field
--- naming the database it runs on. Chain methods change the builder and return it; terminals
+-- itself: an array whose slots the C renderer (zever.sql, l_sql.c) reads, plus slot 0 (DB)
+-- naming the database it runs on (slot 0 lives in LuaJIT's array part, which the renderer never
+-- reads: a builder made with table.new(S_WAIT, 0) is then one allocation, where a `_db` field
+-- needed a hash part of its own). Chain methods change the builder and return it; terminals
 -- render it (to_sql) and run it through the database.
 --
 -- It must not put values into SQL text (the renderer binds them) and must not know a dialect:
@@ -11,7 +13,8 @@ local expr = require "zever.db.expr"
 
 local OP, NULL = sql.op, sql.null
 local SELECT, CMP, IN = OP.SELECT, OP.CMP, OP.IN
-local render = require("zever.db.render").render
+local render_mod = require "zever.db.render"
+local render, render_shared = render_mod.render, render_mod.render_shared
 local prepared = require "zever.db.prepared"
 local is_node, order_list, order_add = expr.is_node, expr.order_list, expr.order_add
 local type, select, error, pairs, ipairs = type, select, error, pairs, ipairs
@@ -29,6 +32,7 @@ local S_COLUMNS, S_DISTINCT, S_JOINS, S_WHERE, S_GROUP, S_HAVING, S_ORDER = 3, 4
 local S_LIMIT, S_OFFSET, S_CTES, S_SETOPS, S_LOCK, S_WAIT = 10, 11, 12, 13, 14, 15
 local I_COLUMNS, I_ROWS, I_CONFLICT, I_ACTION, I_SET, I_RETURNING, I_CTES = 3, 4, 5, 6, 7, 8, 9
 local U_SET, U_WHERE, U_RETURNING, U_CTES = 3, 4, 5, 6
+local DB = 0 -- the database's slot (see the top)
 local D_WHERE, D_RETURNING, D_CTES = 3, 4, 5
 sql.check_slots("select", { columns = S_COLUMNS, distinct = S_DISTINCT, joins = S_JOINS,
   where = S_WHERE, group = S_GROUP, having = S_HAVING, order = S_ORDER, limit = S_LIMIT,
@@ -280,7 +284,7 @@ end
 
 local function dialect_of(q, dialect)
   if dialect ~= nil then return dialect end
-  local db = q._db
+  local db = q[DB]
   return db and db.dialect or "sqlite"
 end
 
@@ -291,7 +295,7 @@ local function to_sql(self, dialect)
 end
 
 local function db_of(q, fname)
-  local db = q._db
+  local db = q[DB]
   if not db then error(fname .. ": the query is not attached to a database", 3) end
   return db
 end
@@ -315,8 +319,8 @@ function M.select(db, from)
   local model = from
   from = model_table(from)
   if from ~= nil and type(from) ~= "string" then check_table(from, "from") end
-  local q = tnew(S_WAIT, 1)
-  q[1], q[2], q._db = SELECT, from, db
+  local q = tnew(S_WAIT, 0)
+  q[DB], q[1], q[2] = db, SELECT, from
   if model ~= from then q._model = model end
   return setmetatable(q, Select)
 end
@@ -481,7 +485,7 @@ end
 local function clone(self)
   local c = {}
   for k, v in pairs(self) do
-    if type(v) == "table" and not getmetatable(v) and k ~= "_db" then
+    if type(v) == "table" and not getmetatable(v) and k ~= DB then
       local list = {}
       for i = 1, #v do list[i] = v[i] end
       v = list
@@ -635,25 +639,31 @@ function Select:preload(...)
   return self
 end
 
+-- all() and first() render into the renderer's shared list (render_shared): the binds go
+-- straight to the adapter, so a call allocates no list of its own.
 function Select:all()
-  local db, text, binds = rendered(self, 2)
-  if self._preload then return run_preloads(self, db, db:_query(text, binds)) end
-  return db:_query(text, binds)
+  local db = db_of(self, "run")
+  local text, binds, nb, shared = render_shared(self, db.dialect)
+  if not text then error(binds, 2) end
+  if self._preload then
+    return run_preloads(self, db, db:_query_shared(text, binds, nb, shared))
+  end
+  return db:_query_shared(text, binds, nb, shared)
 end
 
 function Select:first()
   local db = db_of(self, "first")
   local saved = self[S_LIMIT]
   self[S_LIMIT] = 1
-  local text, binds = render(self, db.dialect)
+  local text, binds, nb, shared = render_shared(self, db.dialect)
   self[S_LIMIT] = saved
   if not text then error(binds, 2) end
   if self._preload then
-    local row = db:_first(text, binds)
+    local row = db:_first_shared(text, binds, nb, shared)
     if row ~= nil then run_preloads(self, db, { row }) end
     return row
   end
-  return db:_first(text, binds)
+  return db:_first_shared(text, binds, nb, shared)
 end
 
 -- The query rendered once, run many times with the values of its db.param() placeholders:
@@ -716,7 +726,7 @@ end
 function M.insert(db, t)
   t = model_table(t)
   check_table(t, "insert_into")
-  return setmetatable({ OP.INSERT, t, _db = db }, Insert)
+  return setmetatable({ [DB] = db, OP.INSERT, t }, Insert)
 end
 
 -- values{...} (one row) or values{ {...}, {...} } (one multi-row INSERT). Every row must name
@@ -809,7 +819,7 @@ end
 function M.update(db, t)
   t = model_table(t)
   check_table(t, "update")
-  return setmetatable({ OP.UPDATE, t, _db = db }, Update)
+  return setmetatable({ [DB] = db, OP.UPDATE, t }, Update)
 end
 
 -- set{ col = value, ... } (sorted by column) or set(col, value).
@@ -850,7 +860,7 @@ end
 function M.delete(db, t)
   t = model_table(t)
   check_table(t, "delete_from")
-  return setmetatable({ OP.DELETE, t, _db = db }, Delete)
+  return setmetatable({ [DB] = db, OP.DELETE, t }, Delete)
 end
 
 Delete.returning = returning(D_RETURNING)
