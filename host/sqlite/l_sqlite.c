@@ -34,9 +34,14 @@
  *
  * It must not raise while a statement is checked out of the cache, except from each()'s
  * callback, which runs under lua_pcall.
+ *
+ * The first load in the process configures libsqlite3 before anything initializes it
+ * (configure_once, below): memory statistics off and mutexes that spin briefly before they
+ * block, for the worker threads that share SQLite's per-process state.
  */
 #include <lauxlib.h>
 #include <lua.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -626,6 +631,62 @@ static int l_blob(lua_State *L) {
   return 1;
 }
 
+/*
+ * Process-wide set-up of libsqlite3, before anything initializes it (it is loaded with this
+ * module, so nothing in the process has called it yet; pthread_once holds a second worker's
+ * load until it is done):
+ *
+ * - memory statistics off (SQLITE_CONFIG_MEMSTATUS): with them on, Debian's build (no
+ *   lookaside) takes one process-wide mutex on every sqlite3_malloc and sqlite3_free.
+ * - SQLite's own mutexes (pthreads), with an enter that first spins on try-lock for a
+ *   moment (SPINS rounds of a pause) before it blocks. The worker threads of `zever serve`
+ *   share what SQLite keeps per process: the WAL index's lock table (its mutex is held across
+ *   the fcntl() that takes or drops a read lock, on every read transaction, so on every
+ *   autocommit select), the VFS mutex of each memory barrier, the unlock-notify list. A
+ *   worker blocking on one of those sleeps in the kernel and waits to be scheduled again;
+ *   the holder leaves within a system call's time, so spinning that long is cheaper.
+ *   (nginx's workers are processes and share none of it.) Measured in BENCHMARKS.md,
+ *   "Session 9".
+ *
+ * sqlite3_config fails (SQLITE_MISUSE) once SQLite is initialized: then it is left as it is,
+ * only slower. The default mutex methods are read back after one initialize/shutdown (before
+ * that SQLite has not chosen them), which is safe only while no connection exists: hence the
+ * MEMSTATUS call succeeding first.
+ */
+static pthread_once_t configured = PTHREAD_ONCE_INIT;
+static sqlite3_mutex_methods base_mutex;
+
+#define SPINS 200
+
+static void cpu_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __asm__ __volatile__("pause");
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static void spin_enter(sqlite3_mutex *m) {
+  for (int i = 0; i < SPINS; i++) {
+    if (base_mutex.xMutexTry(m) == SQLITE_OK) return;
+    cpu_pause();
+  }
+  base_mutex.xMutexEnter(m);
+}
+
+static void configure_once(void) {
+  sqlite3_mutex_methods m;
+  if (sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) != SQLITE_OK) return;
+  if (sqlite3_initialize() != SQLITE_OK || sqlite3_shutdown() != SQLITE_OK) return;
+  if (sqlite3_config(SQLITE_CONFIG_GETMUTEX, &base_mutex) == SQLITE_OK && base_mutex.xMutexTry &&
+      base_mutex.xMutexEnter) {
+    m = base_mutex;
+    m.xMutexEnter = spin_enter;
+    (void)sqlite3_config(SQLITE_CONFIG_MUTEX, &m);
+  }
+  (void)sqlite3_initialize();
+}
+
 int luaopen_zever_sqlite(lua_State *L);
 int luaopen_zever_sqlite(lua_State *L) {
   static const luaL_Reg methods[] = {
@@ -633,6 +694,7 @@ int luaopen_zever_sqlite(lua_State *L) {
     {"close", l_close},     {"is_open", l_is_open}, {"cached", l_cached},
     {"_ptr", l_ptr},        {"_error", l_error},  {NULL, NULL}};
   static const luaL_Reg funcs[] = {{"open", l_open}, {"blob", l_blob}, {NULL, NULL}};
+  pthread_once(&configured, configure_once);
   if (luaL_loadbuffer(L, int64_chunk, sizeof int64_chunk - 1, "=zever.sqlite") != 0)
     return lua_error(L);
   lua_call(L, 0, 2);

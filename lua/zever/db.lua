@@ -33,6 +33,7 @@
 
 local expr = require "zever.db.expr"
 local query = require "zever.db.query"
+local release_shared = require("zever.db.render").release
 local prepared = require "zever.db.prepared"
 local errors = require "zever.errors"
 local array_mt = require("zever.json").array_mt
@@ -314,6 +315,28 @@ function DB:_first(text, binds, n)
   if self.finished then check_live(self) end
   local row, code, message, fields = self.conn:first(text, binds, n)
   return first_result(self, text, row, code, message, fields)
+end
+
+-- _first and _query for a builder's render_shared (zever.db.render): binds may be the shared
+-- list (shared true), given back before anything can raise.
+function DB:_first_shared(text, binds, n, shared)
+  if self.finished then
+    if shared then release_shared(n) end
+    check_live(self)
+  end
+  local row, code, message, fields = self.conn:first(text, binds, n)
+  if shared then release_shared(n) end
+  return first_result(self, text, row, code, message, fields)
+end
+
+function DB:_query_shared(text, binds, n, shared)
+  if self.finished then
+    if shared then release_shared(n) end
+    check_live(self)
+  end
+  local rows, code, message, fields = self.conn:query(text, binds, n)
+  if shared then release_shared(n) end
+  return query_result(self, text, rows, code, message, fields)
 end
 
 function DB:_each(text, binds, fn)

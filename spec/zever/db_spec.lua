@@ -465,6 +465,55 @@ describe("zever.db", function()
       end
     end)
 
+    it("hands first() and all() the shared bind list and takes it back, also after a db error", function()
+      local function shared_free()
+        -- (a shape's first render fills its trie leaf from C, whose list it returns)
+        local _, _, n0, s0 = render.render_shared(db:from("users"):where("id", 1), "sqlite")
+        if s0 then render.release(n0) end
+        local text, binds, nb, shared = render.render_shared(db:from("users"):where("id", 1), "sqlite")
+        assert.are.equal('SELECT * FROM "users" WHERE "id" = ?', text)
+        assert.are.same({ 1 }, binds)
+        render.release(nb)
+        assert.are.same({}, binds) -- emptied: it keeps no value alive
+        return shared
+      end
+      assert(db:exec("INSERT INTO users (email, age) VALUES ('a@x', 30), ('b@x', 40)"))
+      assert.is_true(shared_free())
+      assert.are.equal("b@x", db:from("users"):where("age", 40):first().email)
+      assert.are.equal(2, #db:from("users"):where("age", ">", 1):all())
+      assert.is_true(shared_free())
+      for _ = 1, 2 do -- the second time from the trie, with the shared list
+        local err = raised(function() db:from("missing"):where("id", 1):first() end)
+        assert.are.equal("schema", err.code)
+        assert.are.equal("schema", raised(function() db:from("missing"):where("id", 1):all() end).code)
+        assert.is_true(shared_free())
+      end
+      assert.are.equal("a@x", db:from("users"):where("age", 30):first().email)
+    end)
+
+    it("gives a render that finds the shared list taken a list of its own", function()
+      for _ = 1, 2 do
+        local _, _, n0, s0 = render.render_shared(db:from("users"):where("id", 7), "sqlite")
+        if s0 then render.release(n0) end
+      end
+      local _, held, nb, shared = render.render_shared(db:from("users"):where("id", 7), "sqlite")
+      assert.is_true(shared)
+      local text, binds, n2, other = render.render_shared(db:from("users"):where("email", "x"), "sqlite")
+      assert.are.equal('SELECT * FROM "users" WHERE "email" = ?', text)
+      assert.is_false(other)
+      assert.are.equal(1, n2)
+      assert.are.same({ "x" }, binds)
+      assert.are.same({ 7 }, held) -- untouched by the second render
+      render.release(nb)
+      -- a first() inside an each() over another builder query: each runs its own list
+      assert(db:exec("INSERT INTO users (email, age) VALUES ('a@x', 30), ('b@x', 40)"))
+      local seen = {}
+      db:from("users"):where("age", ">", 1):order_by("id"):each(function(r)
+        seen[#seen + 1] = db:from("users"):where("id", r.id):first().email
+      end)
+      assert.are.same({ "a@x", "b@x" }, seen)
+    end)
+
     it("bounds the cache by dropping it when it grows too large", function()
       for i = 1, 25000 do db:from("t" .. i):to_sql() end
       assert.is_true(render.size() <= 20000 + 16, tostring(render.size()))

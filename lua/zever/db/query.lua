@@ -1,7 +1,13 @@
 -- zever.db.query: the query builders (select, insert, update, delete). Each builder is the AST
--- itself: an array whose slots the C renderer (zever.sql, l_sql.c) reads, plus a `_db` field
--- naming the database it runs on. Chain methods change the builder and return it; terminals
+-- itself: an array whose slots the C renderer (zever.sql, l_sql.c) reads, plus slot 0 (DB)
+-- naming the database it runs on (slot 0 lives in LuaJIT's array part, which the renderer never
+-- reads: a builder made with table.new(S_WAIT, 0) is then one allocation, where a `_db` field
+-- needed a hash part of its own). Chain methods change the builder and return it; terminals
 -- render it (to_sql) and run it through the database.
+--
+-- The phases live apart: this module builds; zever.db.render renders a builder (by shape);
+-- zever.db.query_run holds the terminals (to_sql, all, first, each, count, exists, exec,
+-- prepare, and preload's queries), installed on these classes below.
 --
 -- It must not put values into SQL text (the renderer binds them) and must not know a dialect:
 -- dialect differences, and errors for features a dialect lacks, live in the renderer.
@@ -11,14 +17,11 @@ local expr = require "zever.db.expr"
 
 local OP, NULL = sql.op, sql.null
 local SELECT, CMP, IN = OP.SELECT, OP.CMP, OP.IN
-local render = require("zever.db.render").render
-local prepared = require "zever.db.prepared"
 local is_node, order_list, order_add = expr.is_node, expr.order_list, expr.order_add
-local type, select, error, pairs, ipairs = type, select, error, pairs, ipairs
+local type, select, error, pairs = type, select, error, pairs
 local setmetatable, getmetatable, tostring, rawget = setmetatable, getmetatable, tostring, rawget
 local sort, lower = table.sort, string.lower
 local tnew = require "table.new"
-local array_mt = require("zever.json").array_mt
 
 -- Slots of each node kind (lx_sql.h's ZV_SQL_*_SLOTS, exported as sql.SLOT). They are literals
 -- so that LuaJIT folds them into the builder's traces (names loaded from sql.SLOT cost the
@@ -29,6 +32,7 @@ local S_COLUMNS, S_DISTINCT, S_JOINS, S_WHERE, S_GROUP, S_HAVING, S_ORDER = 3, 4
 local S_LIMIT, S_OFFSET, S_CTES, S_SETOPS, S_LOCK, S_WAIT = 10, 11, 12, 13, 14, 15
 local I_COLUMNS, I_ROWS, I_CONFLICT, I_ACTION, I_SET, I_RETURNING, I_CTES = 3, 4, 5, 6, 7, 8, 9
 local U_SET, U_WHERE, U_RETURNING, U_CTES = 3, 4, 5, 6
+local DB = 0 -- the database's slot (see the top)
 local D_WHERE, D_RETURNING, D_CTES = 3, 4, 5
 sql.check_slots("select", { columns = S_COLUMNS, distinct = S_DISTINCT, joins = S_JOINS,
   where = S_WHERE, group = S_GROUP, having = S_HAVING, order = S_ORDER, limit = S_LIMIT,
@@ -278,36 +282,6 @@ local function returning(slot)
   end
 end
 
-local function dialect_of(q, dialect)
-  if dialect ~= nil then return dialect end
-  local db = q._db
-  return db and db.dialect or "sqlite"
-end
-
-local function to_sql(self, dialect)
-  local text, binds = render(self, dialect_of(self, dialect))
-  if not text then error(binds, 2) end
-  return text, binds
-end
-
-local function db_of(q, fname)
-  local db = q._db
-  if not db then error(fname .. ": the query is not attached to a database", 3) end
-  return db
-end
-
--- Renders for the query's database, raising on a renderer error (a programmer error).
-local function rendered(q, level)
-  local db = db_of(q, "run")
-  local text, binds = render(q, db.dialect)
-  if not text then error(binds, level + 1) end
-  return db, text, binds
-end
-
-for _, class in ipairs { Select, Insert, Update, Delete } do
-  class.to_sql = to_sql
-end
-
 -- --- select -------------------------------------------------------------------------------
 
 -- The table is made with room for every slot, so filling them later never resizes it.
@@ -315,8 +289,8 @@ function M.select(db, from)
   local model = from
   from = model_table(from)
   if from ~= nil and type(from) ~= "string" then check_table(from, "from") end
-  local q = tnew(S_WAIT, 1)
-  q[1], q[2], q._db = SELECT, from, db
+  local q = tnew(S_WAIT, 0)
+  q[DB], q[1], q[2] = db, SELECT, from
   if model ~= from then q._model = model end
   return setmetatable(q, Select)
 end
@@ -481,7 +455,7 @@ end
 local function clone(self)
   local c = {}
   for k, v in pairs(self) do
-    if type(v) == "table" and not getmetatable(v) and k ~= "_db" then
+    if type(v) == "table" and not getmetatable(v) and k ~= DB then
       local list = {}
       for i = 1, #v do list[i] = v[i] end
       v = list
@@ -492,231 +466,12 @@ local function clone(self)
 end
 Select.clone, Insert.clone, Update.clone, Delete.clone = clone, clone, clone, clone
 
--- --- preload ------------------------------------------------------------------------------
---
--- q:preload("author", "tags") on a query from a generated model (db:from(models.Post)) loads
--- those relations of the rows all()/first() return with one query per relation (per
--- PRELOAD_CHUNK keys), never one per row, and sets row[name]: the row (belongs_to, has_one; nil
--- when there is none) or a list, [] when empty (has_many, many_to_many). Relations are the
--- model's (zever.model: kind, table, foreign_key, references, join_table, join_key, target_key,
--- target_references).
-
-local PRELOAD_CHUNK = 500
-local OWNER = "zever_preload_owner"
-
--- A map key for a value: int64 cdata are compared by value, not identity.
-local function key_of(v)
-  if type(v) == "cdata" then return tostring(v) end
-  return v
-end
-
--- The distinct non-NULL values of column col in rows, in first-seen order.
-local function distinct(rows, col)
-  local out, seen = {}, {}
-  for i = 1, #rows do
-    local v = rows[i][col]
-    if v ~= nil then
-      local k = key_of(v)
-      if not seen[k] then
-        seen[k] = true
-        out[#out + 1] = v
-      end
-    end
-  end
-  return out
-end
-
--- Runs make(chunk) for each PRELOAD_CHUNK keys and gathers the rows.
-local function chunked(keys, make)
-  local all = {}
-  for i = 1, #keys, PRELOAD_CHUNK do
-    local chunk = {}
-    for k = i, math.min(i + PRELOAD_CHUNK - 1, #keys) do chunk[#chunk + 1] = keys[k] end
-    local rows = make(chunk):all()
-    for _, r in ipairs(rows) do all[#all + 1] = r end
-  end
-  return all
-end
-
-local function preload_one(db, rows, name, rel)
-  local kind = rel.kind
-  if kind == "belongs_to" then
-    local keys = distinct(rows, rel.foreign_key)
-    local found = chunked(keys, function(chunk)
-      return M.select(db, rel.table):where_in(rel.references, chunk)
-    end)
-    local by = {}
-    for _, r in ipairs(found) do by[key_of(r[rel.references])] = r end
-    for _, row in ipairs(rows) do
-      local v = row[rel.foreign_key]
-      row[name] = v ~= nil and by[key_of(v)] or nil
-    end
-  elseif kind == "has_many" or kind == "has_one" then
-    local keys = distinct(rows, rel.references)
-    local found = chunked(keys, function(chunk)
-      return M.select(db, rel.table):where_in(rel.foreign_key, chunk):order_by(rel.foreign_key)
-    end)
-    local by = {}
-    for _, r in ipairs(found) do
-      local k = key_of(r[rel.foreign_key])
-      if kind == "has_one" then
-        if by[k] == nil then by[k] = r end
-      else
-        local list = by[k]
-        if not list then
-          list = setmetatable({}, array_mt)
-          by[k] = list
-        end
-        list[#list + 1] = r
-      end
-    end
-    for _, row in ipairs(rows) do
-      local v = row[rel.references]
-      local got = v ~= nil and by[key_of(v)] or nil
-      if kind == "has_many" and got == nil then got = setmetatable({}, array_mt) end
-      row[name] = got
-    end
-  elseif kind == "many_to_many" then
-    local keys = distinct(rows, rel.references)
-    local jt, t = rel.join_table, rel.table
-    local found = chunked(keys, function(chunk)
-      return M.select(db, t):select(t .. ".*", jt .. "." .. rel.join_key .. " AS " .. OWNER)
-        :join(jt, jt .. "." .. rel.target_key, "=", t .. "." .. rel.target_references)
-        :where_in(jt .. "." .. rel.join_key, chunk):order_by(jt .. "." .. rel.join_key)
-    end)
-    local by = {}
-    for _, r in ipairs(found) do
-      local k = key_of(r[OWNER])
-      r[OWNER] = nil
-      local list = by[k]
-      if not list then
-        list = setmetatable({}, array_mt)
-        by[k] = list
-      end
-      list[#list + 1] = r
-    end
-    for _, row in ipairs(rows) do
-      local v = row[rel.references]
-      row[name] = v ~= nil and by[key_of(v)] or setmetatable({}, array_mt)
-    end
-  else
-    error("preload: relation " .. name .. " has an unknown kind " .. tostring(kind), 4)
-  end
-end
-
-local function run_preloads(q, db, rows)
-  local model = q._model
-  for _, name in ipairs(q._preload) do
-    preload_one(db, rows, name, model.relations[name])
-  end
-  return rows
-end
-
-function Select:preload(...)
-  local model = self._model
-  if type(model) ~= "table" or type(rawget(model, "relations")) ~= "table" then
-    error("preload: the query must start from a model (db:from(models.Post))", 2)
-  end
-  local list = self._preload or {}
-  for i = 1, select("#", ...) do
-    local name = select(i, ...)
-    if type(name) ~= "string" then error("preload: relation names are strings", 2) end
-    local rel = model.relations[name]
-    if type(rel) ~= "table" then
-      local known = {}
-      for k in pairs(model.relations) do known[#known + 1] = k end
-      sort(known)
-      error("preload: " .. tostring(model.name or model.table) .. " has no relation '" .. name
-        .. "' (relations: " .. (#known > 0 and table.concat(known, ", ") or "none") .. ")", 2)
-    end
-    list[#list + 1] = name
-  end
-  self._preload = list
-  return self
-end
-
-function Select:all()
-  local db, text, binds = rendered(self, 2)
-  if self._preload then return run_preloads(self, db, db:_query(text, binds)) end
-  return db:_query(text, binds)
-end
-
-function Select:first()
-  local db = db_of(self, "first")
-  local saved = self[S_LIMIT]
-  self[S_LIMIT] = 1
-  local text, binds = render(self, db.dialect)
-  self[S_LIMIT] = saved
-  if not text then error(binds, 2) end
-  if self._preload then
-    local row = db:_first(text, binds)
-    if row ~= nil then run_preloads(self, db, { row }) end
-    return row
-  end
-  return db:_first(text, binds)
-end
-
--- The query rendered once, run many times with the values of its db.param() placeholders:
--- p:first(...), p:all(...) (zever.db.prepared).
-function Select:prepare()
-  local db = db_of(self, "prepare")
-  if self._preload then error("prepare: a query with preload cannot be prepared", 2) end
-  local text, binds = render(self, db.dialect)
-  if not text then error(binds, 2) end
-  local saved = self[S_LIMIT]
-  self[S_LIMIT] = 1
-  local ftext, fbinds = render(self, db.dialect)
-  self[S_LIMIT] = saved
-  if not ftext then error(fbinds, 2) end
-  return prepared.new(db, "select", text, binds, ftext, fbinds)
-end
-
-function Select:each(fn)
-  if type(fn) ~= "function" then error("each: expects a function", 2) end
-  if self._preload then error("each: preload works with all() and first(), not each()", 2) end
-  local db, text, binds = rendered(self, 2)
-  return db:_each(text, binds, fn)
-end
-
-local COUNT = expr.fn.count():as("count")
-
-function Select:count()
-  local db = db_of(self, "count")
-  local simple = not (self[S_DISTINCT] or self[S_GROUP] or self[S_LIMIT] or self[S_OFFSET]
-    or self[S_SETOPS])
-  local q
-  if simple then
-    q = setmetatable({}, Select)
-    for k, v in pairs(self) do q[k] = v end
-    q[S_COLUMNS], q[S_ORDER] = { COUNT }, nil
-  else
-    q = setmetatable({ OP.SELECT, self:as("zever_count"), { COUNT } }, Select)
-  end
-  local text, binds = render(q, db.dialect)
-  if not text then error(binds, 2) end
-  local row, err = db:_first(text, binds)
-  if not row then return nil, err end
-  return row.count
-end
-
-local EXISTS_ALIAS = "exists"
-
-function Select:exists()
-  local db = db_of(self, "exists")
-  local q = { OP.SELECT, nil, { expr.exists(self):as(EXISTS_ALIAS) } }
-  local text, binds = render(q, db.dialect)
-  if not text then error(binds, 2) end
-  local row, err = db:_first(text, binds)
-  if not row then return nil, err end
-  return row[EXISTS_ALIAS] == 1 or row[EXISTS_ALIAS] == true
-end
-
 -- --- insert -------------------------------------------------------------------------------
 
 function M.insert(db, t)
   t = model_table(t)
   check_table(t, "insert_into")
-  return setmetatable({ OP.INSERT, t, _db = db }, Insert)
+  return setmetatable({ [DB] = db, OP.INSERT, t }, Insert)
 end
 
 -- values{...} (one row) or values{ {...}, {...} } (one multi-row INSERT). Every row must name
@@ -797,19 +552,12 @@ Insert.returning = returning(I_RETURNING)
 Insert.with = with(I_CTES, false, "with")
 Insert.with_recursive = with(I_CTES, true, "with_recursive")
 
--- Runs the insert: {changes=, last_insert_id=}, or the rows when returning() was used.
-function Insert:exec()
-  local db, text, binds = rendered(self, 2)
-  if self[I_RETURNING] then return db:_query(text, binds) end
-  return db:_exec(text, binds)
-end
-
 -- --- update -------------------------------------------------------------------------------
 
 function M.update(db, t)
   t = model_table(t)
   check_table(t, "update")
-  return setmetatable({ OP.UPDATE, t, _db = db }, Update)
+  return setmetatable({ [DB] = db, OP.UPDATE, t }, Update)
 end
 
 -- set{ col = value, ... } (sorted by column) or set(col, value).
@@ -829,40 +577,17 @@ Update.returning = returning(U_RETURNING)
 Update.with = with(U_CTES, false, "with")
 Update.with_recursive = with(U_CTES, true, "with_recursive")
 
--- Runs the update: the number of changed rows, or the rows when returning() was used.
-function Update:exec()
-  local db, text, binds = rendered(self, 2)
-  if self[U_RETURNING] then return db:_query(text, binds) end
-  return db:_changes(text, binds)
-end
-
--- The update rendered once, run many times with the values of its db.param() placeholders:
--- p:exec(...) -> the number of changed rows (zever.db.prepared).
-function Update:prepare()
-  local db = db_of(self, "prepare")
-  if self[U_RETURNING] then error("prepare: an update with returning cannot be prepared", 2) end
-  local _, text, binds = rendered(self, 2)
-  return prepared.new(db, "update", text, binds)
-end
-
 -- --- delete -------------------------------------------------------------------------------
 
 function M.delete(db, t)
   t = model_table(t)
   check_table(t, "delete_from")
-  return setmetatable({ OP.DELETE, t, _db = db }, Delete)
+  return setmetatable({ [DB] = db, OP.DELETE, t }, Delete)
 end
 
 Delete.returning = returning(D_RETURNING)
 Delete.with = with(D_CTES, false, "with")
 Delete.with_recursive = with(D_CTES, true, "with_recursive")
-
-function Delete:exec()
-  local db, text, binds = rendered(self, 2)
-  if self[D_RETURNING] then return db:_query(text, binds) end
-  return db:_changes(text, binds)
-end
-
 
 -- --- tenant scoping (zever.tenant) -----------------------------------------------------------
 -- q:for_tenant(tenant[, column]): select, update and delete only the tenant's rows (WHERE
@@ -897,5 +622,7 @@ function Insert:for_tenant(t, column)
   if not at then cols[#cols + 1] = col end
   return self
 end
+
+require("zever.db.query_run").install(M)
 
 return M

@@ -29,6 +29,7 @@ local OP, NULL = sql.op, sql.null
 local c_render = sql.render
 local type, getmetatable, rawequal = type, getmetatable, rawequal
 local tnew = require "table.new"
+local clear = require "table.clear"
 
 local SELECT = OP.SELECT
 -- The select's slots (lx_sql.h's ZV_SQL_SELECT_SLOTS, exported as sql.SLOT.select): literals, so
@@ -292,9 +293,9 @@ local function fill(leaf, q, dialect, binds, nb)
   return text, cbinds
 end
 
--- render(q, dialect) -> sql, binds | nil, message: the contract of zever.sql's render (which
--- also raises for an unknown dialect).
-function M.render(q, dialect)
+-- The walk into binds: sql, binds, nb when the trie had the text (binds filled by the walk),
+-- else what C's render returns (sql and a list of its own, or nil, message).
+local function render_into(q, dialect, binds)
   local root = roots[dialect]
   local op = q[1]
   if root == nil or (op ~= SELECT and op ~= UPDATE) then return c_render(q, dialect) end
@@ -302,7 +303,6 @@ function M.render(q, dialect)
     reset()
     root = roots[dialect]
   end
-  local binds = tnew(8, 0)
   local leaf, nb
   if op == SELECT then
     leaf, nb = walk(q, root, binds)
@@ -311,9 +311,49 @@ function M.render(q, dialect)
   end
   if not leaf then return c_render(q, dialect) end
   local text = leaf[LEAF]
-  if text then return text, binds end
+  if text then return text, binds, nb end
   if text == false then return c_render(q, dialect) end
   return fill(leaf, q, dialect, binds, nb)
+end
+
+-- render(q, dialect) -> sql, binds | nil, message: the contract of zever.sql's render (which
+-- also raises for an unknown dialect).
+function M.render(q, dialect)
+  local text, binds = render_into(q, dialect, tnew(8, 0))
+  return text, binds
+end
+
+-- One list the walk fills instead of a new one, for the terminals that hand the binds straight
+-- to the adapter (Select:first and all): a render then allocates nothing. It is taken from
+-- render_shared to release; a render that finds it taken (the adapter re-entered, or waiting
+-- for a pool's connection while another coroutine renders; or a caller that raised before
+-- releasing it) uses a list of its own, as render does.
+local shared, shared_taken = tnew(8, 0), false
+
+-- render_shared(q, dialect) -> sql, binds, nb, shared | nil, message: as render, plus the
+-- number of binds and whether binds is the shared list, to be given back with release(nb)
+-- once the adapter has run (before anything that can raise).
+function M.render_shared(q, dialect)
+  if shared_taken then
+    local text, binds = render_into(q, dialect, tnew(8, 0))
+    if not text then return nil, binds end
+    return text, binds, #binds, false
+  end
+  shared_taken = true
+  local text, binds, nb = render_into(q, dialect, shared)
+  if binds == shared then return text, binds, nb, true end
+  -- C rendered it (or failed): its own list; the walk may have written into the shared one.
+  clear(shared)
+  shared_taken = false
+  if not text then return nil, binds end
+  return text, binds, #binds, false
+end
+
+-- Gives the shared list back, emptied (it must not keep values alive).
+function M.release(nb)
+  local s = shared
+  for i = 1, nb do s[i] = nil end
+  shared_taken = false
 end
 
 -- The number of trie nodes (for specs and benchmarks) and a way to empty the trie.
