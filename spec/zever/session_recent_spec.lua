@@ -61,6 +61,18 @@ describe("zever.session recent records", function()
     assert.equal(3, b:load(token).data.count)
   end)
 
+  it("decodes a stored record of the remembered length whose bytes differ", function()
+    local _, token = saved(a, { role = "user" })
+    local rec = raw:get(token)
+    assert.equal("user", a:load(token).data.role)  -- a remembers role = "user"
+    local forged = rec:gsub('"user"', '"root"')
+    assert.equal(#rec, #forged)
+    assert(raw:set(token, forged, 600))
+    assert.equal("root", a:load(token).data.role)   -- the store's bytes, not the remembered
+    assert(raw:set(token, 12345, 600))               -- not a string at all
+    assert.is_nil(a:load(token))
+  end)
+
   it("finds nothing once the store lost the record, whatever it remembers", function()
     local _, token = saved(a, { k = "v" })
     assert.is_not_nil(a:load(token))
