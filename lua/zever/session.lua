@@ -47,7 +47,6 @@ local battery = require "zever.battery"
 local errors = require "zever.errors"
 local json = require "zever.json"
 local crypto = require "zever.crypto"
-local sys = require "zever.sys"
 
 local ffi = require "ffi"
 local buffer = require "string.buffer"
@@ -58,7 +57,9 @@ local type, error, pcall, tostring, min, ceil, floor, next, getmetatable = type,
 local encode, decode, null = json.encode, json.decode, json.null
 
 require "zever.cdef.json"
+require "zever.cdef.sys"
 local clean_len = ffi.C.zv_json_clean_len
+local wall = ffi.C.zv_sys_wall -- sys.wall through the FFI (a C API call stops a trace)
 
 local M = {}
 
@@ -69,7 +70,7 @@ local CLOSED = Sessions.CLOSED
 local function now(self)
   local c = self.clock
   if c then return c() end
-  return sys.wall()
+  return wall()
 end
 
 local function new_id()

@@ -73,6 +73,17 @@ describe("zever.session recent records", function()
     assert.is_nil(a:load(token))
   end)
 
+  it("finds nothing for a forged token, however close to a remembered one", function()
+    local _, token = saved(a, { user_id = 1 })
+    assert.equal(1, a:load(token).data.user_id)     -- remembered
+    local last = token:sub(-1)
+    local forged = token:sub(1, -2) .. (last == "A" and "B" or "A")
+    assert.is_nil(a:load(forged))
+    assert.is_nil(a:load(token .. "x"))
+    assert.is_nil(a:load(token:sub(1, -2)))
+    assert.equal(1, a:load(token).data.user_id)
+  end)
+
   it("finds nothing once the store lost the record, whatever it remembers", function()
     local _, token = saved(a, { k = "v" })
     assert.is_not_nil(a:load(token))
