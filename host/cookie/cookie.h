@@ -15,6 +15,8 @@
 
 #include <stddef.h>
 
+#include "cookie_ffi.h"
+
 /* One pair: spans into the header (no copy); the value without its surrounding DQUOTEs. */
 typedef struct {
   const char *name;
@@ -30,13 +32,11 @@ typedef struct {
 int zv_cookie_next(const char *s, size_t len, size_t *pos, zv_cookie_pair_t *out);
 
 /*
- * The value of the first valid pair of s[0..len) named name[0..nlen) (the one zv_cookie_next
- * would give first): sets *vpos and *vlen to its span in s (without surrounding DQUOTEs) and
- * returns 1; returns 0 when there is none (always, for a name that is not a token). Never
- * allocates.
+ * zv_cookie_find (declared in cookie_ffi.h, which the FFI reads too): the value of the first valid
+ * pair of s[0..len) named name[0..nlen), the one zv_cookie_next would give first: sets *vpos and
+ * *vlen to its span in s (without surrounding DQUOTEs) and returns 1; returns 0 when there is
+ * none (always, for a name that is not a token). Never allocates.
  */
-int zv_cookie_find(const char *s, size_t len, const char *name, size_t nlen, size_t *vpos,
-                   size_t *vlen);
 
 /* 1 when s[0..len) is a non-empty RFC 7230 token (the shape of a cookie name), else 0. */
 int zv_cookie_is_token(const char *s, size_t len);

@@ -5,7 +5,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "sys.h"
-#include "sys_ffi.h" /* compiled here so that C checks the FFI declaration against sys.h */
 
 #include <stdio.h>
 #include <stdlib.h>
