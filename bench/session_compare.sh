@@ -8,6 +8,7 @@
 #
 #   sh bench/session_compare.sh [BASE]
 #   CALLGRIND=1 sh bench/session_compare.sh   # also the instructions a request (rw, read, none)
+#   CASE=SessionReadWriteChain sh bench/session_compare.sh   # next as zever.app passes it
 set -e
 BASE=${1:-16a63d2}
 ROUNDS=${ROUNDS:-5}
@@ -19,9 +20,13 @@ git archive "$BASE" lua cmd dsl bench | tar -x -C "$tmp/base"
 (cd "$tmp/base" && ZEVER_HOME="$tmp/base" "$BIN" run lua/zever/cli/bytecode.lua \
   $(find lua cmd dsl -name '*.lua'))
 
+# CASE=SessionReadWriteChain: next as zever.app passes it (see bench/session_lua_bench.lua);
+# both trees run this checkout's bench file.
+CASE=${CASE:-SessionReadWrite}
+BENCH=$(pwd)/bench/session_lua_bench.lua
 cpu() { # cpu HOME -> ns/op
-  (cd "$1" && ZEVER_HOME="$1" "$BIN" run bench/session_lua_bench.lua SessionReadWrite) |
-    sed -n 's/^CPU SessionReadWrite \([0-9]*\) ns.*/\1/p'
+  (cd "$1" && ZEVER_HOME="$1" "$BIN" run "$BENCH" "$CASE") |
+    sed -n "s/^CPU $CASE \([0-9]*\) ns.*/\1/p"
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
@@ -31,7 +36,7 @@ i=1
 while [ "$i" -le "$ROUNDS" ]; do
   o=$(cpu "$tmp/base")
   n=$(cpu "$(pwd)")
-  echo "round $i: SessionReadWrite CPU base $o ns/op, new $n ns/op"
+  echo "round $i: $CASE CPU base $o ns/op, new $n ns/op"
   echo "$o" >>"$tmp/old"
   echo "$n" >>"$tmp/new"
   i=$((i + 1))

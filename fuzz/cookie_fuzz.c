@@ -3,7 +3,8 @@
  *
  * Whatever the input, parsing must not crash, loop or read past it, and every pair it returns
  * must hold what cookie.h promises: spans inside the input and in order, a token name, a value
- * without CTL or DQUOTE, and a name that, written back as "name=value", parses to itself.
+ * without CTL or DQUOTE, and a name that, written back as "name=value", parses to itself;
+ * zv_cookie_find agrees with the first pair of each name zv_cookie_next gives.
  * Run: make fuzz FUZZ_TIME=20 (seeds in fuzz/corpus/cookie_fuzz/).
  */
 #include <stdint.h>
@@ -46,8 +47,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check(q.value_len == p.value_len && memcmp(q.value, p.value, p.value_len) == 0);
       }
     }
+    /* zv_cookie_find, asked for this name, gives this pair unless an earlier pair has it. */
+    {
+      size_t vpos, vlen, fp = 0;
+      zv_cookie_pair_t f;
+      while (zv_cookie_next(s, size, &fp, &f) &&
+             !(f.name_len == p.name_len && memcmp(f.name, p.name, p.name_len) == 0)) {}
+      check(zv_cookie_find(s, size, p.name, p.name_len, &vpos, &vlen) == 1);
+      check(s + vpos == f.value && vlen == f.value_len);
+    }
     last = pos;
     n++;
+  }
+  /* A name no pair has is not found: the input's first bytes as a name, when no pair has it. */
+  if (size > 0) {
+    size_t nl = size < 8 ? size : 8, vpos, vlen, fp = 0, hit = 0;
+    zv_cookie_pair_t f;
+    while (zv_cookie_next(s, size, &fp, &f))
+      if (f.name_len == nl && memcmp(f.name, s, nl) == 0) hit = 1;
+    check(zv_cookie_find(s, size, s, nl, &vpos, &vlen) == (int)hit);
   }
   check(pos == size);
   check(n <= size / 2 + 1);

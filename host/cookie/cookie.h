@@ -15,6 +15,8 @@
 
 #include <stddef.h>
 
+#include "cookie_ffi.h"
+
 /* One pair: spans into the header (no copy); the value without its surrounding DQUOTEs. */
 typedef struct {
   const char *name;
@@ -28,6 +30,13 @@ typedef struct {
  * returns 1; returns 0 at the end (with *pos == len). Start with *pos = 0. Never allocates.
  */
 int zv_cookie_next(const char *s, size_t len, size_t *pos, zv_cookie_pair_t *out);
+
+/*
+ * zv_cookie_find (declared in cookie_ffi.h, which the FFI reads too): the value of the first valid
+ * pair of s[0..len) named name[0..nlen), the one zv_cookie_next would give first: sets *vpos and
+ * *vlen to its span in s (without surrounding DQUOTEs) and returns 1; returns 0 when there is
+ * none (always, for a name that is not a token). Never allocates.
+ */
 
 /* 1 when s[0..len) is a non-empty RFC 7230 token (the shape of a cookie name), else 0. */
 int zv_cookie_is_token(const char *s, size_t len);

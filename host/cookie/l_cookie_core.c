@@ -5,7 +5,8 @@
  *   core.parse(header[, max])   -> { name = value, ... }  the first of a repeated name wins
  *                                  (RFC 6265 sends the most specific path first); at most max
  *                                  pairs are kept (default 256), the rest ignored
- *   core.get(header, name)      -> value | nil            (no table built)
+ *   core.get(header, name)      -> value | nil            (no table built; zever.cookie calls
+                                                         zv_cookie_find through the FFI instead)
  *   core.is_token(s)            -> boolean                a valid cookie name
  *   core.is_value(s)            -> boolean                a valid Set-Cookie value
  *
@@ -42,17 +43,13 @@ static int l_parse(lua_State *L) {
 }
 
 static int l_get(lua_State *L) {
-  size_t len, nlen, pos = 0;
+  size_t len, nlen, vpos, vlen;
   const char *s = luaL_checklstring(L, 1, &len);
   const char *name = luaL_checklstring(L, 2, &nlen);
-  zv_cookie_pair_t p;
-  while (zv_cookie_next(s, len, &pos, &p)) {
-    if (p.name_len == nlen && memcmp(p.name, name, nlen) == 0) {
-      lua_pushlstring(L, p.value, p.value_len);
-      return 1;
-    }
-  }
-  lua_pushnil(L);
+  if (zv_cookie_find(s, len, name, nlen, &vpos, &vlen))
+    lua_pushlstring(L, s + vpos, vlen);
+  else
+    lua_pushnil(L);
   return 1;
 }
 

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sys_ffi.h"
+
 #define ZV_VERSION "0.1.0"
 
 /*
@@ -23,7 +25,7 @@ int zv_sys_exe(char *buf, size_t cap);
 /* Nanoseconds of CLOCK_MONOTONIC. */
 uint64_t zv_sys_now_ns(void);
 
-/* Seconds of CLOCK_REALTIME (since the Unix epoch), with sub-microsecond resolution. */
-double zv_sys_wall(void);
+/* Seconds of CLOCK_REALTIME (since the Unix epoch), with sub-microsecond resolution:
+ * zv_sys_wall, declared in sys_ffi.h (the FFI calls it too). */
 
 #endif

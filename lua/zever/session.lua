@@ -38,25 +38,28 @@
 --
 -- Adapter contract (adapters.session.<name>): get(id) -> blob | nil, set(id, blob, ttl),
 -- delete(id), close() (the cache adapters' own shape: the server-side adapters are cache
--- adapters under their own name), or, for the cookie adapter, cookie = true with seal(name,
--- blob) -> token | nil, err and open(name, token) -> blob | nil.
+-- adapters under their own name), optionally get_unless(id, known) -> true when the stored
+-- blob is byte for byte known, else what get gives (the memory adapter's), or, for the cookie
+-- adapter, cookie = true with seal(name, blob) -> token | nil, err and open(name, token) -> blob
+-- | nil.
 
 local battery = require "zever.battery"
 local errors = require "zever.errors"
 local json = require "zever.json"
 local crypto = require "zever.crypto"
-local sys = require "zever.sys"
 
 local ffi = require "ffi"
 local buffer = require "string.buffer"
 local new_tab = require "table.new"
 
-local type, error, pcall, tostring, min, ceil, floor, format, next, getmetatable = type, error,
-  pcall, tostring, math.min, math.ceil, math.floor, string.format, next, getmetatable
+local type, error, pcall, tostring, min, ceil, floor, next, getmetatable = type, error,
+  pcall, tostring, math.min, math.ceil, math.floor, next, getmetatable
 local encode, decode, null = json.encode, json.decode, json.null
 
 require "zever.cdef.json"
+require "zever.cdef.sys"
 local clean_len = ffi.C.zv_json_clean_len
+local wall = ffi.C.zv_sys_wall -- sys.wall through the FFI (a C API call stops a trace)
 
 local M = {}
 
@@ -67,7 +70,7 @@ local CLOSED = Sessions.CLOSED
 local function now(self)
   local c = self.clock
   if c then return c() end
-  return sys.wall()
+  return wall()
 end
 
 local function new_id()
@@ -104,20 +107,37 @@ end
 
 local out = buffer.new(256)
 
--- The JSON of flat data, written here (the bytes the C writer writes for the same table, in
--- the same next() order), and its pairs { k1, v1, k2, v2, ..., n = 2 * pairs }; or nil when
+-- Appends the integer x (a time in milliseconds) as putf("%d", x) would. A 13-digit %d takes
+-- LuaJIT's 64-bit formatter (~280 instructions); seconds (an int32 until 2038) and the
+-- milliseconds (zero-padded to three digits by hand) take its int32 path. Anything else (below
+-- one second, negative, past 2038) goes to putf as before.
+local function put_ms(x)
+  if x >= 1000 and x < 2147483648000 then
+    local sec = floor(x / 1000)
+    local ms = x - sec * 1000
+    out:putf("%d", sec)
+    if ms < 100 then out:put(ms < 10 and "00" or "0") end
+    out:putf("%d", ms)
+  else
+    out:putf("%d", x)
+  end
+end
+
+-- Appends the JSON of flat data to out (the bytes the C writer writes for the same table, in the
+-- same next() order) and returns its pairs { k1, v1, k2, v2, ..., n = 2 * pairs }; or nil when
 -- data holds anything else (a table, a fraction, a big integer, a string to escape, a metatable):
--- the caller then uses json.encode and remembers nothing. A LuaJIT-compiled walk: the C writer
--- is a classic C API call, which stops the request's trace.
-local function flat(data)
+-- the caller then uses json.encode and remembers nothing (what was appended is left to reset).
+-- A LuaJIT-compiled walk: the C writer is a classic C API call, which stops the request's trace.
+-- Integers go through putf("%d") (the JIT writes an int32 directly; put(number) formats %.14g).
+local function put_flat(data)
   if getmetatable(data) ~= nil then return nil end
   local kv, n = new_tab(8, 4), 0
   local k, v = next(data)
   if k == nil then
     kv.n = 0
-    return "{}", kv
+    out:put("{}")
+    return kv
   end
-  out:reset()
   out:put("{")
   repeat
     if type(k) ~= "string" or not clean_key(k) then return nil end
@@ -128,7 +148,7 @@ local function flat(data)
       out:put('"', v, '"')
     elseif tv == "number" then
       if v % 1 ~= 0 or v >= 1e14 or v <= -1e14 or (v == 0 and 1 / v < 0) then return nil end
-      out:put(v)
+      out:putf("%d", v)
     elseif tv == "boolean" then
       out:put(v and "true" or "false")
     elseif v == null then
@@ -142,14 +162,15 @@ local function flat(data)
   until k == nil
   out:put("}")
   kv.n = n
-  return out:tostring(), kv
+  return kv
 end
 
 -- The JSON of a session's data (raises what json.encode raises) and, when the data is flat, its
--- pairs for Sessions:save (see flat).
+-- pairs for Sessions:save (see put_flat).
 function M.encode_data(data)
-  local s, kv = flat(data)
-  if s then return s, kv end
+  out:reset()
+  local kv = put_flat(data)
+  if kv then return out:tostring(), kv end
   return encode(data)
 end
 
@@ -218,17 +239,25 @@ function Sessions:load(token, t)
   battery.string(token, "session:load", "token")
   if self.closed then return nil, CLOSED end
   local impl = self.impl
-  local blob
+  local blob, e
   if impl.cookie then
     blob = impl:open(self.cookie.name, token)
   elseif plausible_id(token) then
-    local v, err = impl:get(token)
+    -- An adapter with get_unless compares the store's bytes with the remembered record's
+    -- without making a string of them (true: the same bytes).
+    e = recall(self, token)
+    local v, err
+    if e and impl.get_unless then
+      v, err = impl:get_unless(token, e.blob)
+      if v == true then v = e.blob end
+    else
+      v, err = impl:get(token)
+    end
     if v == nil and err then return nil, errors.adopt("session", err) end
     blob = v
   end
   if type(blob) ~= "string" then return nil end
   local id = (not impl.cookie) and token or nil
-  local e = id and recall(self, id)
   local cms, sms, data
   if e and e.blob == blob then
     cms, sms = e.c, e.s
@@ -279,22 +308,42 @@ function Sessions:save(s, data_json, t, kv)
   t = t or now(self)
   local ttl = min(self.idle_timeout, s.created + self.absolute_timeout - t)
   if ttl <= 0 then return nil, Sessions.error("expired", "the session has expired") end
+  -- The record is written by hand around the data's JSON: two integers (milliseconds) need no
+  -- encoder, and read back faster than fractions. Flat data is written straight after them into
+  -- the one buffer (one string a save).
+  local cms, sms = floor(s.created * 1000), floor(t * 1000)
+  local blob
+  out:reset()
+  out:put('{"c":')
+  put_ms(cms)
+  out:put(',"s":')
+  put_ms(sms)
+  out:put(',"d":')
   if data_json == nil then
-    data_json, kv = flat(s.data)
-    if data_json == nil then
+    kv = put_flat(s.data)
+    if kv then
+      out:put("}")
+      blob = out:tostring()
+    else
       local ok, v = pcall(encode, s.data)
       if not ok then
         return nil, Sessions.error("invalid", "the session data is not JSON-encodable: " ..
           tostring(v))
       end
       data_json = v
+      out:reset()   -- put_flat left part of the data behind
+      out:put('{"c":')
+      put_ms(cms)
+      out:put(',"s":')
+      put_ms(sms)
+      out:put(',"d":')
     end
   end
+  if blob == nil then
+    out:put(data_json, "}")
+    blob = out:tostring()
+  end
   s.seen = t
-  -- The record is written by hand around the data's JSON: two integers (milliseconds) need no
-  -- encoder, and read back faster than fractions.
-  local cms, sms = floor(s.created * 1000), floor(t * 1000)
-  local blob = format('{"c":%d,"s":%d,"d":%s}', cms, sms, data_json)
   local impl = self.impl
   if impl.cookie then return impl:seal(self.cookie.name, blob) end
   local id = s.id

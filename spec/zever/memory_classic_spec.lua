@@ -26,6 +26,27 @@ describe("memory adapters on the classic binding", function()
     classic:close()
   end)
 
+  for _, classic in ipairs{ false, true } do
+    it("get_unless answers true for the known bytes and the value otherwise" ..
+       (classic and " (classic)" or " (FFI)"), function()
+      local c = mcache.new{ name = unique("unless"), classic = classic }
+      assert.is_nil(c:get_unless("k", "abc"))                      -- absent
+      assert(c:set("k", "abc", 60))
+      assert.is_true(c:get_unless("k", "abc"))
+      assert(c:set("k", "abd", 60))                                -- same length, other bytes
+      assert.equal("abd", c:get_unless("k", "abc"))
+      assert(c:set("k", "abd-longer", 60))
+      assert.equal("abd-longer", c:get_unless("k", "abc"))
+      local big = ("x"):rep(5000)                                  -- longer than the buffer
+      assert(c:set("k", big, 60))
+      assert.equal(big, c:get_unless("k", "abc"))
+      assert.is_true(c:get_unless("k", big))
+      assert(c:set("k", 7, 60))
+      assert.equal(7, c:get_unless("k", "7"))                      -- a number stays a number
+      c:close()
+    end)
+  end
+
   require("spec.conformance.cache")("memory (classic)", function(opts)
     return cache.wrap(mcache.new{ name = unique("cache"), max_bytes = 1024 * 1024,
       clock = opts.clock, classic = true })

@@ -61,6 +61,43 @@ describe("zever.session recent records", function()
     assert.equal(3, b:load(token).data.count)
   end)
 
+  it("decodes a stored record of the remembered length whose bytes differ", function()
+    local _, token = saved(a, { role = "user" })
+    local rec = raw:get(token)
+    assert.equal("user", a:load(token).data.role)  -- a remembers role = "user"
+    local forged = rec:gsub('"user"', '"root"')
+    assert.equal(#rec, #forged)
+    assert(raw:set(token, forged, 600))
+    assert.equal("root", a:load(token).data.role)   -- the store's bytes, not the remembered
+    assert(raw:set(token, 12345, 600))               -- not a string at all
+    assert.is_nil(a:load(token))
+  end)
+
+  it("writes the record's times as %d of their milliseconds, at any time", function()
+    -- A save writes seconds and three digits of milliseconds apart: the edges of that split.
+    for _, at in ipairs{ 0, 0.0005, 0.001, 0.999, 1, 1.0009, 1.05, 59.9999, 1700000000.123,
+                         1700000000.0009, 2147483647.999, 2147483648, 2147483648.5, 4e9 + 0.25 } do
+      t = at
+      local s = assert(a:create())
+      s.data.k = 1
+      local token = assert(a:save(s))
+      local ms = math.floor(at * 1000)
+      assert.equal(('{"c":%d,"s":%d,"d":{"k":1}}'):format(ms, ms), raw:get(token))
+      assert.equal(ms / 1000, assert(a:load(token)).seen)
+    end
+  end)
+
+  it("finds nothing for a forged token, however close to a remembered one", function()
+    local _, token = saved(a, { user_id = 1 })
+    assert.equal(1, a:load(token).data.user_id)     -- remembered
+    local last = token:sub(-1)
+    local forged = token:sub(1, -2) .. (last == "A" and "B" or "A")
+    assert.is_nil(a:load(forged))
+    assert.is_nil(a:load(token .. "x"))
+    assert.is_nil(a:load(token:sub(1, -2)))
+    assert.equal(1, a:load(token).data.user_id)
+  end)
+
   it("finds nothing once the store lost the record, whatever it remembers", function()
     local _, token = saved(a, { k = "v" })
     assert.is_not_nil(a:load(token))

@@ -4,6 +4,8 @@
 --   local impl = memory.new{ name = "default", max_bytes = 64 MiB, clock = nil }
 --   impl:get(k) / set(k, v, ttl, add) / delete(k) / incr(k, n, ttl) / exists(k) / close()
 --                              (valid arguments: zever.cache checks them)
+--   impl:get_unless(k, known) -> true when k holds the string known, else what get(k) returns
+--                              (zever.session: a remembered record costs no new string)
 --   impl:sweep([max_steps]) -> removed, more    expired entries, bounded work
 --   impl:stats()            -> { entries, bytes, max_bytes, evictions, expired }
 --   impl:clear()
@@ -28,6 +30,7 @@ local ffi_string = ffi.string
 local M = {}
 
 require "zever.cdef.cache"
+require "zever.cdef.libc"
 
 local C = ffi.C
 local has_ffi = pcall(function() return C.zv_cache_get and C.zv_cache_set end)
@@ -72,6 +75,20 @@ if has_ffi then
     return json.decode(ffi_string(self.buf, self.len[0]))
   end
 
+  local memcmp = C.memcmp
+
+  -- A string of the same bytes as known is compared in the buffer, never copied into Lua.
+  function Memory:get_unless(key, known)
+    local rc = c_get(self.ptr, key, #key, now_of(self), self.buf, self.cap, self.len, self.kind)
+    if rc == 0 and self.kind[0] == STRING then
+      local len = self.len[0]
+      if len == #known and memcmp(self.buf, known, #known) == 0 then return true end
+      return ffi_string(self.buf, len)
+    end
+    if rc ~= 0 and rc ~= ERANGE then return nil end
+    return self:get(key) -- another kind, or a value longer than the buffer
+  end
+
   function Memory:set(key, value, ttl, add)
     local t, kind, vlen = type(value), STRING, nil
     if t == "number" then
@@ -98,6 +115,12 @@ function Classic:get(key)
   return decode(raw, kind)
 end
 
+function Classic:get_unless(key, known)
+  local v = self:get(key)
+  if v == known then return true end
+  return v
+end
+
 function Classic:set(key, value, ttl, add)
   local t, kind = type(value), STRING
   if t == "number" then
@@ -114,7 +137,9 @@ function Classic:set(key, value, ttl, add)
   return nil, NO_MEMORY
 end
 
-if not has_ffi then Memory.get, Memory.set = Classic.get, Classic.set end
+if not has_ffi then
+  Memory.get, Memory.get_unless, Memory.set = Classic.get, Classic.get_unless, Classic.set
+end
 
 function Memory:delete(key)
   return self.handle:delete(key, now_of(self))

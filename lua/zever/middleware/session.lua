@@ -28,7 +28,9 @@ local session_mod = require "zever.session"
 local type, error, setmetatable, rawget, pairs, next, tostring, min, floor = type, error,
   setmetatable, rawget, pairs, next, tostring, math.min, math.floor
 local encode_data = session_mod.encode_data
-local wall = require("zever.sys").wall
+-- sys.wall through the FFI: the classic binding's C call would stop the request's trace.
+require "zever.cdef.sys"
+local wall = require("ffi").C.zv_sys_wall
 
 -- A proxy keeps its request's session state under a key no data key can equal (a table), so
 -- that __index and __newindex still see every string and number key. (A weak side table would
