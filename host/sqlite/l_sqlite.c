@@ -16,6 +16,7 @@
  *                                  used by lua/adapters/db/sqlite.lua)
  *   sqlite.null                    -> NULL sentinel for binds (light userdata NULL)
  *   sqlite.blob(s)                 -> a value that binds as a BLOB (strings bind as TEXT)
+ *   sqlite.memory_used()           -> bytes SQLite counts as allocated (0: statistics are off)
  *   sqlite.version                 -> the library's version string
  *
  * Connections never treat "double-quoted" text as a string literal (SQLITE_DBCONFIG_DQS_*):
@@ -653,6 +654,12 @@ static int l_blob(lua_State *L) {
  * that SQLite has not chosen them), which is safe only while no connection exists: hence the
  * MEMSTATUS call succeeding first.
  */
+/* What SQLite's memory statistics count; 0 while they are off (configure_once). */
+static int l_memory_used(lua_State *L) {
+  lua_pushnumber(L, (lua_Number)sqlite3_memory_used());
+  return 1;
+}
+
 static pthread_once_t configured = PTHREAD_ONCE_INIT;
 static sqlite3_mutex_methods base_mutex;
 
@@ -693,7 +700,8 @@ int luaopen_zever_sqlite(lua_State *L) {
     {"exec", l_exec},       {"query", l_query},   {"first", l_first},   {"each", l_each},
     {"close", l_close},     {"is_open", l_is_open}, {"cached", l_cached},
     {"_ptr", l_ptr},        {"_error", l_error},  {NULL, NULL}};
-  static const luaL_Reg funcs[] = {{"open", l_open}, {"blob", l_blob}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {{"open", l_open}, {"blob", l_blob},
+                                   {"memory_used", l_memory_used}, {NULL, NULL}};
   pthread_once(&configured, configure_once);
   if (luaL_loadbuffer(L, int64_chunk, sizeof int64_chunk - 1, "=zever.sqlite") != 0)
     return lua_error(L);

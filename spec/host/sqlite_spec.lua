@@ -227,13 +227,12 @@ describe("zever.sqlite", function()
     -- configure_once turns SQLite's memory statistics off before it initializes (a mutex on
     -- every allocation, shared by the worker threads): the library then counts nothing.
     it("runs SQLite without memory statistics", function()
-      pcall(ffi.cdef, "int64_t sqlite3_memory_used(void);")
       local path = tmpdb()
       local f = assert(sqlite.open(path))
       assert(f:exec("CREATE TABLE m (id INTEGER PRIMARY KEY, v TEXT)"))
       for i = 1, 50 do assert(f:exec("INSERT INTO m (v) VALUES (?)", { ("x"):rep(i) })) end
       assert.are.equal(50, #assert(f:query("SELECT * FROM m")))
-      assert.is_true(ffi.C.sqlite3_memory_used() == 0)
+      assert.are.equal(0, sqlite.memory_used())
       f:close()
       cleanup(path)
     end)
