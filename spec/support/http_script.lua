@@ -18,6 +18,7 @@
 local process = require "spec.support.process"
 local http = require "zever.http"
 local loop = require "zever.loop"
+local json = require "zever.json"
 local run_until = require("zever.testing").run_until
 
 local q = process.quote
@@ -28,10 +29,7 @@ local M = {}
 
 -- Starts a background shell command writing to a fresh file; returns a reader that yields the
 -- file's content once it exists (nil before).
-function M.spawn(make_cmd)
-  local out = os.tmpname()
-  os.remove(out)
-  os.execute("(" .. make_cmd(out) .. ") >/dev/null 2>&1 &")
+local function reader(out)
   local content
   return function()
     if content then return content end
@@ -44,13 +42,42 @@ function M.spawn(make_cmd)
   end
 end
 
--- Starts the scripted client (see http_client.py for the steps) in the background.
+local function fresh_path()
+  local out = os.tmpname()
+  os.remove(out)
+  return out
+end
+
+function M.spawn(make_cmd)
+  local out = fresh_path()
+  os.execute("(" .. make_cmd(out) .. ") >/dev/null 2>&1 &")
+  return reader(out)
+end
+
+-- The fork server (spec/support/pyfork.py) of this process: a pipe to write jobs to, opened on
+-- first use. It lives until this process exits (its end of the FIFO sees EOF then).
+local forkserver
+
+local function fork_job(argv)
+  if not forkserver then
+    local fifo = fresh_path()
+    local made = os.execute("mkfifo -m 600 " .. q(fifo))
+    assert(made == 0 or made == true, "http_script: mkfifo failed")
+    os.execute(("python3 %s %s >/dev/null 2>&1 &"):format(q(here .. "/pyfork.py"), q(fifo)))
+    forkserver = assert(io.open(fifo, "w")) -- returns once the server opened its end
+    forkserver:setvbuf("no")
+  end
+  assert(forkserver:write(json.encode(argv), "\n"))
+end
+
+-- Starts the scripted client (see http_client.py for the steps) in the background, forked from
+-- the fork server: the same script and arguments as `python3 http_client.py PORT OUT STEPS...`.
 function M.client_bg(port, steps)
-  local args = {}
-  for i, s in ipairs(steps) do args[i] = q(s) end
-  return M.spawn(function(out)
-    return ("python3 %s %d %s %s"):format(q(CLIENT), port, q(out), table.concat(args, " "))
-  end)
+  local out = fresh_path()
+  local argv = { CLIENT, tostring(port), out }
+  for _, s in ipairs(steps) do argv[#argv + 1] = s end
+  fork_job(argv)
+  return reader(out)
 end
 
 -- Runs the scripted client while the loop serves; returns what it received.
