@@ -258,7 +258,7 @@ describe("the /_zever page in headless Chromium #chromium #serve", function()
     local ok = serve.wait_for(until_fn, 20)
     os.execute("kill -TERM " .. pid)
     local gone = serve.wait_for(function()
-      return os.execute("kill -0 " .. pid .. " 2>/dev/null") ~= 0
+      return not process.alive(pid)
     end, 15)
     if not gone then os.execute("kill -KILL " .. pid) end
     return ok ~= nil

@@ -23,7 +23,7 @@ local function spawn(cmdline, log)
   return pid
 end
 
-local function alive(pid) return os.execute("kill -0 " .. pid .. " 2>/dev/null") == 0 end
+local alive = process.alive
 
 describe("zever serve under systemd #systemd", function()
   local tmp, sink_pid, sock, notes

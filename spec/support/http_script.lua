@@ -18,7 +18,6 @@
 local process = require "spec.support.process"
 local http = require "zever.http"
 local loop = require "zever.loop"
-local json = require "zever.json"
 local run_until = require("zever.testing").run_until
 
 local q = process.quote
@@ -54,29 +53,13 @@ function M.spawn(make_cmd)
   return reader(out)
 end
 
--- The fork server (spec/support/pyfork.py) of this process: a pipe to write jobs to, opened on
--- first use. It lives until this process exits (its end of the FIFO sees EOF then).
-local forkserver
-
-local function fork_job(argv)
-  if not forkserver then
-    local fifo = fresh_path()
-    local made = os.execute("mkfifo -m 600 " .. q(fifo))
-    assert(made == 0 or made == true, "http_script: mkfifo failed")
-    os.execute(("python3 %s %s >/dev/null 2>&1 &"):format(q(here .. "/pyfork.py"), q(fifo)))
-    forkserver = assert(io.open(fifo, "w")) -- returns once the server opened its end
-    forkserver:setvbuf("no")
-  end
-  assert(forkserver:write(json.encode(argv), "\n"))
-end
-
 -- Starts the scripted client (see http_client.py for the steps) in the background, forked from
 -- the fork server: the same script and arguments as `python3 http_client.py PORT OUT STEPS...`.
 function M.client_bg(port, steps)
   local out = fresh_path()
   local argv = { CLIENT, tostring(port), out }
   for _, s in ipairs(steps) do argv[#argv + 1] = s end
-  fork_job(argv)
+  process.python_bg(argv)
   return reader(out)
 end
 
