@@ -54,20 +54,28 @@ end
 local forkserver
 local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec/support"
 
--- Runs `python3 argv[1] argv[2]...` in the background, stdin/stdout/stderr on /dev/null, forked
--- from one warm interpreter (spec/support/pyfork.py): a python3 start-up costs ~40 ms of CPU
--- and half a second of wall time on a loaded machine. The script reports through files.
-function M.python_bg(argv)
+-- Runs `python3 argv[1] argv[2]...` in the background, forked from one warm interpreter
+-- (spec/support/pyfork.py, under /usr/bin/python3 when there): a python3 start-up costs ~40 ms
+-- of CPU and up to a second of wall time on a loaded machine. stdin is /dev/null; stdout and stderr go to the file out (written
+-- as out.tmp and renamed when the script ends, so a poller sees all or nothing) or, without
+-- out, to /dev/null.
+function M.python_bg(argv, out)
   if not forkserver then
     local fifo = os.tmpname()
     os.remove(fifo)
     local made = os.execute("mkfifo -m 600 " .. M.quote(fifo))
     assert(made == 0 or made == true, "process.python_bg: mkfifo failed")
-    os.execute(("python3 %s %s >/dev/null 2>&1 &"):format(M.quote(HERE .. "/pyfork.py"), M.quote(fifo)))
+    -- Debian's interpreter, which has the python3-* packages of `make deps` (websockets).
+    local debian = io.open("/usr/bin/python3")
+    if debian then debian:close() end
+    local python = debian and "/usr/bin/python3" or "python3"
+    os.execute(("%s %s %s >/dev/null 2>&1 &"):format(python, M.quote(HERE .. "/pyfork.py"), M.quote(fifo)))
     forkserver = assert(io.open(fifo, "w")) -- returns once the server opened its end
     forkserver:setvbuf("no")
   end
-  assert(forkserver:write(require("zever.json").encode(argv), "\n"))
+  local job = { argv = argv, out = out }
+  for i, a in ipairs(argv) do argv[i] = tostring(a) end
+  assert(forkserver:write(require("zever.json").encode(job), "\n"))
 end
 
 -- Sleeps s seconds: one step of a loop that polls a condition to a deadline, never a way to
