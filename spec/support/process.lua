@@ -54,6 +54,15 @@ end
 local forkserver
 local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec/support"
 
+-- The python3 of the specs: Debian's (/usr/bin/python3, with the python3-* packages of make deps)
+-- when there, else PATH's. A PATH python3 outside Debian's may start much slower (here pyenv's:
+-- 0.5 s wall at load 10, 0.03 s for Debian's) and may lack those packages.
+M.PYTHON = (function()
+  local f = io.open("/usr/bin/python3")
+  if f then f:close() end
+  return f and "/usr/bin/python3" or "python3"
+end)()
+
 -- Runs `python3 argv[1] argv[2]...` in the background, forked from one warm interpreter
 -- (spec/support/pyfork.py, under /usr/bin/python3 when there): a python3 start-up costs ~40 ms
 -- of CPU and up to a second of wall time on a loaded machine. stdin is /dev/null; stdout and stderr go to the file out (written
@@ -65,11 +74,7 @@ function M.python_bg(argv, out)
     os.remove(fifo)
     local made = os.execute("mkfifo -m 600 " .. M.quote(fifo))
     assert(made == 0 or made == true, "process.python_bg: mkfifo failed")
-    -- Debian's interpreter, which has the python3-* packages of `make deps` (websockets).
-    local debian = io.open("/usr/bin/python3")
-    if debian then debian:close() end
-    local python = debian and "/usr/bin/python3" or "python3"
-    os.execute(("%s %s %s >/dev/null 2>&1 &"):format(python, M.quote(HERE .. "/pyfork.py"), M.quote(fifo)))
+    os.execute(("%s %s %s >/dev/null 2>&1 &"):format(M.PYTHON, M.quote(HERE .. "/pyfork.py"), M.quote(fifo)))
     forkserver = assert(io.open(fifo, "w")) -- returns once the server opened its end
     forkserver:setvbuf("no")
   end
