@@ -241,7 +241,7 @@ return app
     for _ = 1, 500 do
       port = read_log():match("on http://127%.0%.0%.1:(%d+)")
       if port then break end
-      os.execute("sleep 0.01")
+      process.sleep(0.01)
     end
     local samples = {}
     local ok, err = pcall(function()
