@@ -17,6 +17,8 @@ Steps run in order on the current connection:
   resp:SECONDS       like read, but stop once one whole response came: its head and as many
                      body bytes as its Content-Length says ("[resp]"); a response without
                      Content-Length reads like read
+  until:TEXT:SECONDS like read, but stop once what came ends with TEXT (escapes as in send:),
+                     e.g. the last chunk of a chunked body ("[until]")
   wait:PATH:SECONDS  pause until the file PATH exists (the spec's signal) or SECONDS passed
   drip:N:SECONDS:PAUSE  like readn, pausing PAUSE seconds after each receive (a slow reader)
   shutdown           half-close (no more sending)
@@ -55,7 +57,7 @@ def response_length(data):
     return None
 
 
-def read(sock, timeout, limit=None, pause=0, whole=False):
+def read(sock, timeout, limit=None, pause=0, whole=False, end=None):
     data = bytearray()
     sock.settimeout(timeout)
     while True:
@@ -74,6 +76,8 @@ def read(sock, timeout, limit=None, pause=0, whole=False):
             return b"[n]", bytes(data)
         if whole and response_length(data) == len(data):
             return b"[resp]", bytes(data)
+        if end is not None and data.endswith(end):
+            return b"[until]", bytes(data)
         if pause:
             time.sleep(pause)
 
@@ -117,6 +121,10 @@ def main():
             out += status + data
         elif kind == "resp":
             status, data = read(sock, float(arg), whole=True)
+            out += status + data
+        elif kind == "until":
+            text, _, timeout = arg.rpartition(":")
+            status, data = read(sock, float(timeout), end=decode(text))
             out += status + data
         elif kind == "wait":
             path, _, timeout = arg.rpartition(":")
