@@ -50,8 +50,10 @@ function M.output(cmdline)
 end
 
 -- The fork server (spec/support/pyfork.py) of this process: a pipe to write jobs to, opened on
--- first use. It lives until this process exits (its end of the FIFO sees EOF then).
-local forkserver
+-- first use. It lives until this process exits. Kept in the Lua registry, not in this module:
+-- busted reloads spec.support.* for every spec file (insulate), and one server a process is
+-- enough.
+local REGISTRY_KEY = "spec.support.process: fork server"
 local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec/support"
 
 -- The python3 of the specs: Debian's (/usr/bin/python3, with the python3-* packages of make deps)
@@ -69,14 +71,18 @@ end)()
 -- as out.tmp and renamed when the script ends, so a poller sees all or nothing) or, without
 -- out, to /dev/null.
 function M.python_bg(argv, out)
+  local registry = debug.getregistry()
+  local forkserver = registry[REGISTRY_KEY]
   if not forkserver then
     local fifo = os.tmpname()
     os.remove(fifo)
     local made = os.execute("mkfifo -m 600 " .. M.quote(fifo))
     assert(made == 0 or made == true, "process.python_bg: mkfifo failed")
-    os.execute(("%s %s %s >/dev/null 2>&1 &"):format(M.PYTHON, M.quote(HERE .. "/pyfork.py"), M.quote(fifo)))
+    os.execute(("%s %s %s %d >/dev/null 2>&1 &"):format(M.PYTHON, M.quote(HERE .. "/pyfork.py"),
+      M.quote(fifo), sys.getpid()))
     forkserver = assert(io.open(fifo, "w")) -- returns once the server opened its end
     forkserver:setvbuf("no")
+    registry[REGISTRY_KEY] = forkserver
   end
   local job = { argv = argv, out = out }
   for i, a in ipairs(argv) do argv[i] = tostring(a) end

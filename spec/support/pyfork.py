@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A fork server for the Python clients of the specs (spec/support/http_script.lua).
 
-usage: pyfork.py FIFO
+usage: pyfork.py FIFO OWNER_PID
 
 Starting python3 costs ~40 ms of CPU and, on a loaded machine, half a second of wall time; a spec
 file that runs fifty scripted clients spent most of its time starting interpreters. This
@@ -11,12 +11,14 @@ from it, exactly as `python3 SCRIPT ARGS... >OUT.tmp 2>&1; mv OUT.tmp OUT` would
 output to /dev/null when out is null): sys.argv, __main__, stdin on /dev/null, a traceback and
 status 1 for an exception, the exit status its own. The script's behaviour is the same; only
 the interpreter's start-up and the imports below are shared. Children are reaped by the
-kernel (SIGCHLD ignored). The server ends when the last writer closes FIFO: the spec process
-that started it exited.
+kernel (SIGCHLD ignored). The server ends when the last writer closes FIFO or when OWNER_PID,
+the spec process that started it, is gone (a process the spec started in the background may
+have inherited the writing end and outlive it).
 """
 import json
 import os
 import runpy
+import select
 import signal
 import sys
 
@@ -62,17 +64,33 @@ def run(argv, out):
     os._exit(code)
 
 
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rpartition(")")[2].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
 def main():
-    fifo = sys.argv[1]
+    fifo, owner = sys.argv[1], int(sys.argv[2])
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    with open(fifo, "r") as jobs:  # blocks until the spec process opens it for writing
-        os.unlink(fifo)
-        for line in jobs:
-            line = line.strip()
-            if not line:
-                continue
-            job = json.loads(line)
-            if os.fork() == 0:
+    fd = os.open(fifo, os.O_RDONLY)  # blocks until the spec process opens it for writing
+    os.unlink(fifo)
+    pending = b""
+    while alive(owner):
+        ready, _, _ = select.select([fd], [], [], 1.0)
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        pending += chunk
+        while b"\n" in pending:
+            line, _, pending = pending.partition(b"\n")
+            if line.strip() and os.fork() == 0:
+                os.close(fd)
+                job = json.loads(line)
                 run(job["argv"], job.get("out"))
 
 
