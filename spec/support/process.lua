@@ -66,10 +66,10 @@ M.PYTHON = (function()
 end)()
 
 -- Runs `python3 argv[1] argv[2]...` in the background, forked from one warm interpreter
--- (spec/support/pyfork.py, under /usr/bin/python3 when there): a python3 start-up costs ~40 ms
--- of CPU and up to a second of wall time on a loaded machine. stdin is /dev/null; stdout and stderr go to the file out (written
--- as out.tmp and renamed when the script ends, so a poller sees all or nothing) or, without
--- out, to /dev/null.
+-- (spec/support/pyfork.py, under M.PYTHON): a python3 start-up costs ~40 ms of CPU and up to a
+-- second of wall time on a loaded machine. stdin is /dev/null; stdout and stderr go to the file
+-- out (written as out.tmp and renamed when the script ends, so a poller sees all or nothing)
+-- or, without out, to /dev/null.
 function M.python_bg(argv, out)
   local registry = debug.getregistry()
   local forkserver = registry[REGISTRY_KEY]
@@ -84,9 +84,9 @@ function M.python_bg(argv, out)
     forkserver:setvbuf("no")
     registry[REGISTRY_KEY] = forkserver
   end
-  local job = { argv = argv, out = out }
-  for i, a in ipairs(argv) do argv[i] = tostring(a) end
-  assert(forkserver:write(require("zever.json").encode(job), "\n"))
+  local args = {}
+  for i, a in ipairs(argv) do args[i] = tostring(a) end
+  assert(forkserver:write(require("zever.json").encode({ argv = args, out = out }), "\n"))
 end
 
 -- Sleeps s seconds: one step of a loop that polls a condition to a deadline, never a way to
@@ -105,7 +105,7 @@ function M.alive(pid)
   if not f then return false end
   local stat = f:read("*a")
   f:close()
-  local state = stat and stat:match("%)%s+(%a)")
+  local state = stat and stat:match(".*%)%s+(%a)") -- the name (in parentheses) may hold ")"
   return state ~= nil and state ~= "Z" and state ~= "X"
 end
 

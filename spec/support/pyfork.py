@@ -89,9 +89,12 @@ def main():
         while b"\n" in pending:
             line, _, pending = pending.partition(b"\n")
             if line.strip() and os.fork() == 0:
-                os.close(fd)
-                job = json.loads(line)
-                run(job["argv"], job.get("out"))
+                try:  # the child never returns to this loop
+                    os.close(fd)
+                    job = json.loads(line)
+                    run(job["argv"], job.get("out"))
+                finally:
+                    os._exit(1)
 
 
 if __name__ == "__main__":
