@@ -55,17 +55,9 @@ local function has(list, x)
 end
 
 -- Waits (polling, at most secs) until cond() is true.
-local function wait_for(cond, secs)
-  for _ = 1, (secs or 10) * 100 do
-    if cond() then return true end
-    os.execute("sleep 0.01")
-  end
-  return cond() and true or false
-end
+local wait_for = process.wait_for
 
-local function alive(pid)
-  return os.execute("kill -0 " .. pid .. " 2>/dev/null") == 0
-end
+local alive = process.alive
 
 -- Starts zever in the background in cwd; waits until its stderr/stdout log shows ready (a
 -- pattern); returns { pid, log }.

@@ -80,7 +80,7 @@ service NoteService {
       { send = "zever completion fi\t", expect = "completion fish " },
       { send = "\21exit\r" },
     }
-    local r = process.run("env PATH=" .. quote(bin .. ":" .. os.getenv("PATH")) .. " python3 " ..
+    local r = process.run("env PATH=" .. quote(bin .. ":" .. os.getenv("PATH")) .. " " .. process.PYTHON .. " " ..
       quote(PTY) .. " " .. quote(json.encode(steps)) .. " --cwd " .. quote(dir) ..
       " -- bash --norc --noprofile -i")
     assert.are.equal(0, r.code, r.stdout .. r.stderr)

@@ -13,7 +13,7 @@ local PTY = sys.home() .. "/spec/support/pty_run.py"
 local function console(dir, env, steps)
   local parts = { "env" }
   for k, v in pairs(env) do parts[#parts + 1] = k .. "=" .. quote(v) end
-  parts[#parts + 1] = "python3 " .. quote(PTY) .. " " .. quote(json.encode(steps)) .. " --cwd " ..
+  parts[#parts + 1] = process.PYTHON .. " " .. quote(PTY) .. " " .. quote(json.encode(steps)) .. " --cwd " ..
     quote(dir) .. " -- " .. quote(sys.exe()) .. " console"
   local r = process.run(table.concat(parts, " "))
   assert.are.equal(0, r.code, r.stdout .. r.stderr)

@@ -15,7 +15,7 @@ local function on_tty(dir, env, ...)
   for k, v in pairs(env or {}) do cmd[#cmd + 1] = k .. "=" .. v end
   cmd[#cmd + 1] = sys.exe()
   for i = 1, select("#", ...) do cmd[#cmd + 1] = (select(i, ...)) end
-  local parts = { "python3", quote(PTY), "'[]'", "--cwd", quote(dir), "--" }
+  local parts = { process.PYTHON, quote(PTY), "'[]'", "--cwd", quote(dir), "--" }
   for _, a in ipairs(cmd) do parts[#parts + 1] = quote(a) end
   local r = process.run(table.concat(parts, " "))
   local body, code = r.stdout:match("^(.*)\nEXIT (%-?%d+)\n?$")

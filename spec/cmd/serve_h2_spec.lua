@@ -134,7 +134,7 @@ describe("zever serve --h2", function()
 
   it("bounds a rapid reset attack (CVE-2023-44487): GOAWAY or close, few handler calls", function()
     local before = tonumber(h2c("/calls").stdout)
-    local r = process.run("python3 " .. quote(RAPID) .. " " .. plain_srv.port .. " /count-me 20000")
+    local r = process.run(process.PYTHON .. " " .. quote(RAPID) .. " " .. plain_srv.port .. " /count-me 20000")
     assert.are.equal(0, r.code, r.stderr)
     local sent, goaway, last, closed =
       r.stdout:match("sent=(%d+) goaway=(%S+) last=(%S+) closed=(%S+)")

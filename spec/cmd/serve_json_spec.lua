@@ -46,9 +46,7 @@ local function read(path)
   return s
 end
 
-local function alive(pid)
-  return os.execute("kill -0 " .. pid .. " 2>/dev/null") == 0
-end
+local alive = process.alive
 
 describe("zever serve with JSON bodies and a database", function()
   local dir, pid, port, log
@@ -68,7 +66,7 @@ describe("zever serve with JSON bodies and a database", function()
     for _ = 1, 500 do
       port = read(log):match("on http://127%.0%.0%.1:(%d+)")
       if port then break end
-      os.execute("sleep 0.01")
+      process.sleep(0.01)
     end
     assert(port, "the server did not start: " .. read(log))
   end)
@@ -78,7 +76,7 @@ describe("zever serve with JSON bodies and a database", function()
       os.execute("kill -TERM " .. pid)
       for _ = 1, 500 do
         if not alive(pid) then break end
-        os.execute("sleep 0.01")
+        process.sleep(0.01)
       end
       if alive(pid) then os.execute("kill -KILL " .. pid) end
     end

@@ -138,7 +138,7 @@ describe("zever serve --tls-cert/--tls-key", function()
     local r = process.run("curl -s -S --max-time 10 http://127.0.0.1:" .. srv.port .. "/hello")
     assert.are.equal(52, r.code, r.stderr) -- "Empty reply from server"
     -- A FIN, no reset and no bytes: python sees an orderly end of stream.
-    r = process.run("python3 -c " .. quote([[
+    r = process.run(process.PYTHON .. " -c " .. quote([[
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 s.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -147,7 +147,7 @@ print(repr(s.recv(100)))
 ]]) .. " " .. srv.port)
     assert.are.equal("b''\n", r.stdout, r.stderr)
     -- Noise and a truncated handshake do not hurt the worker either.
-    r = process.run("python3 -c " .. quote([[
+    r = process.run(process.PYTHON .. " -c " .. quote([[
 import os, socket, sys
 for junk in (os.urandom(3000), b"\x16\x03\x01\x00", b"\x16\x03\x01\x02\x00\x01" + os.urandom(500)):
     s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))

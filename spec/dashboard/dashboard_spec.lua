@@ -53,20 +53,35 @@ local function exists(path)
   return f ~= nil
 end
 
+local AUTH = { headers = { authorization = "Bearer s3cret-token" } }
+local ENABLED = "dashboard:\n  enabled: true\n  token: s3cret-token\n"
+
+-- The app fixture a describe owns: fx.open(source[, yaml]) loads source as app.lua of a fresh
+-- folder (zever.yaml: yaml, or the dashboard enabled with the token of AUTH) and returns t, dir;
+-- fx.close (the describe's after_each) closes the app and removes the folder.
+local function fixture()
+  local fx = {}
+  function fx.open(source, yaml)
+    fx.dir = fs.tmpdir({ ["app.lua"] = source, ["zever.yaml"] = yaml or ENABLED })
+    fx.t = testing.app(fx.dir)
+    return fx.t, fx.dir
+  end
+  function fx.close()
+    if fx.t then fx.t:close() end
+    if fx.dir then fs.rm_rf(fx.dir) end
+    fx.t, fx.dir = nil, nil
+  end
+  return fx
+end
+
 describe("zever.dashboard API", function()
+  local fx = fixture()
   local dir, t
   local function open(yaml)
-    dir = fs.tmpdir({ ["app.lua"] = APP, ["zever.yaml"] = yaml })
-    t = testing.app(dir)
+    t, dir = fx.open(APP, yaml)
     return t
   end
-  after_each(function()
-    if t then t:close() end
-    t = nil
-    if dir then os.execute("rm -rf " .. process.quote(dir)) end
-  end)
-
-  local AUTH = { headers = { authorization = "Bearer s3cret-token" } }
+  after_each(fx.close)
 
   it("is not routed unless dashboard.enabled is set", function()
     open("queue:\n  adapter: memory\n")
@@ -80,7 +95,7 @@ describe("zever.dashboard API", function()
   end)
 
   it("wants the token on every call when one is set", function()
-    open("dashboard:\n  enabled: true\n  token: s3cret-token\n")
+    open(ENABLED)
     assert.are.equal(401, t:get("/_zever").status)
     assert.are.equal(401, t:get("/_zever/api/routes").status)
     assert.are.equal(401, t:get("/_zever/api/routes",
@@ -94,7 +109,7 @@ describe("zever.dashboard API", function()
   end)
 
   it("lists the app's routes with their handlers, not its own", function()
-    open("dashboard:\n  enabled: true\n  token: s3cret-token\n")
+    open(ENABLED)
     local r = t:get("/_zever/api/routes", AUTH):json().routes
     local by = {}
     for _, x in ipairs(r) do by[x.method .. " " .. x.pattern] = x end
@@ -105,7 +120,7 @@ describe("zever.dashboard API", function()
   end)
 
   it("reports battery health, recent requests and the redacted configuration", function()
-    open("dashboard:\n  enabled: true\n  token: s3cret-token\nqueue:\n  adapter: memory\n")
+    open(ENABLED .. "queue:\n  adapter: memory\n")
     t:get("/hello")
     t:get("/greet/ann")
     local h = t:get("/_zever/api/health", AUTH):json()
@@ -124,7 +139,7 @@ describe("zever.dashboard API", function()
   end)
 
   it("lists a failed job and retries it", function()
-    open("dashboard:\n  enabled: true\n  token: s3cret-token\n")
+    open(ENABLED)
     assert(io.open(dir .. "/fail", "w")):close()
     assert.are.equal(200, t:post("/seed", { json = { dir = dir } }).status)
     t:perform_jobs()
@@ -148,18 +163,11 @@ describe("zever.dashboard API", function()
 end)
 
 describe("zever.dashboard API: workflows", function()
-  local dir, t
-  local AUTH = { headers = { authorization = "Bearer s3cret-token" } }
-  after_each(function()
-    if t then t:close() end
-    t = nil
-    if dir then os.execute("rm -rf " .. process.quote(dir)) end
-  end)
+  local fx = fixture()
+  after_each(fx.close)
 
   it("lists runs, shows one, and retries a stuck run", function()
-    dir = fs.tmpdir({ ["app.lua"] = WF_APP,
-      ["zever.yaml"] = "dashboard:\n  enabled: true\n  token: s3cret-token\n" })
-    t = testing.app(dir)
+    local t, dir = fx.open(WF_APP)
     assert(io.open(dir .. "/fail", "w")):close()
     assert.are.equal(200, t:post("/ship", { json = { dir = dir } }).status)
     t:perform_jobs()
@@ -207,18 +215,11 @@ return app
 ]]
 
 describe("zever.dashboard API: breakers", function()
-  local dir, t
-  local AUTH = { headers = { authorization = "Bearer s3cret-token" } }
-  after_each(function()
-    if t then t:close() end
-    t = nil
-    if dir then os.execute("rm -rf " .. process.quote(dir)) end
-  end)
+  local fx = fixture()
+  after_each(fx.close)
 
   it("shows each circuit breaker's state and counts", function()
-    dir = fs.tmpdir({ ["app.lua"] = BREAKER_APP,
-      ["zever.yaml"] = "dashboard:\n  enabled: true\n  token: s3cret-token\n" })
-    t = testing.app(dir)
+    local t = fx.open(BREAKER_APP)
     assert.are.same({ enabled = false, breakers = {} }, t:get("/_zever/api/breakers", AUTH):json())
     for _ = 1, 3 do assert.are.equal(200, t:get("/call").status) end
     assert.are.equal(401, t:get("/_zever/api/breakers").status)
@@ -258,7 +259,7 @@ describe("the /_zever page in headless Chromium #chromium #serve", function()
     local ok = serve.wait_for(until_fn, 20)
     os.execute("kill -TERM " .. pid)
     local gone = serve.wait_for(function()
-      return os.execute("kill -0 " .. pid .. " 2>/dev/null") ~= 0
+      return not process.alive(pid)
     end, 15)
     if not gone then os.execute("kill -KILL " .. pid) end
     return ok ~= nil

@@ -47,7 +47,7 @@ return app
     assert.truthy(reaped, files.sh("ps --ppid " .. zpid .. " -o pid= -o stat= -o comm="))
     os.execute("kill -TERM " .. zpid)
     assert.truthy(serve.wait_for(function()
-      return os.execute("kill -0 " .. outer .. " 2>/dev/null") ~= 0
+      return not process.alive(outer)
     end, 20))
     assert.matches("SIGTERM, draining", files.text(log))
   end)

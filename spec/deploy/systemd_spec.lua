@@ -23,7 +23,7 @@ local function spawn(cmdline, log)
   return pid
 end
 
-local function alive(pid) return os.execute("kill -0 " .. pid .. " 2>/dev/null") == 0 end
+local alive = process.alive
 
 describe("zever serve under systemd #systemd", function()
   local tmp, sink_pid, sock, notes
@@ -31,7 +31,7 @@ describe("zever serve under systemd #systemd", function()
   setup(function()
     tmp = files.tmpdir({}, "zv-systemd")
     sock, notes = tmp .. "/notify.sock", tmp .. "/notes.log"
-    sink_pid = spawn("python3 " .. quote(HOME .. "/spec/support/notify_sink.py") .. " " ..
+    sink_pid = spawn(process.PYTHON .. " " .. quote(HOME .. "/spec/support/notify_sink.py") .. " " ..
       quote(sock) .. " " .. quote(notes), tmp .. "/sink.out")
     assert(serve.wait_for(function() return files.text(tmp .. "/sink.out"):match("ready") end, 20))
   end)
@@ -62,7 +62,11 @@ describe("zever serve under systemd #systemd", function()
         " -E NOTIFY_SOCKET=" .. quote(sock) .. " -E WATCHDOG_USEC=200000 " ..
         quote(sys.exe()) .. " serve " .. quote(HOME .. "/examples/hello") .. " --workers 2", log)
       finally(function() if alive(pid) then os.execute("kill -9 " .. pid) end end)
-      -- systemd-socket-activate starts the service on the first connection, as systemd does.
+      -- It listens once it says so (a connection before that is refused); then it starts the
+      -- service on the first connection, as systemd does.
+      assert.truthy(serve.wait_for(function()
+        return files.text(log):find("Listening on 127.0.0.1:" .. port, 1, true)
+      end, 20), files.text(log))
       local r = process.run("curl -s -S --max-time 20 http://127.0.0.1:" .. port .. "/hello")
       assert.equal("hello world", r.stdout, files.text(log))
       assert.truthy(serve.wait_for(function() return count("^READY=1|") >= 1 end, 20), files.text(notes))

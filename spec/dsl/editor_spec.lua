@@ -116,7 +116,7 @@ for s in spots:
         bad.append(s["word"])
 print(json.dumps(bad))
 ]==])
-    local r = process.run("cd " .. process.quote(dir) .. " && python3 -S check.py "
+    local r = process.run("cd " .. process.quote(dir) .. " && " .. process.PYTHON .. " -S check.py "
       .. process.quote(HOME .. "/editors/vscode/syntaxes/zen.tmLanguage.json"))
     assert.are.equal(0, r.code, r.stderr)
     assert.are.equal("[]\n", r.stdout)

@@ -241,7 +241,7 @@ return app
     for _ = 1, 500 do
       port = read_log():match("on http://127%.0%.0%.1:(%d+)")
       if port then break end
-      os.execute("sleep 0.01")
+      process.sleep(0.01)
     end
     local samples = {}
     local ok, err = pcall(function()
@@ -281,8 +281,8 @@ return app
     end)
     os.execute("kill -TERM " .. pid)
     for _ = 1, 500 do
-      if os.execute("kill -0 " .. pid .. " 2>/dev/null") ~= 0 then break end
-      os.execute("sleep 0.01")
+      if not process.alive(pid) then break end
+      process.sleep(0.01)
     end
     assert(ok, err)
 

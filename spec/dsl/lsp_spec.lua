@@ -34,7 +34,7 @@ service UserService {
 local function run(root, script)
   local path = root .. "/script.json"
   fs.write(path, json.encode(script))
-  local r = process.run("python3 -S " .. process.quote(sys.home() .. "/spec/support/lsp_client.py") .. " "
+  local r = process.run(process.PYTHON .. " -S " .. process.quote(sys.home() .. "/spec/support/lsp_client.py") .. " "
     .. process.quote(sys.exe()) .. " " .. process.quote(root) .. " " .. process.quote(path))
   local t = json.decode(r.stdout)
   assert(t and not t.error, r.stdout .. r.stderr)

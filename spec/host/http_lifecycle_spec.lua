@@ -24,19 +24,26 @@ describe("zever.http lifecycle", function()
       function()
         local big = string.rep("x", 50 * 1024 * 1024)
         local srv, port = serve({ write_timeout = 0.3 }, function(req) req:respond(200, big) end)
-        -- The client asks, then sleeps without reading (a small receive buffer), then reads.
-        local read = client_bg(port, { "rcvbuf:4096", "open", get("/big"), "sleep:4", "read:2" })
+        -- The client asks, then waits without reading (a small receive buffer) until the spec
+        -- has seen the server close the connection (the flag file), then reads.
+        local flag = os.tmpname()
+        os.remove(flag)
+        local read = client_bg(port, { "rcvbuf:4096", "open", get("/big"), "wait:" .. flag .. ":20",
+          "read:2" })
         local peak = 0
-        assert.is_true(run_until(function()
+        local closed = run_until(function()
           local st = srv:stats()
           if st.pending_bytes > peak then peak = st.pending_bytes end
           return st.write_timeouts == 1 and st.connections == 0
-        end, 20), "the connection was not closed for its write timeout")
+        end, 20)
+        assert(io.open(flag, "w")):close()
+        assert.is_true(closed, "the connection was not closed for its write timeout")
         local st = srv:stats()
         -- Most of the 50 MB waited in the server's queue, and all of it is gone.
         assert.is_true(peak > 10 * 1024 * 1024, "peak queued bytes " .. peak)
         assert.are.equal(0, st.pending_bytes)
         assert.is_true(run_until(read, 25))
+        os.remove(flag)
         local out = read()
         assert.is_truthy(out:match("^%[%a+%]HTTP/1.1 200 OK"), out:sub(1, 40))
         assert.is_true(#out < #big, "the client got the whole body")
@@ -59,9 +66,9 @@ describe("zever.http lifecycle", function()
     it("closes the oldest idle keep-alive connection to admit a new one", function()
       local srv, port = serve({ max_connections = 2 }, ok)
       local out = client(port, {
-        get("/"), "read:0.5",             -- 1: answered, then idle (the oldest)
-        "open", get("/"), "read:0.5",     -- 2: answered, then idle
-        "open", get("/"), "read:2",       -- 3: admitted by closing 1
+        get("/"), "resp:2",               -- 1: answered, then idle (the oldest)
+        "open", get("/"), "resp:2",       -- 2: answered, then idle
+        "open", get("/"), "resp:2",       -- 3: admitted by closing 1
         "use:1", "read:2",                -- 1 sees the close
       })
       local parts = {}
@@ -84,7 +91,7 @@ describe("zever.http lifecycle", function()
           "send:GET / HTTP/1.1\\r\\n", -- 1: a request in progress: not idle, not evictable
           "open", get("/"), "read:1",  -- 2: waits in the listener
           "use:1", "close",            -- 1 goes: 2 is admitted and answered
-          "use:2", "read:3",
+          "use:2", "resp:3",
         })
         assert.is_true(run_until(read, 25))
         local out = read()
@@ -94,7 +101,7 @@ describe("zever.http lifecycle", function()
         -- reconnecting every 2 s to its stopped server's port, which this server was given
         -- (spec/support/redis_server.lua's fixture now fails a describe that leaves one).
         assert.are.equal(0, st.evicted, "evicted " .. st.evicted .. "; the client got: " .. out)
-        assert.matches("^%[timeout%]%[timeout%]HTTP/1.1 200 OK", out)
+        assert.matches("^%[timeout%]%[resp%]HTTP/1.1 200 OK", out)
         assert.are.equal(1, st.refused)
       end)
   end)
@@ -131,9 +138,10 @@ describe("zever.server handler watchdog", function()
     loop.run("nowait")
   end)
 
-  -- GET path, then GET /hello on the same connection; returns both outputs.
+  -- GET path, then GET /hello on the same connection; returns both outputs (each read ends
+  -- once its whole response came).
   local function two(port, path)
-    local out = client(port, { get(path), "read:3", get("/hello"), "read:2" })
+    local out = client(port, { get(path), "resp:3", get("/hello"), "resp:2" })
     return out
   end
 
@@ -142,10 +150,10 @@ describe("zever.server handler watchdog", function()
       local port = start({ handler_timeout = 0.2 }, function(app)
         app:get("/wait", late)
       end)
-      local out = client(port, { get("/wait"), "read:3", "connect", get("/hello"), "read:2" })
+      local out = client(port, { get("/wait"), "read:3", "connect", get("/hello"), "resp:2" })
       assert.matches("^%[eof%]HTTP/1.1 503 Service Unavailable\r\n", out)
       assert.matches('{"error":"handler_timeout"}', out, 1, true)
-      assert.matches("%[timeout%]HTTP/1.1 200 OK.-\r\n\r\nhello$", out)
+      assert.matches("%[resp%]HTTP/1.1 200 OK.-\r\n\r\nhello$", out)
       assert.are.equal(1, srv:stats().handler_timeouts)
     end)
 

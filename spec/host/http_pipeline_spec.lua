@@ -5,6 +5,7 @@
 local loop = require "zever.loop"
 local http = require "zever.http"
 local testing = require "zever.testing"
+local hs = require "spec.support.http_script"
 local run_until = testing.run_until
 
 local here = debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or "."
@@ -21,18 +22,9 @@ describe("zever.http pipelining", function()
           req:respond(200, path)
         end
       end))
-      local out = os.tmpname()
-      os.remove(out)
-      os.execute(("python3 '%s' %d %d '%s' &"):format(CLIENT, srv:port(), n, out))
-      local content
-      assert.is_true(run_until(function()
-        local f = io.open(out, "rb")
-        if not f then return false end
-        content = f:read("*a")
-        f:close()
-        return true
-      end, 20))
-      os.remove(out)
+      local read = hs.python(function(out) return { CLIENT, srv:port(), n, out } end)
+      assert.is_true(run_until(read, 20))
+      local content = read()
       srv:close()
       -- The client hangs up after writing its file: the connection is gone once the loop sees it.
       assert.is_true(testing.settle(before, 20), table.concat(loop.handles(), ","))

@@ -11,12 +11,11 @@
 
 local http = require "zever.http"
 local nginx_server = require "spec.support.nginx_server"
-local process = require "spec.support.process"
+local hs = require "spec.support.http_script"
 local run_until = require("zever.testing").run_until
 
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec/host"
 local CLIENT = here .. "/../support/raw_requests.py"
-local q = process.quote
 
 local MAX_BODY = 1024
 
@@ -243,18 +242,9 @@ local function send_all(port)
   local f = assert(io.open(cases, "w"))
   for _, row in ipairs(rows) do f:write(hex(row[2]), "\n") end
   f:close()
-  local out = os.tmpname()
-  os.remove(out)
-  os.execute(("python3 %s %s %d %s >/dev/null 2>&1 &"):format(q(CLIENT), q(cases), port, q(out)))
-  local content
-  assert(run_until(function()
-    local o = io.open(out, "rb")
-    if not o then return false end
-    content = o:read("*a")
-    o:close()
-    return true
-  end, 60), "the raw client did not finish")
-  os.remove(out)
+  local read = hs.python(function(out) return { CLIENT, cases, port, out } end)
+  assert(run_until(read, 60), "the raw client did not finish")
+  local content = read()
   os.remove(cases)
   local results = {}
   for line in content:gmatch("[^\n]+") do

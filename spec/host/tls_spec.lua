@@ -108,7 +108,7 @@ ts = [threading.Thread(target=one, args=(i,)) for i in range(40)]
 print(len(ok), all(ok))
 ]]
     local read = hs.spawn(function(out)
-      return "python3 -c " .. q(script) .. " " .. port .. " " .. q(c.cert) .. " > " .. q(out) ..
+      return process.PYTHON .. " -c " .. q(script) .. " " .. port .. " " .. q(c.cert) .. " > " .. q(out) ..
         ".tmp; mv " .. q(out) .. ".tmp " .. q(out)
     end)
     assert(require("zever.testing").run_until(read, 25), "the client did not finish")

@@ -6,12 +6,10 @@
 local zever = require "zever"
 local server = require "zever.server"
 local hs = require "spec.support.http_script"
-local process = require "spec.support.process"
 local serve = require "spec.support.serve"
 local redis_server = require "spec.support.redis_server"
 local run_until = require("zever.testing").run_until
 
-local q = process.quote
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec/host"
 local CLIENT = here .. "/../support/ws_rooms_client.py"
 
@@ -62,10 +60,9 @@ end)
 return app
 ]]
 
-local function run_client(args)
-  local read = hs.spawn(function(out)
-    return ("/usr/bin/python3 %s %s %s"):format(q(CLIENT), q(out), args)
-  end)
+local function run_client(...)
+  local args = { ... }
+  local read = hs.python(function(out) return { CLIENT, out, unpack(args) } end)
   assert(run_until(read, 150), "the rooms client did not finish")
   local name, result = read():match("([%w_]+)\t([^\n]*)\n")
   return result, name
@@ -93,18 +90,18 @@ describe("zever.websocket rooms in one worker", function()
   it("sends ws:broadcast to the others in the room, app:broadcast to all; leave stops it",
     function()
       assert.are.equal("b:hi a:second b:second b:left a:third members=1",
-        run_client("sender " .. q(base)))
+        run_client("sender", base))
     end)
 
   it("reaches every client in the room", function()
     assert.are.equal("workers=1 clients=2 all=True",
-      run_client("fanout 1 " .. q(base) .. " -- " .. q(base:gsub("^ws", "http"))))
+      run_client("fanout", "1", base, "--", (base:gsub("^ws", "http"))))
   end)
 
   it("closes a client that does not read (or drops its messages) without holding up the rest",
     function()
       assert.are.equal("slow=1 dropped>0=True reader_in_order=True",
-        run_client("slow " .. q(base)))
+        run_client("slow", base))
     end)
 
   it("raises on a bad room or message", function()
@@ -131,7 +128,7 @@ describe("zever.websocket rooms under zever serve --workers 2 (inproc)", functio
   it("delivers one broadcast to clients on both workers", function()
     local ws, http = ("ws://127.0.0.1:%d"):format(srv.port), ("http://127.0.0.1:%d"):format(srv.port)
     assert.matches("^workers=2 clients=%d+ all=True$",
-      run_client("fanout 2 " .. q(ws) .. " -- " .. q(http)))
+      run_client("fanout", "2", ws, "--", http))
   end)
 end)
 
@@ -155,7 +152,6 @@ describe("zever.websocket rooms across two processes (redis) #redis", function()
   it("delivers one broadcast to clients of both processes", function()
     local wa, wb = ("ws://127.0.0.1:%d"):format(a.port), ("ws://127.0.0.1:%d"):format(b.port)
     assert.matches("^workers=2 clients=%d+ all=True$",
-      run_client("fanout 2 " .. q(wa) .. " " .. q(wb) .. " -- " ..
-        q(("http://127.0.0.1:%d"):format(a.port))))
+      run_client("fanout", "2", wa, wb, "--", ("http://127.0.0.1:%d"):format(a.port)))
   end)
 end)

@@ -59,10 +59,7 @@ end
 -- Runs the client's scenarios; returns { name = result }.
 local function scenarios(...)
   local names = { ... }
-  local read = hs.spawn(function(out)
-    return ("/usr/bin/python3 %s %d %s %s"):format(q(CLIENT), port, q(out),
-      table.concat(names, " "))
-  end)
+  local read = hs.python(function(out) return { CLIENT, port, out, unpack(names) } end)
   assert(run_until(read, 90), "the websocket client did not finish")
   local out = {}
   for name, result in read():gmatch("([%w_]+)\t([^\n]*)\n") do out[name] = result end

@@ -104,10 +104,9 @@ describe("HTTP/2 streams and back-pressure", function()
   end
 
   local function reader(port, blocks, stop_after, stall)
-    return hs.spawn(function(out)
-      return ("python3 %s %d /big %d %s %s > %s.tmp 2>&1; mv %s.tmp %s"):format(q(READER), port,
-        blocks, q(stop_after or ""), stall and "stall" or "", q(out), q(out), q(out))
-    end)
+    return hs.python(function()
+      return { READER, port, "/big", blocks, stop_after or "", stall and "stall" or "" }
+    end, true)
   end
 
   it("a handler writing 64 MiB to a slow reader waits for its window: bounded, whole, in order",

@@ -16,7 +16,7 @@ local UPLOAD = here .. "/../support/upload_client.py"
 
 local function upload(args)
   local read = hs.spawn(function(out)
-    return ("python3 %s %s"):format(q(UPLOAD), args:gsub("OUT", q(out)))
+    return ("%s %s %s"):format(process.PYTHON, q(UPLOAD), args:gsub("OUT", q(out)))
   end)
   assert(testing.run_until(read, 40), "upload_client.py did not finish")
   return json.decode(read())

@@ -14,6 +14,12 @@ Steps run in order on the current connection:
   read:SECONDS       read until EOF, reset or SECONDS of silence; appends "[eof]", "[reset]" or
                      "[timeout]" and what was read to the output
   readn:N:SECONDS    like read, but stop once N bytes came ("[n]")
+  resp:SECONDS       like read, but stop once one whole response came: its head and as many
+                     body bytes as its Content-Length says ("[resp]"); a response without
+                     Content-Length reads like read
+  until:TEXT:SECONDS like read, but stop once what came ends with TEXT (escapes as in send:),
+                     e.g. the last chunk of a chunked body ("[until]")
+  wait:PATH:SECONDS  pause until the file PATH exists (the spec's signal) or SECONDS passed
   drip:N:SECONDS:PAUSE  like readn, pausing PAUSE seconds after each receive (a slow reader)
   shutdown           half-close (no more sending)
   close              close the current connection
@@ -34,14 +40,31 @@ def decode(text):
     return codecs.escape_decode(text.encode("latin-1"))[0]
 
 
-def read(sock, timeout, limit=None, pause=0):
+def response_length(data):
+    """The length of the one response at the start of data once its head has come (None before,
+    or when the head names no Content-Length and its status may have a body)."""
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    lines = bytes(data[:end]).split(b"\r\n")
+    status = lines[0].split(b" ")[1] if len(lines[0].split(b" ")) > 1 else b""
+    if status in (b"204", b"304") or status.startswith(b"1"):
+        return end + 4
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return end + 4 + int(value.strip())
+    return None
+
+
+def read(sock, timeout, limit=None, pause=0, whole=False, end=None):
     data = bytearray()
     sock.settimeout(timeout)
     while True:
         if time.time() > DEADLINE:
             return b"[timeout]", bytes(data)
         try:
-            chunk = sock.recv(65536)
+            chunk = sock.recv(1 if whole else 65536)
         except socket.timeout:
             return b"[timeout]", bytes(data)
         except (ConnectionResetError, BrokenPipeError):
@@ -51,6 +74,10 @@ def read(sock, timeout, limit=None, pause=0):
         data += chunk
         if limit is not None and len(data) >= limit:
             return b"[n]", bytes(data)
+        if whole and response_length(data) == len(data):
+            return b"[resp]", bytes(data)
+        if end is not None and data.endswith(end):
+            return b"[until]", bytes(data)
         if pause:
             time.sleep(pause)
 
@@ -92,6 +119,18 @@ def main():
         elif kind == "read":
             status, data = read(sock, float(arg))
             out += status + data
+        elif kind == "resp":
+            status, data = read(sock, float(arg), whole=True)
+            out += status + data
+        elif kind == "until":
+            text, _, timeout = arg.rpartition(":")
+            status, data = read(sock, float(timeout), end=decode(text))
+            out += status + data
+        elif kind == "wait":
+            path, _, timeout = arg.rpartition(":")
+            until = time.time() + float(timeout)
+            while not os.path.exists(path) and time.time() < until:
+                time.sleep(0.01)
         elif kind == "readn":
             n, _, timeout = arg.partition(":")
             status, data = read(sock, float(timeout), int(n))

@@ -4,6 +4,9 @@
 --
 --   local hs = require "spec.support.http_script"
 --   local read = hs.spawn(function(out) return "cmd > " .. out end)  -- reader: content | nil
+--   local read = hs.python(function(out) return { script, args... } end[, true])
+--                                             -- python3 script args... forked warm (stdout to
+--                                             -- out when true, else the script writes out)
 --   local read = hs.client_bg(port, steps)    -- the scripted client in the background
 --   hs.client(port, steps)                    -- runs it while the loop serves; what it received
 --   hs.curl(args)                             -- curl -s -m 10 args while the loop serves
@@ -28,10 +31,7 @@ local M = {}
 
 -- Starts a background shell command writing to a fresh file; returns a reader that yields the
 -- file's content once it exists (nil before).
-function M.spawn(make_cmd)
-  local out = os.tmpname()
-  os.remove(out)
-  os.execute("(" .. make_cmd(out) .. ") >/dev/null 2>&1 &")
+local function reader(out)
   local content
   return function()
     if content then return content end
@@ -44,12 +44,35 @@ function M.spawn(make_cmd)
   end
 end
 
--- Starts the scripted client (see http_client.py for the steps) in the background.
+local function fresh_path()
+  local out = os.tmpname()
+  os.remove(out)
+  return out
+end
+
+function M.spawn(make_cmd)
+  local out = fresh_path()
+  os.execute("(" .. make_cmd(out) .. ") >/dev/null 2>&1 &")
+  return reader(out)
+end
+
+-- Runs `python3 argv...` in the background, forked from the warm interpreter of
+-- process.python_bg; make_argv(out) returns argv given the output file. With stdout, the
+-- script's stdout and stderr are the file; without, the script writes out itself (and is given
+-- its path). Returns the reader of out.
+function M.python(make_argv, stdout)
+  local out = fresh_path()
+  process.python_bg(make_argv(out), stdout and out or nil)
+  return reader(out)
+end
+
+-- Starts the scripted client (see http_client.py for the steps) in the background: the same
+-- script and arguments as `python3 http_client.py PORT OUT STEPS...`.
 function M.client_bg(port, steps)
-  local args = {}
-  for i, s in ipairs(steps) do args[i] = q(s) end
-  return M.spawn(function(out)
-    return ("python3 %s %d %s %s"):format(q(CLIENT), port, q(out), table.concat(args, " "))
+  return M.python(function(out)
+    local argv = { CLIENT, port, out }
+    for _, s in ipairs(steps) do argv[#argv + 1] = s end
+    return argv
   end)
 end
 

@@ -44,10 +44,7 @@ function Server:stop()
   local pid = self.pid
   self.pid = nil
   if pid then
-    os.execute("kill -TERM " .. pid .. " 2>/dev/null")
-    local deadline = sys.now() + 2
-    while alive(pid) and sys.now() < deadline do os.execute("sleep 0.02") end
-    if alive(pid) then os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
+    process.terminate(pid, "TERM", 2)
   end
   if self.dir then
     os.execute("rm -rf " .. quote(self.dir))
@@ -105,7 +102,7 @@ function M.start(opts)
       self.pid = pid
       return self
     end
-    os.execute("sleep 0.02")
+    process.sleep(0.02)
   end
   local log = read_file(d .. "/error.log") or ""
   self:stop()

@@ -3,6 +3,9 @@
 -- so `make asan` checks the sanitized binary end to end).
 
 local sys = require "zever.sys"
+local ffi = require "ffi"
+
+require "zever.cdef.libc" -- poll
 
 local M = {}
 
@@ -58,17 +61,64 @@ function M.together(cmdline, n)
   return outs
 end
 
--- Sleeps s seconds: one step of a loop that polls a condition to a deadline, never a way to
--- wait for something on its own.
-function M.sleep(s)
-  os.execute("sleep " .. s)
+-- The fork server (spec/support/pyfork.py) of this process: a pipe to write jobs to, opened on
+-- first use. It lives until this process exits. Kept in the Lua registry, not in this module:
+-- busted reloads spec.support.* for every spec file (insulate), and one server a process is
+-- enough.
+local REGISTRY_KEY = "spec.support.process: fork server"
+local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec/support"
+
+-- The python3 of the specs: Debian's (/usr/bin/python3, with the python3-* packages of make deps)
+-- when there, else PATH's. A PATH python3 outside Debian's may start much slower (here pyenv's:
+-- 0.5 s wall at load 10, 0.03 s for Debian's) and may lack those packages.
+M.PYTHON = (function()
+  local f = io.open("/usr/bin/python3")
+  if f then f:close() end
+  return f and "/usr/bin/python3" or "python3"
+end)()
+
+-- Runs `python3 argv[1] argv[2]...` in the background, forked from one warm interpreter
+-- (spec/support/pyfork.py, under M.PYTHON): a python3 start-up costs ~40 ms of CPU and up to a
+-- second of wall time on a loaded machine. stdin is /dev/null; stdout and stderr go to the file
+-- out (written as out.tmp and renamed when the script ends, so a poller sees all or nothing)
+-- or, without out, to /dev/null.
+function M.python_bg(argv, out)
+  local registry = debug.getregistry()
+  local forkserver = registry[REGISTRY_KEY]
+  if not forkserver then
+    local fifo = os.tmpname()
+    os.remove(fifo)
+    local made = os.execute("mkfifo -m 600 " .. M.quote(fifo))
+    assert(made == 0 or made == true, "process.python_bg: mkfifo failed")
+    os.execute(("%s %s %s %d >/dev/null 2>&1 &"):format(M.PYTHON, M.quote(HERE .. "/pyfork.py"),
+      M.quote(fifo), sys.getpid()))
+    forkserver = assert(io.open(fifo, "w")) -- returns once the server opened its end
+    forkserver:setvbuf("no")
+    registry[REGISTRY_KEY] = forkserver
+  end
+  local args = {}
+  for i, a in ipairs(argv) do args[i] = tostring(a) end
+  assert(forkserver:write(require("zever.json").encode({ argv = args, out = out }), "\n"))
 end
 
--- Whether process pid is alive.
+-- Sleeps s seconds: one step of a loop that polls a condition to a deadline, never a way to
+-- wait for something on its own. In this process (poll(2) with no descriptors): a `sleep`
+-- command cost a shell and a process a step, tens of milliseconds on a loaded machine.
+function M.sleep(s)
+  ffi.C.poll(nil, 0, math.max(0, math.floor(s * 1000 + 0.5)))
+end
+
+-- Whether process pid is alive: it exists and is not a zombie. A process that exited stays a
+-- zombie until its parent reaps it, and the orphans of `cmd &` are reaped by PID 1, which in a
+-- container may do so a second or two later: `kill -0` says such a process is alive.
 function M.alive(pid)
   if not pid then return false end
-  local r = os.execute("kill -0 " .. pid .. " 2>/dev/null")
-  return r == 0 or r == true
+  local f = io.open("/proc/" .. tonumber(pid) .. "/stat", "rb")
+  if not f then return false end
+  local stat = f:read("*a")
+  f:close()
+  local state = stat and stat:match(".*%)%s+(%a)") -- the name (in parentheses) may hold ")"
+  return state ~= nil and state ~= "Z" and state ~= "X"
 end
 
 -- Stops process pid: sends signal ("TERM", "INT", ...), waits up to grace seconds for it to

@@ -27,12 +27,13 @@ M.slurp = slurp
 
 -- Polls fn every 10 ms for up to secs; returns its first truthy result, or nil.
 function M.wait_for(fn, secs)
-  for _ = 1, (secs or 10) * 100 do
+  local deadline = sys.now() + (secs or 10)
+  repeat
     local v = fn()
     if v then return v end
-    os.execute("sleep 0.01")
-  end
-  return nil
+    process.sleep(0.01)
+  until sys.now() >= deadline
+  return fn() or nil
 end
 
 -- A free loopback port (bound and released by the kernel's choice).
@@ -67,7 +68,7 @@ Server.__index = Server
 function Server:log() return slurp(self.logfile) end
 
 function Server:alive()
-  return os.execute("kill -0 " .. self.pid .. " 2>/dev/null") == 0
+  return process.alive(self.pid)
 end
 
 function Server:signal(name)

@@ -44,10 +44,7 @@ function Server:stop()
   local pid = self.pid
   self.pid = nil
   if pid then
-    os.execute("kill -TERM " .. pid .. " 2>/dev/null")
-    local deadline = sys.now() + 2
-    while alive(pid) and sys.now() < deadline do sleep(0.02) end
-    if alive(pid) then os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
+    process.terminate(pid, "TERM", 2)
   end
   if self.dir then
     os.execute("rm -rf " .. quote(self.dir))

@@ -108,7 +108,9 @@ def main():
 
         def check(server, session, envelope, mechanism, auth_data):
             ok = auth_data.login.decode() == user and auth_data.password.decode() == pw
-            return AuthResult(success=ok)
+            # handled=False: aiosmtpd answers a refusal with 535 itself (with the default,
+            # True, it answers nothing and the client waits out its timeout).
+            return AuthResult(success=ok, handled=False)
 
         kw["authenticator"] = check
         kw["auth_required"] = True

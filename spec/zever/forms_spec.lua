@@ -40,9 +40,7 @@ local function post_py(port, path, rows)
   end
   local spec = os.tmpname()
   files.write(spec, json.encode(reqs))
-  local read = hs.spawn(function(out)
-    return ("python3 %s %d %s %s"):format(q(FETCH), port, q(out), q(spec))
-  end)
+  local read = hs.python(function(out) return { FETCH, port, out, spec } end)
   assert(testing.run_until(read, 25), "http_fetch.py did not finish")
   os.remove(spec)
   for _, f in ipairs(tmp) do os.remove(f) end

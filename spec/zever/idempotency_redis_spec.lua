@@ -11,6 +11,7 @@ local sched = require "zever.sched"
 local sys = require "zever.sys"
 
 local fs = require "spec.support.files"
+local process = require "spec.support.process"
 local slurp = fs.text
 
 describe("adapters.idempotency.redis #redis", function()
@@ -170,7 +171,7 @@ describe("adapters.idempotency.redis #redis", function()
       local deadline = sys.now() + 5
       while sys.now() < deadline do
         if slurp(out):find(text, 1, true) then return true end
-        os.execute("sleep 0.02")
+        process.sleep(0.02)
       end
       return false
     end

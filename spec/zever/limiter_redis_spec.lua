@@ -8,6 +8,7 @@ local rlim = require "adapters.limiter.redis"
 local redis = require "zever.redis"
 local sys = require "zever.sys"
 local sched = require "zever.sched"
+local process = require "spec.support.process"
 
 describe("adapters.limiter.redis #redis", function()
   local srv = require("spec.support.redis_server").fixture()
@@ -48,7 +49,7 @@ describe("adapters.limiter.redis #redis", function()
     assert.are.equal(2, #c:call("HKEYS", prefix .. "k"))
     local deadline = sys.now() + 3
     while c:call("EXISTS", prefix .. "k") == 1 and sys.now() < deadline do
-      os.execute("sleep 0.05")
+      process.sleep(0.05)
     end
     assert.are.equal(0, c:call("EXISTS", prefix .. "k"))
     local _, remaining = lim:allow("k", 0)
@@ -83,7 +84,7 @@ describe("adapters.limiter.redis #redis", function()
     local ok = false
     while not ok and sys.now() < deadline do
       ok = lim:allow("t")
-      if not ok then os.execute("sleep 0.01") end
+      if not ok then process.sleep(0.01) end
     end
     assert.is_true(ok)
     lim:close()

@@ -45,16 +45,20 @@ describe("adapters.outbox.db", function()
       .. " 0.005 " .. process.quote(marker) .. " >/dev/null 2>&1 & echo $!"
     local pid = tonumber(process.run(cmd).stdout:match("(%d+)"))
     local deadline = sys.now() + 30
-    while not io.open(marker) and sys.now() < deadline do os.execute("sleep 0.01") end
+    process.wait_for(function()
+      local f = io.open(marker)
+      if f then f:close() end
+      return f ~= nil
+    end, 30)
     -- Let it apply a few effects of its batch, then kill it without warning.
     local effects = 0
     while effects < 5 and sys.now() < deadline do
       local row = db:first("SELECT count(*) AS n FROM effects")
       effects = row and row.n or 0
-      if effects < 5 then os.execute("sleep 0.01") end
+      if effects < 5 then process.sleep(0.01) end
     end
     assert.is_true(os.execute("kill -KILL " .. pid) == 0)
-    os.execute("sleep 0.1")
+    assert.is_true(process.wait_for(function() return not process.alive(pid) end, 10))
     local mid = assert(ob:status())
     assert.is_true(mid.pending > 0, "the kill came after the relay had finished")
     -- The restarted relay waits for the dead one's lease (2 s), then relays the rest.

@@ -25,7 +25,7 @@ local function botocore(cases)
   end
   f:write(json.encode(cases))
   f:close()
-  local r = process.run("python3 spec/support/sigv4_botocore.py < " .. process.quote(input))
+  local r = process.run(process.PYTHON .. " spec/support/sigv4_botocore.py < " .. process.quote(input))
   os.remove(input)
   assert(r.code == 0, r.stderr)
   return json.decode(r.stdout)

@@ -10,7 +10,10 @@
 -- bookkeeping is busted's own base handler; this file only decides what is printed. When the
 -- run failed and M.seed is set (zever test shuffled), a last stderr line says how to replay it.
 -- When M.profile is a count N (zever test --profile N), the N slowest spec files follow on
--- stderr with their wall time, to show where a long suite spends it.
+-- stderr with their wall time and their CPU time (this process and the children it reaped while
+-- the file ran), to show where a long suite spends it: a file whose wall time is far above its
+-- CPU time is waiting (sleeps, poll intervals, timeouts, processes starting). The N slowest
+-- specs (its) follow, wall time only, to show which spec of a slow file to look at.
 
 local sys = require "zever.sys"
 
@@ -35,6 +38,25 @@ local function describe_failure(kind, f, verbose)
   return text
 end
 
+-- CPU seconds of this process and of the children it has waited for: utime, stime, cutime and
+-- cstime of /proc/self/stat, in USER_HZ ticks (100 a second in Linux's ABI). nil elsewhere.
+local function cpu_seconds()
+  local f = io.open("/proc/self/stat", "r")
+  if not f then return nil end
+  local stat = f:read("*a")
+  f:close()
+  local fields, i = {}, 0
+  -- The command name (field 2) may hold spaces; the fields that follow its ')' are plain.
+  for word in stat:match(".*%)%s*(.*)$"):gmatch("%S+") do
+    i = i + 1
+    fields[i] = word
+  end
+  -- After ')': field 3 (state) is fields[1], so utime (14) .. cstime (17) are fields[12..15].
+  local ticks = 0
+  for k = 12, 15 do ticks = ticks + (tonumber(fields[k]) or 0) end
+  return ticks / 100
+end
+
 local M
 
 local function handler(options)
@@ -43,28 +65,46 @@ local function handler(options)
   local tty = io.type(io.stdout) == "file" and sys.isatty(1)
   local verbose = options.verbose
   local started
-  local file_started, file_times = {}, {}
+  local file_started, file_cpu, file_times = {}, {}, {}
+  local test_started, test_times = nil, {}
 
   local function file_start(element)
     file_started[element.name] = sys.now()
+    file_cpu[element.name] = cpu_seconds()
     return nil, true
   end
 
   local function file_end(element)
-    local t0 = file_started[element.name]
-    if t0 then file_times[#file_times + 1] = { name = element.name, seconds = sys.now() - t0 } end
+    local t0, c0 = file_started[element.name], file_cpu[element.name]
+    local c1 = cpu_seconds()
+    if t0 then
+      file_times[#file_times + 1] = { name = element.name, seconds = sys.now() - t0,
+        cpu = c0 and c1 and c1 - c0 or nil }
+    end
     return nil, true
   end
 
   local function print_profile(n)
     table.sort(file_times, function(a, b) return a.seconds > b.seconds end)
-    local total = 0
-    for _, f in ipairs(file_times) do total = total + f.seconds end
-    io.stderr:write(format("the %d slowest of %d spec files (%.1f s in all):\n",
-      math.min(n, #file_times), #file_times, total))
+    local total, cpu = 0, 0
+    for _, f in ipairs(file_times) do total, cpu = total + f.seconds, cpu + (f.cpu or 0) end
+    io.stderr:write(format("the %d slowest of %d spec files (%.1f s in all, %.1f s CPU):\n",
+      math.min(n, #file_times), #file_times, total, cpu))
     for i = 1, math.min(n, #file_times) do
-      io.stderr:write(format("%8.2f s  %s\n", file_times[i].seconds, file_times[i].name))
+      local f = file_times[i]
+      io.stderr:write(format("%8.2f s  %8s  %s\n", f.seconds,
+        f.cpu and format("%.2f cpu", f.cpu) or "- cpu", f.name))
     end
+    table.sort(test_times, function(a, b) return a.seconds > b.seconds end)
+    io.stderr:write(format("the %d slowest of %d specs:\n", math.min(n, #test_times), #test_times))
+    for i = 1, math.min(n, #test_times) do
+      io.stderr:write(format("%8.2f s  %s\n", test_times[i].seconds, test_times[i].name))
+    end
+  end
+
+  local function test_start()
+    test_started = sys.now()
+    return nil, true
   end
 
   local function suite_start()
@@ -73,6 +113,10 @@ local function handler(options)
   end
 
   local function test_end(element, _, status)
+    if test_started then
+      test_times[#test_times + 1] = { name = base.getFullName(element), seconds = sys.now() - test_started }
+      test_started = nil
+    end
     local mark = status == "success" and "." or status == "pending" and "s" or "F"
     if verbose then
       io_write(format("%s %s\n", mark, base.getFullName(element)))
@@ -110,6 +154,7 @@ local function handler(options)
   if M.profile then
     busted.subscribe({ "file", "start" }, file_start)
     busted.subscribe({ "file", "end" }, file_end)
+    busted.subscribe({ "test", "start" }, test_start)
   end
   return base
 end
