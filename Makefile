@@ -214,7 +214,7 @@ check-includes:
 
 # Specs run in a random order, the seed printed first. SEEDS="7 1 12345" runs the whole suite
 # once per seed instead (each run ~3 min alone, ~8 min on a loaded 2-core machine).
-# CI_SEEDS=2 (.ci/run) runs it under 2 random seeds, each in its own process, and ends with one
+# CI_SEEDS=3 (.ci/run) runs it under 3 random seeds, each in its own process, and ends with one
 # summed "N passed, M failed" line (zever test --seeds; docs/testing.md).
 SEEDS ?=
 CI_SEEDS ?=
