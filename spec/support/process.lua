@@ -127,7 +127,13 @@ function M.terminate(pid, signal, grace)
   os.execute("kill -" .. signal .. " " .. pid .. " 2>/dev/null")
   local deadline = sys.now() + grace
   while M.alive(pid) and sys.now() < deadline do M.sleep(0.02) end
-  if M.alive(pid) then os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
+  if M.alive(pid) then
+    -- SIGKILL is not instant either: wait until the process is gone (its sockets closed), so a
+    -- caller that goes on to use its port finds nothing listening.
+    os.execute("kill -KILL " .. pid .. " 2>/dev/null")
+    deadline = sys.now() + 10
+    while M.alive(pid) and sys.now() < deadline do M.sleep(0.02) end
+  end
 end
 
 -- Polls cond() every 10 ms (a real sleep: another process does the work) until it returns true
