@@ -610,8 +610,18 @@ static int l_open(lua_State *L) {
   sqlite3_db_config(c->db, SQLITE_DBCONFIG_DQS_DDL, 0, (int *)NULL);
   sqlite3_busy_timeout(c->db, timeout);
   rc = pragma(c, fk ? "PRAGMA foreign_keys = ON" : "PRAGMA foreign_keys = OFF");
-  if (rc == SQLITE_OK && wal && strcmp(path, ":memory:") && path[0])
-    rc = pragma(c, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
+  if (rc == SQLITE_OK && wal && strcmp(path, ":memory:") && path[0]) {
+    /* Switching a new file to WAL takes an exclusive lock. When several processes open a new
+     * file at once (two `zever worker`s), SQLite answers SQLITE_BUSY at once rather than call
+     * the busy handler where waiting could deadlock; so the switch is retried here, every
+     * 10 ms, up to busy_timeout. Once one of them switched, the others' pragma only reads. */
+    int waited = 0;
+    while ((rc = pragma(c, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")) != SQLITE_OK &&
+           (rc & 0xff) == SQLITE_BUSY && waited < timeout) {
+      sqlite3_sleep(10);
+      waited += 10;
+    }
+  }
   if (rc != SQLITE_OK) {
     char msg[512];
     snprintf(msg, sizeof msg, "cannot set up %s: %s", path, sqlite3_errmsg(c->db));
