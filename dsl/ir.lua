@@ -112,8 +112,8 @@ end
 -- Interpreted only: Debian's LuaJIT (2.1.0~beta3+git20220320, GC64) compiled this function's
 -- pairs() loop into a trace that moves lj_vm_next's 64-bit result through a 32-bit xchg, and
 -- the trace then read the key through the truncated pointer: the test process died of SIGSEGV
--- (a core dump: trace 185, dsl/ir.lua:84, `xchg %eax,%edx` after `call lj_vm_next`). The dump
--- is for goldens and --dump, never a hot path.
+-- (a core dump: trace 185, dsl/ir.lua:84, `xchg %eax,%edx` after `call lj_vm_next`). Only the
+-- specs' goldens dump the IR: never a request or a command.
 require("jit").off(dump_node)
 
 -- The IR as indented text: kind, name, @line:col, then scalar fields sorted by key (plain
