@@ -6,10 +6,14 @@
 --   gen.backends(names)               -> list of backend modules | nil, err   (names nil: default)
 --   gen.generate(ir, opts)            -> files, by_backend | nil, err
 --   gen.write(files, out)             -> report | nil, err
---   gen.load_snapshot(out)            -> snapshot table or nil | nil, err
+--   gen.load_snapshot(dir)            -> snapshot table or nil | nil, err (dir: migrations)
+--   gen.migrations_dir(opts)          -> opts.migrations, else <opts.out>/migrations
+--   gen.place(path, opts)             -> folder, path below it (migrations/* -> migrations_dir)
+--   gen.last_version(dir)             -> the highest NNNN of dir's migration files, or 0
 --   gen.run(paths, opts)              -> report | nil, err
 --                                        opts.step(label): called as each phase starts
 --                                        ("compile", then each backend's name; zever gen's bar)
+--                                        opts.migrations: the migrations backend's folder
 --   gen.literal(v[, indent])          -> v as deterministic Lua source (sorted keys)
 --
 -- A backend is a module dsl.backends.<name> returning { name =, generate = function(ir, opts) }
@@ -157,7 +161,7 @@ function M.generate(ir, opts)
   if not list then return nil, err end
   local files, by_backend = {}, {}
   local bopts = { snapshot = opts.snapshot, allow_drop = opts.allow_drop and true or false,
-    out = opts.out or "generated" }
+    out = opts.out or "generated", floor = opts.floor }
   for _, backend in ipairs(list) do
     local name = backend.name
     if opts.step then opts.step(name) end -- progress (zever gen's bar): this backend runs now
@@ -259,11 +263,37 @@ function M.write(files, out)
   return report
 end
 
--- The previous schema snapshot under out (written by the migrations backend), or nil when none.
-function M.load_snapshot(out)
+-- The folder the migrations backend's files go to: opts.migrations, else <out>/migrations.
+-- (`zever gen` passes the app's db.migrations: one sequence with the app's own migrations.)
+function M.migrations_dir(opts)
+  if opts.migrations then return (opts.migrations:gsub("/+$", "")) end
+  return (opts.out or "generated"):gsub("/+$", "") .. "/migrations"
+end
+
+-- Where a file of the backends' map goes: the migrations backend's "migrations/..." under the
+-- migrations folder, every other file under out. Returns the folder and the path below it.
+function M.place(path, opts)
+  local rest = path:match("^migrations/(.+)$")
+  if rest then return M.migrations_dir(opts), rest end
+  return (opts.out or "generated"):gsub("/+$", ""), path
+end
+
+-- The highest version of the migration files (NNNN_name.lua) in dir, 0 when none or no dir.
+function M.last_version(dir)
+  local last = 0
+  for _, f in ipairs(require("zever.sys").listdir(dir) or {}) do
+    local v = f:match("^(%d+)_[%w_%-]+%.lua$")
+    if v and tonumber(v) > last then last = tonumber(v) end
+  end
+  return last
+end
+
+-- The previous schema snapshot in the migrations folder dir (written by the migrations
+-- backend), or nil when none.
+function M.load_snapshot(dir)
   local ok, migrations = pcall(require, "dsl.backends.migrations")
   if not ok then return nil end
-  local path = out:gsub("/+$", "") .. "/" .. migrations.SNAPSHOT
+  local path = dir:gsub("/+$", "") .. "/" .. migrations.SNAPSHOT:match("[^/]+$")
   local src = read(path)
   if not src then return nil end
   local chunk, err = loadstring(src, "=" .. path)
@@ -327,19 +357,30 @@ function M.run(paths, opts)
     return fail("schema", format("the schema has %d error%s", result.errors,
       result.errors == 1 and "" or "s"), { result = result })
   end
-  local snapshot, serr = M.load_snapshot(out)
+  local mdir = M.migrations_dir(opts)
+  local snapshot, serr = M.load_snapshot(mdir)
   if serr then return nil, serr end
+  local floor = M.last_version(mdir)
   local files, gerr = M.generate(result.ir, { backends = opts.backends, snapshot = snapshot,
-    allow_drop = opts.allow_drop, out = out, step = opts.step })
+    allow_drop = opts.allow_drop, out = out, step = opts.step, floor = floor })
   if not files then
     gerr.result = result
     return nil, gerr
   end
   local report = { written = {}, unchanged = {}, kept = {} }
   if not opts.dry_run then
-    local werr
-    report, werr = M.write(files, out)
-    if not report then return nil, werr end
+    -- Each file under its folder (M.place); the report's paths are the backends' own.
+    local names = {}
+    for path in pairs(files) do names[#names + 1] = path end
+    sort(names)
+    for _, path in ipairs(names) do
+      local dir, rel = M.place(path, opts)
+      local r, werr = M.write({ [rel] = files[path] }, dir)
+      if not r then return nil, werr end
+      for k, list in pairs(report) do
+        if #r[k] > 0 then list[#list + 1] = path end
+      end
+    end
   end
   report.result, report.files = result, files
   return report

@@ -255,10 +255,9 @@ return {
         lines[#lines + 1] = "added stub " .. line
       end
     end
-    -- An entity's table comes as a migration of zever gen's own folder (docs/generate.md).
-    lines[#lines + 1] = kind == "entity" and
-      "next: zever gen, then zever migrate up --migrations generated/migrations (its table)" or
-      "next: zever gen"
+    -- An entity's table comes as a migration zever gen writes into migrations/ (docs/generate.md).
+    lines[#lines + 1] = kind == "entity" and "next: zever gen, then zever migrate up (its table)"
+      or "next: zever gen"
     -- An app.lua that does not register the generated routes (an older zever new's): say how.
     local app_lua = kind == "rpc" and slurp(root .. "/app.lua")
     if app_lua and not app_lua:find("generated.routes", 1, true) then

@@ -6,6 +6,10 @@
 --   migrations/NNNN_<name>.lua          { up = function(db), down = function(db) }, NNNN = last + 1
 --   migrations/schema.snapshot.lua      the schema this run saw, and the last migration number
 --
+-- `zever gen` writes these into the app's migrations folder (db.migrations), beside the app's
+-- own migrations: one sequence, which `zever migrate up` and zever.testing apply. "last" is the
+-- highest of the snapshot's number and opts.floor (the folder's highest version).
+--
 -- When nothing changed, only the snapshot is returned (with the same bytes as before). What the
 -- diff knows: create table, create and drop index (index(...) @concurrently on an existing table:
 -- a second file, run outside a transaction, with CREATE INDEX CONCURRENTLY on postgres), add
@@ -663,9 +667,14 @@ function M.generate(ir, opts)
   local plan, derr = M.diff(snap and snap.tables or {}, tables, opts.allow_drop)
   if not plan then return nil, derr end
   local files = {}
+  -- A new migration is numbered after the snapshot's and after every file already in the
+  -- app's migrations folder (opts.floor, its highest version): one sequence with the app's own
+  -- migrations. With nothing to write, the snapshot keeps its number (its bytes do not change).
   local version = last
+  local floor = tonumber(opts.floor) or 0
+  if floor > version and (#plan.ops > 0 or #plan.concurrent > 0) then version = floor end
   if #plan.ops > 0 then
-    version = last + 1
+    version = version + 1
     local stamp = format("%04d", version)
     local name = migration_name(plan)
     files[format("%s/%s_%s.lua", M.DIR, stamp, name)] = migration_file(stamp, name, plan)

@@ -26,7 +26,7 @@ describe("zever generate", function()
   it("appends an entity, an rpc, a job and a schedule that compile, with stubs", function()
     local rows = {
       { { "entity", "Post", "title:string", "body:string?" },
-        "added entity Post to schema/app.zen\nnext: zever gen, then zever migrate up --migrations generated/migrations" },
+        "added entity Post to schema/app.zen\nnext: zever gen, then zever migrate up (its table)" },
       { { "rpc", "PostService.GetPost", "id:int64", "--http", "GET /posts/{id}", "--auth", "none",
         "--returns", "Post" }, "added stub handlers/post_service.lua: PostService.GetPost" },
       { { "rpc", "PostService.Publish", "id:int64" }, "added stub handlers/post_service.lua: PostService.Publish" },
@@ -49,8 +49,9 @@ describe("zever generate", function()
     local g = zever_in(app, "gen")
     assert.are.equal(0, g.code, g.stderr)
     assert.are.equal("", g.stdout)   -- every stub is there already
-    -- The entity's table: gen wrote its migration, migrate up applies it from gen's folder.
-    local r = zever_in(app, "migrate", "up", "--migrations", "generated/migrations")
+    -- The entity's table: gen wrote its migration into the app's migrations/, migrate up
+    -- applies it with the app's own.
+    local r = zever_in(app, "migrate", "up")
     assert.are.equal(0, r.code, r.stderr)
     r = process.run("sqlite3 " .. quote(app .. "/data/app.db") .. " .schema")
     assert.matches('CREATE TABLE IF NOT EXISTS "posts" (', r.stdout, 1, true)
@@ -121,6 +122,65 @@ describe("zever generate", function()
     r = zever_in(app, "generate", "entity", "Post", "title:nosuchtype")
     assert.are.equal(1, r.code)
     assert.are.equal(before, fs.read(app .. "/schema/app.zen"))
+  end)
+
+  it("keeps one migration sequence: gen's tables after the app's own, for migrate and zever test", function()
+    local json = require "zever.json"
+    assert.are.equal(0, zever_in(app, "generate", "migration", "add_tags").code)
+    assert.are.equal(0, zever_in(app, "generate", "entity", "Post", "title:string").code)
+    local g = zever_in(app, "gen", "--json")
+    assert.are.equal(0, g.code, g.stderr)
+    local written = json.decode(g.stdout).written
+    assert.is_truthy(fs.slurp(app .. "/migrations/0002_create_posts.lua"), table.concat(written, " "))
+    assert.is_truthy(fs.slurp(app .. "/migrations/schema.snapshot.lua"))
+    assert.is_nil(fs.slurp(app .. "/generated/migrations/schema.snapshot.lua"))
+    -- A spec of the app reads the entity's table: zever test applied migrations/ whole.
+    fs.write(app .. "/spec/posts_table_spec.lua", table.concat({
+      'local testing = require "zever.testing"',
+      'local APP = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "."',
+      'describe("posts", function()',
+      '  it("has the generated table", function()',
+      '    local t = testing.app(APP)',
+      '    t.app.db:exec("INSERT INTO posts (title) VALUES (?)", "first")',
+      '    assert.are.equal("first", t.app.db:first("SELECT title FROM posts").title)',
+      '    t:close()',
+      '  end)',
+      'end)', "" }, "\n"))
+    local t = zever_in(app, "test", "spec/posts_table_spec.lua")
+    assert.are.equal(0, t.code, t.stdout .. t.stderr)
+    assert.matches("1 passed, 0 failed", t.stdout, 1, true)
+    -- The next entity comes after a hand-written migration added meanwhile.
+    assert.are.equal(0, zever_in(app, "generate", "migration", "seed_tags").code) -- 0003
+    assert.are.equal(0, zever_in(app, "generate", "entity", "Tag", "name:string").code)
+    g = zever_in(app, "gen")
+    assert.are.equal(0, g.code, g.stderr)
+    assert.is_truthy(fs.slurp(app .. "/migrations/0004_create_tags.lua"))
+    local r = zever_in(app, "migrate", "up")
+    assert.are.equal(0, r.code, r.stderr)
+    r = zever_in(app, "migrate", "status", "--json")
+    local names = {}
+    for _, m in ipairs(json.decode(r.stdout)) do
+      names[#names + 1] = m.version .. "_" .. m.name .. ":" .. tostring(m.applied)
+    end
+    assert.are.same({ "0001_add_tags:true", "0002_create_posts:true", "0003_seed_tags:true",
+      "0004_create_tags:true" }, names)
+    -- Nothing changed: gen writes nothing new (the snapshot keeps its bytes).
+    local snap = fs.read(app .. "/migrations/schema.snapshot.lua")
+    g = zever_in(app, "gen", "--json")
+    assert.are.same({}, json.decode(g.stdout).written)
+    assert.are.equal(snap, fs.read(app .. "/migrations/schema.snapshot.lua"))
+  end)
+
+  it("refuses an older layout's generated/migrations with what to do, writing nothing", function()
+    assert.are.equal(0, zever_in(app, "generate", "entity", "Post", "title:string").code)
+    os.execute("mkdir -p " .. quote(app .. "/generated/migrations"))
+    fs.write(app .. "/generated/migrations/0001_create_posts.lua", "return { up = function() end }\n")
+    local r = zever_in(app, "gen")
+    assert.are.equal(1, r.code)
+    assert.matches("generated/migrations holds migrations from an older zever gen", r.stderr, 1, true)
+    assert.matches("move generated/migrations/* there", r.stderr, 1, true)
+    assert.is_nil(fs.slurp(app .. "/generated/models.lua"))
+    assert.is_nil(fs.slurp(app .. "/migrations/schema.snapshot.lua"))
   end)
 
   it("writes a spec and a migration, and never overwrites a spec", function()

@@ -298,7 +298,10 @@ return app
     local r = zever_in(dir, "gen", "--backend", "models,migrations")
     assert.are.equal(0, r.code, r.stderr)
     assert.are.equal("", r.stdout) -- piped: quiet
-    r = zever_in(dir, "migrate", "up", "--dir", "generated/migrations", "--dsn", "sqlite:app.db")
+    -- The migrations go to the app's migrations/ (db.migrations), which migrate up applies.
+    assert.is_nil(io.open(dir .. "/generated/migrations/0001_create_tasks_users.lua"))
+    assert(io.open(dir .. "/migrations/0001_create_tasks_users.lua")):close()
+    r = zever_in(dir, "migrate", "up", "--dsn", "sqlite:app.db")
     assert.are.equal(0, r.code, r.stderr)
 
     -- Version 2: a new column and a new index.
@@ -308,10 +311,10 @@ return app
     write(dir .. "/schema/tasks.zen", v2)
     r = zever_in(dir, "gen", "--backend", "models,migrations")
     assert.are.equal(0, r.code, r.stderr)
-    local mig = read(dir .. "/generated/migrations/0002_add_tasks_priority_and_1_more.lua")
+    local mig = read(dir .. "/migrations/0002_add_tasks_priority_and_1_more.lua")
     assert.matches([[ALTER TABLE "tasks" ADD COLUMN "priority" TEXT NOT NULL DEFAULT 'normal']], mig, 1, true)
     assert.is_nil(mig:find("CREATE TABLE", 1, true))
-    r = zever_in(dir, "migrate", "up", "--dir", "generated/migrations", "--dsn", "sqlite:app.db")
+    r = zever_in(dir, "migrate", "up", "--dsn", "sqlite:app.db")
     assert.are.equal(0, r.code, r.stderr)
     local db = assert(zdb.open("sqlite:" .. dir .. "/app.db"))
     assert(db:first("SELECT 1 AS x FROM pragma_index_list('tasks') WHERE name = 'tasks_priority_idx'"))
@@ -322,11 +325,11 @@ return app
     r = zever_in(dir, "gen", "--backend", "models,migrations")
     assert.are.equal(1, r.code)
     assert.matches("drops the column priority of tasks: refused without --allow-drop", r.stderr, 1, true)
-    assert.is_nil(io.open(dir .. "/generated/migrations/0003_drop_index_tasks_priority_idx_and_1_more.lua"))
+    assert.is_nil(io.open(dir .. "/migrations/0003_drop_index_tasks_priority_idx_and_1_more.lua"))
     r = zever_in(dir, "gen", "--backend", "models,migrations", "--allow-drop")
     assert.are.equal(0, r.code, r.stderr)
-    assert(io.open(dir .. "/generated/migrations/0003_drop_index_tasks_priority_idx_and_1_more.lua")):close()
-    r = zever_in(dir, "migrate", "up", "--dir", "generated/migrations", "--dsn", "sqlite:app.db")
+    assert(io.open(dir .. "/migrations/0003_drop_index_tasks_priority_idx_and_1_more.lua")):close()
+    r = zever_in(dir, "migrate", "up", "--dsn", "sqlite:app.db")
     assert.are.equal(0, r.code, r.stderr)
   end)
 
