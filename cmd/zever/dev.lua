@@ -116,7 +116,10 @@ return {
 
     local function gen()
       local dsl = require "dsl.gen"
-      local report, gerr = dsl.run({ root .. "/schema" }, { out = root .. "/generated" })
+      -- The migrations go where zever gen puts them: the app's db.migrations (one sequence).
+      local cfg = require("zever.config").load{ dir = root }
+      local report, gerr = dsl.run({ root .. "/schema" }, { out = root .. "/generated",
+        migrations = cfg and cfg.db.migrations or root .. "/migrations" })
       local result = report and report.result or (gerr and gerr.result)
       local diags = ""
       if result and #result.diags > 0 then

@@ -68,6 +68,9 @@ describe("zever dev", function()
     fs.write(zen, fs.read(zen) .. "\nentity Post {\n  id: int64 @primary\n  title: string\n}\n")
     assert.is_truthy(wait_for(function() return fs.slurp(app .. "/generated/models.lua") end, 20),
       "gen did not run: " .. srv:log())
+    -- Its migration went where zever gen puts it: the app's migrations/, one sequence.
+    assert.is_truthy(wait_for(function() return fs.slurp(app .. "/migrations/0001_create_posts.lua") end, 20))
+    assert.is_nil(fs.slurp(app .. "/generated/migrations/0001_create_posts.lua"))
     fs.write(zen, fs.read(zen) .. "\nentity Broken {\n  id: nosuchtype\n}\n")
     local page = wait_for(function()
       local r = srv:curl("/")
