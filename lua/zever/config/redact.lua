@@ -107,24 +107,36 @@ local function redact_string(s)
 end
 M.redact_string = redact_string
 
--- "section.field" -> true for the schema's fields marked secret (read on first use).
-local secret_fields
-local function secret_field(section, k)
-  if not section then return false end
-  if not secret_fields then
-    secret_fields = {}
-    for _, s in ipairs(require("zever.config.schema").sections) do
-      for _, field in ipairs(s.fields) do
-        if field.secret then secret_fields[s.name .. "." .. field.name] = true end
+-- secret_fields[section][field] = true for the schema's fields marked secret, and the schema's
+-- sections by name (both read on first use: the schema is not loaded for a bare redact). Nested
+-- tables, so that a lookup makes no "section.field" string per key.
+local secret_fields, sections
+local function load_schema()
+  local schema = require "zever.config.schema"
+  secret_fields, sections = {}, schema.by_name
+  for _, s in ipairs(schema.sections) do
+    for _, field in ipairs(s.fields) do
+      if field.secret then
+        local t = secret_fields[s.name] or {}
+        t[field.name] = true
+        secret_fields[s.name] = t
       end
     end
   end
-  return secret_fields[section .. "." .. tostring(k)] == true
+end
+
+local function secret_field(section, k)
+  if not section then return false end
+  if not secret_fields then load_schema() end
+  local t = secret_fields[section]
+  return t ~= nil and t[k] == true
 end
 
 -- True when k, at the top of a config, names a section of the schema.
 local function is_section(section, k)
-  return section == nil and require("zever.config.schema").by_name[k] ~= nil
+  if section ~= nil then return false end
+  if not sections then load_schema() end
+  return sections[k] ~= nil
 end
 
 -- The section a child of node k is in: k itself at the top (section == nil), else none.
