@@ -10,7 +10,8 @@
 #
 # and prints, per (server, route), the medians of req/s, p99 latency and server CPU time per
 # request (utime+stime from /proc/<pid>/stat, read just before and after the measured run, over
-# the requests wrk completed), then the zever/nginx ratios against the targets: req/s >= 1.0x,
+# the requests wrk completed; utime alone is printed beside it as the user-space part), then the
+# zever/nginx ratios against the targets: req/s >= 1.0x,
 # CPU/request <= 0.8x, p99 <= 1.0x.
 #
 # Environment: BENCH_HTTP_SECONDS (default 5, at most 10), BENCH_HTTP_ROUNDS (default 3),
