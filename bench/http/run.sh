@@ -10,7 +10,8 @@
 #
 # and prints, per (server, route), the medians of req/s, p99 latency and server CPU time per
 # request (utime+stime from /proc/<pid>/stat, read just before and after the measured run, over
-# the requests wrk completed), then the zever/nginx ratios against the targets: req/s >= 1.0x,
+# the requests wrk completed; utime alone is printed beside it as the user-space part), then the
+# zever/nginx ratios against the targets: req/s >= 1.0x,
 # CPU/request <= 0.8x, p99 <= 1.0x.
 #
 # Environment: BENCH_HTTP_SECONDS (default 5, at most 10), BENCH_HTTP_ROUNDS (default 3),
@@ -172,16 +173,34 @@ for r in "${routes[@]}"; do
 done
 
 # --- the runs --------------------------------------------------------------------------------
+# user_ticks PID...: utime alone (field 14 of /proc/<pid>/stat), summed: the user-space share of
+# cpu_ticks (the rest, stime, is the kernel's work for the server: mostly the socket calls).
+user_ticks() {
+  local total=0 pid line rest f
+  for pid in "$@"; do
+    line=$(cat /proc/"$pid"/stat) || die "process $pid is gone"
+    rest=${line##*) }
+    read -r -a f <<<"$rest"
+    total=$((total + f[11]))
+  done
+  echo "$total"
+}
+
 # measure SERVER ROUTE ROUND: warm-up, then one wrk run; appends a row to $results.
 measure() {
   local s=$1 r=$2 n=$3 url="http://127.0.0.1:${port[$1]}$2" before after out rps p99 reqs
+  local ubefore uafter
   local p
   "${wrk_cpu[@]}" wrk -t1 -c"$conns" -d1s "$url" >/dev/null
   # shellcheck disable=SC2086
   before=$(cpu_ticks ${pids[$s]})
+  # shellcheck disable=SC2086
+  ubefore=$(user_ticks ${pids[$s]})
   out=$("${wrk_cpu[@]}" wrk -t1 -c"$conns" -d"${seconds}s" --latency "$url")
   # shellcheck disable=SC2086
   after=$(cpu_ticks ${pids[$s]})
+  # shellcheck disable=SC2086
+  uafter=$(user_ticks ${pids[$s]})
   for p in ${pids[$s]}; do alive "$p" || die "$s (pid $p) died during the run"; done
   if grep -q 'Non-2xx' <<<"$out"; then
     echo "$out" >&2
@@ -199,14 +218,17 @@ measure() {
   fi
   local errs
   errs=$(awk '/Socket errors:/ {sub(/^ *Socket errors: */, ""); print}' <<<"$out")
-  local cpu_us
+  local cpu_us user_us
   cpu_us=$(awk -v t=$((after - before)) -v hz="$clk_tck" -v n="$reqs" \
     'BEGIN {printf "%.2f", t / hz / n * 1e6}')
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$r" "$n" "$rps" "$p99" "$cpu_us" "$reqs" >>"$results"
+  user_us=$(awk -v t=$((uafter - ubefore)) -v hz="$clk_tck" -v n="$reqs" \
+    'BEGIN {printf "%.2f", t / hz / n * 1e6}')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$r" "$n" "$rps" "$p99" "$cpu_us" "$reqs" \
+    "$user_us" >>"$results"
   # Server CPU over the run in % of one core: near 100 the server is the limit, below it wrk is.
   local busy=$(((after - before) * 100 / (clk_tck * seconds)))
-  printf 'round %d  %-5s %-9s %10.0f req/s  p99 %7.2f ms  %6.2f µs CPU/req  ' \
-    "$n" "$s" "$r" "$rps" "$p99" "$cpu_us"
+  printf 'round %d  %-5s %-9s %10.0f req/s  p99 %7.2f ms  %6.2f µs CPU/req (user %.2f)  ' \
+    "$n" "$s" "$r" "$rps" "$p99" "$cpu_us" "$user_us"
   printf '(%d requests, server %d%% of a core%s)\n' "$reqs" "$busy" \
     "${errs:+, socket errors: $errs}"
 }
@@ -232,18 +254,19 @@ import statistics, sys
 rows = {}  # (server, route) -> {round: (req/s, p99 ms, CPU us/req)}
 routes = []
 for line in open(sys.argv[1]):
-    s, r, n, rps, p99, cpu, reqs = line.rstrip("\n").split("\t")
-    rows.setdefault((s, r), {})[int(n)] = (float(rps), float(p99), float(cpu))
+    s, r, n, rps, p99, cpu, reqs, user = line.rstrip("\n").split("\t")
+    rows.setdefault((s, r), {})[int(n)] = (float(rps), float(p99), float(cpu), float(user))
     if r not in routes:
         routes.append(r)
-med = {k: [statistics.median(x[i] for x in v.values()) for i in range(3)] for k, v in rows.items()}
+med = {k: [statistics.median(x[i] for x in v.values()) for i in range(4)] for k, v in rows.items()}
 print("medians of %d runs" % max(len(v) for v in rows.values()))
-print("%-10s %-6s %12s %10s %14s" % ("route", "server", "req/s", "p99 ms", "CPU µs/req"))
+print("%-10s %-6s %12s %10s %14s %15s" % ("route", "server", "req/s", "p99 ms", "CPU µs/req",
+                                         "of it user µs"))
 for r in routes:
     for s in ("nginx", "zever"):
         if (s, r) in med:
             m = med[(s, r)]
-            print("%-10s %-6s %12.0f %10.2f %14.2f" % (r, s, m[0], m[1], m[2]))
+            print("%-10s %-6s %12.0f %10.2f %14.2f %15.2f" % (r, s, m[0], m[1], m[2], m[3]))
 if any(s == "zever" for s, _ in med) and any(s == "nginx" for s, _ in med):
     targets = [("req/s", 0, lambda x: x >= 1.0, ">= 1.00"),
                ("CPU/req", 2, lambda x: x <= 0.8, "<= 0.80"),

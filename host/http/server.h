@@ -96,6 +96,8 @@ void zv_http_server_defaults(zv_http_server_opts_t *o);
 
 enum { ZV_HTTP_RESP_NONE, ZV_HTTP_RESP_STREAM, ZV_HTTP_RESP_DONE };
 
+#define ZV_HTTP_HC_MAX 4 /* application headers of a head that the next response may reuse */
+
 struct zv_http_sconn_s {
   uv_tcp_t tcp;
   uv_timer_t timer;
@@ -146,6 +148,14 @@ struct zv_http_sconn_s {
                                  * (a virtual connection: zv__http_conn_drained) */
   uint8_t want_flush;           /* on the server's flush list (zv__http_conn_flush_later) */
   zv_http_sconn_t *flush_next;
+  /* The last head built (stream_write.c, zv__http_build_head): head.p[0, hc_len) still holds
+   * its status line (hc_line bytes) and its application headers, checked and laid out; a
+   * response with the same status and byte-equal headers reuses them and appends only the
+   * framing, Date and Server. hc_len 0: nothing to reuse. */
+  uint32_t hc_len, hc_line;
+  uint16_t hc_status;
+  uint8_t hc_nhdrs, hc_date, hc_server;
+  uint32_t hc_nlen[ZV_HTTP_HC_MAX], hc_vlen[ZV_HTTP_HC_MAX];
 };
 
 struct zv_http_server_s {

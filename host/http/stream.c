@@ -262,6 +262,7 @@ static zv_http_sconn_t *conn_get(zv_http_server_t *s) {
   c->xp_hold = c->xp_busy = c->want_shutdown = c->want_notify = 0;
   c->want_flush = 0;
   c->flush_next = NULL;
+  c->hc_len = 0;
   return c;
 }
 

@@ -175,13 +175,48 @@ static void write_cb(uv_write_t *req, int status) {
 
 /* --- responses ----------------------------------------------------------------------------- */
 
-/* Builds the head into c->head; returns 0 or ZV_EINVAL (a malformed header). */
+/* True when the status line and application headers of the last head built on c (still in
+ * c->head, see hc_len in server.h) are the ones asked for now: the same status and, header by
+ * header, the same name and value lengths and bytes. They were checked when that head was built,
+ * so equal bytes need no second check. An upgraded connection uses c->head for its own bytes. */
+static int head_reusable(const zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs,
+                         size_t nhdrs) {
+  const char *o;
+  if (!c->hc_len || c->hc_status != status || c->hc_nhdrs != nhdrs || c->upgraded) return 0;
+  o = c->head.p + c->hc_line;
+  for (size_t i = 0; i < nhdrs; i++) {
+    const zv_http_str_t *name = &hdrs[2 * i], *value = &hdrs[2 * i + 1];
+    if (name->n != c->hc_nlen[i] || value->n != c->hc_vlen[i] || memcmp(o, name->p, name->n) ||
+        memcmp(o + name->n + 2, value->p, value->n))
+      return 0;
+    o += name->n + value->n + 4;
+  }
+  return 1;
+}
+
+/*
+ * Builds the head into c->head; returns 0 or ZV_EINVAL (a malformed header). A response like
+ * the connection's previous one (the usual case on keep-alive: the same status and content
+ * type) keeps that head's status line and headers and rewrites only the tail (framing, Date,
+ * Server), which zv_http_head_end writes anew each time. Heads with headers the server computes
+ * itself (skipped here), or more than ZV_HTTP_HC_MAX headers, are not kept for reuse.
+ */
 int zv__http_build_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdrs, size_t nhdrs,
                       int64_t content_length, int chunked) {
   zv_http_server_t *s = c->srv;
   zv_http_head_t h;
-  int has_date = 0, has_server = 0;
+  int has_date = 0, has_server = 0, keep = nhdrs <= ZV_HTTP_HC_MAX && status >= 0 &&
+                                            status <= UINT16_MAX;
+  if (head_reusable(c, status, hdrs, nhdrs)) {
+    c->head.len = c->hc_len;
+    c->head.err = 0;
+    has_date = c->hc_date;
+    has_server = c->hc_server;
+    goto tail;
+  }
+  c->hc_len = 0;
   zv_http_head_begin(&c->head, status);
+  c->hc_line = (uint32_t)c->head.len;
   for (size_t i = 0; i < nhdrs; i++) {
     const zv_http_str_t *name = &hdrs[2 * i], *value = &hdrs[2 * i + 1];
     zv_http_hdrinfo_t info;
@@ -189,8 +224,24 @@ int zv__http_build_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdr
     if (info.is_close) c->must_close = 1;
     has_date |= info.is_date;
     has_server |= info.is_server;
-    if (!info.skip) zv_http_head_add(&c->head, name->p, name->n, value->p, value->n);
+    if (info.skip) {
+      keep = 0;
+      continue;
+    }
+    zv_http_head_add(&c->head, name->p, name->n, value->p, value->n);
+    if (keep) {
+      c->hc_nlen[i] = (uint32_t)name->n;
+      c->hc_vlen[i] = (uint32_t)value->n;
+    }
   }
+  if (keep && !c->head.err && !c->upgraded && c->head.len <= UINT32_MAX) {
+    c->hc_len = (uint32_t)c->head.len;
+    c->hc_status = (uint16_t)status;
+    c->hc_nhdrs = (uint8_t)nhdrs;
+    c->hc_date = (uint8_t)has_date;
+    c->hc_server = (uint8_t)has_server;
+  }
+tail:
   if (s->draining || s->torn_down) c->must_close = 1;
   /* The rest of a streamed body was not read: the connection cannot carry another request. */
   if (c->body_streaming) c->must_close = 1;

@@ -378,15 +378,20 @@ function App:list_routes()
 end
 
 -- The next() a middleware receives: a callable object rather than a closure, because creating
--- closures stops LuaJIT's compiler (FNEW is not compiled) and this runs on every request.
+-- closures stops LuaJIT's compiler (FNEW is not compiled) and this runs on every request. Its
+-- constructor has constant values only, then the fields are set: a key whose value is an
+-- expression has only a nil slot in the template, which precompiled bytecode (build/bc) drops,
+-- and { chain = chain, i = i + 1, ... } cost 1,806 instructions instead of 846 loaded from
+-- bytecode, four new-key inserts and their rehashes (BENCHMARKS.md "Session 10: /hello").
 local Next = {}
 Next.__index = Next
 
 local function run_chain(chain, i, req, res)
   local fn = chain[i]
   if i == #chain then return apply(res, fn(req, res)) end
-  local nxt = setmetatable({ chain = chain, i = i + 1, req = req, res = res }, Next)
-  return apply(res, fn(req, res, nxt))
+  local nxt = { chain = false, i = 0, req = false, res = false }
+  nxt.chain, nxt.i, nxt.req, nxt.res = chain, i + 1, req, res
+  return apply(res, fn(req, res, setmetatable(nxt, Next)))
 end
 
 function Next.__call(self)

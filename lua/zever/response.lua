@@ -47,12 +47,16 @@ Response.__index = Response
 -- res:render); nil for a bare response (whose res.app is the first app, if any). The app is not
 -- a field of each response: a fifth key would double the hash part every request allocates.
 function M.new(class)
-  -- body and ctype start as false and are then cleared: `luajit -b` keeps only the non-nil keys
-  -- of a constructor's template, so a precompiled { ..., body = nil, ctype = nil } got 2 hash
-  -- slots and rehashed on every response's first body or ctype store (~540 instructions a
-  -- request, BENCHMARKS.md). With the keys in the template the table is duplicated with its 4
-  -- slots, and a later store finds its key (no new-key insert); nil values keep their slots.
-  local res = { code = 200, headers = tnew(4, 0), body = false, ctype = false }
+  -- Every key of the template has a constant value (headers, body and ctype start as false and
+  -- are then set or cleared): a key whose value is an expression gets only a nil slot in the
+  -- template that LuaJIT's parser builds, and bytecode (build/bc, string.dump) keeps only the
+  -- non-nil keys. Precompiled, { ..., headers = tnew(4, 0) } lost its headers slot, so every
+  -- response inserted that key anew (a new-key store the trace cannot sink: ~880 instructions
+  -- a /hello request more than the same code loaded from source, BENCHMARKS.md "Session 10");
+  -- { ..., body = nil, ctype = nil } likewise lost two slots and rehashed (~540). With all four
+  -- keys in the template the table is duplicated with its slots, and later stores find them.
+  local res = { code = 200, headers = false, body = false, ctype = false }
+  res.headers = tnew(4, 0)
   res.body, res.ctype = nil, nil
   return setmetatable(res, class or Response)
 end

@@ -205,6 +205,68 @@ describe("zever.http", function()
       assert.are.equal(ports[1], ports[2])
     end)
 
+    -- A response like the connection's previous one reuses that head's status line and headers
+    -- (stream_write.c, zv__http_build_head): each answer must still say what its own call asked.
+    it("builds each keep-alive response's head from its own status, headers and length", function()
+      local answers = {
+        ["/a"] = { 200, "one", { "Content-Type", "text/plain" } },
+        ["/b"] = { 200, "two!", { "Content-Type", "text/html!" } },   -- same lengths, other bytes
+        ["/c"] = { 200, "3", { "Content-Type", "text/html!", "X-A", "1" } },
+        ["/d"] = { 201, "four", { "Content-Type", "text/html!", "X-A", "1" } },
+        ["/e"] = { 201, "", { "Content-Type", "text/html!", "X-A", "2" } },
+        ["/f"] = { 201, "six", { "Content-Type", "text/html!", "Server", "mine" } },
+        ["/g"] = { 201, "seven", { "Content-Type", "text/html!", "Server", "mine" } },
+        ["/h"] = { 201, "eight", { "Content-Type", "text/html!" } },
+      }
+      local errs = {}
+      local _, port = serve({}, function(req, _, path)
+        if path == "/bad" then
+          -- Same lengths as a head sent just before, one byte a line break: still refused.
+          req:respond(200, "ok", { "X-Evil", "abcdefghijklmno" })
+          errs[#errs + 1] = "sent"
+          return
+        elseif path == "/bad2" then
+          local ok, err = pcall(req.respond, req, 200, "x", { "X-Evil", "a\r\nSet-Cookie:b" })
+          errs[#errs + 1] = ok and "accepted" or err
+          req:respond(200, "safe", { "X-Evil", "abcdefghijklmno" })
+          return
+        end
+        local a = answers[path]
+        req:respond(a[1], a[2], a[3])
+      end)
+      local steps = {}
+      for _, p in ipairs({ "/a", "/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/bad", "/bad2" }) do
+        steps[#steps + 1] = get(p)
+        steps[#steps + 1] = "resp:2"
+      end
+      local out = client(port, steps)
+      local heads = {}
+      for part in out:gmatch("HTTP/1%.1 .-\r\n\r\n[^%[]*") do heads[#heads + 1] = part end
+      assert.are.equal(11, #heads, out)
+      local function has(i, pattern) assert.matches(pattern, heads[i]) end
+      local function lacks(i, text) assert.is_nil(heads[i]:find(text, 1, true), heads[i]) end
+      for i = 1, 2 do
+        has(i, "^HTTP/1%.1 200 OK\r\nContent%-Type: text/plain\r\nContent%-Length: 3\r\n")
+        has(i, "\r\nServer: zever\r\n\r\none$")
+      end
+      has(3, "^HTTP/1%.1 200 OK\r\nContent%-Type: text/html!\r\nContent%-Length: 4\r\n.*\r\n\r\ntwo!$")
+      has(4, "^HTTP/1%.1 200 OK\r\nContent%-Type: text/html!\r\nX%-A: 1\r\nContent%-Length: 1\r\n")
+      has(5, "^HTTP/1%.1 201 Created\r\nContent%-Type: text/html!\r\nX%-A: 1\r\nContent%-Length: 4\r\n")
+      has(6, "^HTTP/1%.1 201 Created\r\nContent%-Type: text/html!\r\nX%-A: 2\r\nContent%-Length: 0\r\n")
+      for i = 7, 8 do
+        has(i, "^HTTP/1%.1 201 Created\r\nContent%-Type: text/html!\r\nServer: mine\r\n")
+        lacks(i, "zever")
+      end
+      has(8, "\r\n\r\nseven$")
+      has(9, "^HTTP/1%.1 201 Created\r\nContent%-Type: text/html!\r\nContent%-Length: 5\r\n")
+      has(9, "\r\nServer: zever\r\n\r\neight$")
+      has(10, "\r\nX%-Evil: abcdefghijklmno\r\n")
+      has(11, "\r\nX%-Evil: abcdefghijklmno\r\n.*\r\n\r\nsafe$")
+      lacks(11, "Set-Cookie")
+      assert.are.equal("sent", errs[1])
+      assert.matches("invalid response header", errs[2])
+    end)
+
     it("answers pipelined requests in order, even when the first answers later", function()
       local _, port = serve({}, function(req, _, path)
         if path == "/slow" then
