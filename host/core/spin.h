@@ -23,6 +23,11 @@ static inline void zv_spin_lock(zv_spin_t *s) {
   if (__builtin_expect(__atomic_exchange_n(&s->held, 1, __ATOMIC_ACQUIRE), 0)) zv__spin_wait(s);
 }
 
+/* Takes the lock when it is free (1), or returns 0 at once. */
+static inline int zv_spin_trylock(zv_spin_t *s) {
+  return !__atomic_exchange_n(&s->held, 1, __ATOMIC_ACQUIRE);
+}
+
 static inline void zv_spin_unlock(zv_spin_t *s) {
   __atomic_store_n(&s->held, 0, __ATOMIC_RELEASE);
 }

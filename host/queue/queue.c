@@ -301,7 +301,7 @@ int zv_queue_push(zv_queue_t *q, const char *topic, size_t tlen, int type, const
   m->hlen = hlen;
   if (plen) memcpy(m->data, payload, plen);
   if (hlen) memcpy(m->data + plen, headers, hlen);
-  uint32_t h = zv_hash(topic, tlen);
+  uint32_t h = (uint32_t)zv_hash64(topic, tlen);
   uint64_t now = delay_ns ? now_or_clock(now_ns) : 0;
   int rc = 0;
 
@@ -337,13 +337,14 @@ int zv_queue_push(zv_queue_t *q, const char *topic, size_t tlen, int type, const
 
 int zv_queue_pop(zv_queue_t *q, const char *topic, size_t tlen, uint64_t visibility_ns,
                  uint64_t now_ns, char *buf, size_t cap, zv_queue_msg_t *out) {
-  uint32_t h = zv_hash(topic, tlen);
-  uint64_t now = now_or_clock(now_ns);
+  uint32_t h = (uint32_t)zv_hash64(topic, tlen);
   int rc = ZV_ENOTFOUND;
 
   pthread_mutex_lock(&q->lock);
   topic_t *t = topic_find(q, topic, tlen, h);
-  if (t) {
+  /* A topic with nothing in it (an idle worker's poll) needs no clock: read it only here. */
+  if (t && (t->ready || t->nheap)) {
+    uint64_t now = now_or_clock(now_ns);
     promote(t, now);
     if (t->ready) {
       msg_t *m = t->ring[t->head];
@@ -435,7 +436,7 @@ int zv_queue_nack(zv_queue_t *q, uint64_t id, uint64_t lease, int requeue, uint6
 }
 
 int zv_queue_len(zv_queue_t *q, const char *topic, size_t tlen, size_t *n) {
-  uint32_t h = zv_hash(topic, tlen);
+  uint32_t h = (uint32_t)zv_hash64(topic, tlen);
   pthread_mutex_lock(&q->lock);
   topic_t *t = topic_find(q, topic, tlen, h);
   *n = t ? t->count : 0;
