@@ -52,7 +52,8 @@ struct zv_queue_s {
   pthread_mutex_t lock;
   uint64_t next_id, next_lease;
   msg_t **ids;            /* id table, chained, mask = id_cap - 1 */
-  size_t id_cap, nids;
+  size_t id_cap;
+  size_t nids;            /* live messages; written under the lock, read without by pop */
   topic_t **topics;
   size_t topic_cap, ntopics;
 };
@@ -150,7 +151,7 @@ static void ids_remove(zv_queue_t *q, msg_t *m) {
   msg_t **pp = &q->ids[id_slot(m->id, q->id_cap)];
   while (*pp != m) pp = &(*pp)->id_next;
   *pp = m->id_next;
-  q->nids--;
+  __atomic_store_n(&q->nids, q->nids - 1, __ATOMIC_RELEASE);
 }
 
 /* --- topics ----------------------------------------------------------------------------------- */
@@ -325,7 +326,7 @@ int zv_queue_push(zv_queue_t *q, const char *topic, size_t tlen, int type, const
     size_t s = id_slot(m->id, q->id_cap);
     m->id_next = q->ids[s];
     q->ids[s] = m;
-    q->nids++;
+    __atomic_store_n(&q->nids, q->nids + 1, __ATOMIC_RELEASE);
     t->count++;
     *id = m->id;
   }
@@ -337,6 +338,12 @@ int zv_queue_push(zv_queue_t *q, const char *topic, size_t tlen, int type, const
 
 int zv_queue_pop(zv_queue_t *q, const char *topic, size_t tlen, uint64_t visibility_ns,
                  uint64_t now_ns, char *buf, size_t cap, zv_queue_msg_t *out) {
+  /*
+   * No message in any topic (every worker of an idle app polls this): no lock, no hash. A push
+   * that happened before this call (in this thread, or one it synchronised with) is seen; one
+   * racing with it may be missed, as if it came just after.
+   */
+  if (__atomic_load_n(&q->nids, __ATOMIC_ACQUIRE) == 0) return ZV_ENOTFOUND;
   uint32_t h = (uint32_t)zv_hash64(topic, tlen);
   int rc = ZV_ENOTFOUND;
 
