@@ -4,7 +4,9 @@
 --
 -- WorkerEmptyPoll: one poll of an idle worker on the memory queue (a pop that finds nothing plus
 -- the next backoff delay): the cost an idle worker pays per wake-up (the Go framework: 241.7
--- ns/op). JobsDispatchMemory: app.jobs:dispatch of a small table on the memory queue.
+-- ns/op). WorkerEmptyPollOtherTopic: the same with one message waiting in another topic of the
+-- queue (the core's shortcut for a queue with no message at all does not apply).
+-- JobsDispatchMemory: app.jobs:dispatch of a small table on the memory queue.
 -- JobsDbThroughput: end to end on SQLite (a WAL file): dispatch N jobs, then one worker
 -- (concurrency 1) on this thread's event loop runs them until the queue is drained; prints
 -- jobs/s for the dispatch and for the run (claim + handler + ack per job).
@@ -29,6 +31,14 @@ end
 local mj = jobs.wrap(jq.new(queue.new{ name = "bench:jobs" }), {})
 local w = worker.new(mj, { poll_max = 1 })
 bench("WorkerEmptyPoll", function() w:poll() end)
+
+if wanted("WorkerEmptyPollOtherTopic") then
+  local oq = queue.new{ name = "bench:jobs-other" }
+  assert(oq:push("jobs:elsewhere", "waiting"))
+  local ow = worker.new(jobs.wrap(jq.new(oq), {}), { poll_max = 1 })
+  bench("WorkerEmptyPollOtherTopic", function() ow:poll() end)
+  oq:close()
+end
 
 local args = { user_id = 42 }
 local mq = mj.impl.queue

@@ -20,15 +20,6 @@ static size_t lens[KEYS];
 static int part[2][KEYS];
 static int nparts[2];
 
-static uint64_t fnv1a(const char *p, size_t n) {
-  uint64_t h = 14695981039346656037ull;
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 static zv_limiter_t *fresh(void) {
   zv_limiter_t *l;
   zv_limiter_opts_t o = {1e9, 1e9, 100000, 600};
@@ -38,7 +29,8 @@ static zv_limiter_t *fresh(void) {
   }
   nparts[0] = nparts[1] = 0;
   for (int i = 0; i < KEYS; i++) {
-    int half = (fnv1a(keys[i], lens[i]) & (ZV_LIMITER_STRIPES - 1)) >= ZV_LIMITER_STRIPES / 2;
+    /* The limiter's stripe hash (limiter.h). */
+    int half = (zv_hash64(keys[i], lens[i]) & (ZV_LIMITER_STRIPES - 1)) >= ZV_LIMITER_STRIPES / 2;
     part[half][nparts[half]++] = i;
   }
   return l;

@@ -65,22 +65,5 @@ void zv_free(void *ptr) {
 }
 
 uint32_t zv_hash(const void *data, size_t n) {
-  const char *s = data;
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
-  while (n >= 8) {
-    memcpy(&w, s, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-    s += 8;
-    n -= 8;
-  }
-  if (n) {
-    w = 0;
-    memcpy(&w, s, n);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-  }
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return (uint32_t)h;
+  return (uint32_t)zv_hash64(data, n);
 }

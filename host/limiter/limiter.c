@@ -156,29 +156,19 @@ static void admit(zv_limiter_t *l) {
   zv_spin_unlock(&l->admit);
 }
 
-int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost, uint64_t now_ns,
-                     zv_limiter_result_t *r) {
-  if (len > ZV_LIMITER_MAX_KEY) return ZV_ETOOLONG;
-  if (!(cost >= 0)) return ZV_EINVAL;
-  if (!now_ns) now_ns = zv_limiter_clock();
-  uint64_t h = zv_fnv1a(key, len);
-  zv_stripe_t *s = zv_stripes_at(&l->stripes, h);
-  zv_spin_lock(&s->lock);
-  entry_t *e = find(s, h, key, len);
-  if (e) {
-    charge(l, e, cost, now_ns, r);
-    zv_stripe_touch(s, &e->n);
-    zv_spin_unlock(&s->lock);
-    return 0;
-  }
-  zv_spin_unlock(&s->lock);
-
-  /* A new key: allocate and reserve a slot with no stripe lock held, then look again. */
+/*
+ * A key that was not in its stripe: allocate and reserve a slot with no stripe lock held, then
+ * look again. Out of line so that the path for a key that exists (zv_limiter_allow) keeps few
+ * registers to save and restore.
+ */
+static __attribute__((noinline)) int allow_new(zv_limiter_t *l, zv_stripe_t *s, uint64_t h,
+                                               const char *key, size_t len, double cost,
+                                               uint64_t now_ns, zv_limiter_result_t *r) {
   entry_t *fresh = zv_alloc(sizeof *fresh + len);
   if (!fresh) return ZV_ENOMEM;
   admit(l);
   zv_spin_lock(&s->lock);
-  e = find(s, h, key, len);
+  entry_t *e = find(s, h, key, len);
   if (e) {
     /* Another thread admitted it meanwhile: give the slot back. */
     charge(l, e, cost, now_ns, r);
@@ -205,9 +195,63 @@ int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost, 
   return 0;
 }
 
+/* Charges an entry found in stripe s (its lock held), makes it the newest, and unlocks. */
+static inline void hit(zv_limiter_t *l, zv_stripe_t *s, entry_t *e, double cost, uint64_t now_ns,
+                       zv_limiter_result_t *r) {
+  charge(l, e, cost, now_ns, r);
+  zv_stripe_touch(s, &e->n);
+  zv_spin_unlock(&s->lock);
+}
+
+/* Every case of zv_limiter_allow: the clock to read, a long key, a lock to wait for, a new key. */
+static __attribute__((noinline)) int allow_any(zv_limiter_t *l, const char *key, size_t len,
+                                               double cost, uint64_t now_ns,
+                                               zv_limiter_result_t *r) {
+  if (len > ZV_LIMITER_MAX_KEY) return ZV_ETOOLONG;
+  if (!(cost >= 0)) return ZV_EINVAL;
+  if (!now_ns) now_ns = zv_limiter_clock();
+  uint64_t h = zv_hash64(key, len);
+  zv_stripe_t *s = zv_stripes_at(&l->stripes, h);
+  zv_spin_lock(&s->lock);
+  entry_t *e = find(s, h, key, len);
+  if (!e) {
+    zv_spin_unlock(&s->lock);
+    return allow_new(l, s, h, key, len, cost, now_ns, r);
+  }
+  hit(l, s, e, cost, now_ns, r);
+  return 0;
+}
+
+/*
+ * Keys up to this many bytes are compared inline (stripes.h), so the fast path below calls
+ * nothing: it holds no register across a call and saves none.
+ */
+#define FAST_KEY 32
+
+/*
+ * The fast path: a short key that exists, the time given, its stripe's lock free. Whatever
+ * else hands the same arguments to allow_any (a tail call, no lock held), which does it all.
+ */
+int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost, uint64_t now_ns,
+                     zv_limiter_result_t *r) {
+  if (__builtin_expect(len > FAST_KEY || !now_ns || !(cost >= 0), 0))
+    return allow_any(l, key, len, cost, now_ns, r);
+  uint64_t h = zv_hash64(key, len);
+  zv_stripe_t *s = zv_stripes_at(&l->stripes, h);
+  if (__builtin_expect(!zv_spin_trylock(&s->lock), 0))
+    return allow_any(l, key, len, cost, now_ns, r);
+  entry_t *e = find(s, h, key, len);
+  if (__builtin_expect(e == NULL, 0)) {
+    zv_spin_unlock(&s->lock);
+    return allow_any(l, key, len, cost, now_ns, r);
+  }
+  hit(l, s, e, cost, now_ns, r);
+  return 0;
+}
+
 int zv_limiter_reset(zv_limiter_t *l, const char *key, size_t len, int *existed) {
   if (len > ZV_LIMITER_MAX_KEY) return ZV_ETOOLONG;
-  uint64_t h = zv_fnv1a(key, len);
+  uint64_t h = zv_hash64(key, len);
   zv_stripe_t *s = zv_stripes_at(&l->stripes, h);
   zv_spin_lock(&s->lock);
   entry_t *e = find(s, h, key, len);

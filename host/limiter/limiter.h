@@ -13,7 +13,7 @@
  *   |                     | LRU: newest <-> ... <-> oldest          |
  *   +--------------------------------------------------------------+
  *
- * A key's stripe is the low 6 bits of its FNV-1a hash. A call on a key that exists takes only
+ * A key's stripe is the low 6 bits of its zv_hash64 (core/zv.h). A call on a key that exists takes only
  * its stripe's lock and allocates nothing. Admitting a new key reserves a slot under the admit
  * lock; when the table is full it evicts the least recently used entry of all stripes (an idle
  * one is always older than a busy one, so idle entries go first). Locks are taken in the order

@@ -10,6 +10,7 @@
  *   handle:ack(id, lease)                   -> boolean (false: not the current lease)
  *   handle:nack(id, lease, requeue, delay_ns[, now_ns]) -> boolean
  *   handle:len(topic)                       -> n
+ *   handle:ptr()                            -> lightuserdata (the zv_queue_t *, for the FFI pop)
  *   handle:release()                        drops this state's reference (also done by __gc)
  *   core.clock()                            -> monotonic ns
  *
@@ -97,6 +98,11 @@ static int l_pop(lua_State *L) {
   return push_msg(L, &m, stack);
 }
 
+static int l_ptr(lua_State *L) {
+  lua_pushlightuserdata(L, check(L));
+  return 1;
+}
+
 static int l_ack(lua_State *L) {
   zv_queue_t *q = check(L);
   lua_pushboolean(L, zv_queue_ack(q, check_u64(L, 2), check_u64(L, 3)) == 0);
@@ -134,7 +140,7 @@ static int l_clock(lua_State *L) {
 
 static const luaL_Reg methods[] = {
   {"push", l_push}, {"pop", l_pop}, {"ack", l_ack}, {"nack", l_nack},
-  {"len", l_len},   {"release", l_release}, {NULL, NULL},
+  {"len", l_len},   {"ptr", l_ptr},   {"release", l_release}, {NULL, NULL},
 };
 
 static const luaL_Reg funcs[] = {

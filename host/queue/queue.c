@@ -52,7 +52,8 @@ struct zv_queue_s {
   pthread_mutex_t lock;
   uint64_t next_id, next_lease;
   msg_t **ids;            /* id table, chained, mask = id_cap - 1 */
-  size_t id_cap, nids;
+  size_t id_cap;
+  size_t nids;            /* live messages; written under the lock, read without by pop */
   topic_t **topics;
   size_t topic_cap, ntopics;
 };
@@ -150,7 +151,7 @@ static void ids_remove(zv_queue_t *q, msg_t *m) {
   msg_t **pp = &q->ids[id_slot(m->id, q->id_cap)];
   while (*pp != m) pp = &(*pp)->id_next;
   *pp = m->id_next;
-  q->nids--;
+  __atomic_store_n(&q->nids, q->nids - 1, __ATOMIC_RELEASE);
 }
 
 /* --- topics ----------------------------------------------------------------------------------- */
@@ -301,7 +302,7 @@ int zv_queue_push(zv_queue_t *q, const char *topic, size_t tlen, int type, const
   m->hlen = hlen;
   if (plen) memcpy(m->data, payload, plen);
   if (hlen) memcpy(m->data + plen, headers, hlen);
-  uint32_t h = zv_hash(topic, tlen);
+  uint32_t h = (uint32_t)zv_hash64(topic, tlen);
   uint64_t now = delay_ns ? now_or_clock(now_ns) : 0;
   int rc = 0;
 
@@ -325,7 +326,7 @@ int zv_queue_push(zv_queue_t *q, const char *topic, size_t tlen, int type, const
     size_t s = id_slot(m->id, q->id_cap);
     m->id_next = q->ids[s];
     q->ids[s] = m;
-    q->nids++;
+    __atomic_store_n(&q->nids, q->nids + 1, __ATOMIC_RELEASE);
     t->count++;
     *id = m->id;
   }
@@ -337,13 +338,20 @@ int zv_queue_push(zv_queue_t *q, const char *topic, size_t tlen, int type, const
 
 int zv_queue_pop(zv_queue_t *q, const char *topic, size_t tlen, uint64_t visibility_ns,
                  uint64_t now_ns, char *buf, size_t cap, zv_queue_msg_t *out) {
-  uint32_t h = zv_hash(topic, tlen);
-  uint64_t now = now_or_clock(now_ns);
+  /*
+   * No message in any topic (every worker of an idle app polls this): no lock, no hash. A push
+   * that happened before this call (in this thread, or one it synchronised with) is seen; one
+   * racing with it may be missed, as if it came just after.
+   */
+  if (__atomic_load_n(&q->nids, __ATOMIC_ACQUIRE) == 0) return ZV_ENOTFOUND;
+  uint32_t h = (uint32_t)zv_hash64(topic, tlen);
   int rc = ZV_ENOTFOUND;
 
   pthread_mutex_lock(&q->lock);
   topic_t *t = topic_find(q, topic, tlen, h);
-  if (t) {
+  /* A topic with nothing in it (an idle worker's poll) needs no clock: read it only here. */
+  if (t && (t->ready || t->nheap)) {
+    uint64_t now = now_or_clock(now_ns);
     promote(t, now);
     if (t->ready) {
       msg_t *m = t->ring[t->head];
@@ -435,7 +443,7 @@ int zv_queue_nack(zv_queue_t *q, uint64_t id, uint64_t lease, int requeue, uint6
 }
 
 int zv_queue_len(zv_queue_t *q, const char *topic, size_t tlen, size_t *n) {
-  uint32_t h = zv_hash(topic, tlen);
+  uint32_t h = (uint32_t)zv_hash64(topic, tlen);
   pthread_mutex_lock(&q->lock);
   topic_t *t = topic_find(q, topic, tlen, h);
   *n = t ? t->count : 0;

@@ -33,21 +33,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "queue_ffi.h"
+
 #define ZV_QUEUE_MAX_TOPIC 1024
 #define ZV_QUEUE_PROMOTE 256
-
-typedef struct zv_queue_s zv_queue_t;
-
-/* What zv_queue_pop hands back; payload then headers are copied into the caller's buffer. */
-typedef struct {
-  uint64_t id;
-  uint64_t lease;
-  uint64_t enqueued_ns;
-  uint32_t attempt;       /* 1 on the first delivery, + 1 each time it comes back */
-  int type;
-  size_t payload_len;
-  size_t headers_len;
-} zv_queue_msg_t;
 
 uint64_t zv_queue_clock(void);
 
@@ -73,15 +62,7 @@ int zv_queue_push(zv_queue_t *q, const char *topic, size_t tlen, int type, const
                   size_t plen, const char *headers, size_t hlen, uint64_t delay_ns,
                   uint64_t enqueued_ns, uint64_t now_ns, uint64_t *id);
 
-/*
- * Leases the oldest visible message of topic until now + visibility_ns and copies its payload
- * and then its headers into buf. Returns 0 with *out filled; ZV_ENOTFOUND when nothing is
- * visible; ZV_ERANGE when cap is smaller than payload_len + headers_len (then out->payload_len
- * and out->headers_len say what is needed, and nothing is leased: call again with a larger
- * buffer). Allocates nothing.
- */
-int zv_queue_pop(zv_queue_t *q, const char *topic, size_t tlen, uint64_t visibility_ns,
-                 uint64_t now_ns, char *buf, size_t cap, zv_queue_msg_t *out);
+/* zv_queue_pop, the call an idle worker makes per poll, is declared in queue_ffi.h. */
 
 /*
  * Settles a leased message: removes it. ZV_ENOTFOUND when lease is not its current lease. Frees

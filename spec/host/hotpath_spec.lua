@@ -1,8 +1,8 @@
 -- The paths shaped for LuaJIT's compiler (router match through dispatch, the response writer's
--- Lua part, db exec/first with values, JSON encode of a small flat object, duration parse)
--- compile to traces without NYI aborts. Each row runs a loop from a flushed trace cache with
--- LuaJIT's trace events attached (spec/support/traces.lua), as lua-resty-core's tests assert
--- the trace and the absence of NYI. The checks read trace events only, so load cannot break
+-- Lua part, db exec/first with values, JSON encode of a small flat object, duration parse, an
+-- idle worker's poll) compile to traces without NYI aborts. Each row runs a loop from a flushed
+-- trace cache with LuaJIT's trace events attached (spec/support/traces.lua), as
+-- lua-resty-core's tests assert the trace and the absence of NYI. The checks read trace events only, so load cannot break
 -- them; what the paths cost per call is measured by the benchmarks (BENCHMARKS.md).
 --
 -- respond itself (lua/zever/server.lua) needs a live C request and runs only inside a server;
@@ -153,6 +153,24 @@ describe("hot paths", function()
         for _ = 1, N do sink = sink + duration.parse("1h30m") end
       end)
       assert.are.equal(5400 * N, sink)
+      assert_compiles(t, true)
+    end)
+  end)
+
+  describe("an idle worker's poll on the memory queue", function()
+    it("compiles without an NYI abort or a stitch (the FFI pop)", function()
+      local jobs, worker = require "zever.jobs", require "zever.worker"
+      local queue, jq = require "zever.queue", require "adapters.jobs.queue"
+      local q = queue.new{ name = "hotpath:poll" }
+      local w = worker.new(jobs.wrap(jq.new(q), {}), { poll_max = 1 })
+      local sink = 0
+      local t = traces.run(function()
+        for _ = 1, N do sink = sink + w:poll() end
+      end)
+      q:close()
+      -- The delays: 0, then 1 ms, 2 ms ... 512 ms, then the 1 s cap for every other poll.
+      local want = (N - 11) + 0.001 * (2 ^ 10 - 1)
+      assert.is_true(math.abs(sink - want) < 1e-6, sink .. " ~= " .. want)
       assert_compiles(t, true)
     end)
   end)

@@ -16,6 +16,14 @@ require("spec.conformance.queue")("memory", function(opts)
     visibility_timeout = opts.visibility_timeout }
 end)
 
+-- The same suite on the classic binding's pop (memory pops through the FFI when the host exports
+-- the core, which the spec below checks).
+require("spec.conformance.queue")("memory (classic pop)", function(opts)
+  local impl = require("adapters.queue.memory").new{ name = unique("classic"), clock = opts.clock,
+    classic = true }
+  return queue.wrap(impl, { visibility_timeout = opts.visibility_timeout })
+end)
+
 require("spec.conformance.queue")("db", function(opts)
   local db = assert(zdb.open("sqlite::memory:"))
   local impl = dbq.new(db, { clock = opts.clock, sweep_interval = 0 })
@@ -23,6 +31,34 @@ require("spec.conformance.queue")("db", function(opts)
 end)
 
 describe("adapters.queue.memory", function()
+  local memory = require "adapters.queue.memory"
+
+  it("pops through the FFI, and the classic binding reads the same queue", function()
+    assert.is_true(memory.ffi)
+    local name = unique("paths")
+    local f, c = memory.new{ name = name }, memory.new{ name = name, classic = true }
+    assert.are.equal(f.pop, getmetatable(f).pop)
+    assert.are_not.equal(f.pop, c.pop)
+    f:push("t", "one", 1, '{"h":"1"}', 0)
+    f:push("t", ("x"):rep(3000), 2, nil, 0)
+    local id, lease, attempt, kind, _, data, headers = c:pop("t", 30)
+    assert.are.same({ 1, 1, "one", '{"h":"1"}' }, { attempt, kind, data, headers })
+    assert.is_true(c:ack(id, lease))
+    id, lease, attempt, kind, _, data, headers = f:pop("t", 30)
+    assert.are.same({ 1, 2, 3000, nil }, { attempt, kind, #data, headers })
+    assert.is_true(f:ack(id, lease))
+    assert.is_nil(f:pop("t", 30))
+    assert.is_nil(f:pop("never-pushed", 30))
+    f:close()
+    c:close()
+  end)
+
+  it("raises on a pop after close instead of reading a released queue", function()
+    local q = memory.new{ name = unique("closed") }
+    q:close()
+    assert.has_error(function() q:pop("t", 30) end, "queue: the handle was released")
+  end)
+
   it("shares one queue between two opens of the same name", function()
     local name = unique("share")
     local a = queue.new{ name = name }
