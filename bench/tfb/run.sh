@@ -236,7 +236,7 @@ measure() {
   if ((count)); then # "value,unit,event,..." -> per request
     awk -F, -v n="$reqs" -v k="$w\t$t\t$s\t$n" '$1 ~ /^[0-9.]+$/ && $1 > 0 {
       e = $3; sub(/^syscalls:sys_enter_/, "", e); sub(/^raw_syscalls:sys_enter$/, "all system calls", e)
-      if (e == "task-clock") { e = "task-clock µs"; $1 = $1 / 1000 }
+      if (e == "task-clock") { e = "task-clock µs"; $1 = $1 * 1000 } # msec
       printf "%s\t%s\t%.4f\n", k, e, $1 / n }' \
       "$run/perf.out" >>"$counts"
     awk -v b="$split_before" -v a="$split_after" -v hz="$clk_tck" -v n="$reqs" -v k="$w\t$t\t$s\t$n" \
