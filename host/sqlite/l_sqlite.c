@@ -691,7 +691,59 @@ static void spin_enter(sqlite3_mutex *m) {
   base_mutex.xMutexEnter(m);
 }
 
-static void configure_once(void) {
+/*
+ * The default VFS is "zever-unix": SQLite's "unix" VFS with one method changed in the files it
+ * opens, the WAL-index memory barrier (xShmBarrier). unix's barrier is a full fence
+ * (__sync_synchronize) and then, "for redundancy", an enter and leave of SQLite's one global
+ * VFS mutex; WAL calls it twice in every read transaction, so every autocommit select of every
+ * worker thread took that process-wide mutex twice (the threads of `zever serve` met on it;
+ * nginx's worker processes each have their own). The fence alone is the barrier the WAL-index
+ * protocol asks for (sqlite3.h: "xShmBarrier ... implements a memory barrier"); locking,
+ * durability and isolation are unix's own, unchanged. Everything else is unix's: the wrapper's
+ * xOpen calls unix's and then points the file at a copy of unix's methods table whose barrier is
+ * fence_barrier (only for the table seen on the first open that has a barrier, posixIoMethods;
+ * any other table is left alone). Registered once per process, before any connection opens.
+ */
+static sqlite3_vfs *base_vfs, shim_vfs;
+static const sqlite3_io_methods *base_methods;
+static sqlite3_io_methods fenced_methods;
+static pthread_mutex_t shim_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void fence_barrier(sqlite3_file *f) {
+  (void)f;
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static int shim_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, int flags,
+                     int *out) {
+  const sqlite3_io_methods *m;
+  int rc;
+  (void)vfs;
+  rc = base_vfs->xOpen(base_vfs, name, f, flags, out);
+  m = f->pMethods;
+  if (rc != SQLITE_OK || !m || m->iVersion < 2 || !m->xShmBarrier) return rc;
+  pthread_mutex_lock(&shim_lock); /* opens are rare: once per connection and per journal */
+  if (!base_methods) {
+    base_methods = m;
+    fenced_methods = *m;
+    fenced_methods.xShmBarrier = fence_barrier;
+  }
+  if (m == base_methods) f->pMethods = &fenced_methods;
+  pthread_mutex_unlock(&shim_lock);
+  return rc;
+}
+
+static void register_vfs(void) {
+  base_vfs = sqlite3_vfs_find("unix");
+  if (!base_vfs || base_vfs->szOsFile <= 0) return;
+  shim_vfs = *base_vfs; /* unix's methods and its pAppData (its locking-style finder) */
+  shim_vfs.pNext = NULL;
+  shim_vfs.zName = "zever-unix";
+  shim_vfs.xOpen = shim_open;
+  (void)sqlite3_vfs_register(&shim_vfs, 1);
+}
+
+static void configure_mutexes(void) {
   sqlite3_mutex_methods m;
   if (sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) != SQLITE_OK) return;
   if (sqlite3_initialize() != SQLITE_OK || sqlite3_shutdown() != SQLITE_OK) return;
@@ -701,7 +753,19 @@ static void configure_once(void) {
     m.xMutexEnter = spin_enter;
     (void)sqlite3_config(SQLITE_CONFIG_MUTEX, &m);
   }
-  (void)sqlite3_initialize();
+}
+
+/* A VFS can be registered at any time; only connections opened afterwards use it. */
+static void configure_once(void) {
+  configure_mutexes();
+  if (sqlite3_initialize() == SQLITE_OK) register_vfs();
+}
+
+/* The name of the default VFS ("zever-unix" once configure_once ran). */
+static int l_vfs(lua_State *L) {
+  sqlite3_vfs *v = sqlite3_vfs_find(NULL);
+  lua_pushstring(L, v ? v->zName : "");
+  return 1;
 }
 
 int luaopen_zever_sqlite(lua_State *L);
@@ -711,7 +775,8 @@ int luaopen_zever_sqlite(lua_State *L) {
     {"close", l_close},     {"is_open", l_is_open}, {"cached", l_cached},
     {"_ptr", l_ptr},        {"_error", l_error},  {NULL, NULL}};
   static const luaL_Reg funcs[] = {{"open", l_open}, {"blob", l_blob},
-                                   {"memory_used", l_memory_used}, {NULL, NULL}};
+                                   {"memory_used", l_memory_used}, {"vfs", l_vfs},
+                                   {NULL, NULL}};
   pthread_once(&configured, configure_once);
   if (luaL_loadbuffer(L, int64_chunk, sizeof int64_chunk - 1, "=zever.sqlite") != 0)
     return lua_error(L);

@@ -277,5 +277,45 @@ describe("zever.sqlite", function()
       f:close()
       cleanup(path)
     end)
+
+    -- configure_once registers "zever-unix" (unix with a fence-only WAL-index barrier) as the
+    -- default VFS: WAL readers on other threads still see whole, ordered snapshots.
+    it("opens files through the zever-unix VFS", function()
+      assert.are.equal("zever-unix", sqlite.vfs())
+    end)
+
+    it("gives readers on other threads whole snapshots while a writer commits", function()
+      local threads = require "zever.threads"
+      local path = tmpdb()
+      local f = assert(sqlite.open(path))
+      assert(f:exec("CREATE TABLE pair (id INTEGER PRIMARY KEY, n INTEGER)"))
+      assert(f:exec("INSERT INTO pair (id, n) VALUES (1, 0), (2, 0)"))
+      local out = os.tmpname()
+      local w = threads.start(1, "spec.fixtures.sqlite_snapshot_worker",
+        "write|" .. path .. "|400|" .. out .. ".w")
+      local r1 = threads.start(1, "spec.fixtures.sqlite_snapshot_worker",
+        "read|" .. path .. "|3000|" .. out .. ".1")
+      local r2 = threads.start(1, "spec.fixtures.sqlite_snapshot_worker",
+        "read|" .. path .. "|3000|" .. out .. ".2")
+      w:join()
+      r1:join()
+      r2:join()
+      local function result(suffix)
+        local h = assert(io.open(out .. suffix))
+        local s = h:read("*a")
+        h:close()
+        os.remove(out .. suffix)
+        return s
+      end
+      assert.are.equal("done 400", result(".w"))
+      assert.matches("^done 3000 last %d+$", result(".1"))
+      assert.matches("^done 3000 last %d+$", result(".2"))
+      os.remove(out)
+      local row = f:first("SELECT (SELECT n FROM pair WHERE id = 1) AS a, " ..
+        "(SELECT n FROM pair WHERE id = 2) AS b")
+      assert.are.same({ a = 400, b = 400 }, row)
+      f:close()
+      cleanup(path)
+    end)
   end)
 end)
