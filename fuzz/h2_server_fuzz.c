@@ -1,5 +1,5 @@
 /*
- * h2_server_fuzz.c: libFuzzer target for the HTTP/2 server path (host/h2/h2.c over the HTTP
+ * h2_server_fuzz.c: libFuzzer target for the HTTP/2 server path (host/h2/ over the HTTP
  * server, host/http/): whatever bytes a client sends after the HTTP/2 preface go through the
  * real server on a real loopback connection: nghttp2's session, our callbacks (headers, bodies,
  * resets, limits), each complete stream run as a virtual connection by the core, responses

@@ -1,10 +1,15 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # bench/http/callgrind_hello.sh [BIN] [PATH]: user-space instructions per request of one worker
 # serving examples/hello, counted by callgrind (load-independent). One client sends requests
 # one at a time on one keep-alive connection; the cost per request is the slope between a run
 # of N1 and a run of N2 requests, so start-up and exit cancel out. Only the serving (main)
 # thread is counted (callgrind --separate-threads).
-set -e
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+die() { echo "bench/http/callgrind_hello.sh: $1" >&2; exit 1; }
+# get_n (the client) and cg_total, shared with bench/tfb/callgrind_nginx.sh.
+# shellcheck source=bench/http/lib.sh
+. "$root/bench/http/lib.sh"
 BIN=${1:-bin/zever}
 ROUTE=${2:-/hello}
 N1=${N1:-2000}
@@ -17,19 +22,11 @@ count() {
     bench/http/callgrind_hello.lua "$1" "$tmp/port" "$HT" >/dev/null 2>"$tmp/vg.$1" &
   vg=$!
   while [ ! -s "$tmp/port" ]; do sleep 0.1; done
-  python3 - "$(cat "$tmp/port")" "$1" "$ROUTE" <<'PY'
-import http.client, sys
-c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
-for _ in range(int(sys.argv[2])):
-    c.request("GET", sys.argv[3])
-    r = c.getresponse()
-    r.read()
-    assert r.status == 200, r.status
-PY
+  get_n "$(cat "$tmp/port")" "$1" "$ROUTE"
   wait $vg
   # The main thread's count only (the serving thread): the watchdog thread's wake-ups are per
   # second, not per request, and callgrind's slowdown would multiply them.
-  grep '^summary:\|^totals:' "$tmp/cg.$1-01" | head -1 | grep -o '[0-9]*$'
+  cg_total "$tmp/cg.$1-01"
 }
 a=$(count "$N1")
 b=$(count "$N2")

@@ -8,14 +8,19 @@
 # (ECDHE-ECDSA-AES128-GCM-SHA256). Stops only the PIDs it started.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+root=$PWD
 N1=${N1:-20}
 N2=${N2:-120}
 PROTO=${PROTO:-tls13}
-tmp=$(mktemp -d /tmp/zever-cg-tlshs.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-  -subj /CN=localhost -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+die() { echo "bench/http/callgrind_tls_handshake.sh: $1" >&2; exit 1; }
+note() { echo "# $*"; }
+# free_port, tls_cert and Debian's nginx set-up (sys_nginx_conf), shared with tls_handshake.sh.
+# shellcheck source=bench/http/lib.sh
+. "$root/bench/http/lib.sh"
+run=$(mktemp -d /tmp/zever-cg-tlshs.XXXXXX)
+tmp=$run
+trap 'rm -rf "$run"' EXIT
+tls_cert
 client() { # port n
   /usr/bin/python3 - "$1" "$2" "$PROTO" <<'PY'
 import socket, ssl, sys, time
@@ -50,32 +55,10 @@ count() { # server n -> Ir
     pid=$!
     while ! grep -q "serving" "$tmp/vg.z.$2"; do sleep 0.2; done
   else
-    mkdir -p "$tmp/ng"
-    cat >"$tmp/ng.conf" <<CONF
-$([[ $(id -u) == 0 ]] && echo "user root;")
-daemon off;
-master_process off;
-worker_processes 1;
-pid $tmp/ng.pid;
-error_log $tmp/ng.err warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $tmp/ng/b; proxy_temp_path $tmp/ng/p; fastcgi_temp_path $tmp/ng/f;
-  uwsgi_temp_path $tmp/ng/u; scgi_temp_path $tmp/ng/s;
-  server {
-    listen 127.0.0.1:$port ssl;
-    ssl_certificate $tmp/cert.pem;
-    ssl_certificate_key $tmp/key.pem;
-    ssl_protocols TLSv1.2 TLSv1.3;
-    ssl_session_tickets on;
-    ssl_session_cache off;
-    location = /hello { return 200 "hello world"; }
-  }
-}
-CONF
-    valgrind --tool=callgrind --callgrind-out-file="$tmp/n.$2.%p" /usr/sbin/nginx -p "$tmp/ng" \
-      -c "$tmp/ng.conf" -e "$tmp/ng.err" >/dev/null 2>"$tmp/vg.n.$2" &
+    # One process (master_process off), so that callgrind counts the one that handshakes.
+    NGINX_FOREGROUND=1 sys_nginx_conf "127.0.0.1:$port ssl"
+    valgrind --tool=callgrind --callgrind-out-file="$tmp/n.$2.%p" "$sys_nginx" -p "$run/nginx" \
+      -c "$run/nginx.conf" -e "$run/error.log" >/dev/null 2>"$tmp/vg.n.$2" &
     pid=$!
   fi
   client "$port" "$2"

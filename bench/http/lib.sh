@@ -2,7 +2,8 @@
 # process helpers that only ever touch the PIDs the script started, and the vendor nginx +
 # ngx_lua (.debs fetched with `apt-get download` and unpacked into bench/http/vendor, never
 # installed); and, at the end, the set-up of Debian's nginx over TLS that tls.sh, h2.sh,
-# tls_handshake.sh and callgrind_h2.sh share. Sourced, not run: the sourcing script sets root (the repository), run (its
+# tls_handshake.sh and callgrind_h2.sh share (and static.sh, callgrind_tls_handshake.sh,
+# callgrind_hello.sh and bench/tfb/callgrind_nginx.sh their pieces of it). Sourced, not run: the sourcing script sets root (the repository), run (its
 # temporary folder) and defines die and note first; vendor_setup needs network access once.
 # shellcheck shell=bash disable=SC2154  # root and run come from the sourcing script
 
@@ -147,6 +148,26 @@ wait_ready() { # wait_ready PID URL: up to 10 s for a 200
     sleep 0.1
   done
   return 1
+}
+
+# get_n PORT N ROUTE: N requests GET ROUTE one after another on one keep-alive connection, each
+# answered 200: the client of the per-request instruction counts (callgrind_hello.sh,
+# bench/tfb/callgrind_nginx.sh), whose own instructions are not counted.
+get_n() {
+  /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
+for _ in range(int(sys.argv[2])):
+    c.request("GET", sys.argv[3])
+    r = c.getresponse()
+    r.read()
+    assert r.status == 200, r.status
+PY
+}
+
+# cg_total FILE: the instructions a callgrind output file counted (its summary or totals line).
+cg_total() {
+  grep '^summary:\|^totals:' "$1" | head -1 | grep -o '[0-9]*$'
 }
 
 # --- Debian's nginx (nginx-light) over TLS: bench/http/tls.sh, h2.sh, tls_handshake.sh --------

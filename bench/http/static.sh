@@ -20,13 +20,18 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
+root=$PWD
 seconds=${BENCH_HTTP_SECONDS:-5}
 rounds=${BENCH_HTTP_ROUNDS:-3}
 conns=${BENCH_HTTP_CONNECTIONS:-64}
 pin=${BENCH_HTTP_PIN:-0}
-nginx_bin=/usr/sbin/nginx
 
 die() { echo "bench/http/static: $1" >&2; exit 1; }
+note() { echo "# $*"; }
+# alive, stop, free_port, cpu_ticks, wait_ready, median; sys_nginx (Debian's nginx).
+# shellcheck source=bench/http/lib.sh
+. "$root/bench/http/lib.sh"
+nginx_bin=$sys_nginx
 [[ -x $nginx_bin ]] || die "nginx is not installed (make deps installs nginx-light)"
 [[ -x bin/zever ]] || die "bin/zever is not built (run make)"
 command -v wrk >/dev/null || die "wrk is not installed"
@@ -36,41 +41,9 @@ if [[ $pin == 1 ]]; then wrk_cpu=(taskset -c 0) srv_cpu=(taskset -c 1); fi
 
 run=$(mktemp -d /tmp/zever-bench-static.XXXXXX)
 nginx_pid="" zever_pid=""
-alive() { [[ -n $1 ]] && kill -0 "$1" 2>/dev/null; }
-stop() {
-  local pid=$1 i
-  alive "$pid" || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do alive "$pid" || break; sleep 0.1; done
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-}
 cleanup() { stop "$zever_pid"; stop "$nginx_pid"; rm -rf "$run"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
-}
-cpu_ticks() {
-  local total=0 pid line rest f
-  for pid in "$@"; do
-    line=$(cat /proc/"$pid"/stat) || die "process $pid is gone"
-    rest=${line##*) }
-    read -r -a f <<<"$rest"
-    total=$((total + f[11] + f[12]))
-  done
-  echo "$total"
-}
-wait_ready() {
-  local i
-  for ((i = 0; i < 100; i++)); do
-    [[ $(curl -s -o /dev/null -w '%{http_code}' -m 1 "$1" 2>/dev/null) == 200 ]] && return 0
-    sleep 0.1
-  done
-  return 1
-}
 
 # --- the files -------------------------------------------------------------------------------
 mkdir -p "$run/public" "$run/app"
@@ -117,7 +90,7 @@ CONF
 "${srv_cpu[@]}" "$nginx_bin" -p "$run/nginx" -c "$run/nginx/nginx.conf" -e "$run/nginx/error.log" \
   </dev/null >"$run/nginx.out" 2>&1 &
 nginx_pid=$!
-wait_ready "http://127.0.0.1:$nport/f1k.txt" || { cat "$run/nginx.out" >&2; die "nginx did not start"; }
+wait_ready "$nginx_pid" "http://127.0.0.1:$nport/f1k.txt" || { cat "$run/nginx.out" >&2; die "nginx did not start"; }
 nginx_pids="$nginx_pid $(cat /proc/"$nginx_pid"/task/*/children)"
 echo "# nginx $("$nginx_bin" -v 2>&1 | sed 's/^nginx version: //'): pids $nginx_pids, port $nport"
 
@@ -126,7 +99,7 @@ zport=$(free_port)
 "${srv_cpu[@]}" bin/zever serve "$run/app/app.lua" --listen "127.0.0.1:$zport" --workers 1 \
   --access-log off --drain 1 </dev/null >"$run/zever.out" 2>&1 &
 zever_pid=$!
-wait_ready "http://127.0.0.1:$zport/f1k.txt" || { cat "$run/zever.out" >&2; die "zever did not start"; }
+wait_ready "$zever_pid" "http://127.0.0.1:$zport/f1k.txt" || { cat "$run/zever.out" >&2; die "zever did not start"; }
 echo "# zever serve: pid $zever_pid, port $zport"
 
 declare -A port=([nginx]=$nport [zever]=$zport) pids=([nginx]=$nginx_pids [zever]=$zever_pid)
@@ -168,13 +141,12 @@ for ((r = 1; r <= rounds; r++)); do
 done
 
 echo "# medians of $rounds rounds (wrk -t1 -c$conns -d${seconds}s)"
-med() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 for f in f1k.txt f1m.txt; do
   declare -A m=()
   for s in nginx zever; do
-    m[$s.rps]=$(awk -v s="$s" -v f="$f" '$1 == s && $2 == f {print $3}' "$results" | med)
-    m[$s.p99]=$(awk -v s="$s" -v f="$f" '$1 == s && $2 == f {print $4}' "$results" | med)
-    m[$s.cpu]=$(awk -v s="$s" -v f="$f" '$1 == s && $2 == f {print $5}' "$results" | med)
+    m[$s.rps]=$(awk -v s="$s" -v f="$f" '$1 == s && $2 == f {print $3}' "$results" | median)
+    m[$s.p99]=$(awk -v s="$s" -v f="$f" '$1 == s && $2 == f {print $4}' "$results" | median)
+    m[$s.cpu]=$(awk -v s="$s" -v f="$f" '$1 == s && $2 == f {print $5}' "$results" | median)
     printf '%-6s %-8s %10.0f req/s  p99 %8.3f ms  cpu %7.2f us/req\n' "$s" "$f" \
       "${m[$s.rps]}" "${m[$s.p99]}" "${m[$s.cpu]}"
   done

@@ -12,16 +12,19 @@ root=$PWD
 ROUTE=${1:?usage: callgrind_nginx.sh ROUTE [N1 N2]}
 N1=${2:-1000}
 N2=${3:-5000}
-vroot=$root/bench/http/vendor/root
-nginx_bin=$vroot/usr/sbin/nginx
-ld_path=$vroot/usr/lib/x86_64-linux-gnu
+die() { echo "bench/tfb/callgrind_nginx.sh: $1" >&2; exit 1; }
+# vroot, nginx_bin (the vendor nginx), free_port, get_n (the client) and cg_total, shared with
+# bench/http/callgrind_hello.sh.
+# shellcheck source=bench/http/lib.sh
+. "$root/bench/http/lib.sh"
+ld_path=$vlib
 [[ -x $nginx_bin ]] || { echo "no vendor nginx: run bash bench/tfb/quick.sh once" >&2; exit 1; }
 count() { # count N -> instructions
   local run port user="" vg
   run=$(mktemp -d /tmp/zever-tfb-ngx-cg.XXXXXX)
   mkdir -p "$run/nginx"
   python3 bench/tfb/data.py "$run/tfb.db" >/dev/null
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
   ((EUID == 0)) && user="user root;"
   sed -e "s|@VENDOR@|$vroot|g; s|@RUN@|$run/nginx|g; s|@PORT@|$port|g" \
     -e "s|@USER@|$user|g; s|@HERE@|$root/bench/tfb/nginx|g; s|@WORKERS@|1|g; s|@DB@|$run/tfb.db|g" \
@@ -30,18 +33,10 @@ count() { # count N -> instructions
     -p "$run/nginx" -c "$run/nginx/nginx.conf" -e "$run/nginx/error.log" </dev/null >"$run/out" 2>&1 &
   vg=$!
   until curl -sf "http://127.0.0.1:$port/plaintext" >/dev/null 2>&1; do sleep 0.3; done
-  python3 - "$port" "$1" "$ROUTE" <<'PY'
-import http.client, sys
-c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
-for _ in range(int(sys.argv[2])):
-    c.request("GET", sys.argv[3])
-    r = c.getresponse()
-    r.read()
-    assert r.status == 200, r.status
-PY
+  get_n "$port" "$1" "$ROUTE"
   kill -QUIT "$vg"
   wait "$vg" || true
-  grep '^summary:\|^totals:' "$run/cg" | head -1 | grep -o '[0-9]*$'
+  cg_total "$run/cg"
   rm -rf "$run"
 }
 a=$(count "$N1")

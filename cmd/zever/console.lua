@@ -25,16 +25,11 @@ return {
     if args[2] then return 2, "one app only; usage: zever console [app.lua | dir]" end
     local target, terr = cliapp.resolve(flags, args[1], "console")
     if not target then return 2, terr end
-    -- The app loads once, before the first prompt: with the JIT on, LuaJIT records and compiles
-    -- traces of the load's loops that never run again (about half the instructions of the start,
-    -- BENCHMARKS.md "Session 9"). The JIT is back on for what the user types.
-    local jit = require "jit"
-    jit.off()
+    -- The app and its configuration load once, before the first prompt, interpreted (the JIT
+    -- is on for what the user types).
     local ok, app = pcall(cliapp.load, target)
-    local cok, cfg
-    if ok then cok, cfg = pcall(app.config, app) end
-    jit.on()
     if not ok then return 1, tostring(app) end
+    local cok, cfg = cliapp.interpreted(app.config, app)
     local loop, sched = require "zever.loop", require "zever.sched"
     local pretty = require "zever.cli.pretty"
     -- Colour on a terminal only, never with NO_COLOR: the CLI's one rule (zever.cli.output).

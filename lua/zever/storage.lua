@@ -36,7 +36,8 @@
 -- Content-Range; an unsatisfiable range 416), its sniffed Content-Type and nosniff, and PUT
 -- <prefix>/<key> with 201 { key, size } after storing the body (the URL's content type must
 -- match the request's; a body over max_bytes is 413). A bad signature, an expired or replayed
--- URL: 403 { error = "invalid_signature" | "expired" | "replayed" }. A ranged body is read
+-- URL: 403 { error = "invalid_signature" | "expired" | "replayed" }; a missing object 404, a
+-- backend that did not answer the stat 503 { error = "unavailable" }. A ranged body is read
 -- whole into memory: serve large public files with app:static.
 --
 -- storage.wrap(impl, opts) puts this front-end over an adapter (adapters.storage.local's
@@ -135,8 +136,8 @@ end
 function Store:stat(key)
   local bad = check_key(self, key, "storage:stat")
   if bad then return nil, bad end
-  local st = self.impl:stat(key)
-  if not st then return nil, NOT_FOUND end
+  local st, err = self.impl:stat(key)
+  if not st then return nil, err or NOT_FOUND end
   return info_of(self, key, st)
 end
 
@@ -144,8 +145,8 @@ function Store:get(key, range)
   local bad = check_key(self, key, "storage:get")
   battery.opt_table(range, "storage:get", "range")
   if bad then return nil, bad end
-  local st = self.impl:stat(key)
-  if not st then return nil, NOT_FOUND end
+  local st, err = self.impl:stat(key)
+  if not st then return nil, err or NOT_FOUND end
   local data
   if range then
     local first, last = range[1] or range.first, range[2] or range.last
@@ -298,8 +299,12 @@ function Store:mount(app)
       end
       return deny(res, err)
     end
-    local st = self.impl:stat(key)
-    if not st then return res:status(404):json({ error = "not_found" }) end
+    local st, serr = self.impl:stat(key)
+    if not st then
+      -- A backend that did not answer (an S3 endpoint down, a timeout) is not a missing object.
+      if serr then return res:status(503):json({ error = "unavailable" }) end
+      return res:status(404):json({ error = "not_found" })
+    end
     res:header("content-type", M.sniff(self.impl:head(key, 512), key))
     res:header("x-content-type-options", "nosniff")
     res:header("accept-ranges", "bytes")

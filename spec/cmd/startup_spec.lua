@@ -210,6 +210,14 @@ describe("start-up", function()
       return run(quote(sys.exe()) .. " run " .. quote(path) .. (extra or ""))
     end
 
+    -- Runs the script fmt:format(...) (paths go in as %q), checks that it exited 0 and returns
+    -- its result: what it wrote is read by the caller.
+    local function script_ok(fmt, ...)
+      local r = script(fmt:format(...))
+      assert.are.equal(0, r.code, r.stderr)
+      return r
+    end
+
     -- The rows {name, script body, closes} below print sys.exit_closes() last.
     local CASES = {
       { "a script that only computes and writes files", 'local f = io.open(os.tmpname(), "w")', false },
@@ -231,13 +239,12 @@ describe("start-up", function()
     end
 
     it("runs the command with the collector on (start-up ran with it stopped)", function()
-      local r = script([[
+      local r = script_ok([[
         local before, slot = collectgarbage("count"), {}
         for _ = 1, 20000 do slot[1] = { {}, {} } end -- stored: the JIT cannot sink them
         io.write(tostring(collectgarbage("isrunning")), " ",
           tostring(collectgarbage("count") < before + 20000 * 0.1))
       ]])
-      assert.are.equal(0, r.code, r.stderr)
       -- 20000 x 3 tables (~2.5 MB) leave less than 2 MB behind only if cycles ran.
       assert.are.equal("true true", r.stdout)
     end)
@@ -253,14 +260,13 @@ describe("start-up", function()
       -- 1 MiB + 1 byte through io's buffer, then the last line without a newline: exit()
       -- must flush both streams, as lua_close would have.
       local out = dir .. "/out.txt"
-      local r = script(([[
+      local r = script_ok([[
         local f = assert(io.open(%q, "w"))
         f:write(string.rep("x", 1048576), "\n", "last line")
         io.stdout:setvbuf("full")
         io.write(string.rep("y", 70000), "end")
         assert(require("zever.sys").exit_closes() == %s, "this run must take the fast exit")
-      ]]):format(out, tostring(ASAN)))
-      assert.are.equal(0, r.code, r.stderr)
+      ]], out, tostring(ASAN))
       assert.are.equal(string.rep("y", 70000) .. "end", r.stdout)
       assert.are.equal(string.rep("x", 1048576) .. "\nlast line", files.read(out))
     end)
@@ -274,34 +280,31 @@ describe("start-up", function()
 
     it("closes a SQLite database left open: its WAL is checkpointed and removed", function()
       local db = dir .. "/app.db"
-      local r = script(([[
+      script_ok([[
         local sqlite = require "zever.sqlite"
         local c = assert(sqlite.open(%q))
         assert(c:exec("create table t (v text)"))
         assert(c:exec("insert into t values ('kept')"))
         assert(require("zever.sys").exit_closes())
-      ]]):format(db))
-      assert.are.equal(0, r.code, r.stderr)
+      ]], db)
       -- sqlite3_close of the last connection checkpoints the WAL into the database and deletes
       -- the -wal and -shm files: only a close (the __gc) does that.
       assert.is_nil(io.open(db .. "-wal", "r"), "the -wal file is left: the database was not closed")
       assert.is_nil(io.open(db .. "-shm", "r"))
-      local check = script(([[
+      local check = script_ok([[
         local c = assert(require("zever.sqlite").open(%q))
         io.write(assert(c:first("select v from t")).v)
         c:close()
-      ]]):format(db))
-      assert.are.equal(0, check.code, check.stderr)
+      ]], db)
       assert.are.equal("kept", check.stdout)
     end)
 
     it("waits for an io.popen child that was never closed", function()
       local out = dir .. "/child.txt"
-      local r = script(([[
+      script_ok([[
         local p = io.popen("cat > %s", "w")
         p:write("through the child\n")
-      ]]):format(out))
-      assert.are.equal(0, r.code, r.stderr)
+      ]], out)
       -- pclose (the file's __gc) waited for cat, which had written everything before exiting.
       assert.are.equal("through the child\n", files.read(out))
     end)

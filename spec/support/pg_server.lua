@@ -21,8 +21,10 @@
 -- The password is random per server and is what the redaction specs look for in outputs.
 -- fsync is off: the data is thrown away after the run.
 --
--- A server outlives its spec run only when that run was killed (a timeout, ^C): its __gc
--- sentinel never ran. Each data folder records the PID of the process that started it
+-- A run killed by a signal (a CI timeout's SIGTERM, ^C) runs no __gc sentinel: a watchdog
+-- process started with each postmaster (process.watchdog) stops it (SIGINT, a fast shutdown)
+-- and removes its folder when the spec process is gone. For a watchdog that could not run
+-- (killed too), each data folder records the PID of the process that started it
 -- (owner.pid); the first start of a later run stops, by their postmaster PIDs, the servers of
 -- folders whose owner is gone, and removes those folders (M.reap).
 
@@ -78,6 +80,7 @@ function Server:launch()
   local pidfile = read_file(self.dir .. "/data/postmaster.pid")
   self.pid = pidfile and tonumber(pidfile:match("^(%d+)"))
   if not self.pid then return nil, "postgres started without a postmaster.pid" end
+  process.watchdog(self.pid, "INT", 10, self.dir)
   return true
 end
 

@@ -101,6 +101,17 @@ function M.python_bg(argv, out)
   assert(forkserver:write(require("zever.json").encode({ argv = args, out = out }), "\n"))
 end
 
+-- Stops server pid when this process is gone without having stopped it: a `zever test` killed
+-- by SIGTERM or ^C closes no Lua state, so no __gc sentinel stops its servers.
+-- spec/support/watchdog.py, forked from the warm interpreter (python_bg) into a session of its
+-- own, waits on both processes; when this one ends first it sends the server signal ("INT",
+-- "TERM"), SIGKILL after grace seconds, and removes dir (a /tmp/zever-* folder) once the server
+-- is gone. Once it watches, it writes dir/watchdog.<pid> (the spec of this very behaviour waits
+-- for it). The servers of spec/support call this after each start of a server process.
+function M.watchdog(pid, signal, grace, dir)
+  M.python_bg({ HERE .. "/watchdog.py", sys.getpid(), pid, signal, grace, dir })
+end
+
 -- Sleeps s seconds: one step of a loop that polls a condition to a deadline, never a way to
 -- wait for something on its own. In this process (poll(2) with no descriptors): a `sleep`
 -- command cost a shell and a process a step, tens of milliseconds on a loaded machine.

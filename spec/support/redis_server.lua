@@ -16,7 +16,8 @@
 --   end)
 --
 -- The server daemonizes with a pidfile so it is stopped by PID, never by name. A server whose
--- spec forgot to stop it is stopped when the Lua state closes (a __gc sentinel), and start()
+-- spec forgot to stop it is stopped when the Lua state closes (a __gc sentinel), one whose spec
+-- process was killed by a signal by a watchdog (process.watchdog), and start()
 -- stops what it started when the server does not answer PING within 5 s.
 
 local core = require "zever.redis_core"
@@ -60,6 +61,7 @@ function Server:launch()
     self.pid = self.pid or read_pid(self.dir)
     if self.pid and ping:call("PING") == "PONG" then
       ping:close()
+      process.watchdog(self.pid, "TERM", 2, self.dir)
       return true
     end
     sleep(0.02)

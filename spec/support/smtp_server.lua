@@ -10,7 +10,8 @@
 --   srv:stop()       -- SIGTERM by PID, SIGKILL after 2 s; removes the folder; idempotent
 --
 -- The certificate is made at start with `openssl req -x509` (CN localhost, SAN localhost and
--- 127.0.0.1). The server is stopped by PID, never by name.
+-- 127.0.0.1). The server is stopped by PID, never by name; when the spec process is killed by a
+-- signal before it could, by a watchdog (process.watchdog).
 
 local sys = require "zever.sys"
 local json = require "zever.json"
@@ -81,7 +82,10 @@ function M.start(opts)
   local deadline = sys.now() + 10
   while sys.now() < deadline do
     local text = read(log) or ""
-    if text:find("ready", 1, true) then return self end
+    if text:find("ready", 1, true) then
+      process.watchdog(pid, "TERM", 2, dir)
+      return self
+    end
     if pid and not alive(pid) then break end
     sleep(0.05)
   end

@@ -69,7 +69,7 @@ end
 local function imitation()
   local zever = require "zever"
   local app = zever.app()
-  local objects, bad = {}, 0
+  local objects, bad, seen = {}, 0, 0
   local function signed_ok(req, bucket, key)
     local headers = {}
     for _, name in ipairs({ "range", "x-amz-copy-source" }) do headers[name] = req:header(name) end
@@ -79,6 +79,7 @@ local function imitation()
     return want.authorization == req:header("authorization")
   end
   local function handle(req, res)
+    seen = seen + 1
     local bucket, key = req.path:match("^/([^/]+)/(.+)$")
     if not key then return res:status(404):send("") end
     key = unescape(key)
@@ -116,7 +117,7 @@ local function imitation()
     return res:status(200):send(data)   -- HEAD: the server sends the head only
   end
   for _, m in ipairs({ "get", "put", "delete" }) do app[m](app, "/*path", handle) end
-  return app, function() return bad end
+  return app, function() return bad, seen end
 end
 
 describe("adapters.storage.s3 against an S3 imitation", function()
@@ -139,7 +140,37 @@ describe("adapters.storage.s3 against an S3 imitation", function()
   end)
 
   it("sent only requests whose signature the imitation recomputed", function()
-    assert.are.equal(0, bad())
+    -- Requests of every shape of its own (the suite's rows may run after this one).
+    seq = seq + 1
+    local s = storage.wrap(s3.new{ endpoint = "http://127.0.0.1:" .. srv.port, bucket = "b" .. seq,
+      access_key = KEYS.access_key, secret_key = KEYS.secret_key, clock = function() return T end }, {})
+    local _, before = bad()
+    assert(s:put("dir/x.txt", "0123456789"))
+    assert.are.equal("234", (s:get("dir/x.txt", { 2, 4 })))
+    assert.is_true(s:move("dir/x.txt", "y.txt"))
+    assert.is_true(s:delete("y.txt"))
+    local failed, after = bad()
+    assert.is_true(after - before >= 6, "the imitation saw " .. (after - before) .. " requests")
+    assert.are.equal(0, failed)
+    s:close()
+  end)
+
+  it("reports an endpoint that does not answer as unavailable, not as a missing object", function()
+    -- A port nothing listens on: the connection is refused at once.
+    local impl = s3.new{ endpoint = "http://127.0.0.1:" .. process.free_port(), bucket = "gone",
+      access_key = KEYS.access_key, secret_key = KEYS.secret_key, clock = function() return T end,
+      timeout = 5 }
+    local s = storage.wrap(impl, {})
+    local st, err = s:stat("k")
+    assert.is_nil(st)
+    assert.are.equal("unavailable", err.code)
+    assert.are.equal("unavailable", select(2, s:get("k")).code)
+    local app = require("zever").app()
+    s:mount(app)
+    local res = require("zever.testing").request(app, "GET", s:presign("GET", "k"))
+    assert.are.equal(503, res.status)
+    assert.are.same({ error = "unavailable" }, res:json())
+    s:close()
   end)
 
   it("parses Last-Modified as Unix time", function()

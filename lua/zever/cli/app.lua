@@ -28,16 +28,21 @@
 --   cliapp.missing_adapter(battery, adapter) -> one line: that adapter is absent, what to do
 --   cliapp.open_db(dsn, opts[, mkdir_parent]) -> db | nil, one-line message without secrets
 --   cliapp.load(target)           -> app, path           (zever.app.load(file, target.dir);
---                                                         raises as it does)
+--                                                         raises as it does; interpreted)
+--   cliapp.interpreted(fn, ...)   -> pcall(fn, ...) with the JIT off, then as it was
 --
 -- Flags override the configuration and the configuration overrides defaults: commands read
 -- flags first, then the cfg this module loads. It must not know any command's own flags.
 
 local ffi = require "ffi"
+local jit = require "jit"
 local sys = require "zever.sys"
 local paths = require "zever.config.paths"
 
 local format = string.format
+local unpack = unpack
+
+local function pack(...) return { n = select("#", ...), ... } end
 
 local M = {}
 
@@ -162,9 +167,19 @@ function M.config(target)
   return require("zever.config").load{ dir = paths.relative(target.dir) }
 end
 
--- Loads the app. The file is target.file, or http.app of the app folder's configuration
--- (app.lua unless zever.yaml or HTTP_APP says otherwise). Raises with a message fit for the CLI.
-function M.load(target)
+-- pcall(fn, ...) with the JIT off; the JIT is as it was afterwards. For what a command runs
+-- once (loading the app, its configuration): with the JIT on, LuaJIT records and compiles
+-- traces of loops that never run again, about half the instructions of `zever routes`
+-- (BENCHMARKS.md "Session 10: the kit").
+function M.interpreted(fn, ...)
+  local on = jit.status()
+  jit.off()
+  local ret = pack(pcall(fn, ...))
+  if on then jit.on() end
+  return unpack(ret, 1, ret.n)
+end
+
+local function load(target)
   local file = target.file
   if not file then
     local cfg, err = M.config(target)
@@ -172,6 +187,15 @@ function M.load(target)
     file = cfg.http.app
   end
   return require("zever.app").load(file, target.dir)
+end
+
+-- Loads the app, interpreted (M.interpreted). The file is target.file, or http.app of the app
+-- folder's configuration (app.lua unless zever.yaml or HTTP_APP says otherwise). Raises with a
+-- message fit for the CLI.
+function M.load(target)
+  local ret = pack(M.interpreted(load, target))
+  if not ret[1] then error(ret[2], 0) end
+  return unpack(ret, 2, ret.n)
 end
 
 return M
