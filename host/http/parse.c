@@ -39,32 +39,6 @@ const uint8_t zv__http_tchar[256] = {
   ['y'] = 1, ['z'] = 1,
 };
 
-/* A word with no byte below 0x20 and no 0x7f passes at once; a word with one (a tab, most
- * likely) is looked at byte by byte. The tail of a value of 8 bytes or more is the word that
- * ends it (overlapping the one before), so no value takes a byte loop unless it holds a tab. */
-static int word_bad(const char *v) {
-  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-  uint64_t x, d;
-  memcpy(&x, v, 8);
-  d = x ^ (ones * 0x7f);
-  return (((x - ones * 0x20) & ~x & highs) | ((d - ones) & ~d & highs)) != 0;
-}
-
-int zv__http_value_ok(const char *v, size_t n) {
-  size_t i = 0;
-  if (n >= 8) {
-    for (; i + 8 <= n; i += 8)
-      if (word_bad(v + i)) goto bytes;
-    if (i == n || !word_bad(v + n - 8)) return 1;
-  }
-bytes:
-  for (; i < n; i++) {
-    unsigned char ch = (unsigned char)v[i];
-    if ((ch < 0x20 && ch != '\t') || ch == 0x7f) return 0;
-  }
-  return 1;
-}
-
 static int is_ows(char ch) {
   return ch == ' ' || ch == '\t';
 }
