@@ -25,8 +25,8 @@
 -- transaction; one INSERT ... SELECT ordered by rowid, each row's 'delete' before its insert,
 -- because FTS5 writes its pending terms out as a new segment whenever a rowid goes backwards:
 -- all the deletes, then all the inserts, wrote two segments a feed) before the next search,
--- by whichever connection searches first, so a search always sees every committed write. Several writes between searches are fed at once, and a
--- document rewritten twice is tokenized once. An update that leaves content unchanged (the
+-- by whichever connection searches first, so a search always sees every committed write.
+-- Several writes between searches are fed at once, and a document rewritten twice is tokenized once. An update that leaves content unchanged (the
 -- metadata only) queues nothing.
 --
 -- write() is one multi-row INSERT ... ON CONFLICT (id, "index") DO UPDATE (content and
