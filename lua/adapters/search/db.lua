@@ -26,8 +26,8 @@
 -- because FTS5 writes its pending terms out as a new segment whenever a rowid goes backwards:
 -- all the deletes, then all the inserts, wrote two segments a feed) before the next search,
 -- by whichever connection searches first, so a search always sees every committed write.
--- Several writes between searches are fed at once, and a document rewritten twice is tokenized once. An update that leaves content unchanged (the
--- metadata only) queues nothing.
+-- Several writes between searches are fed at once, and a document rewritten twice is
+-- tokenized once. An update that leaves content unchanged (the metadata only) queues nothing.
 --
 -- write() is one multi-row INSERT ... ON CONFLICT (id, "index") DO UPDATE (content and
 -- metadata from excluded) per chunk of CHUNK rows (4 bound values each, far under SQLite's
