@@ -214,6 +214,37 @@ describe("adapters.queue.db", function()
     b:close()
   end)
 
+  it("sweeps on SQLite with its one prepared UPDATE: stale leases only, leased index, a batch", function()
+    local db = open_db()
+    local q, impl = open(db, { sweep_batch = 2, sweep_interval = 3600 })
+    for i = 1, 4 do q:push("t", i) end
+    local m1, m2, m3 = q:pop("t"), q:pop("t"), q:pop("t")   -- leases run to t + 10
+    assert.is_true(q:ack(m2))
+    t = t + 5
+    local m4 = q:pop("t")                                     -- its lease runs to t + 10
+    t = t + 6                                                 -- m1 and m3 are stale, m4 is not
+    local n, more = impl:sweep()
+    assert.are.equal(2, n)
+    assert.is_true(more)                                      -- the batch was full
+    local rows = db:query('SELECT id, attempt, claimed_by, available_at FROM "queue_messages" '
+      .. "ORDER BY id")
+    assert.are.same({ m1.id, 2, t }, { rows[1].id, rows[1].attempt, rows[1].available_at })
+    assert.is_nil(rows[1].claimed_by)
+    assert.are.same({ m3.id, 2 }, { rows[2].id, rows[2].attempt })
+    assert.are.same({ m4.id, 1 }, { rows[3].id, rows[3].attempt })
+    assert.is_string(rows[3].claimed_by)                      -- a live lease is left alone
+    assert.are.same({ 0, false }, { impl:sweep() })           -- nothing stale: not bumped again
+    local plan = db:query("EXPLAIN QUERY PLAN " .. impl.sql.sweep, t, 2)
+    local text = {}
+    for i, r in ipairs(plan) do text[i] = r.detail end
+    text = table.concat(text, "\n")
+    assert.matches("SEARCH queue_messages USING INTEGER PRIMARY KEY", text, 1, true)
+    assert.matches("SEARCH queue_messages USING INDEX queue_messages_leased (claimed_until<?)",
+      text, 1, true)
+    assert.is_nil(text:find("SCAN", 1, true))
+    db:close()
+  end)
+
   it("renders the sweep as one UPDATE with a guarded, ordered, limited IN-subquery", function()
     local db = open_db()
     local _, impl = open(db, { sweep_batch = 50 })

@@ -348,10 +348,20 @@ function Q:sweep_update(now, ids)
     :where_not_null("claimed_by"):where("claimed_until", "<", now)
 end
 
--- One UPDATE over one batch (sweep_update). Returns reclaimed, more.
+-- One UPDATE over one batch (sweep_update). Returns reclaimed, more. On SQLite the sweep of
+-- the stale batch (no ids) is the same statement as plain SQL (statements: sweep), rendered
+-- once: the builder's per-call rendering was 4.5 % of the sweep's instructions.
 function Q:sweep(ids)
   local ready, why = self:ensure()
   if not ready then return nil, why end
+  if not ids and not self.pg then
+    local b = self.binds
+    b[1], b[2], b.n = now_of(self), self.sweep_batch, 2
+    local r, err = self.db:exec(self.sql.sweep, b)
+    if not r then return fail(err) end
+    local n = r.changes
+    return n, n >= self.sweep_batch
+  end
   local r, uerr = self:sweep_update(now_of(self), ids):exec()
   if not r then return fail(uerr) end
   local n = type(r) == "table" and r.changes or r
@@ -649,6 +659,11 @@ local function statements(dialect, t)
       .. 'WHERE id = ? AND claimed_by = ?', t),
     ack = format('DELETE FROM "%s" WHERE id = ? AND claimed_by = ?', t),
     requeue = requeue,
+    -- The queue sweep (sweep_update's statement over its own stale batch): ?1 now, ?2 the batch.
+    sweep = format('UPDATE "%s" SET attempt = attempt + 1, available_at = ?1, claimed_by = NULL, '
+      .. 'claimed_until = NULL WHERE id IN (SELECT id FROM "%s" WHERE claimed_by IS NOT NULL AND '
+      .. 'claimed_until < ?1 ORDER BY claimed_until, id LIMIT ?2) AND claimed_by IS NOT NULL AND '
+      .. 'claimed_until < ?1', t, t),
     len = format('SELECT count(*) AS n FROM "%s" WHERE topic = ?', t),
     due_ready = format('SELECT min(available_at) AS at FROM "%s" WHERE topic = ? '
       .. 'AND claimed_by IS NULL', t),

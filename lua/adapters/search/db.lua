@@ -22,10 +22,12 @@
 --
 -- A write costs a B-tree insert, not FTS5's tokenizing and segment merging: the pending rows
 -- are fed to FTS5 (flush: 'delete' of the old text, insert of the current one, in one
--- transaction) before the next search, by whichever connection searches first, so a search
--- always sees every committed write. Several writes between searches are fed at once, and a
--- document rewritten twice is tokenized once. An update that leaves content unchanged (the
--- metadata only) queues nothing.
+-- transaction; one INSERT ... SELECT ordered by rowid, each row's 'delete' before its insert,
+-- because FTS5 writes its pending terms out as a new segment whenever a rowid goes backwards:
+-- all the deletes, then all the inserts, wrote two segments a feed) before the next search,
+-- by whichever connection searches first, so a search always sees every committed write.
+-- Several writes between searches are fed at once, and a document rewritten twice is
+-- tokenized once. An update that leaves content unchanged (the metadata only) queues nothing.
 --
 -- write() is one multi-row INSERT ... ON CONFLICT (id, "index") DO UPDATE (content and
 -- metadata from excluded) per chunk of CHUNK rows (4 bound values each, far under SQLite's
@@ -386,10 +388,10 @@ function M.new(db, opts)
     db = db, qt = qt, ft = ft, pt = pt, insert_cache = {}, binds = {},
     pending_sql = "SELECT 1 AS p FROM " .. pt .. " LIMIT 1",
     flush_sql = {
-      "INSERT INTO " .. ft .. "(" .. ft .. ", rowid, content) SELECT 'delete', seq, old FROM " ..
-        pt .. " WHERE old IS NOT NULL",
-      "INSERT INTO " .. ft .. "(rowid, content) SELECT d.seq, d.content FROM " .. pt ..
-        " p JOIN " .. qt .. " d ON d.seq = p.seq",
+      "INSERT INTO " .. ft .. "(" .. ft .. ", rowid, content) SELECT op, seq, txt FROM (" ..
+        "SELECT 'delete' AS op, seq, old AS txt, 0 AS k FROM " .. pt .. " WHERE old IS NOT NULL " ..
+        "UNION ALL SELECT NULL, d.seq, d.content, 1 FROM " .. pt .. " p JOIN " .. qt ..
+        " d ON d.seq = p.seq) ORDER BY seq, k",
       "DELETE FROM " .. pt,
     },
     delete_sql = "DELETE FROM " .. qt .. ' WHERE id = ? AND "index" = ?',

@@ -1,0 +1,63 @@
+-- flush_callgrind.lua N: IndexBatchFlush's shape (search_lua_bench.lua) for callgrind: a corpus
+-- of 1000 documents of 40 words (index_batch of 100 at a time, one flush), then N times 10
+-- documents rewritten (two texts in turn) and flush(). MODE=write: index_batch only.
+-- SMALL=1 flushes after each 100 of the corpus (FTS5's in-memory term hash then never grows
+-- past what 100 documents need); DSN=sqlite:/path for a file instead of memory.
+--
+--   bash bench/callgrind_delta.sh "$PWD/bench/flush_callgrind.lua" 100 300
+local zever_db = require "zever.db"
+local search = require "zever.search"
+
+local N = tonumber(arg and arg[1]) or 0
+local MODE = os.getenv("MODE") or "flush"
+local seed = 12345
+local function rnd()
+  seed = (seed * 1103515245 + 12345) % 2147483648
+  return seed / 2147483648 * 2 - 1
+end
+local function text(n)
+  local t = {}
+  for i = 1, n do
+    local u = (rnd() + 1) / 2
+    t[i] = "w" .. math.floor(u * u * 5000)
+  end
+  return table.concat(t, " ")
+end
+local dsn = os.getenv("DSN") or "sqlite::memory:"
+local file = dsn:match("^sqlite:(/.+)$")
+local function clean()
+  if file then for _, x in ipairs{ "", "-wal", "-shm" } do os.remove(file .. x) end end
+end
+clean()
+local db = assert(zever_db.open(dsn))
+local s = search.wrap(assert(require("adapters.search.db").new(db)))
+local docs = {}
+for i = 1, 1000 do
+  docs[#docs + 1] = { id = "d" .. i, content = text(40), metadata = { n = i } }
+  if #docs == 100 then
+    assert(s:index_batch(docs))
+    docs = {}
+    if os.getenv("SMALL") then assert(s:flush()) end
+  end
+end
+assert(s:flush())
+local batches = {}
+for b = 1, 2 do
+  local batch = {}
+  for i = 1, 10 do batch[i] = { id = "b" .. i, content = text(40), metadata = { n = i } } end
+  batches[b] = batch
+end
+local turn = 1
+for _ = 1, 4 do
+  turn = 3 - turn
+  assert(s:index_batch(batches[turn]))
+  assert(s:flush())
+end
+for _ = 1, N do
+  turn = 3 - turn
+  assert(s:index_batch(batches[turn]))
+  if MODE == "flush" then assert(s:flush()) end
+end
+s:close()
+db:close()
+clean()
