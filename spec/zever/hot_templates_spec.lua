@@ -22,6 +22,7 @@ local HOT = {
   { "lua/zever/app.lua", "function App:dispatch(method, path, query_string, source, streamed)" },
   { "lua/zever/app.lua", "local function match(app, method, path)" },
   { "lua/zever/server.lua", "local function respond(creq, code, body, h)" },
+  { "lua/zever/server.lua", "local function access_json(req, res, bytes, started)" },
 }
 
 local function opname(ins)
