@@ -202,8 +202,17 @@ static void render_select(ctx_t *c, int q) {
     zv__sql_order(c, geti(c, q, S_ORDER));
   }
   if (has_value(c, q, S_LIMIT)) {
-    zv_sql_lit(c->b, " LIMIT ");
-    bind(c, geti(c, q, S_LIMIT));
+    /* true is first()'s LIMIT 1, a constant of the builder's (never a user's value: limit()
+     * takes integers), written out: SQLite then runs no bound-LIMIT opcodes for it. */
+    lua_rawgeti(c->L, q, S_LIMIT);
+    if (lua_type(c->L, -1) == LUA_TBOOLEAN) {
+      lua_pop(c->L, 1);
+      zv_sql_lit(c->b, " LIMIT 1");
+    } else {
+      lua_pop(c->L, 1);
+      zv_sql_lit(c->b, " LIMIT ");
+      bind(c, geti(c, q, S_LIMIT));
+    }
   }
   if (has_value(c, q, S_OFFSET)) {
     /* SQLite's grammar has no OFFSET without LIMIT; LIMIT -1 means "no limit" there. */

@@ -406,6 +406,19 @@ describe("zever.db", function()
   describe("rendering by shape", function()
     local render = require "zever.db.render"
 
+    it("sends first() with the literal LIMIT 1 and no value for it, keeping the builder's limit", function()
+      local q = db:from("nope"):where("id", 7)
+      local e = raised(q.first, q) -- no such table: the error carries the SQL sent
+      assert.are.equal('SELECT * FROM "nope" WHERE "id" = ? LIMIT 1', e.sql)
+      db:exec("INSERT INTO users (email, age) VALUES ('a@x', 30), ('b@x', 40)")
+      local users = db:from("users"):select("email"):order_by("age", "desc"):limit(5)
+      assert.are.equal("b@x", users:first().email)
+      local text, binds = users:to_sql() -- first() put the builder's own limit back
+      assert.are.equal('SELECT "email" FROM "users" ORDER BY "age" DESC LIMIT ?', text)
+      assert.are.same({ 5 }, binds)
+      assert.are.equal(2, #users:all())
+    end)
+
     it("gives a repeated shape the same SQL and each call its own values", function()
       local a_sql, a_binds = db:from("users"):select("id"):where("age", ">", 18):where_in("id", { 1, 2 }):limit(5):to_sql()
       local b_sql, b_binds = db:from("users"):select("id"):where("age", ">", 30):where_in("id", { 7, 8 }):limit(9):to_sql()

@@ -223,8 +223,13 @@ local function walk(q, node, binds)
     node = node[0] or new(node, 0)
   end
   local limit, offset = q[S_LIMIT], q[S_OFFSET]
+  local tail = 0
   if limit == false then limit = nil end
   if offset == false then offset = nil end
+  if limit == true then
+    -- first()'s LIMIT 1, which the renderer writes out (zever.db.query_run): nothing to bind.
+    limit, tail = nil, 4
+  end
   if limit ~= nil then
     limit = plain(limit)
     if limit == nil then return nil end
@@ -237,7 +242,7 @@ local function walk(q, node, binds)
     nb = nb + 1
     binds[nb] = offset
   end
-  local tail = (limit ~= nil and 1 or 0) + (offset ~= nil and 2 or 0)
+  tail = tail + (limit ~= nil and 1 or 0) + (offset ~= nil and 2 or 0)
   return node[tail] or new(node, tail), nb
 end
 
