@@ -304,12 +304,17 @@ function R.install(M)
     return db:_exec(text, binds)
   end
 
-  -- Runs the update: the number of changed rows, or the rows when returning() was used.
-  function Update:exec()
-    local db, text, binds = rendered(self, 2)
-    if self[U_RETURNING] then return db:_query(text, binds) end
-    return db:_changes(text, binds)
+  -- exec() of an update or delete whose returning list is at slot: the number of changed rows,
+  -- or the rows when returning() was used.
+  local function exec_changes(slot)
+    return function(self)
+      local db, text, binds = rendered(self, 2)
+      if self[slot] then return db:_query(text, binds) end
+      return db:_changes(text, binds)
+    end
   end
+
+  Update.exec = exec_changes(U_RETURNING)
 
   -- The update rendered once, run many times with the values of its db.param() placeholders:
   -- p:exec(...) -> the number of changed rows (zever.db.prepared).
@@ -320,11 +325,7 @@ function R.install(M)
     return prepared.new(db, "update", text, binds)
   end
 
-  function Delete:exec()
-    local db, text, binds = rendered(self, 2)
-    if self[D_RETURNING] then return db:_query(text, binds) end
-    return db:_changes(text, binds)
-  end
+  Delete.exec = exec_changes(D_RETURNING)
 end
 
 return R
