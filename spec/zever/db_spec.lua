@@ -441,6 +441,23 @@ describe("zever.db", function()
       assert.is_nil(db:from("users"):where("email", "c@x"):first())
     end)
 
+    it("makes a select builder with room for every slot (no table grows while it is built)", function()
+      -- The builder is a constructor whose template must keep its size in compiled bytecode too
+      -- (zever.db.query, M.select): filling every slot then allocates nothing.
+      local q = db:from("users")
+      local sql = require "zever.sql"
+      local last = 0
+      for _, slot in pairs(sql.SLOT.select) do last = math.max(last, slot) end
+      assert.are.equal(18, last) -- the builder's constructor names slots up to 19
+      collectgarbage("collect")
+      collectgarbage("stop")
+      local before = collectgarbage("count")
+      for slot = 3, last do q[slot] = false end
+      local grown = (collectgarbage("count") - before) * 1024
+      collectgarbage("restart")
+      assert.are.equal(0, grown)
+    end)
+
     it("sends first() with the literal LIMIT 1 and no value for it, keeping the builder's limit", function()
       local q = db:from("nope"):where("id", 7)
       local e = raised(q.first, q) -- no such table: the error carries the SQL sent
