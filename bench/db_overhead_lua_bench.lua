@@ -10,6 +10,11 @@
 --   First        db:first("SELECT id, randomNumber FROM World WHERE id = ?", id)
 --   FirstBuilder db:from("World"):where("id", id):first()
 --   FirstPrepared  by_id:first(id), by_id = db:from("World"):where("id", db.param()):prepare()
+--   FirstBuilderSQL, FirstPreparedSQL  the same two zever calls against a raw side that runs
+--                exactly the SQL they send: first()'s text with its LIMIT (`LIMIT ?` bound to 1
+--                before session 10, the literal `LIMIT 1` since), taken from the prepared query
+--                at set-up. (First, FirstBuilder and FirstPrepared keep the hand-written raw
+--                SELECT without LIMIT of earlier sessions, so their figures stay comparable.)
 --   Exec         db:exec("UPDATE World SET randomNumber = ? WHERE id = ?", n, id)
 --   ExecPrepared set:exec(n, id), set = db:update("World"):set("randomNumber", db.param())
 --                :where("id", db.param()):prepare()
@@ -85,6 +90,22 @@ local function raw_update(n, id)
 end
 
 local by_id = db:from("World"):where("id", db.param()):prepare()
+-- The text first() sends (by_id's LIMIT 1 form: the builder's first() renders the same) and its
+-- binds: the id, then 1 when the LIMIT is a bound `?`.
+local FIRST_SQL, FIRST_N = by_id.one.text, by_id.one.n
+assert(FIRST_N == 1 or (FIRST_N == 2 and by_id.one.list[2] == 1), FIRST_SQL)
+local sel_same = prepare(FIRST_SQL)
+
+local function raw_first_same(id)
+  C.sqlite3_bind_int64(sel_same, 1, id)
+  if FIRST_N == 2 then C.sqlite3_bind_int64(sel_same, 2, 1) end
+  assert(C.sqlite3_step(sel_same) == ROW)
+  local row = { id = tonumber(C.sqlite3_column_int64(sel_same, 0)),
+    randomNumber = tonumber(C.sqlite3_column_int64(sel_same, 1)) }
+  C.sqlite3_reset(sel_same)
+  return row
+end
+
 local set_n = db:update("World"):set("randomNumber", db.param()):where("id", db.param()):prepare()
 
 local pairs_ = {
@@ -96,6 +117,12 @@ local pairs_ = {
     function(n) for i = 1, n do sink = db:from("World"):where("id", i % ROWS + 1):first() end end },
   { "FirstPrepared",
     function(n) for i = 1, n do sink = raw_first(i % ROWS + 1) end end,
+    function(n) for i = 1, n do sink = by_id:first(i % ROWS + 1) end end },
+  { "FirstBuilderSQL",
+    function(n) for i = 1, n do sink = raw_first_same(i % ROWS + 1) end end,
+    function(n) for i = 1, n do sink = db:from("World"):where("id", i % ROWS + 1):first() end end },
+  { "FirstPreparedSQL",
+    function(n) for i = 1, n do sink = raw_first_same(i % ROWS + 1) end end,
     function(n) for i = 1, n do sink = by_id:first(i % ROWS + 1) end end },
   { "Exec",
     function(n) for i = 1, n do raw_update(i % 10000 + 1, i % ROWS + 1) end end,
@@ -158,6 +185,7 @@ if mode then
   error("ZV_DB_OVERHEAD_MODE: no benchmark " .. mode)
 end
 
+print("# the SQL first() sends (FirstBuilderSQL, FirstPreparedSQL): " .. FIRST_SQL)
 print(string.format("# %d ops per round, 5 alternating rounds, CPU time; load average %s", N,
   (io.open("/proc/loadavg"):read("*l"):match("^(%S+)"))))
 print(string.format("%-34s %9s %10s %11s %8s %8s %8s", "benchmark", "raw ns/op", "zever ns/op",
@@ -180,6 +208,7 @@ end
 sink = nil
 
 C.sqlite3_finalize(sel)
+C.sqlite3_finalize(sel_same)
 C.sqlite3_finalize(upd)
 C.sqlite3_finalize(begin)
 C.sqlite3_finalize(commit)

@@ -56,20 +56,25 @@ enum {
  * The slots of each statement node, in order from slot 2 (slot 1 is the opcode): the one table
  * of the layout. C reads it as S_WHERE, I_ROWS, ...; Lua as sql.SLOT.select.where,
  * sql.SLOT.insert.rows, ... (l_sql.c exports it), so the builder never types a slot number.
+ * W1COL, W1OP, W1VAL: a where list's only comparison kept in the statement's own slots (column,
+ * operator, value: the builder's where(col, v) and where(col, op, v) on a query without
+ * conditions, which then makes no list and no node); the where slot is then empty. It renders
+ * as the list { {CMP, 0, col, op, value} } would.
  */
 #define ZV_SQL_SELECT_SLOTS(X)                                                                  \
   X(S, FROM, from) X(S, COLUMNS, columns) X(S, DISTINCT, distinct) X(S, JOINS, joins)           \
   X(S, WHERE, where) X(S, GROUP, group) X(S, HAVING, having) X(S, ORDER, order)                 \
   X(S, LIMIT, limit) X(S, OFFSET, offset) X(S, CTES, ctes) X(S, SETOPS, setops)                 \
-  X(S, LOCK, lock) X(S, WAIT, wait)
+  X(S, LOCK, lock) X(S, WAIT, wait) X(S, W1COL, w1col) X(S, W1OP, w1op) X(S, W1VAL, w1val)
 #define ZV_SQL_INSERT_SLOTS(X)                                                                  \
   X(I, TABLE, table) X(I, COLUMNS, columns) X(I, ROWS, rows) X(I, CONFLICT, conflict)           \
   X(I, ACTION, action) X(I, SET, set) X(I, RETURNING, returning) X(I, CTES, ctes)
 #define ZV_SQL_UPDATE_SLOTS(X)                                                                  \
   X(U, TABLE, table) X(U, SET, set) X(U, WHERE, where) X(U, RETURNING, returning)               \
-  X(U, CTES, ctes)
+  X(U, CTES, ctes) X(U, W1COL, w1col) X(U, W1OP, w1op) X(U, W1VAL, w1val)
 #define ZV_SQL_DELETE_SLOTS(X)                                                                  \
-  X(D, TABLE, table) X(D, WHERE, where) X(D, RETURNING, returning) X(D, CTES, ctes)
+  X(D, TABLE, table) X(D, WHERE, where) X(D, RETURNING, returning) X(D, CTES, ctes)             \
+  X(D, W1COL, w1col) X(D, W1OP, w1op) X(D, W1VAL, w1val)
 
 #define ZV_SQL_SLOT_ENUM(kind, name, lname) kind##_##name,
 enum { S_OPCODE = 1, ZV_SQL_SELECT_SLOTS(ZV_SQL_SLOT_ENUM) S_END };

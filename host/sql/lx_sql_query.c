@@ -18,13 +18,33 @@ void zv__sql_subquery(ctx_t *c, int idx) {
 }
 
 /* " WHERE ..." when the list at slot i is non-empty. */
-static void clause_conds(ctx_t *c, int q, int slot, const char *kw, size_t kwlen) {
-  int top = lua_gettop(c->L), list = geti(c, q, slot);
-  if (lua_type(c->L, list) == LUA_TTABLE && lua_objlen(c->L, list) > 0) {
+/* The conditions of slot (where, having); w1 > 0: the slot of the inline comparison (W1COL,
+ * lx_sql.h) that stands for the list when the slot holds none. */
+static void clause_conds(ctx_t *c, int q, int slot, int w1, const char *kw, size_t kwlen) {
+  lua_State *L = c->L;
+  int top = lua_gettop(L), list = geti(c, q, slot);
+  if (lua_type(L, list) == LUA_TTABLE && lua_objlen(L, list) > 0) {
     zv_sql_append(c->b, kw, kwlen);
     zv__sql_conds(c, list);
+  } else if (w1 > 0) {
+    lua_rawgeti(L, q, w1);
+    if (!lua_isnil(L, -1)) {
+      lua_createtable(L, 1, 0);
+      lua_createtable(L, 5, 0);
+      lua_pushinteger(L, C_CMP);
+      lua_rawseti(L, -2, 1);
+      lua_pushinteger(L, 0);
+      lua_rawseti(L, -2, 2);
+      for (int i = 0; i < 3; i++) {
+        lua_rawgeti(L, q, w1 + i);
+        lua_rawseti(L, -2, 3 + i);
+      }
+      lua_rawseti(L, -2, 1);
+      zv_sql_append(c->b, kw, kwlen);
+      zv__sql_conds(c, lua_gettop(L));
+    }
   }
-  lua_settop(c->L, top);
+  lua_settop(L, top);
 }
 
 static void render_ctes(ctx_t *c, int q, int slot) {
@@ -163,12 +183,12 @@ static void render_select_core(ctx_t *c, int q) {
   }
   v = geti(c, q, S_JOINS);
   if (lua_type(c->L, v) == LUA_TTABLE) render_joins(c, v);
-  clause_conds(c, q, S_WHERE, " WHERE ", 7);
+  clause_conds(c, q, S_WHERE, S_W1COL, " WHERE ", 7);
   if (has_items(c, q, S_GROUP)) {
     zv_sql_lit(c->b, " GROUP BY ");
     zv__sql_group_terms(c, geti(c, q, S_GROUP));
   }
-  clause_conds(c, q, S_HAVING, " HAVING ", 8);
+  clause_conds(c, q, S_HAVING, 0, " HAVING ", 8);
   lua_settop(c->L, top);
 }
 
@@ -202,8 +222,17 @@ static void render_select(ctx_t *c, int q) {
     zv__sql_order(c, geti(c, q, S_ORDER));
   }
   if (has_value(c, q, S_LIMIT)) {
-    zv_sql_lit(c->b, " LIMIT ");
-    bind(c, geti(c, q, S_LIMIT));
+    /* true is first()'s LIMIT 1, a constant of the builder's (never a user's value: limit()
+     * takes integers), written out: SQLite then runs no bound-LIMIT opcodes for it. */
+    lua_rawgeti(c->L, q, S_LIMIT);
+    if (lua_type(c->L, -1) == LUA_TBOOLEAN) {
+      lua_pop(c->L, 1);
+      zv_sql_lit(c->b, " LIMIT 1");
+    } else {
+      lua_pop(c->L, 1);
+      zv_sql_lit(c->b, " LIMIT ");
+      bind(c, geti(c, q, S_LIMIT));
+    }
   }
   if (has_value(c, q, S_OFFSET)) {
     /* SQLite's grammar has no OFFSET without LIMIT; LIMIT -1 means "no limit" there. */
@@ -300,7 +329,7 @@ static void render_update(ctx_t *c, int q) {
   ident_at(c, geti(c, q, U_TABLE), 1);
   zv_sql_lit(c->b, " SET ");
   render_set(c, geti(c, q, U_SET));
-  clause_conds(c, q, U_WHERE, " WHERE ", 7);
+  clause_conds(c, q, U_WHERE, U_W1COL, " WHERE ", 7);
   render_returning(c, q, U_RETURNING);
   lua_settop(c->L, top);
 }
@@ -310,7 +339,7 @@ static void render_delete(ctx_t *c, int q) {
   render_ctes(c, q, D_CTES);
   zv_sql_lit(c->b, "DELETE FROM ");
   ident_at(c, geti(c, q, D_TABLE), 1);
-  clause_conds(c, q, D_WHERE, " WHERE ", 7);
+  clause_conds(c, q, D_WHERE, D_W1COL, " WHERE ", 7);
   render_returning(c, q, D_RETURNING);
   lua_settop(c->L, top);
 }

@@ -318,25 +318,26 @@ function DB:_first(text, binds, n)
 end
 
 -- _first and _query for a builder's render_shared (zever.db.render): binds may be the shared
--- list (shared true), given back before anything can raise.
-function DB:_first_shared(text, binds, n, shared)
+-- list (shared true), given back before anything can raise. call: the adapter's method name,
+-- result: its checker (first_result, query_result). The methods tail-call it, so check_live's
+-- error still names their caller.
+local function run_shared(self, call, result, text, binds, n, shared)
   if self.finished then
     if shared then release_shared(n) end
     check_live(self)
   end
-  local row, code, message, fields = self.conn:first(text, binds, n)
+  local conn = self.conn
+  local r, code, message, fields = conn[call](conn, text, binds, n)
   if shared then release_shared(n) end
-  return first_result(self, text, row, code, message, fields)
+  return result(self, text, r, code, message, fields)
+end
+
+function DB:_first_shared(text, binds, n, shared)
+  return run_shared(self, "first", first_result, text, binds, n, shared)
 end
 
 function DB:_query_shared(text, binds, n, shared)
-  if self.finished then
-    if shared then release_shared(n) end
-    check_live(self)
-  end
-  local rows, code, message, fields = self.conn:query(text, binds, n)
-  if shared then release_shared(n) end
-  return query_result(self, text, rows, code, message, fields)
+  return run_shared(self, "query", query_result, text, binds, n, shared)
 end
 
 function DB:_each(text, binds, fn)

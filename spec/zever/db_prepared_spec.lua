@@ -125,7 +125,7 @@ local function suite(open, opts)
   it("allocates nothing per call of its own (the raw SQL calls' allocation)", function()
     local none = db:from("pw"):where("id", db.param()):prepare()
     local set = db:update("pw"):set("n", db.param()):where("id", db.param()):prepare()
-    local sel_text = none:to_sql() .. " LIMIT ?"
+    local sel_text = none:to_sql() .. " LIMIT 1"
     local upd_text = set:to_sql()
     local function prepared_calls()
       for i = 1, 300 do
@@ -135,7 +135,7 @@ local function suite(open, opts)
     end
     local function raw_calls()
       for i = 1, 300 do
-        db:first(sel_text, 1000 + i, 1)
+        db:first(sel_text, 1000 + i)
         db:exec(upd_text, i, 1)
       end
     end

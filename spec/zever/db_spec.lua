@@ -406,6 +406,71 @@ describe("zever.db", function()
   describe("rendering by shape", function()
     local render = require "zever.db.render"
 
+    it("renders where()'s first comparison, kept in the builder itself, with whatever follows it", function()
+      local function sql_of(q) return (q:to_sql()) end
+      assert.are.equal('SELECT * FROM "users" WHERE "id" = ?', sql_of(db:from("users"):where("id", 1)))
+      assert.are.equal('SELECT * FROM "users" WHERE "age" > ? AND "team" = ? OR "id" IN (?, ?)',
+        sql_of(db:from("users"):where("age", ">", 1):where("team", "a"):or_where_in("id", { 1, 2 })))
+      assert.are.equal('SELECT * FROM "users" WHERE "name" IS NULL AND "age" BETWEEN ? AND ?',
+        sql_of(db:from("users"):where("name", nil):where_between("age", 1, 2)))
+      assert.are.equal('SELECT * FROM "users" WHERE "id" = ? AND ("age" = ? OR "age" = ?)',
+        sql_of(db:from("users"):where("id", 1):where(function(g) g:where("age", 2):or_where("age", 3) end)))
+      assert.are.equal('SELECT * FROM "users" WHERE ("age" = ?)',
+        sql_of(db:from("users"):where(function(g) g:where("age", 2) end)))
+      local sub = db:from("jobs"):select("claimed_by"):where("attempt", ">", 2)
+      local text, binds = db:from("users"):where_in("email", sub):to_sql()
+      assert.are.equal('SELECT * FROM "users" WHERE "email" IN (SELECT "claimed_by" FROM "jobs" WHERE "attempt" > ?)', text)
+      assert.are.same({ 2 }, binds)
+      assert.are.equal('UPDATE "users" SET "age" = ? WHERE "id" = ?',
+        sql_of(db:update("users"):set("age", 1):where("id", 2)))
+      assert.are.equal('DELETE FROM "users" WHERE "id" = ? AND "age" < ?',
+        sql_of(db:delete_from("users"):where("id", 2):where("age", "<", 3)))
+      -- a kept builder: the first comparison stays, later ones join it, a clone is separate
+      db:exec("INSERT INTO users (email, age, team) VALUES ('a@x', 30, 'r'), ('b@x', 40, 'r'), ('c@x', 40, 'b')")
+      local q = db:from("users"):select("email"):where("team", "r")
+      assert.are.equal(2, q:count())
+      local c = q:clone():where("age", 40)
+      assert.are.equal("b@x", c:first().email)
+      assert.are.equal(2, #q:all())
+      assert.are.equal(1, #c:all())
+      q:where("age", 30)
+      assert.are.equal("a@x", q:first().email)
+      assert.is_true(db:from("users"):where("email", "c@x"):exists())
+      assert.are.equal(1, db:update("users"):set("age", 41):where("email", "c@x"):exec())
+      assert.are.equal(1, db:delete_from("users"):where("email", "c@x"):exec())
+      assert.is_nil(db:from("users"):where("email", "c@x"):first())
+    end)
+
+    it("makes a select builder with room for every slot (no table grows while it is built)", function()
+      -- The builder is a constructor whose template must keep its size in compiled bytecode too
+      -- (zever.db.query, M.select): filling every slot then allocates nothing.
+      local q = db:from("users")
+      local sql = require "zever.sql"
+      local last = 0
+      for _, slot in pairs(sql.SLOT.select) do last = math.max(last, slot) end
+      assert.are.equal(18, last) -- the builder's constructor names slots up to 19
+      collectgarbage("collect")
+      collectgarbage("stop")
+      local before = collectgarbage("count")
+      for slot = 3, last do q[slot] = false end
+      local grown = (collectgarbage("count") - before) * 1024
+      collectgarbage("restart")
+      assert.are.equal(0, grown)
+    end)
+
+    it("sends first() with the literal LIMIT 1 and no value for it, keeping the builder's limit", function()
+      local q = db:from("nope"):where("id", 7)
+      local e = raised(q.first, q) -- no such table: the error carries the SQL sent
+      assert.are.equal('SELECT * FROM "nope" WHERE "id" = ? LIMIT 1', e.sql)
+      db:exec("INSERT INTO users (email, age) VALUES ('a@x', 30), ('b@x', 40)")
+      local users = db:from("users"):select("email"):order_by("age", "desc"):limit(5)
+      assert.are.equal("b@x", users:first().email)
+      local text, binds = users:to_sql() -- first() put the builder's own limit back
+      assert.are.equal('SELECT "email" FROM "users" ORDER BY "age" DESC LIMIT ?', text)
+      assert.are.same({ 5 }, binds)
+      assert.are.equal(2, #users:all())
+    end)
+
     it("gives a repeated shape the same SQL and each call its own values", function()
       local a_sql, a_binds = db:from("users"):select("id"):where("age", ">", 18):where_in("id", { 1, 2 }):limit(5):to_sql()
       local b_sql, b_binds = db:from("users"):select("id"):where("age", ">", 30):where_in("id", { 7, 8 }):limit(9):to_sql()

@@ -3,7 +3,7 @@
 -- shape). The placeholders are db.param() values, given in the builder where a value goes:
 --
 --   local by_id = db:from("worlds"):where("id", db.param()):prepare()
---   local row = by_id:first(42)            -- SELECT ... WHERE "id" = ? LIMIT ?  (42, 1)
+--   local row = by_id:first(42)            -- SELECT ... WHERE "id" = ? LIMIT 1  (42)
 --   local rows = by_id:all(42)
 --   local set = db:update("worlds"):set("n", db.param()):where("id", db.param()):prepare()
 --   set:exec(7, 42)                        -- the number of changed rows

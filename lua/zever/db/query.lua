@@ -9,6 +9,15 @@
 -- zever.db.query_run holds the terminals (to_sql, all, first, each, count, exists, exec,
 -- prepare, and preload's queries), installed on these classes below.
 --
+-- The common where(col, v) / where(col, op, v) on a query without conditions keeps the
+-- comparison in the builder's own slots (w1col, w1op, w1val: lx_sql.h), not in a where list
+-- holding a node: `db:from("t"):where("id", id):first()` then allocates one table, the builder,
+-- which LuaJIT can sink (allocation sinking never sinks a table stored into another table: the
+-- list and its node always cost two allocations and their collection, ~1,300 instructions a call
+-- with the builder's own, callgrind). The renderer and the shape walk read the inline comparison
+-- as the one-condition list it stands for; anything that adds a condition moves it into a list
+-- first (cond_list), so the two forms are never both present.
+--
 -- It must not put values into SQL text (the renderer binds them) and must not know a dialect:
 -- dialect differences, and errors for features a dialect lacks, live in the renderer.
 
@@ -30,17 +39,21 @@ local tnew = require "table.new"
 -- (Slot 2 of every kind is the table: the constructors fill it positionally.)
 local S_COLUMNS, S_DISTINCT, S_JOINS, S_WHERE, S_GROUP, S_HAVING, S_ORDER = 3, 4, 5, 6, 7, 8, 9
 local S_LIMIT, S_OFFSET, S_CTES, S_SETOPS, S_LOCK, S_WAIT = 10, 11, 12, 13, 14, 15
+local S_W1 = 16 -- w1col, w1op (17), w1val (18): the inline comparison (below)
 local I_COLUMNS, I_ROWS, I_CONFLICT, I_ACTION, I_SET, I_RETURNING, I_CTES = 3, 4, 5, 6, 7, 8, 9
-local U_SET, U_WHERE, U_RETURNING, U_CTES = 3, 4, 5, 6
+local U_SET, U_WHERE, U_RETURNING, U_CTES, U_W1 = 3, 4, 5, 6, 7
 local DB = 0 -- the database's slot (see the top)
-local D_WHERE, D_RETURNING, D_CTES = 3, 4, 5
+local D_WHERE, D_RETURNING, D_CTES, D_W1 = 3, 4, 5, 6
 sql.check_slots("select", { columns = S_COLUMNS, distinct = S_DISTINCT, joins = S_JOINS,
   where = S_WHERE, group = S_GROUP, having = S_HAVING, order = S_ORDER, limit = S_LIMIT,
-  offset = S_OFFSET, ctes = S_CTES, setops = S_SETOPS, lock = S_LOCK, wait = S_WAIT })
+  offset = S_OFFSET, ctes = S_CTES, setops = S_SETOPS, lock = S_LOCK, wait = S_WAIT,
+  w1col = S_W1, w1op = S_W1 + 1, w1val = S_W1 + 2 })
 sql.check_slots("insert", { columns = I_COLUMNS, rows = I_ROWS, conflict = I_CONFLICT,
   action = I_ACTION, set = I_SET, returning = I_RETURNING, ctes = I_CTES })
-sql.check_slots("update", { set = U_SET, where = U_WHERE, returning = U_RETURNING, ctes = U_CTES })
-sql.check_slots("delete", { where = D_WHERE, returning = D_RETURNING, ctes = D_CTES })
+sql.check_slots("update", { set = U_SET, where = U_WHERE, returning = U_RETURNING, ctes = U_CTES,
+  w1col = U_W1, w1op = U_W1 + 1, w1val = U_W1 + 2 })
+sql.check_slots("delete", { where = D_WHERE, returning = D_RETURNING, ctes = D_CTES,
+  w1col = D_W1, w1op = D_W1 + 1, w1val = D_W1 + 2 })
 
 local M = {}
 
@@ -101,13 +114,6 @@ end
 
 local add_cond
 
--- Runs fn on a fresh collector and returns the conditions it added.
-local function collect(fn)
-  local g = setmetatable({ OP.SELECT }, Select)
-  fn(g)
-  return g[S_WHERE]
-end
-
 -- A comparison node, made with table.new and filled slot by slot: the constructor
 -- { CMP, conj, a, "=", b } compiles to a TDUP of a template whose array part ends before slot 5
 -- (only "=" is a constant), so the fifth store rehashed the node on every where() (callgrind:
@@ -118,15 +124,46 @@ local function cmp_node(conj, a, op, b)
   return t
 end
 
-function add_cond(q, slot, conj, fname, n, a, b, c)
+-- The condition list of slot, made when missing; w1 (0: none) is the slot of the inline
+-- comparison (see the top), moved into the list as its first node.
+local function cond_list(q, slot, w1)
+  local list = q[slot]
+  if list then return list end
+  list = tnew(4, 0)
+  if w1 ~= 0 then
+    local col = q[w1]
+    if col ~= nil then
+      list[1] = cmp_node(0, col, q[w1 + 1], q[w1 + 2])
+      q[w1], q[w1 + 1], q[w1 + 2] = nil, nil, nil
+    end
+  end
+  q[slot] = list
+  return list
+end
+
+local function push_cond(q, slot, w1, v)
+  local list = cond_list(q, slot, w1)
+  list[#list + 1] = v
+  return q
+end
+
+-- Runs fn on a fresh collector and returns the conditions it added.
+local function collect(fn)
+  local g = setmetatable({ OP.SELECT }, Select)
+  fn(g)
+  if g[S_W1] ~= nil then return cond_list(g, S_WHERE, S_W1) end
+  return g[S_WHERE]
+end
+
+function add_cond(q, slot, w1, conj, fname, n, a, b, c)
   if n == 1 then
     local ta = type(a)
     if ta == "function" then
       local list = collect(a)
-      if list and #list > 0 then push(q, slot, { OP.GROUP, conj, list, false }) end
+      if list and #list > 0 then push_cond(q, slot, w1, { OP.GROUP, conj, list, false }) end
       return q
     elseif is_node(a) then
-      return push(q, slot, { OP.EXPR, conj, a })
+      return push_cond(q, slot, w1, { OP.EXPR, conj, a })
     elseif ta == "table" then
       local keys = sorted_keys(a, fname)
       if #keys == 0 then return q end
@@ -134,40 +171,41 @@ function add_cond(q, slot, conj, fname, n, a, b, c)
         for i = 1, #keys do
           local cnd = map_cond(keys[i], a[keys[i]])
           if i == 1 then cnd[2] = conj end
-          push(q, slot, cnd)
+          push_cond(q, slot, w1, cnd)
         end
         return q
       end
       local items = {}
       for i = 1, #keys do items[i] = map_cond(keys[i], a[keys[i]]) end
-      return push(q, slot, { OP.GROUP, conj, items, false })
+      return push_cond(q, slot, w1, { OP.GROUP, conj, items, false })
     end
     error(fname .. ": expects (column, value), (column, op, value), a table or a function", 3)
   elseif n == 2 or n == 3 then
     -- The hot path: push and value() are written out (see Select:select for why).
-    local cnd
+    local op, v
     if n == 2 then
       if b == nil then b = NULL end
-      cnd = cmp_node(conj, a, "=", b)
+      op, v = "=", b
     else
       if type(b) ~= "string" then error(fname .. ": the operator must be a string", 3) end
       local lb = lower(b)
       if lb == "in" or lb == "not in" then
         if type(c) ~= "table" then error(fname .. ": '" .. b .. "' needs a list or a query", 3) end
-        cnd = { IN, conj, a, c, lb == "not in" }
-      else
-        if c == nil then c = NULL end
-        cnd = cmp_node(conj, a, b, c)
+        return push_cond(q, slot, w1, { IN, conj, a, c, lb == "not in" })
       end
+      if c == nil then c = NULL end
+      op, v = b, c
     end
     local list = q[slot]
     if not list then
-      list = tnew(4, 0)
-      list[1] = cnd
-      q[slot] = list
-    else
-      list[#list + 1] = cnd
+      if w1 ~= 0 and conj == 0 and q[w1] == nil then
+        -- The first comparison: inline (see the top).
+        q[w1], q[w1 + 1], q[w1 + 2] = a, op, v
+        return q
+      end
+      list = cond_list(q, slot, w1)
     end
+    list[#list + 1] = cmp_node(conj, a, op, v)
     return q
   end
   error(fname .. ": too many arguments", 3)
@@ -179,8 +217,9 @@ local function check_col(col, fname)
   end
 end
 
--- Installs where/or_where/where_in/... on a builder class whose conditions live at slot.
-local function install_conditions(class, slot, prefix)
+-- Installs where/or_where/where_in/... on a builder class whose conditions live at slot (w1: the
+-- inline comparison's slot, 0 for none).
+local function install_conditions(class, slot, w1, prefix)
   local function def(name, fn)
     local and_name, or_name = prefix .. name, "or_" .. prefix .. name
     class[and_name] = function(self, ...) return fn(self, 0, and_name, ...) end
@@ -188,12 +227,16 @@ local function install_conditions(class, slot, prefix)
   end
   -- where/or_where themselves skip the generic wrapper: they are the hot path.
   local and_name, or_name = prefix, "or_" .. prefix
-  class[and_name] = function(self, ...) return add_cond(self, slot, 0, and_name, select("#", ...), ...) end
-  class[or_name] = function(self, ...) return add_cond(self, slot, 1, or_name, select("#", ...), ...) end
+  class[and_name] = function(self, ...)
+    return add_cond(self, slot, w1, 0, and_name, select("#", ...), ...)
+  end
+  class[or_name] = function(self, ...)
+    return add_cond(self, slot, w1, 1, or_name, select("#", ...), ...)
+  end
   def("_not", function(self, conj, fname, fn)
     if type(fn) ~= "function" then error(fname .. ": expects a function", 3) end
     local list = collect(fn)
-    if list and #list > 0 then push(self, slot, { OP.GROUP, conj, list, true }) end
+    if list and #list > 0 then push_cond(self, slot, w1, { OP.GROUP, conj, list, true }) end
     return self
   end)
   if prefix ~= "where" then return end
@@ -203,15 +246,7 @@ local function install_conditions(class, slot, prefix)
         error(fname .. ": the column must be a string or an expression", 3)
       end
       if type(list) ~= "table" then error(fname .. ": expects a list or a query", 3) end
-      local cnd, conds = { IN, conj, col, list, neg }, self[slot]
-      if not conds then
-        conds = tnew(4, 0)
-        conds[1] = cnd
-        self[slot] = conds
-      else
-        conds[#conds + 1] = cnd
-      end
-      return self
+      return push_cond(self, slot, w1, { IN, conj, col, list, neg })
     end)
   end
   def_in("_in", false)
@@ -219,7 +254,7 @@ local function install_conditions(class, slot, prefix)
   local function def_between(name, neg)
     def(name, function(self, conj, fname, col, a, b)
       check_col(col, fname)
-      return push(self, slot, { OP.BETWEEN, conj, col, value(a), value(b), neg })
+      return push_cond(self, slot, w1, { OP.BETWEEN, conj, col, value(a), value(b), neg })
     end)
   end
   def_between("_between", false)
@@ -227,7 +262,7 @@ local function install_conditions(class, slot, prefix)
   local function def_null(name, neg)
     def(name, function(self, conj, fname, col)
       check_col(col, fname)
-      return push(self, slot, { OP.NULL, conj, col, neg })
+      return push_cond(self, slot, w1, { OP.NULL, conj, col, neg })
     end)
   end
   def_null("_null", false)
@@ -236,7 +271,7 @@ local function install_conditions(class, slot, prefix)
     def(name, function(self, conj, fname, col, s)
       check_col(col, fname)
       if type(s) ~= "string" and type(s) ~= "number" then error(fname .. ": expects a string", 3) end
-      return push(self, slot, { OP.LIKE, conj, col, s, mode, neg })
+      return push_cond(self, slot, w1, { OP.LIKE, conj, col, s, mode, neg })
     end)
   end
   def_like("_contains", 1, false)
@@ -247,18 +282,25 @@ local function install_conditions(class, slot, prefix)
     def(name, function(self, conj, fname, q)
       if type(q) ~= "table" or q[1] ~= OP.SELECT then error(fname .. ": expects a select query", 3) end
       local e = expr.exists(q)
-      if neg then return push(self, slot, { OP.GROUP, conj, { { OP.EXPR, 0, e } }, true }) end
-      return push(self, slot, { OP.EXPR, conj, e })
+      if neg then return push_cond(self, slot, w1, { OP.GROUP, conj, { { OP.EXPR, 0, e } }, true }) end
+      return push_cond(self, slot, w1, { OP.EXPR, conj, e })
     end)
   end
   def_exists("_exists", false)
   def_exists("_not_exists", true)
 end
 
-install_conditions(Select, S_WHERE, "where")
-install_conditions(Select, S_HAVING, "having")
-install_conditions(Update, U_WHERE, "where")
-install_conditions(Delete, D_WHERE, "where")
+install_conditions(Select, S_WHERE, S_W1, "where")
+install_conditions(Select, S_HAVING, 0, "having")
+install_conditions(Update, U_WHERE, U_W1, "where")
+install_conditions(Delete, D_WHERE, D_W1, "where")
+
+-- where() once more, with its slots as literals: install_conditions' closures share one
+-- prototype, so LuaJIT reads their slot from an upvalue at run time, and a store at a variable
+-- index keeps the builder from being sunk (every later load from it is then a real one too).
+function Select:where(...) return add_cond(self, S_WHERE, S_W1, 0, "where", select("#", ...), ...) end
+function Update:where(...) return add_cond(self, U_WHERE, U_W1, 0, "where", select("#", ...), ...) end
+function Delete:where(...) return add_cond(self, D_WHERE, D_W1, 0, "where", select("#", ...), ...) end
 
 -- --- common pieces ------------------------------------------------------------------------
 
@@ -284,13 +326,20 @@ end
 
 -- --- select -------------------------------------------------------------------------------
 
--- The table is made with room for every slot, so filling them later never resizes it.
+-- The table is made with room for every slot, so filling them later never resizes it: a
+-- constructor with nils up to the last slot, then a literal false in slot 19 (LuaJIT sizes the
+-- array part of the constructor's template by its positions), not table.new, which LuaJIT
+-- compiles to a call it cannot sink (see the top). The false, a constant past the last slot,
+-- keeps that size in compiled bytecode (build/bc): LuaJIT's bytecode writer drops a template's
+-- trailing nils, and the builder made from the shrunk template grew slot by slot through its
+-- hash part and was never sunk (296 B and ~2,900 instructions more a first(), callgrind and
+-- jit.dump). Slot 19 is read by nothing.
 function M.select(db, from)
   local model = from
   from = model_table(from)
   if from ~= nil and type(from) ~= "string" then check_table(from, "from") end
-  local q = tnew(S_WAIT, 0)
-  q[DB], q[1], q[2] = db, SELECT, from
+  local q = { [DB] = db, SELECT, from, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+    nil, nil, nil, nil, false }
   if model ~= from then q._model = model end
   return setmetatable(q, Select)
 end

@@ -37,16 +37,16 @@ local SELECT = OP.SELECT
 -- 3% more instructions, callgrind), checked against sql.SLOT when this module loads.
 local S_FROM, S_COLUMNS, S_DISTINCT, S_JOINS, S_WHERE, S_GROUP, S_HAVING, S_ORDER = 2, 3, 4, 5,
   6, 7, 8, 9
-local S_LIMIT, S_OFFSET, S_CTES, S_SETOPS, S_LOCK, S_WAIT = 10, 11, 12, 13, 14, 15
+local S_LIMIT, S_OFFSET, S_CTES, S_SETOPS, S_LOCK, S_WAIT, S_W1 = 10, 11, 12, 13, 14, 15, 16
 sql.check_slots("select", { from = S_FROM, columns = S_COLUMNS, distinct = S_DISTINCT,
   joins = S_JOINS, where = S_WHERE, group = S_GROUP, having = S_HAVING, order = S_ORDER,
   limit = S_LIMIT, offset = S_OFFSET, ctes = S_CTES, setops = S_SETOPS, lock = S_LOCK,
-  wait = S_WAIT })
+  wait = S_WAIT, w1col = S_W1, w1op = S_W1 + 1, w1val = S_W1 + 2 })
 local CMP, GROUP, IN, BETWEEN, ISNULL = OP.CMP, OP.GROUP, OP.IN, OP.BETWEEN, OP.NULL
 local UPDATE = OP.UPDATE
-local U_TABLE, U_SET, U_WHERE, U_RETURNING, U_CTES = 2, 3, 4, 5, 6
+local U_TABLE, U_SET, U_WHERE, U_RETURNING, U_CTES, U_W1 = 2, 3, 4, 5, 6, 7
 sql.check_slots("update", { set = U_SET, where = U_WHERE, returning = U_RETURNING,
-  ctes = U_CTES })
+  ctes = U_CTES, w1col = U_W1, w1op = U_W1 + 1, w1val = U_W1 + 2 })
 
 local MAX_NODES = 20000
 local LEAF = {} -- the leaf's key: no token is a table
@@ -152,10 +152,41 @@ local function conds(node, list, binds, nb)
   return node, nb
 end
 
+-- The where of a select or update at slot, or its inline comparison at w1 (zever.db.query: the
+-- builder's only comparison kept in its own slots), walked as the one-condition list it stands
+-- for (so both forms share a leaf: the renderer writes the same text for them). Returns the
+-- next node and bind count, or nil.
+local function where_of(q, slot, w1, node, binds, nb)
+  local where = q[slot]
+  if where ~= nil then
+    if type(where) ~= "table" then return nil end
+    if where[1] == nil and #where == 0 then return node[0] or new(node, 0), nb end
+    return conds(node, where, binds, nb)
+  end
+  local lhs = q[w1]
+  if lhs == nil then return node[0] or new(node, 0), nb end
+  local o, v = q[w1 + 1], q[w1 + 2]
+  if type(lhs) ~= "string" or type(o) ~= "string" then return nil end
+  node = node[1] or new(node, 1)
+  node = node[CMP] or new(node, CMP)
+  node = node[0] or new(node, 0)
+  node = node[lhs] or new(node, lhs)
+  node = node[o] or new(node, o)
+  local t = type(v)
+  if t == "number" or t == "string" or t == "boolean" or t == "cdata" then
+    nb = nb + 1
+    binds[nb] = v
+    return node[false] or new(node, false), nb
+  elseif t == "nil" or (t == "userdata" and rawequal(v, NULL)) then
+    return node[true] or new(node, true), nb
+  end
+  return nil
+end
+
 -- A select of the supported shape: returns its leaf node and bind count, or nil.
 local function walk(q, node, binds)
-  local from, cols, distinct, joins, where, order = q[S_FROM], q[S_COLUMNS], q[S_DISTINCT],
-    q[S_JOINS], q[S_WHERE], q[S_ORDER]
+  local from, cols, distinct, joins, order = q[S_FROM], q[S_COLUMNS], q[S_DISTINCT],
+    q[S_JOINS], q[S_ORDER]
   if type(from) ~= "string" or q[S_GROUP] ~= nil or q[S_HAVING] ~= nil or q[S_CTES] ~= nil
     or q[S_SETOPS] ~= nil or q[S_LOCK] ~= nil or q[S_WAIT] ~= nil then
     return nil
@@ -198,17 +229,8 @@ local function walk(q, node, binds)
   else
     node = node[0] or new(node, 0)
   end
-  if where ~= nil then
-    if type(where) ~= "table" then return nil end
-    if #where == 0 then
-      node = node[0] or new(node, 0)
-    else
-      node, nb = conds(node, where, binds, nb)
-      if not node then return nil end
-    end
-  else
-    node = node[0] or new(node, 0)
-  end
+  node, nb = where_of(q, S_WHERE, S_W1, node, binds, nb)
+  if not node then return nil end
   if order ~= nil then
     if type(order) ~= "table" then return nil end
     local n = #order
@@ -223,8 +245,13 @@ local function walk(q, node, binds)
     node = node[0] or new(node, 0)
   end
   local limit, offset = q[S_LIMIT], q[S_OFFSET]
+  local tail = 0
   if limit == false then limit = nil end
   if offset == false then offset = nil end
+  if limit == true then
+    -- first()'s LIMIT 1, which the renderer writes out (zever.db.query_run): nothing to bind.
+    limit, tail = nil, 4
+  end
   if limit ~= nil then
     limit = plain(limit)
     if limit == nil then return nil end
@@ -237,14 +264,14 @@ local function walk(q, node, binds)
     nb = nb + 1
     binds[nb] = offset
   end
-  local tail = (limit ~= nil and 1 or 0) + (offset ~= nil and 2 or 0)
+  tail = tail + (limit ~= nil and 1 or 0) + (offset ~= nil and 2 or 0)
   return node[tail] or new(node, tail), nb
 end
 
 -- An update of the supported shape (UPDATE t SET col = value, ... [WHERE ...]): its leaf node
 -- and bind count (the set values, then the where's, the renderer's order), or nil.
 local function walk_update(q, node, binds)
-  local t, set, where = q[U_TABLE], q[U_SET], q[U_WHERE]
+  local t, set = q[U_TABLE], q[U_SET]
   if type(t) ~= "string" or type(set) ~= "table" or q[U_RETURNING] ~= nil
     or q[U_CTES] ~= nil then
     return nil
@@ -266,18 +293,7 @@ local function walk_update(q, node, binds)
     nb = nb + 1
     binds[nb] = v
   end
-  if where ~= nil then
-    if type(where) ~= "table" then return nil end
-    if #where == 0 then
-      node = node[0] or new(node, 0)
-    else
-      node, nb = conds(node, where, binds, nb)
-      if not node then return nil end
-    end
-  else
-    node = node[0] or new(node, 0)
-  end
-  return node, nb
+  return where_of(q, U_WHERE, U_W1, node, binds, nb)
 end
 
 -- Fills a new leaf from one C render; keeps the text only when C bound what the walk bound.
