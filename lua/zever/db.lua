@@ -210,7 +210,10 @@ end
 -- friends only tail-call them.
 local function exec_result(self, text, changes, id, message, fields)
   if not changes then return fail(self, id, message, text, fields) end
-  return { changes = changes, last_insert_id = id }
+  -- Constant values first: precompiled bytecode keeps the two slots (hot_templates_spec).
+  local r = { changes = 0, last_insert_id = false }
+  r.changes, r.last_insert_id = changes, id
+  return r
 end
 
 -- Rows are a json.array: a query with no rows encodes as [].

@@ -23,6 +23,7 @@ local HOT = {
   { "lua/zever/app.lua", "local function match(app, method, path)" },
   { "lua/zever/server.lua", "local function respond(creq, code, body, h)" },
   { "lua/zever/server.lua", "local function access_json(req, res, bytes, started)" },
+  { "lua/zever/db.lua", "local function exec_result(self, text, changes, id, message, fields)" },
 }
 
 local function opname(ins)
