@@ -246,18 +246,10 @@ int zv_http_server_start(zv_http_server_t *s, uv_loop_t *loop, const zv_http_ser
   return 0;
 }
 
-/* Stops accepting, closes the idle keep-alive connections at once and lets each busy one finish
- * the response in flight, then close (a keep-alive client would otherwise go on being answered
- * by a server its owner closed, for up to the keep-alive timeout). drain() is the same with a
- * deadline and a callback. */
 void zv_http_server_close(zv_http_server_t *s) {
   if (s->listening) {
     s->listening = 0;
     uv_close((uv_handle_t *)&s->listener, server_handle_closed);
-  }
-  if (!s->stopped) {
-    s->stopped = 1;
-    zv__http_conn_close_idle(s);
   }
   maybe_finish(s);
 }

@@ -190,7 +190,6 @@ struct zv_http_server_s {
   int nhandles;                 /* of listener, events, idle, timer: not closed yet */
   int epfd;                     /* the connections' sockets, edge-triggered; -1 when closed */
   uint8_t listening, draining, drained, finishing, torn_down;
-  uint8_t stopped; /* close() ran: idle connections closed, busy ones close after their response */
   uint8_t paused;               /* a connection waits in the listener at max_connections */
   uint64_t date_next;           /* loop time (ms) of the next wall-clock second */
   char date[32];

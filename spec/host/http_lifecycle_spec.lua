@@ -62,45 +62,6 @@ describe("zever.http lifecycle", function()
     end)
   end)
 
-  describe("close", function()
-    it("closes idle keep-alive connections at once and a busy one after its response", function()
-      local busy -- the /slow request, answered by the spec after close()
-      local srv, port = serve({}, function(req, _, path)
-        if path == "/slow" then busy = req else req:respond(200, "ok") end
-      end)
-      local flag = os.tmpname()
-      os.remove(flag)
-      local read = client_bg(port, {
-        get("/"), "resp:5",                        -- 1: answered, then idle
-        "open", get("/slow"), "wait:" .. flag .. ":20", "read:5",  -- 2: busy until answered
-        "use:1", "read:5",                         -- 1 sees the close
-      })
-      assert.is_true(run_until(function() return busy ~= nil and srv:stats().requests == 2 end, 20))
-      srv:close()
-      -- The idle one goes at once; the busy one stays until its response is out.
-      assert.is_true(run_until(function() return srv:stats().connections == 1 end, 20),
-        "the idle keep-alive connection was not closed")
-      busy:respond(200, "late")
-      assert.is_true(run_until(function() return srv:stats().connections == 0 end, 20),
-        "the busy connection did not close after its response")
-      assert(io.open(flag, "w")):close()
-      assert.is_true(run_until(read, 25))
-      os.remove(flag)
-      local out = read()
-      local parts = {}
-      for status, text in out:gmatch("(%[%a+%])([^%[]*)") do parts[#parts + 1] = { status, text } end
-      assert.are.equal(3, #parts, out)
-      assert.matches("^HTTP/1.1 200 OK", parts[1][2])
-      -- 2 got its late answer, marked as the last on the connection, then EOF.
-      assert.are.equal("[eof]", parts[2][1], out)
-      assert.matches("^HTTP/1.1 200 OK\r\n", parts[2][2])
-      assert.matches("\r\n[Cc]onnection: close\r\n", parts[2][2])
-      assert.matches("\r\n\r\nlate$", parts[2][2])
-      assert.is_truthy(parts[3][1] == "[eof]" or parts[3][1] == "[reset]", out)
-      assert.are.equal("", parts[3][2])
-    end)
-  end)
-
   describe("max_connections", function()
     it("closes the oldest idle keep-alive connection to admit a new one", function()
       local srv, port = serve({ max_connections = 2 }, ok)
