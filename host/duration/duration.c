@@ -47,10 +47,12 @@ typedef struct {
 #define COLD __attribute__((cold, noinline))
 #define INLINE __attribute__((always_inline)) inline
 #define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
 #define COLD
 #define INLINE inline
 #define LIKELY(x) (x)
+#define UNLIKELY(x) (x)
 #endif
 
 static int isdigit_(uc c) {
@@ -92,18 +94,37 @@ static double scale_of(int digits) {
   return scale;
 }
 
-/*
- * Go's leadingFraction from p: digits past 63 bits are read and dropped. The first 18 digits
- * cannot overflow, so only the rest pay for Go's checks; the float64 scale is left to
- * scale_of(), for the rare fraction that needs it. Returns the end of the digits.
- */
-static const uc *read_frac(const uc *p, const uc *end, num_t *n) {
-  uint64_t f = 0;
-  int digits = 0, overflow = 0;
-  while (p < end && digits < 18 && isdigit_(*p)) {
-    f = f * 10 + (uint64_t)(*p++ - '0');
-    digits++;
+/* What a digit loop read past its first 18 digits: the end of the digits and the value (NULL p
+ * for an integer part past 2^63), or the fraction's kept digits. */
+typedef struct {
+  const uc *p;
+  uint64_t v;
+} int_run_t;
+
+typedef struct {
+  const uc *p;
+  uint64_t f;
+  int digits;
+} frac_run_t;
+
+/* Go's leadingInt past the 18th digit: it stops at 2^63. Out of line: a configuration value
+ * with 19 digits or more before a unit is rare. */
+COLD static int_run_t long_int(const uc *p, const uc *end, uint64_t v) {
+  int_run_t r = {NULL, 0};
+  for (; p < end && isdigit_(*p); p++) {
+    if (v > TWO63 / 10) return r;
+    v = v * 10 + (uint64_t)(*p - '0');
+    if (v > TWO63) return r;
   }
+  r.p = p;
+  r.v = v;
+  return r;
+}
+
+/* Go's leadingFraction past the 18th digit: digits past 63 bits are read and dropped. */
+COLD static frac_run_t long_frac(const uc *p, const uc *end, uint64_t f, int digits) {
+  frac_run_t r;
+  int overflow = 0;
   for (; p < end && isdigit_(*p); p++) {
     uint64_t y;
     if (overflow) continue;
@@ -119,34 +140,70 @@ static const uc *read_frac(const uc *p, const uc *end, num_t *n) {
     f = y;
     digits++;
   }
-  n->f = f;
-  n->digits = digits;
-  return p;
+  r.p = p;
+  r.f = f;
+  r.digits = digits;
+  return r;
 }
 
-/* Reads [0-9]*(sep[0-9]*)? at *pp (sep is '.', or ',' too when comma is set); returns 0,
- * NUMBER (no digit at all) or OVERFLOW (the integer part passes 2^63, as Go's leadingInt). */
-static INLINE int read_num(in_t *in, const uc **pp, int comma, num_t *n) {
-  const uc *p = *pp, *start = p, *end = in->end;
+/* The end of the digit run at p, or of its first 18 digits: 10^18 - 1 < 2^63 - 1, so a loop
+ * that stops there needs no overflow check per digit. */
+static INLINE const uc *cap18(const uc *p, const uc *end) {
+  return end - p > 18 ? p + 18 : end;
+}
+
+/* The value of the 18 digits at p (known to be digits). */
+static uint64_t read18(const uc *p) {
   uint64_t v = 0;
+  for (int i = 0; i < 18; i++) v = v * 10 + (uint64_t)(p[i] - '0');
+  return v;
+}
+
+/*
+ * Reads [0-9]*(sep[0-9]*)? at *pp (sep is '.', or ',' too when comma is set); returns 0, NUMBER
+ * (no digit at all) or OVERFLOW (the integer part passes 2^63, as Go's leadingInt). The first 18
+ * digits of each part are read with no check; a longer run goes on out of line with Go's checks,
+ * which only digits past the 18th can trip. The float64 scale of a fraction is left to
+ * scale_of(), for the rare fraction that needs it.
+ */
+static INLINE int read_num(in_t *in, const uc **pp, int comma, num_t *n) {
+  const uc *p = *pp, *start = p, *end = in->end, *lim = cap18(p, end);
+  uint64_t v = 0, f = 0;
+  unsigned c;
   n->v = n->f = 0;
   n->digits = n->sep = 0;
-  while (p < end && isdigit_(*p)) {
-    if (v > TWO63 / 10) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
-    v = v * 10 + (uint64_t)(*p - '0');
-    if (v > TWO63) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
+  while (p < lim && (c = (unsigned)*p - '0') < 10) {
+    v = v * 10 + c;
     p++;
+  }
+  if (p == lim && p < end && isdigit_(*p)) {
+    int_run_t r = long_int(p, end, v);
+    if (!r.p) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
+    p = r.p;
+    v = r.v;
   }
   n->v = v;
   if (p < end && (*p == '.' || (comma && *p == ','))) {
-    const uc *q = read_frac(p + 1, end, n);
+    const uc *dot = p++;
+    lim = cap18(p, end);
+    while (p < lim && (c = (unsigned)*p - '0') < 10) {
+      f = f * 10 + c;
+      p++;
+    }
+    n->digits = (int)(p - dot - 1);
+    if (p == lim && p < end && isdigit_(*p)) {
+      frac_run_t r = long_frac(p, end, f, n->digits);
+      p = r.p;
+      f = r.f;
+      n->digits = r.digits;
+    }
     n->sep = 1;
-    if (q == p + 1 && p == start) /* a separator alone: ".s" */
+    if (p == dot + 1 && dot == start) /* a separator alone: ".s" */
       return fail(in, ZV_DURATION_CNUMBER, start, (size_t)(end - start));
-    p = q;
   } else if (p == start) {
     return fail(in, ZV_DURATION_CNUMBER, start, (size_t)(end - start));
   }
+  n->f = f;
   *pp = p;
   return 0;
 }
@@ -169,9 +226,44 @@ typedef struct {
    (ns) / 10000000, (ns) / 100000000, (ns) / 1000000000, (ns) / 10000000000,                 \
    (ns) / 100000000000}
 #define UNIT(ns, k) {(ns), TWO63 / (ns), (k), EXACT12(ns)}
-static const unit_t U_NS = UNIT(1, 0), U_US = UNIT(1000, 3), U_MS = UNIT(1000000, 6),
-                    U_S = UNIT(NS_SECOND, 9), U_M = UNIT(NS_MINUTE, 10), U_H = UNIT(NS_HOUR, 11),
-                    U_D = UNIT(NS_DAY, 11), U_REFUSED_DAY = {0, 0, 0, {0}};
+
+/* The units by kind; the order of the time units is the order ISO 8601 wants them in. */
+enum { K_NONE, K_NS, K_US, K_MS, K_S, K_M, K_H, K_D };
+static const unit_t UNITS[8] = {
+  {0, 0, 0, {0}},        UNIT(1, 0),           UNIT(1000, 3),         UNIT(1000000, 6),
+  UNIT(NS_SECOND, 9),    UNIT(NS_MINUTE, 10),  UNIT(NS_HOUR, 11),     UNIT(NS_DAY, 11),
+};
+
+/* The same ns and max by kind, 8 bytes apart: one scaled load each in the units loop. */
+static const uint64_t UNIT_NS[8] = {0, 1, 1000, 1000000, NS_SECOND, NS_MINUTE, NS_HOUR, NS_DAY};
+static const uint64_t UNIT_MAX[8] = {0,
+                                     TWO63,
+                                     TWO63 / 1000,
+                                     TWO63 / 1000000,
+                                     TWO63 / NS_SECOND,
+                                     TWO63 / NS_MINUTE,
+                                     TWO63 / NS_HOUR,
+                                     TWO63 / NS_DAY};
+
+/*
+ * Go's unit table as lookups rather than string compares: a one-byte name by its byte, a
+ * two-byte name (always ending in 's') by its first byte; the three-byte "µs" is checked by hand.
+ * STOP marks the bytes that end a unit's name for Go (digits and '.').
+ */
+static const uc UNIT1[256] = {['h'] = K_H, ['m'] = K_M, ['s'] = K_S, ['d'] = K_D};
+static const uc UNIT2[256] = {['m'] = K_MS, ['u'] = K_US, ['n'] = K_NS};
+static const uc STOP[256] = {['.'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1,
+                             ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1};
+
+/*
+ * ISO 8601 designators, by whether the T was read: the kind of unit (K_S..K_D, which must come
+ * in decreasing order), or why the designator is refused there.
+ */
+enum { ISO_UNKNOWN, ISO_ORDER, ISO_DESIGNATOR };
+static const uc ISO_DATE[256] = {['D'] = K_D,          ['H'] = ISO_ORDER,      ['M'] = ISO_DESIGNATOR,
+                                 ['S'] = ISO_ORDER,    ['Y'] = ISO_DESIGNATOR, ['W'] = ISO_DESIGNATOR};
+static const uc ISO_TIME[256] = {['D'] = ISO_ORDER,    ['H'] = K_H,            ['M'] = K_M,
+                                 ['S'] = K_S,          ['Y'] = ISO_DESIGNATOR, ['W'] = ISO_DESIGNATOR};
 
 /* Adds n * unit to *d, keeping *d <= 2^63; returns 0 or OVERFLOW (span: the number's start). */
 static INLINE int add(in_t *in, uint64_t *d, const num_t *n, const unit_t *unit, const uc *at) {
@@ -212,92 +304,146 @@ static const uc *sign(const uc *p, const uc *end, int *neg) {
 }
 
 /*
- * Matches a unit of Go's table (plus "d" with days) at *pp. Go takes as the unit the whole run of
- * bytes up to the next digit or '.', so a name followed by more such bytes ("hs", "h-") is no
- * match. Returns the unit and moves *pp past it, or NULL with *pp at the end of the run;
- * &U_REFUSED_DAY for "d" without days.
+ * Matches a unit of Go's table (plus "d" with days) at u. Go takes as the unit the whole run of
+ * bytes up to the next digit or '.', so that is what is matched ("hs" and "h-" are no unit).
+ * Returns the end of the run and the kind; K_NONE for an unknown name (or an empty run, which
+ * the caller tells apart by the end). "d" without days is K_D too: the caller refuses it. The units
+ * parser tries the one- and two-byte names inline first and comes here for the rest.
  */
-static INLINE const unit_t *unit_at(const uc **pp, const uc *end, int days) {
-  const uc *p = *pp;
-  const unit_t *u = NULL;
-  size_t n = 1;
-  switch (*p) {
-  case 'h': u = &U_H; break;
-  case 's': u = &U_S; break;
-  case 'd': u = days ? &U_D : &U_REFUSED_DAY; break;
-  case 'm':
-    if (end - p > 1 && p[1] == 's') {
-      u = &U_MS;
-      n = 2;
-    } else {
-      u = &U_M;
-    }
-    break;
-  case 'n':
-  case 'u':
-    if (end - p > 1 && p[1] == 's') {
-      u = *p == 'n' ? &U_NS : &U_US;
-      n = 2;
-    }
-    break;
-  case 0xC2: /* U+00B5 MICRO SIGN */
-  case 0xCE: /* U+03BC GREEK SMALL LETTER MU; Go accepts both */
-    if (end - p > 2 && p[1] == (*p == 0xC2 ? 0xB5 : 0xBC) && p[2] == 's') {
-      u = &U_US;
-      n = 3;
-    }
-    break;
-  }
-  p += n;
-  if (LIKELY(u != NULL) && (p == end || *p == '.' || isdigit_(*p))) {
-    *pp = p;
-    return u;
-  }
-  for (p = *pp; p < end && !(*p == '.' || isdigit_(*p)); p++) {
-  }
-  *pp = p;
-  return NULL;
+typedef struct {
+  const uc *p;
+  int k;
+} unit_run_t;
+
+COLD static unit_run_t unit_at(const uc *u, const uc *end) {
+  unit_run_t r = {u, K_NONE};
+  size_t len;
+  while (r.p < end && !STOP[*r.p]) r.p++;
+  len = (size_t)(r.p - u);
+  if (len == 1)
+    r.k = UNIT1[*u];
+  else if (len == 2)
+    r.k = u[1] == 's' ? UNIT2[*u] : K_NONE;
+  /* U+00B5 MICRO SIGN or U+03BC GREEK SMALL LETTER MU, then 's': Go accepts both. */
+  else if (len == 3 && u[2] == 's' &&
+           ((u[0] == 0xC2 && u[1] == 0xB5) || (u[0] == 0xCE && u[1] == 0xBC)))
+    r.k = K_US;
+  return r;
 }
 
-/* units: [-+]?([0-9]*(\.[0-9]*)?unit)+ or [-+]?0; with nano set, also [-+]?[0-9]+ (nano read in
- * the same pass, so that a units input does not pay for a nano attempt first). */
-static int parse_units(in_t *in, int days, int nano, int64_t *ns) {
-  const uc *end = in->end;
-  int neg, rc;
-  const uc *p = sign(in->s, end, &neg), *first = p;
+/* The value of f / 10^digits units of kind k, as Go computes it (see unit_t). */
+static uint64_t frac_value(uint64_t f, int digits, int k) {
+  const unit_t *unit = &UNITS[k];
+  if (digits <= unit->exact_digits) return f * unit->exact[digits];
+  return (uint64_t)((double)f * ((double)unit->ns / scale_of(digits)));
+}
+
+/*
+ * units: [-+]?([0-9]*(\.[0-9]*)?unit)+ or [-+]?0; with nano set, also [-+]?[0-9]+ (nano read in
+ * the same pass, so that a units input does not pay for a nano attempt first).
+ *
+ * One pass, each byte looked at once on the way to an accepted value: a component's digits are
+ * summed with no check (a run of more than 18 is read again with Go's checks, out of line), its
+ * unit is one or two bytes matched by table when followed by a digit, '.' or the end (anything
+ * else goes to unit_at), and the overflow checks are one per component, on the product and the
+ * sum. Rejections leave the loop for fail(), which is out of line.
+ */
+static INLINE int parse_units(in_t *in, int days, int nano, int64_t *ns) {
+  const uc *end = in->end, *p = in->s, *first;
+  int neg = 0;
   uint64_t d = 0;
+  if (*p == '-' || *p == '+') { /* in->s is never empty */
+    neg = *p == '-';
+    p++;
+  }
+  first = p;
   if (end - p == 1 && *p == '0') {
     *ns = 0;
     return 0;
   }
   if (p == end) return fail(in, ZV_DURATION_CNUMBER, p, 0);
-  while (p < end) {
+  do {
     const uc *start = p, *u;
-    num_t n;
-    const unit_t *unit;
-    if (!(*p == '.' || isdigit_(*p))) return fail(in, ZV_DURATION_CNUMBER, p, (size_t)(end - p));
-    if ((rc = read_num(in, &p, 0, &n))) return rc;
+    uint64_t v = 0, f = 0;
+    unsigned c;
+    int k, sep = 0, digits = 0;
+    while (p < end && (c = (unsigned)*p - '0') < 10) {
+      v = v * 10 + c;
+      p++;
+    }
+    if (UNLIKELY(p - start > 18)) {
+      int_run_t r = long_int(start + 18, end, read18(start));
+      if (!r.p) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
+      v = r.v;
+    }
     if (p == end) {
       /* The integer part stops at 2^63, the magnitude of nano's limit; finish() checks the
        * sign, as parse_nano does. */
-      if (nano && start == first && !n.sep) return finish(in, neg, n.v, ns);
+      if (nano && start == first) return finish(in, neg, v, ns);
+      if (p == start) return fail(in, ZV_DURATION_CNUMBER, start, 0);
       return fail(in, ZV_DURATION_CNOUNIT, start, (size_t)(p - start));
     }
+    if (*p == '.') {
+      const uc *dot = p++;
+      while (p < end && (c = (unsigned)*p - '0') < 10) {
+        f = f * 10 + c;
+        p++;
+      }
+      digits = (int)(p - dot - 1);
+      if (UNLIKELY(digits > 18)) {
+        frac_run_t r = long_frac(dot + 19, end, read18(dot + 1), 18);
+        f = r.f;
+        digits = r.digits;
+      }
+      sep = 1;
+      if (p == dot + 1 && dot == start) /* a separator alone: ".s" */
+        return fail(in, ZV_DURATION_CNUMBER, start, (size_t)(end - start));
+      if (p == end) return fail(in, ZV_DURATION_CNOUNIT, start, (size_t)(p - start));
+    } else if (p == start) {
+      return fail(in, ZV_DURATION_CNUMBER, start, (size_t)(end - start));
+    }
     u = p;
-    unit = unit_at(&p, end, days);
-    if (p == u) return fail(in, ZV_DURATION_CNOUNIT, start, (size_t)(u - start));
-    if (unit == &U_REFUSED_DAY) return fail(in, ZV_DURATION_CDAYS, u, 1);
-    if (!unit) return fail(in, ZV_DURATION_CUNIT, u, (size_t)(p - u));
-    if ((rc = add(in, &d, &n, unit, start))) return rc;
-  }
+    /* A one-byte unit, or a two-byte one ending in 's', followed by a digit, '.' or the end. */
+    if ((k = UNIT1[*p]) != K_NONE && (p + 1 == end || STOP[p[1]])) {
+      p++;
+    } else if (p + 1 < end && p[1] == 's' && (k = UNIT2[*p]) != K_NONE &&
+               (p + 2 == end || STOP[p[2]])) {
+      p += 2;
+    } else {
+      unit_run_t r = unit_at(u, end);
+      p = r.p;
+      k = r.k;
+      if (k == K_NONE) {
+        if (p == u) return fail(in, ZV_DURATION_CNOUNIT, start, (size_t)(u - start));
+        return fail(in, ZV_DURATION_CUNIT, u, (size_t)(p - u));
+      }
+    }
+    if (k == K_D && !days) return fail(in, ZV_DURATION_CDAYS, u, 1);
+    if (v > UNIT_MAX[k]) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
+    v *= UNIT_NS[k];
+    if (f > 0) {
+      v += frac_value(f, digits, k);
+      if (v > TWO63) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
+    }
+    (void)sep;
+    /* Go adds first and checks after, which wraps past 2^64; check before adding. */
+    if (v > TWO63 - d) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
+    d += v;
+  } while (p < end);
   return finish(in, neg, d, ns);
+}
+
+/* Why a designator is refused (ISO_UNKNOWN, ISO_ORDER or ISO_DESIGNATOR) at p. */
+COLD static int refuse(in_t *in, int why, const uc *p) {
+  if (why == ISO_DESIGNATOR) return fail(in, ZV_DURATION_CDESIGNATOR, p, 1);
+  if (why == ISO_ORDER) return fail(in, ZV_DURATION_CORDER, p, 1);
+  return fail(in, ZV_DURATION_CUNIT, p, (size_t)charlen(p, in->end));
 }
 
 /* iso8601: [-+]?P(nD)?(T(nH)?(nM)?(nS)?)? with at least one component; "," or "." fractions. */
 static int parse_iso(in_t *in, int days, int64_t *ns) {
-  static const unit_t *const units[4] = {&U_D, &U_H, &U_M, &U_S};
-  const uc *end = in->end;
-  int neg, rc, in_time = 0, last = -1, frac = 0;
+  const uc *end = in->end, *des = ISO_DATE;
+  int neg, rc, last = K_D + 1, frac = 0;
   const uc *p = sign(in->s, end, &neg);
   uint64_t d = 0;
   if (p == end || *p != 'P') return fail(in, ZV_DURATION_CNOP, p, (size_t)(end - p));
@@ -306,32 +452,22 @@ static int parse_iso(in_t *in, int days, int64_t *ns) {
   while (p < end) {
     const uc *start = p;
     num_t n;
-    int idx = -1;
+    int k;
     if (*p == 'T') {
-      if (in_time) return fail(in, ZV_DURATION_CORDER, p, 1);
-      in_time = 1;
+      if (des == ISO_TIME) return fail(in, ZV_DURATION_CORDER, p, 1);
+      des = ISO_TIME;
       if (++p == end) return fail(in, ZV_DURATION_CNOCOMPONENT, p - 1, 1);
       continue;
     }
     if (frac) return fail(in, ZV_DURATION_CFRACTION, p, (size_t)(end - p));
-    if (!(*p == '.' || *p == ',' || isdigit_(*p)))
-      return fail(in, ZV_DURATION_CNUMBER, p, (size_t)(end - p));
     if ((rc = read_num(in, &p, 1, &n))) return rc;
     if (p == end) return fail(in, ZV_DURATION_CNOUNIT, start, (size_t)(p - start));
-    switch (*p) {
-    case 'D': idx = in_time ? -2 : 0; break;
-    case 'H': idx = in_time ? 1 : -2; break;
-    case 'M': idx = in_time ? 2 : -3; break;
-    case 'S': idx = in_time ? 3 : -2; break;
-    case 'Y':
-    case 'W': idx = -3; break;
-    }
-    if (idx == -3) return fail(in, ZV_DURATION_CDESIGNATOR, p, 1);
-    if (idx == -2 || (idx >= 0 && idx <= last)) return fail(in, ZV_DURATION_CORDER, p, 1);
-    if (idx < 0) return fail(in, ZV_DURATION_CUNIT, p, (size_t)charlen(p, end));
-    if (idx == 0 && !days) return fail(in, ZV_DURATION_CDAYS, p, 1);
-    if ((rc = add(in, &d, &n, units[idx], start))) return rc;
-    last = idx;
+    k = des[*p];
+    if (k < K_S) return refuse(in, k, p);
+    if (k >= last) return fail(in, ZV_DURATION_CORDER, p, 1);
+    if (k == K_D && !days) return fail(in, ZV_DURATION_CDAYS, p, 1);
+    if ((rc = add(in, &d, &n, &UNITS[k], start))) return rc;
+    last = k;
     frac = n.sep;
     p++;
   }
@@ -374,7 +510,7 @@ static int parse_as(in_t *in, unsigned fmt, int days, int64_t *ns) {
  * a unit such as "h "), and an input that another format would take says that format is not
  * accepted.
  */
-static void explain(in_t *in, unsigned accept) {
+COLD static void explain(in_t *in, unsigned accept) {
   zv_duration_cause_t probe;
   in_t other = {in->s, in->end, &probe};
   int64_t ignored;
