@@ -580,129 +580,185 @@ int zv_duration_from_seconds(double seconds, int64_t *ns) {
 
 /* --- writing ---------------------------------------------------------------------------- */
 
-/* Writes v in decimal ending before w; returns the new start. */
-static char *put_uint(char *w, uint64_t v) {
-  do {
-    *--w = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  return w;
-}
+/*
+ * A writer builds its text in a stack buffer around a fixed middle: the integer parts back to
+ * front from the middle (two digits per division, from zv__digit_pairs), the fraction and the
+ * last unit front to back from it, so that trailing zeros of the fraction are dropped by moving
+ * the end rather than by dividing first. The text [w, e) is copied out once.
+ */
+#define MID 24
 
-/* Go's fmtFrac: the prec digits of v's fraction without trailing zeros (and without the point
- * when they are all zero), ending before w. Returns the new start; *v keeps the integer part. */
-static char *put_frac(char *w, uint64_t *v, int prec) {
-  int print = 0;
-  uint64_t x = *v;
-  for (int i = 0; i < prec; i++) {
-    uint64_t digit = x % 10;
-    print = print || digit != 0;
-    if (print) *--w = (char)('0' + digit);
-    x /= 10;
+/* Writes v in decimal ending before w, two digits a step; returns the new start. */
+static INLINE char *put_uint(char *w, uint64_t v) {
+  while (v >= 100) {
+    uint64_t q = v / 100;
+    w -= 2;
+    memcpy(w, zv__digit_pairs + 2 * (v - q * 100), 2);
+    v = q;
   }
-  if (print) *--w = '.';
-  *v = x;
+  if (v >= 10) {
+    w -= 2;
+    memcpy(w, zv__digit_pairs + 2 * v, 2);
+  } else {
+    *--w = (char)('0' + v);
+  }
   return w;
 }
 
-/* Go's Duration.String, with days in front of hours when asked. */
-static char *put_units(char *w, uint64_t u, int days) {
+/* Writes v < 100 ending before w (Go writes minutes and seconds without a leading zero). */
+static INLINE char *put_small(char *w, unsigned v) {
+  if (v >= 10) {
+    w -= 2;
+    memcpy(w, zv__digit_pairs + 2 * v, 2);
+  } else {
+    *--w = (char)('0' + v);
+  }
+  return w;
+}
+
+/* Go's fmtFrac, front to back from e: '.' and the prec (3, 6 or 9) digits of x < 10^prec
+ * without trailing zeros, nothing when x is 0. Returns the new end. */
+static char *put_frac(char *e, uint32_t x, int prec) {
+  char *digits = e + 1;
+  if (x == 0) return e;
+  *e = '.';
+  if (prec == 9) { /* the first three digits, then the other six as for prec 6 */
+    uint32_t hi = x / 1000000;
+    x -= hi * 1000000;
+    *digits = (char)('0' + hi / 100);
+    memcpy(digits + 1, zv__digit_pairs + 2 * (hi % 100), 2);
+    digits += 3;
+    prec = 6;
+  }
+  if (prec == 6) {
+    uint32_t a = x / 10000, b = x / 100 % 100;
+    memcpy(digits, zv__digit_pairs + 2 * a, 2);
+    memcpy(digits + 2, zv__digit_pairs + 2 * b, 2);
+    memcpy(digits + 4, zv__digit_pairs + 2 * (x % 100), 2);
+    digits += 6;
+  } else { /* 3 */
+    *digits = (char)('0' + x / 100);
+    memcpy(digits + 1, zv__digit_pairs + 2 * (x % 100), 2);
+    digits += 3;
+  }
+  while (digits[-1] == '0') digits--; /* x != 0: a non-zero digit stops it */
+  return digits;
+}
+
+/* Go's Duration.String, with days in front of hours when asked. Writes around mid; returns the
+ * end, *wp the start. */
+static char *put_units(char *mid, uint64_t u, int days, char **wp) {
+  char *w = mid, *e = mid;
   if (u < NS_SECOND) {
-    int prec;
-    *--w = 's';
     if (u == 0) {
       *--w = '0';
-      return w;
-    }
-    if (u < 1000) {
-      prec = 0;
-      *--w = 'n';
+      *e++ = 's';
+    } else if (u < 1000) {
+      w = put_uint(mid, u);
+      memcpy(e, "ns", 2);
+      e += 2;
     } else if (u < 1000000) {
-      prec = 3;
-      *--w = (char)0xB5; /* U+00B5, as Go writes it */
-      *--w = (char)0xC2;
+      w = put_uint(mid, u / 1000);
+      e = put_frac(e, (uint32_t)(u % 1000), 3);
+      memcpy(e, "\xC2\xB5s", 3); /* U+00B5, as Go writes it */
+      e += 3;
     } else {
-      prec = 6;
+      w = put_uint(mid, u / 1000000);
+      e = put_frac(e, (uint32_t)(u % 1000000), 6);
+      memcpy(e, "ms", 2);
+      e += 2;
+    }
+    *wp = w;
+    return e;
+  } else {
+    uint64_t sec = u / NS_SECOND, h;
+    e = put_frac(e, (uint32_t)(u - sec * NS_SECOND), 9);
+    *e++ = 's';
+    w = put_small(w, (unsigned)(sec % 60));
+    if (sec >= 60) {
       *--w = 'm';
-    }
-    w = put_frac(w, &u, prec);
-    return put_uint(w, u);
-  }
-  *--w = 's';
-  w = put_frac(w, &u, 9);
-  w = put_uint(w, u % 60);
-  u /= 60;
-  if (u > 0) {
-    *--w = 'm';
-    w = put_uint(w, u % 60);
-    u /= 60;
-    if (u > 0) {
-      *--w = 'h';
-      if (days && u >= 24) {
-        w = put_uint(w, u % 24);
-        *--w = 'd';
-        u /= 24;
+      w = put_small(w, (unsigned)(sec / 60 % 60));
+      if (sec >= 3600) {
+        h = sec / 3600;
+        *--w = 'h';
+        if (days && h >= 24) {
+          w = put_small(w, (unsigned)(h % 24));
+          *--w = 'd';
+          h /= 24;
+        }
+        w = put_uint(w, h);
       }
-      w = put_uint(w, u);
     }
   }
-  return w;
+  *wp = w;
+  return e;
 }
 
 /* The shortest exact ISO 8601 duration: zero components are left out, seconds carry the
- * fraction, days only when asked; zero is "PT0S". */
-static char *put_iso(char *w, uint64_t u, int days) {
-  uint64_t frac = u % NS_SECOND, sec = u / NS_SECOND, d = 0, h, m;
-  int time;
+ * fraction, days only when asked; zero is "PT0S". Writes around mid; returns the end, *wp the
+ * start. */
+static char *put_iso(char *mid, uint64_t u, int days, char **wp) {
+  uint64_t sec = u / NS_SECOND, d = 0, h;
+  uint32_t frac = (uint32_t)(u - sec * NS_SECOND);
+  unsigned m, s;
+  char *w = mid, *e = mid;
   if (u == 0) {
-    w -= 4;
-    memcpy(w, "PT0S", 4);
-    return w;
+    memcpy(w -= 4, "PT0S", 4);
+    *wp = w;
+    return e;
   }
   if (days) {
     d = sec / 86400;
     sec %= 86400;
   }
   h = sec / 3600;
-  m = sec / 60 % 60;
-  sec %= 60;
-  time = h || m || sec || frac;
-  if (sec || frac) {
-    *--w = 'S';
-    w = put_frac(w, &frac, 9);
-    w = put_uint(w, sec);
+  m = (unsigned)(sec / 60 % 60);
+  s = (unsigned)(sec % 60);
+  if (s || frac) {
+    e = put_frac(e, frac, 9);
+    *e++ = 'S';
+    w = put_small(w, s);
   }
   if (m) {
     *--w = 'M';
-    w = put_uint(w, m);
+    w = put_small(w, m);
   }
   if (h) {
     *--w = 'H';
     w = put_uint(w, h);
   }
-  if (time) *--w = 'T';
+  if (w != mid || e != mid) *--w = 'T';
   if (d) {
     *--w = 'D';
     w = put_uint(w, d);
   }
   *--w = 'P';
-  return w;
+  *wp = w;
+  return e;
 }
 
 int zv_duration_format(int64_t ns, unsigned fmt, int days, char *buf, size_t cap, size_t *len) {
-  char tmp[ZV_DURATION_BUFSIZE], *end = tmp + sizeof tmp, *w;
+  char tmp[MID + 16 + ZV_DURATION_BUFSIZE], *w, *e;
   uint64_t u = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns;
   size_t n;
   switch (fmt) {
-  case ZV_DURATION_ISO8601: w = put_iso(end, u, days); break;
-  case ZV_DURATION_UNITS: w = put_units(end, u, days); break;
-  case ZV_DURATION_NANO: w = put_uint(end, u); break;
+  case ZV_DURATION_ISO8601: e = put_iso(tmp + MID, u, days, &w); break;
+  case ZV_DURATION_UNITS: e = put_units(tmp + MID, u, days, &w); break;
+  case ZV_DURATION_NANO:
+    e = tmp + MID;
+    w = put_uint(e, u);
+    break;
   default: return ZV_EINVAL;
   }
   if (ns < 0) *--w = '-';
-  n = (size_t)(end - w);
+  n = (size_t)(e - w);
   if (n + 1 > cap) return ZV_ETOOLONG;
-  memcpy(buf, w, n);
+  /* A copy of a constant size is a few moves, not a call: the bytes past e are garbage that
+   * the NUL ends (tmp has room for them past any start). */
+  if (cap >= ZV_DURATION_BUFSIZE)
+    memcpy(buf, w, ZV_DURATION_BUFSIZE);
+  else
+    memcpy(buf, w, n);
   buf[n] = '\0';
   *len = n;
   return 0;
