@@ -441,7 +441,7 @@ COLD static int refuse(in_t *in, int why, const uc *p) {
 }
 
 /* iso8601: [-+]?P(nD)?(T(nH)?(nM)?(nS)?)? with at least one component; "," or "." fractions. */
-static int parse_iso(in_t *in, int days, int64_t *ns) {
+static INLINE int parse_iso(in_t *in, int days, int64_t *ns) {
   const uc *end = in->end, *des = ISO_DATE;
   int neg, rc, last = K_D + 1, frac = 0;
   const uc *p = sign(in->s, end, &neg);
@@ -536,7 +536,7 @@ int zv_duration_parse(const char *s, size_t len, unsigned accept, int days, int6
   zv_duration_cause_t local;
   in_t in;
   const uc *p;
-  int rc;
+  int rc = 0, iso = 0;
   if (!cause) cause = &local;
   accept &= ZV_DURATION_ALL;
   /* Spans are int32: no duration is that long, and no reader should scan one. s may be NULL
@@ -557,15 +557,17 @@ int zv_duration_parse(const char *s, size_t len, unsigned accept, int days, int6
    * cause. */
   p = in.s + (*in.s == '-' || *in.s == '+');
   if (p < in.end && *p == 'P' && (accept & ZV_DURATION_ISO8601))
-    rc = parse_iso(&in, days, ns);
+    iso = 1;
   else if (accept & ZV_DURATION_UNITS)
     rc = parse_units(&in, days, (accept & ZV_DURATION_NANO) != 0, ns);
   else if ((accept & ZV_DURATION_NANO) &&
            (p == in.end || isdigit_(*p) || !(accept & ZV_DURATION_ISO8601)))
     rc = parse_nano(&in, ns);
   else
+    iso = 1;
+  if (iso) /* one call site, so that the parser is inlined once here */
     rc = parse_iso(&in, days, ns);
-  if (rc == 0) return 0;
+  if (LIKELY(rc == 0)) return 0;
   explain(&in, accept);
   return in.cause->code == ZV_DURATION_COVERFLOW ? ZV_ERANGE : ZV_EINVAL;
 }
