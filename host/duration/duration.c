@@ -673,15 +673,16 @@ static char *put_units(char *mid, uint64_t u, int days, char **wp) {
     *wp = w;
     return e;
   } else {
-    uint64_t sec = u / NS_SECOND, h;
+    /* One 64-bit division for the hours; minutes and seconds in 32 bits from the rest. */
+    uint64_t sec = u / NS_SECOND, h = sec / 3600;
+    unsigned rest = (unsigned)(sec - h * 3600), m = rest / 60;
     e = put_frac(e, (uint32_t)(u - sec * NS_SECOND), 9);
     *e++ = 's';
-    w = put_small(w, (unsigned)(sec % 60));
+    w = put_small(w, rest - m * 60);
     if (sec >= 60) {
       *--w = 'm';
-      w = put_small(w, (unsigned)(sec / 60 % 60));
-      if (sec >= 3600) {
-        h = sec / 3600;
+      w = put_small(w, m);
+      if (h) {
         *--w = 'h';
         if (days && h >= 24) {
           w = put_small(w, (unsigned)(h % 24));
@@ -714,8 +715,8 @@ static char *put_iso(char *mid, uint64_t u, int days, char **wp) {
     sec %= 86400;
   }
   h = sec / 3600;
-  m = (unsigned)(sec / 60 % 60);
-  s = (unsigned)(sec % 60);
+  m = (unsigned)(sec - h * 3600) / 60;
+  s = (unsigned)(sec - h * 3600) - m * 60;
   if (s || frac) {
     e = put_frac(e, frac, 9);
     *e++ = 'S';
