@@ -7,8 +7,10 @@
  *
  *   value = int * unit + uint64(float64(frac) * (float64(unit) / scale)),  scale = 10^digits
  *
- * which truncates below the nanosecond and gives Go's results to the bit. Writers fill a stack
- * buffer from its end (as Go's Duration.String does) and copy it out once.
+ * which truncates below the nanosecond and gives Go's results to the bit. The units reader is one
+ * pass with table-driven unit names and overflow checks per component, not per digit. Writers
+ * fill a stack buffer around its middle, integers back to front two digits at a time and the
+ * fraction front to back, and copy it out once.
  *
  * Nothing here allocates, keeps state or reads the locale; no Lua header may be included.
  */
@@ -366,7 +368,7 @@ static INLINE int parse_units(in_t *in, int days, int nano, int64_t *ns) {
     const uc *start = p, *u;
     uint64_t v = 0, f = 0;
     unsigned c;
-    int k, sep = 0, digits = 0;
+    int k, digits = 0;
     while (p < end && (c = (unsigned)*p - '0') < 10) {
       v = v * 10 + c;
       p++;
@@ -380,7 +382,6 @@ static INLINE int parse_units(in_t *in, int days, int nano, int64_t *ns) {
       /* The integer part stops at 2^63, the magnitude of nano's limit; finish() checks the
        * sign, as parse_nano does. */
       if (nano && start == first) return finish(in, neg, v, ns);
-      if (p == start) return fail(in, ZV_DURATION_CNUMBER, start, 0);
       return fail(in, ZV_DURATION_CNOUNIT, start, (size_t)(p - start));
     }
     if (*p == '.') {
@@ -395,7 +396,6 @@ static INLINE int parse_units(in_t *in, int days, int nano, int64_t *ns) {
         f = r.f;
         digits = r.digits;
       }
-      sep = 1;
       if (p == dot + 1 && dot == start) /* a separator alone: ".s" */
         return fail(in, ZV_DURATION_CNUMBER, start, (size_t)(end - start));
       if (p == end) return fail(in, ZV_DURATION_CNOUNIT, start, (size_t)(p - start));
@@ -425,7 +425,6 @@ static INLINE int parse_units(in_t *in, int days, int nano, int64_t *ns) {
       v += frac_value(f, digits, k);
       if (v > TWO63) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
     }
-    (void)sep;
     /* Go adds first and checks after, which wraps past 2^64; check before adding. */
     if (v > TWO63 - d) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
     d += v;
