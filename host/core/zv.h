@@ -48,6 +48,10 @@ const char *zv_strerror(int err);
 /* The name of an error code without the ZV_E prefix ("NOMEM"); "UNKNOWN" for anything else. */
 const char *zv_errname(int err);
 
+/* "00" "01" ... "99": the two digits of n at zv__digit_pairs[2 * n], for writers that turn an
+ * integer into text two digits per division (json, duration). */
+extern const char zv__digit_pairs[201];
+
 /*
  * The allocator. zv_alloc(0) may return NULL or a unique pointer, as malloc does; callers
  * check for NULL and turn it into ZV_ENOMEM. zv_free(NULL) does nothing.

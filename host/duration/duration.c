@@ -7,8 +7,10 @@
  *
  *   value = int * unit + uint64(float64(frac) * (float64(unit) / scale)),  scale = 10^digits
  *
- * which truncates below the nanosecond and gives Go's results to the bit. Writers fill a stack
- * buffer from its end (as Go's Duration.String does) and copy it out once.
+ * which truncates below the nanosecond and gives Go's results to the bit. The units reader is one
+ * pass with table-driven unit names and overflow checks per component, not per digit. Writers
+ * fill a stack buffer around its middle, integers back to front two digits at a time and the
+ * fraction front to back, and copy it out once.
  *
  * Nothing here allocates, keeps state or reads the locale; no Lua header may be included.
  */
@@ -47,10 +49,12 @@ typedef struct {
 #define COLD __attribute__((cold, noinline))
 #define INLINE __attribute__((always_inline)) inline
 #define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
 #define COLD
 #define INLINE inline
 #define LIKELY(x) (x)
+#define UNLIKELY(x) (x)
 #endif
 
 static int isdigit_(uc c) {
@@ -92,18 +96,37 @@ static double scale_of(int digits) {
   return scale;
 }
 
-/*
- * Go's leadingFraction from p: digits past 63 bits are read and dropped. The first 18 digits
- * cannot overflow, so only the rest pay for Go's checks; the float64 scale is left to
- * scale_of(), for the rare fraction that needs it. Returns the end of the digits.
- */
-static const uc *read_frac(const uc *p, const uc *end, num_t *n) {
-  uint64_t f = 0;
-  int digits = 0, overflow = 0;
-  while (p < end && digits < 18 && isdigit_(*p)) {
-    f = f * 10 + (uint64_t)(*p++ - '0');
-    digits++;
+/* What a digit loop read past its first 18 digits: the end of the digits and the value (NULL p
+ * for an integer part past 2^63), or the fraction's kept digits. */
+typedef struct {
+  const uc *p;
+  uint64_t v;
+} int_run_t;
+
+typedef struct {
+  const uc *p;
+  uint64_t f;
+  int digits;
+} frac_run_t;
+
+/* Go's leadingInt past the 18th digit: it stops at 2^63. Out of line: a configuration value
+ * with 19 digits or more before a unit is rare. */
+COLD static int_run_t long_int(const uc *p, const uc *end, uint64_t v) {
+  int_run_t r = {NULL, 0};
+  for (; p < end && isdigit_(*p); p++) {
+    if (v > TWO63 / 10) return r;
+    v = v * 10 + (uint64_t)(*p - '0');
+    if (v > TWO63) return r;
   }
+  r.p = p;
+  r.v = v;
+  return r;
+}
+
+/* Go's leadingFraction past the 18th digit: digits past 63 bits are read and dropped. */
+COLD static frac_run_t long_frac(const uc *p, const uc *end, uint64_t f, int digits) {
+  frac_run_t r;
+  int overflow = 0;
   for (; p < end && isdigit_(*p); p++) {
     uint64_t y;
     if (overflow) continue;
@@ -119,34 +142,70 @@ static const uc *read_frac(const uc *p, const uc *end, num_t *n) {
     f = y;
     digits++;
   }
-  n->f = f;
-  n->digits = digits;
-  return p;
+  r.p = p;
+  r.f = f;
+  r.digits = digits;
+  return r;
 }
 
-/* Reads [0-9]*(sep[0-9]*)? at *pp (sep is '.', or ',' too when comma is set); returns 0,
- * NUMBER (no digit at all) or OVERFLOW (the integer part passes 2^63, as Go's leadingInt). */
-static INLINE int read_num(in_t *in, const uc **pp, int comma, num_t *n) {
-  const uc *p = *pp, *start = p, *end = in->end;
+/* The end of the digit run at p, or of its first 18 digits: 10^18 - 1 < 2^63 - 1, so a loop
+ * that stops there needs no overflow check per digit. */
+static INLINE const uc *cap18(const uc *p, const uc *end) {
+  return end - p > 18 ? p + 18 : end;
+}
+
+/* The value of the 18 digits at p (known to be digits). */
+static uint64_t read18(const uc *p) {
   uint64_t v = 0;
+  for (int i = 0; i < 18; i++) v = v * 10 + (uint64_t)(p[i] - '0');
+  return v;
+}
+
+/*
+ * Reads [0-9]*(sep[0-9]*)? at *pp (sep is '.', or ',' too when comma is set); returns 0, NUMBER
+ * (no digit at all) or OVERFLOW (the integer part passes 2^63, as Go's leadingInt). The first 18
+ * digits of each part are read with no check; a longer run goes on out of line with Go's checks,
+ * which only digits past the 18th can trip. The float64 scale of a fraction is left to
+ * scale_of(), for the rare fraction that needs it.
+ */
+static INLINE int read_num(in_t *in, const uc **pp, int comma, num_t *n) {
+  const uc *p = *pp, *start = p, *end = in->end, *lim = cap18(p, end);
+  uint64_t v = 0, f = 0;
+  unsigned c;
   n->v = n->f = 0;
   n->digits = n->sep = 0;
-  while (p < end && isdigit_(*p)) {
-    if (v > TWO63 / 10) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
-    v = v * 10 + (uint64_t)(*p - '0');
-    if (v > TWO63) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
+  while (p < lim && (c = (unsigned)*p - '0') < 10) {
+    v = v * 10 + c;
     p++;
+  }
+  if (p == lim && p < end && isdigit_(*p)) {
+    int_run_t r = long_int(p, end, v);
+    if (!r.p) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
+    p = r.p;
+    v = r.v;
   }
   n->v = v;
   if (p < end && (*p == '.' || (comma && *p == ','))) {
-    const uc *q = read_frac(p + 1, end, n);
+    const uc *dot = p++;
+    lim = cap18(p, end);
+    while (p < lim && (c = (unsigned)*p - '0') < 10) {
+      f = f * 10 + c;
+      p++;
+    }
+    n->digits = (int)(p - dot - 1);
+    if (p == lim && p < end && isdigit_(*p)) {
+      frac_run_t r = long_frac(p, end, f, n->digits);
+      p = r.p;
+      f = r.f;
+      n->digits = r.digits;
+    }
     n->sep = 1;
-    if (q == p + 1 && p == start) /* a separator alone: ".s" */
+    if (p == dot + 1 && dot == start) /* a separator alone: ".s" */
       return fail(in, ZV_DURATION_CNUMBER, start, (size_t)(end - start));
-    p = q;
   } else if (p == start) {
     return fail(in, ZV_DURATION_CNUMBER, start, (size_t)(end - start));
   }
+  n->f = f;
   *pp = p;
   return 0;
 }
@@ -169,9 +228,44 @@ typedef struct {
    (ns) / 10000000, (ns) / 100000000, (ns) / 1000000000, (ns) / 10000000000,                 \
    (ns) / 100000000000}
 #define UNIT(ns, k) {(ns), TWO63 / (ns), (k), EXACT12(ns)}
-static const unit_t U_NS = UNIT(1, 0), U_US = UNIT(1000, 3), U_MS = UNIT(1000000, 6),
-                    U_S = UNIT(NS_SECOND, 9), U_M = UNIT(NS_MINUTE, 10), U_H = UNIT(NS_HOUR, 11),
-                    U_D = UNIT(NS_DAY, 11), U_REFUSED_DAY = {0, 0, 0, {0}};
+
+/* The units by kind; the order of the time units is the order ISO 8601 wants them in. */
+enum { K_NONE, K_NS, K_US, K_MS, K_S, K_M, K_H, K_D };
+static const unit_t UNITS[8] = {
+  {0, 0, 0, {0}},        UNIT(1, 0),           UNIT(1000, 3),         UNIT(1000000, 6),
+  UNIT(NS_SECOND, 9),    UNIT(NS_MINUTE, 10),  UNIT(NS_HOUR, 11),     UNIT(NS_DAY, 11),
+};
+
+/* The same ns and max by kind, 8 bytes apart: one scaled load each in the units loop. */
+static const uint64_t UNIT_NS[8] = {0, 1, 1000, 1000000, NS_SECOND, NS_MINUTE, NS_HOUR, NS_DAY};
+static const uint64_t UNIT_MAX[8] = {0,
+                                     TWO63,
+                                     TWO63 / 1000,
+                                     TWO63 / 1000000,
+                                     TWO63 / NS_SECOND,
+                                     TWO63 / NS_MINUTE,
+                                     TWO63 / NS_HOUR,
+                                     TWO63 / NS_DAY};
+
+/*
+ * Go's unit table as lookups rather than string compares: a one-byte name by its byte, a
+ * two-byte name (always ending in 's') by its first byte; the three-byte "µs" is checked by hand.
+ * STOP marks the bytes that end a unit's name for Go (digits and '.').
+ */
+static const uc UNIT1[256] = {['h'] = K_H, ['m'] = K_M, ['s'] = K_S, ['d'] = K_D};
+static const uc UNIT2[256] = {['m'] = K_MS, ['u'] = K_US, ['n'] = K_NS};
+static const uc STOP[256] = {['.'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1,
+                             ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1};
+
+/*
+ * ISO 8601 designators, by whether the T was read: the kind of unit (K_S..K_D, which must come
+ * in decreasing order), or why the designator is refused there.
+ */
+enum { ISO_UNKNOWN, ISO_ORDER, ISO_DESIGNATOR };
+static const uc ISO_DATE[256] = {['D'] = K_D,          ['H'] = ISO_ORDER,      ['M'] = ISO_DESIGNATOR,
+                                 ['S'] = ISO_ORDER,    ['Y'] = ISO_DESIGNATOR, ['W'] = ISO_DESIGNATOR};
+static const uc ISO_TIME[256] = {['D'] = ISO_ORDER,    ['H'] = K_H,            ['M'] = K_M,
+                                 ['S'] = K_S,          ['Y'] = ISO_DESIGNATOR, ['W'] = ISO_DESIGNATOR};
 
 /* Adds n * unit to *d, keeping *d <= 2^63; returns 0 or OVERFLOW (span: the number's start). */
 static INLINE int add(in_t *in, uint64_t *d, const num_t *n, const unit_t *unit, const uc *at) {
@@ -212,92 +306,143 @@ static const uc *sign(const uc *p, const uc *end, int *neg) {
 }
 
 /*
- * Matches a unit of Go's table (plus "d" with days) at *pp. Go takes as the unit the whole run of
- * bytes up to the next digit or '.', so a name followed by more such bytes ("hs", "h-") is no
- * match. Returns the unit and moves *pp past it, or NULL with *pp at the end of the run;
- * &U_REFUSED_DAY for "d" without days.
+ * Matches a unit of Go's table (plus "d" with days) at u. Go takes as the unit the whole run of
+ * bytes up to the next digit or '.', so that is what is matched ("hs" and "h-" are no unit).
+ * Returns the end of the run and the kind; K_NONE for an unknown name (or an empty run, which
+ * the caller tells apart by the end). "d" without days is K_D too: the caller refuses it. The units
+ * parser tries the one- and two-byte names inline first and comes here for the rest.
  */
-static INLINE const unit_t *unit_at(const uc **pp, const uc *end, int days) {
-  const uc *p = *pp;
-  const unit_t *u = NULL;
-  size_t n = 1;
-  switch (*p) {
-  case 'h': u = &U_H; break;
-  case 's': u = &U_S; break;
-  case 'd': u = days ? &U_D : &U_REFUSED_DAY; break;
-  case 'm':
-    if (end - p > 1 && p[1] == 's') {
-      u = &U_MS;
-      n = 2;
-    } else {
-      u = &U_M;
-    }
-    break;
-  case 'n':
-  case 'u':
-    if (end - p > 1 && p[1] == 's') {
-      u = *p == 'n' ? &U_NS : &U_US;
-      n = 2;
-    }
-    break;
-  case 0xC2: /* U+00B5 MICRO SIGN */
-  case 0xCE: /* U+03BC GREEK SMALL LETTER MU; Go accepts both */
-    if (end - p > 2 && p[1] == (*p == 0xC2 ? 0xB5 : 0xBC) && p[2] == 's') {
-      u = &U_US;
-      n = 3;
-    }
-    break;
-  }
-  p += n;
-  if (LIKELY(u != NULL) && (p == end || *p == '.' || isdigit_(*p))) {
-    *pp = p;
-    return u;
-  }
-  for (p = *pp; p < end && !(*p == '.' || isdigit_(*p)); p++) {
-  }
-  *pp = p;
-  return NULL;
+typedef struct {
+  const uc *p;
+  int k;
+} unit_run_t;
+
+COLD static unit_run_t unit_at(const uc *u, const uc *end) {
+  unit_run_t r = {u, K_NONE};
+  size_t len;
+  while (r.p < end && !STOP[*r.p]) r.p++;
+  len = (size_t)(r.p - u);
+  if (len == 1)
+    r.k = UNIT1[*u];
+  else if (len == 2)
+    r.k = u[1] == 's' ? UNIT2[*u] : K_NONE;
+  /* U+00B5 MICRO SIGN or U+03BC GREEK SMALL LETTER MU, then 's': Go accepts both. */
+  else if (len == 3 && u[2] == 's' &&
+           ((u[0] == 0xC2 && u[1] == 0xB5) || (u[0] == 0xCE && u[1] == 0xBC)))
+    r.k = K_US;
+  return r;
 }
 
-/* units: [-+]?([0-9]*(\.[0-9]*)?unit)+ or [-+]?0; with nano set, also [-+]?[0-9]+ (nano read in
- * the same pass, so that a units input does not pay for a nano attempt first). */
-static int parse_units(in_t *in, int days, int nano, int64_t *ns) {
-  const uc *end = in->end;
-  int neg, rc;
-  const uc *p = sign(in->s, end, &neg), *first = p;
+/* The value of f / 10^digits units of kind k, as Go computes it (see unit_t). */
+static uint64_t frac_value(uint64_t f, int digits, int k) {
+  const unit_t *unit = &UNITS[k];
+  if (digits <= unit->exact_digits) return f * unit->exact[digits];
+  return (uint64_t)((double)f * ((double)unit->ns / scale_of(digits)));
+}
+
+/*
+ * units: [-+]?([0-9]*(\.[0-9]*)?unit)+ or [-+]?0; with nano set, also [-+]?[0-9]+ (nano read in
+ * the same pass, so that a units input does not pay for a nano attempt first).
+ *
+ * One pass, each byte looked at once on the way to an accepted value: a component's digits are
+ * summed with no check (a run of more than 18 is read again with Go's checks, out of line), its
+ * unit is one or two bytes matched by table when followed by a digit, '.' or the end (anything
+ * else goes to unit_at), and the overflow checks are one per component, on the product and the
+ * sum. Rejections leave the loop for fail(), which is out of line.
+ */
+static INLINE int parse_units(in_t *in, int days, int nano, int64_t *ns) {
+  const uc *end = in->end, *p = in->s, *first;
+  int neg = 0;
   uint64_t d = 0;
+  if (*p == '-' || *p == '+') { /* in->s is never empty */
+    neg = *p == '-';
+    p++;
+  }
+  first = p;
   if (end - p == 1 && *p == '0') {
     *ns = 0;
     return 0;
   }
   if (p == end) return fail(in, ZV_DURATION_CNUMBER, p, 0);
-  while (p < end) {
+  do {
     const uc *start = p, *u;
-    num_t n;
-    const unit_t *unit;
-    if (!(*p == '.' || isdigit_(*p))) return fail(in, ZV_DURATION_CNUMBER, p, (size_t)(end - p));
-    if ((rc = read_num(in, &p, 0, &n))) return rc;
+    uint64_t v = 0, f = 0;
+    unsigned c;
+    int k, digits = 0;
+    while (p < end && (c = (unsigned)*p - '0') < 10) {
+      v = v * 10 + c;
+      p++;
+    }
+    if (UNLIKELY(p - start > 18)) {
+      int_run_t r = long_int(start + 18, end, read18(start));
+      if (!r.p) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
+      v = r.v;
+    }
     if (p == end) {
       /* The integer part stops at 2^63, the magnitude of nano's limit; finish() checks the
        * sign, as parse_nano does. */
-      if (nano && start == first && !n.sep) return finish(in, neg, n.v, ns);
+      if (nano && start == first) return finish(in, neg, v, ns);
       return fail(in, ZV_DURATION_CNOUNIT, start, (size_t)(p - start));
     }
+    if (*p == '.') {
+      const uc *dot = p++;
+      while (p < end && (c = (unsigned)*p - '0') < 10) {
+        f = f * 10 + c;
+        p++;
+      }
+      digits = (int)(p - dot - 1);
+      if (UNLIKELY(digits > 18)) {
+        frac_run_t r = long_frac(dot + 19, end, read18(dot + 1), 18);
+        f = r.f;
+        digits = r.digits;
+      }
+      if (p == dot + 1 && dot == start) /* a separator alone: ".s" */
+        return fail(in, ZV_DURATION_CNUMBER, start, (size_t)(end - start));
+      if (p == end) return fail(in, ZV_DURATION_CNOUNIT, start, (size_t)(p - start));
+    } else if (p == start) {
+      return fail(in, ZV_DURATION_CNUMBER, start, (size_t)(end - start));
+    }
     u = p;
-    unit = unit_at(&p, end, days);
-    if (p == u) return fail(in, ZV_DURATION_CNOUNIT, start, (size_t)(u - start));
-    if (unit == &U_REFUSED_DAY) return fail(in, ZV_DURATION_CDAYS, u, 1);
-    if (!unit) return fail(in, ZV_DURATION_CUNIT, u, (size_t)(p - u));
-    if ((rc = add(in, &d, &n, unit, start))) return rc;
-  }
+    /* A one-byte unit, or a two-byte one ending in 's', followed by a digit, '.' or the end. */
+    if ((k = UNIT1[*p]) != K_NONE && (p + 1 == end || STOP[p[1]])) {
+      p++;
+    } else if (p + 1 < end && p[1] == 's' && (k = UNIT2[*p]) != K_NONE &&
+               (p + 2 == end || STOP[p[2]])) {
+      p += 2;
+    } else {
+      unit_run_t r = unit_at(u, end);
+      p = r.p;
+      k = r.k;
+      if (k == K_NONE) {
+        if (p == u) return fail(in, ZV_DURATION_CNOUNIT, start, (size_t)(u - start));
+        return fail(in, ZV_DURATION_CUNIT, u, (size_t)(p - u));
+      }
+    }
+    if (k == K_D && !days) return fail(in, ZV_DURATION_CDAYS, u, 1);
+    if (v > UNIT_MAX[k]) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
+    v *= UNIT_NS[k];
+    if (f > 0) {
+      v += frac_value(f, digits, k);
+      if (v > TWO63) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
+    }
+    /* Go adds first and checks after, which wraps past 2^64; check before adding. */
+    if (v > TWO63 - d) return fail(in, ZV_DURATION_COVERFLOW, start, (size_t)(end - start));
+    d += v;
+  } while (p < end);
   return finish(in, neg, d, ns);
 }
 
+/* Why a designator is refused (ISO_UNKNOWN, ISO_ORDER or ISO_DESIGNATOR) at p. */
+COLD static int refuse(in_t *in, int why, const uc *p) {
+  if (why == ISO_DESIGNATOR) return fail(in, ZV_DURATION_CDESIGNATOR, p, 1);
+  if (why == ISO_ORDER) return fail(in, ZV_DURATION_CORDER, p, 1);
+  return fail(in, ZV_DURATION_CUNIT, p, (size_t)charlen(p, in->end));
+}
+
 /* iso8601: [-+]?P(nD)?(T(nH)?(nM)?(nS)?)? with at least one component; "," or "." fractions. */
-static int parse_iso(in_t *in, int days, int64_t *ns) {
-  static const unit_t *const units[4] = {&U_D, &U_H, &U_M, &U_S};
-  const uc *end = in->end;
-  int neg, rc, in_time = 0, last = -1, frac = 0;
+static INLINE int parse_iso(in_t *in, int days, int64_t *ns) {
+  const uc *end = in->end, *des = ISO_DATE;
+  int neg, rc, last = K_D + 1, frac = 0;
   const uc *p = sign(in->s, end, &neg);
   uint64_t d = 0;
   if (p == end || *p != 'P') return fail(in, ZV_DURATION_CNOP, p, (size_t)(end - p));
@@ -306,32 +451,22 @@ static int parse_iso(in_t *in, int days, int64_t *ns) {
   while (p < end) {
     const uc *start = p;
     num_t n;
-    int idx = -1;
+    int k;
     if (*p == 'T') {
-      if (in_time) return fail(in, ZV_DURATION_CORDER, p, 1);
-      in_time = 1;
+      if (des == ISO_TIME) return fail(in, ZV_DURATION_CORDER, p, 1);
+      des = ISO_TIME;
       if (++p == end) return fail(in, ZV_DURATION_CNOCOMPONENT, p - 1, 1);
       continue;
     }
     if (frac) return fail(in, ZV_DURATION_CFRACTION, p, (size_t)(end - p));
-    if (!(*p == '.' || *p == ',' || isdigit_(*p)))
-      return fail(in, ZV_DURATION_CNUMBER, p, (size_t)(end - p));
     if ((rc = read_num(in, &p, 1, &n))) return rc;
     if (p == end) return fail(in, ZV_DURATION_CNOUNIT, start, (size_t)(p - start));
-    switch (*p) {
-    case 'D': idx = in_time ? -2 : 0; break;
-    case 'H': idx = in_time ? 1 : -2; break;
-    case 'M': idx = in_time ? 2 : -3; break;
-    case 'S': idx = in_time ? 3 : -2; break;
-    case 'Y':
-    case 'W': idx = -3; break;
-    }
-    if (idx == -3) return fail(in, ZV_DURATION_CDESIGNATOR, p, 1);
-    if (idx == -2 || (idx >= 0 && idx <= last)) return fail(in, ZV_DURATION_CORDER, p, 1);
-    if (idx < 0) return fail(in, ZV_DURATION_CUNIT, p, (size_t)charlen(p, end));
-    if (idx == 0 && !days) return fail(in, ZV_DURATION_CDAYS, p, 1);
-    if ((rc = add(in, &d, &n, units[idx], start))) return rc;
-    last = idx;
+    k = des[*p];
+    if (k < K_S) return refuse(in, k, p);
+    if (k >= last) return fail(in, ZV_DURATION_CORDER, p, 1);
+    if (k == K_D && !days) return fail(in, ZV_DURATION_CDAYS, p, 1);
+    if ((rc = add(in, &d, &n, &UNITS[k], start))) return rc;
+    last = k;
     frac = n.sep;
     p++;
   }
@@ -374,7 +509,7 @@ static int parse_as(in_t *in, unsigned fmt, int days, int64_t *ns) {
  * a unit such as "h "), and an input that another format would take says that format is not
  * accepted.
  */
-static void explain(in_t *in, unsigned accept) {
+COLD static void explain(in_t *in, unsigned accept) {
   zv_duration_cause_t probe;
   in_t other = {in->s, in->end, &probe};
   int64_t ignored;
@@ -400,7 +535,7 @@ int zv_duration_parse(const char *s, size_t len, unsigned accept, int days, int6
   zv_duration_cause_t local;
   in_t in;
   const uc *p;
-  int rc;
+  int rc = 0, iso = 0;
   if (!cause) cause = &local;
   accept &= ZV_DURATION_ALL;
   /* Spans are int32: no duration is that long, and no reader should scan one. s may be NULL
@@ -421,15 +556,17 @@ int zv_duration_parse(const char *s, size_t len, unsigned accept, int days, int6
    * cause. */
   p = in.s + (*in.s == '-' || *in.s == '+');
   if (p < in.end && *p == 'P' && (accept & ZV_DURATION_ISO8601))
-    rc = parse_iso(&in, days, ns);
+    iso = 1;
   else if (accept & ZV_DURATION_UNITS)
     rc = parse_units(&in, days, (accept & ZV_DURATION_NANO) != 0, ns);
   else if ((accept & ZV_DURATION_NANO) &&
            (p == in.end || isdigit_(*p) || !(accept & ZV_DURATION_ISO8601)))
     rc = parse_nano(&in, ns);
   else
+    iso = 1;
+  if (iso) /* one call site, so that the parser is inlined once here */
     rc = parse_iso(&in, days, ns);
-  if (rc == 0) return 0;
+  if (LIKELY(rc == 0)) return 0;
   explain(&in, accept);
   return in.cause->code == ZV_DURATION_COVERFLOW ? ZV_ERANGE : ZV_EINVAL;
 }
@@ -444,129 +581,186 @@ int zv_duration_from_seconds(double seconds, int64_t *ns) {
 
 /* --- writing ---------------------------------------------------------------------------- */
 
-/* Writes v in decimal ending before w; returns the new start. */
-static char *put_uint(char *w, uint64_t v) {
-  do {
-    *--w = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  return w;
-}
+/*
+ * A writer builds its text in a stack buffer around a fixed middle: the integer parts back to
+ * front from the middle (two digits per division, from zv__digit_pairs), the fraction and the
+ * last unit front to back from it, so that trailing zeros of the fraction are dropped by moving
+ * the end rather than by dividing first. The text [w, e) is copied out once.
+ */
+#define MID 24
 
-/* Go's fmtFrac: the prec digits of v's fraction without trailing zeros (and without the point
- * when they are all zero), ending before w. Returns the new start; *v keeps the integer part. */
-static char *put_frac(char *w, uint64_t *v, int prec) {
-  int print = 0;
-  uint64_t x = *v;
-  for (int i = 0; i < prec; i++) {
-    uint64_t digit = x % 10;
-    print = print || digit != 0;
-    if (print) *--w = (char)('0' + digit);
-    x /= 10;
+/* Writes v in decimal ending before w, two digits a step; returns the new start. */
+static INLINE char *put_uint(char *w, uint64_t v) {
+  while (v >= 100) {
+    uint64_t q = v / 100;
+    w -= 2;
+    memcpy(w, zv__digit_pairs + 2 * (v - q * 100), 2);
+    v = q;
   }
-  if (print) *--w = '.';
-  *v = x;
+  if (v >= 10) {
+    w -= 2;
+    memcpy(w, zv__digit_pairs + 2 * v, 2);
+  } else {
+    *--w = (char)('0' + v);
+  }
   return w;
 }
 
-/* Go's Duration.String, with days in front of hours when asked. */
-static char *put_units(char *w, uint64_t u, int days) {
+/* Writes v < 100 ending before w (Go writes minutes and seconds without a leading zero). */
+static INLINE char *put_small(char *w, unsigned v) {
+  if (v >= 10) {
+    w -= 2;
+    memcpy(w, zv__digit_pairs + 2 * v, 2);
+  } else {
+    *--w = (char)('0' + v);
+  }
+  return w;
+}
+
+/* Go's fmtFrac, front to back from e: '.' and the prec (3, 6 or 9) digits of x < 10^prec
+ * without trailing zeros, nothing when x is 0. Returns the new end. */
+static char *put_frac(char *e, uint32_t x, int prec) {
+  char *digits = e + 1;
+  if (x == 0) return e;
+  *e = '.';
+  if (prec == 9) { /* the first three digits, then the other six as for prec 6 */
+    uint32_t hi = x / 1000000;
+    x -= hi * 1000000;
+    *digits = (char)('0' + hi / 100);
+    memcpy(digits + 1, zv__digit_pairs + 2 * (hi % 100), 2);
+    digits += 3;
+    prec = 6;
+  }
+  if (prec == 6) {
+    uint32_t a = x / 10000, b = x / 100 % 100;
+    memcpy(digits, zv__digit_pairs + 2 * a, 2);
+    memcpy(digits + 2, zv__digit_pairs + 2 * b, 2);
+    memcpy(digits + 4, zv__digit_pairs + 2 * (x % 100), 2);
+    digits += 6;
+  } else { /* 3 */
+    *digits = (char)('0' + x / 100);
+    memcpy(digits + 1, zv__digit_pairs + 2 * (x % 100), 2);
+    digits += 3;
+  }
+  while (digits[-1] == '0') digits--; /* x != 0: a non-zero digit stops it */
+  return digits;
+}
+
+/* Go's Duration.String, with days in front of hours when asked. Writes around mid; returns the
+ * end, *wp the start. */
+static char *put_units(char *mid, uint64_t u, int days, char **wp) {
+  char *w = mid, *e = mid;
   if (u < NS_SECOND) {
-    int prec;
-    *--w = 's';
     if (u == 0) {
       *--w = '0';
-      return w;
-    }
-    if (u < 1000) {
-      prec = 0;
-      *--w = 'n';
+      *e++ = 's';
+    } else if (u < 1000) {
+      w = put_uint(mid, u);
+      memcpy(e, "ns", 2);
+      e += 2;
     } else if (u < 1000000) {
-      prec = 3;
-      *--w = (char)0xB5; /* U+00B5, as Go writes it */
-      *--w = (char)0xC2;
+      w = put_uint(mid, u / 1000);
+      e = put_frac(e, (uint32_t)(u % 1000), 3);
+      memcpy(e, "\xC2\xB5s", 3); /* U+00B5, as Go writes it */
+      e += 3;
     } else {
-      prec = 6;
+      w = put_uint(mid, u / 1000000);
+      e = put_frac(e, (uint32_t)(u % 1000000), 6);
+      memcpy(e, "ms", 2);
+      e += 2;
+    }
+    *wp = w;
+    return e;
+  } else {
+    /* One 64-bit division for the hours; minutes and seconds in 32 bits from the rest. */
+    uint64_t sec = u / NS_SECOND, h = sec / 3600;
+    unsigned rest = (unsigned)(sec - h * 3600), m = rest / 60;
+    e = put_frac(e, (uint32_t)(u - sec * NS_SECOND), 9);
+    *e++ = 's';
+    w = put_small(w, rest - m * 60);
+    if (sec >= 60) {
       *--w = 'm';
-    }
-    w = put_frac(w, &u, prec);
-    return put_uint(w, u);
-  }
-  *--w = 's';
-  w = put_frac(w, &u, 9);
-  w = put_uint(w, u % 60);
-  u /= 60;
-  if (u > 0) {
-    *--w = 'm';
-    w = put_uint(w, u % 60);
-    u /= 60;
-    if (u > 0) {
-      *--w = 'h';
-      if (days && u >= 24) {
-        w = put_uint(w, u % 24);
-        *--w = 'd';
-        u /= 24;
+      w = put_small(w, m);
+      if (h) {
+        *--w = 'h';
+        if (days && h >= 24) {
+          w = put_small(w, (unsigned)(h % 24));
+          *--w = 'd';
+          h /= 24;
+        }
+        w = put_uint(w, h);
       }
-      w = put_uint(w, u);
     }
   }
-  return w;
+  *wp = w;
+  return e;
 }
 
 /* The shortest exact ISO 8601 duration: zero components are left out, seconds carry the
- * fraction, days only when asked; zero is "PT0S". */
-static char *put_iso(char *w, uint64_t u, int days) {
-  uint64_t frac = u % NS_SECOND, sec = u / NS_SECOND, d = 0, h, m;
-  int time;
+ * fraction, days only when asked; zero is "PT0S". Writes around mid; returns the end, *wp the
+ * start. */
+static char *put_iso(char *mid, uint64_t u, int days, char **wp) {
+  uint64_t sec = u / NS_SECOND, d = 0, h;
+  uint32_t frac = (uint32_t)(u - sec * NS_SECOND);
+  unsigned m, s;
+  char *w = mid, *e = mid;
   if (u == 0) {
-    w -= 4;
-    memcpy(w, "PT0S", 4);
-    return w;
+    memcpy(w -= 4, "PT0S", 4);
+    *wp = w;
+    return e;
   }
   if (days) {
     d = sec / 86400;
     sec %= 86400;
   }
   h = sec / 3600;
-  m = sec / 60 % 60;
-  sec %= 60;
-  time = h || m || sec || frac;
-  if (sec || frac) {
-    *--w = 'S';
-    w = put_frac(w, &frac, 9);
-    w = put_uint(w, sec);
+  m = (unsigned)(sec - h * 3600) / 60;
+  s = (unsigned)(sec - h * 3600) - m * 60;
+  if (s || frac) {
+    e = put_frac(e, frac, 9);
+    *e++ = 'S';
+    w = put_small(w, s);
   }
   if (m) {
     *--w = 'M';
-    w = put_uint(w, m);
+    w = put_small(w, m);
   }
   if (h) {
     *--w = 'H';
     w = put_uint(w, h);
   }
-  if (time) *--w = 'T';
+  if (w != mid || e != mid) *--w = 'T';
   if (d) {
     *--w = 'D';
     w = put_uint(w, d);
   }
   *--w = 'P';
-  return w;
+  *wp = w;
+  return e;
 }
 
 int zv_duration_format(int64_t ns, unsigned fmt, int days, char *buf, size_t cap, size_t *len) {
-  char tmp[ZV_DURATION_BUFSIZE], *end = tmp + sizeof tmp, *w;
+  char tmp[MID + 16 + ZV_DURATION_BUFSIZE], *w, *e;
   uint64_t u = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns;
   size_t n;
   switch (fmt) {
-  case ZV_DURATION_ISO8601: w = put_iso(end, u, days); break;
-  case ZV_DURATION_UNITS: w = put_units(end, u, days); break;
-  case ZV_DURATION_NANO: w = put_uint(end, u); break;
+  case ZV_DURATION_ISO8601: e = put_iso(tmp + MID, u, days, &w); break;
+  case ZV_DURATION_UNITS: e = put_units(tmp + MID, u, days, &w); break;
+  case ZV_DURATION_NANO:
+    e = tmp + MID;
+    w = put_uint(e, u);
+    break;
   default: return ZV_EINVAL;
   }
   if (ns < 0) *--w = '-';
-  n = (size_t)(end - w);
+  n = (size_t)(e - w);
   if (n + 1 > cap) return ZV_ETOOLONG;
-  memcpy(buf, w, n);
+  /* A copy of a constant size is a few moves, not a call: the bytes past e are garbage that
+   * the NUL ends (tmp has room for them past any start). */
+  if (cap >= ZV_DURATION_BUFSIZE)
+    memcpy(buf, w, ZV_DURATION_BUFSIZE);
+  else
+    memcpy(buf, w, n);
   buf[n] = '\0';
   *len = n;
   return 0;

@@ -448,12 +448,7 @@ size_t zv_json_unescape(const char *s, size_t len, char *out) {
 }
 
 /* Two digits a step, written backwards from the end of a local buffer (one division by 100 per
- * pair instead of one by 10 per digit), then copied once. */
-static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324252627282930"
-                                     "31323334353637383940414243444546474849505152535455565758596061"
-                                     "62636465666768697071727374757677787980818283848586878889909192"
-                                     "93949596979899";
-
+ * pair instead of one by 10 per digit, zv__digit_pairs), then copied once. */
 size_t zv_json_format_uint(uint64_t v, char *buf) {
   char tmp[24];
   char *p = tmp + sizeof tmp;
@@ -461,13 +456,13 @@ size_t zv_json_format_uint(uint64_t v, char *buf) {
   while (v >= 100) {
     unsigned d = (unsigned)(v % 100) * 2;
     v /= 100;
-    *--p = digit_pairs[d + 1];
-    *--p = digit_pairs[d];
+    *--p = zv__digit_pairs[d + 1];
+    *--p = zv__digit_pairs[d];
   }
   if (v >= 10) {
     unsigned d = (unsigned)v * 2;
-    *--p = digit_pairs[d + 1];
-    *--p = digit_pairs[d];
+    *--p = zv__digit_pairs[d + 1];
+    *--p = zv__digit_pairs[d];
   } else {
     *--p = (char)('0' + v);
   }

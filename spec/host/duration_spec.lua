@@ -74,6 +74,34 @@ describe("zever.duration", function()
     { "-1d1ns", "-86400000000001" }, { "106751d23h47m16.854775807s", "9223372036854775807" },
   }
 
+  -- Edges of the one-pass reader (session 10), written down from the reader before it: the
+  -- largest value of each unit, fractions of every unit, 11- and 12-component inputs of 31-32
+  -- bytes, the minimum through days and iso8601, digit runs past 18 digits (read again with Go's
+  -- checks), iso8601 and nano forms.
+  local edge_rows = {
+    { "9223372036854775us", "9223372036854775000" }, { "9223372036854ms", "9223372036854000000" },
+    { "9223372036s", "9223372036000000000" }, { "153722867m", "9223372020000000000" },
+    { "2562047h", "9223369200000000000" }, { "106751d", "9223286400000000000" }, { "1.5ns", "1" },
+    { "1.5us", "1500" }, { "1.5ms", "1500000" }, { "1.5s", "1500000000" },
+    { "1.5m", "90000000000" }, { "1.5h", "5400000000000" }, { "1.5d", "129600000000000" },
+    { "0.123456789123s", "123456789" }, { "1.000001ms", "1000001" }, { "2.999999us", "2999" },
+    { "1h2m3.5s4ms5us6ns7h8m9s10ms11us", "29412514016006" },
+    { "12h34m56.789012345s6ms7us8ns9h", "77696795019353" },
+    { "-106751d23h47m16.854775808s", "-9223372036854775808" },
+    { "-P106751DT23H47M16.854775808S", "-9223372036854775808" }, { "PT1,5S", "1500000000" },
+    { "P1DT1H1M1.123456789S", "90061123456789" }, { "PT0.000000001S", "1" },
+    { "P1DT0S", "86400000000000" }, { "PT1M1.5S", "61500000000" },
+    { "+9223372036854775807", "9223372036854775807" }, { "-0", "0" },
+    { "0000000000000000000001", "1" },
+    { "00000000000000000000000000009223372036854775807", "9223372036854775807" },
+    { "0000000000000000000001h", "3600000000000" },
+    { "123456789012345678.9ns", "123456789012345678" },
+    { "9223372036854775807.9ns", "9223372036854775807" },
+    { "0.1234567890123456789h", "444444440444" }, { "1.123456789012345678901234m", "67407407340" },
+    { "1d.5h", "88200000000000" }, { "PT1H30M15.5S", "5415500000000" },
+    { "1.99999999999999999999999999s", "2000000000" },
+  }
+
   -- { name, input, cause } for duration.parse (every format, days allowed).
   local invalid_rows = {
     { "empty input", "", "empty input" },
@@ -130,13 +158,40 @@ describe("zever.duration", function()
     { "an unknown designator", "PT5X", [[unknown unit "X"]] },
     { "a negative component", "PT-1H", [[expected a number at "-1H"]] },
     { "a lower-case iso8601", "pt1h", [[expected a number at "pt1h"]] },
+    { "milliseconds past 2^63", "9223372036855ms", "out of range of int64 nanoseconds" },
+    { "seconds past 2^63", "9223372037s", "out of range of int64 nanoseconds" },
+    { "minutes past 2^63", "153722868m", "out of range of int64 nanoseconds" },
+    { "hours past 2^63 by one hour", "2562048h", "out of range of int64 nanoseconds" },
+    { "days past 2^63", "106752d", "out of range of int64 nanoseconds" },
+    { "a 32-byte input without its last unit", "1h2m3.5s4ms5us6ns7h8m9s10ms11us9",
+      [[missing unit after "9"]] },
+    { "days below -2^63", "-106751d23h47m16.854775809s", "out of range of int64 nanoseconds" },
+    { "a fraction in days before hours", "P0.5DT1H",
+      "only the last component may have a fraction" },
+    { "21 digits of nanoseconds", "123456789012345678901ns", "out of range of int64 nanoseconds" },
+    { "20 digits of hours", "12345678901234567890h", "out of range of int64 nanoseconds" },
+    { "a unit with a letter after it", "1hx", "unknown unit \"hx\"" },
+    { "a micro sign without s", "1\194\181", "unknown unit \"\194\181\"" },
+    { "a number after us without unit", "1us5", "missing unit after \"5\"" },
+    { "a number after m without unit", "1m5", "missing unit after \"5\"" },
+    { "ms with an s after it", "1mss", "unknown unit \"mss\"" },
+    { "a point after the last unit", "1ms.", "expected a number at \".\"" },
+    { "a number after a fraction unit", "1.h2", "missing unit after \"2\"" },
+    { "an iso8601 number without designator", "PT1H2", "missing unit after \"2\"" },
+    { "an iso8601 fraction without designator", "PT1.5", "missing unit after \"1.5\"" },
+    { "a component after a fraction", "P1DT1H1M1.123456789S1",
+      "only the last component may have a fraction" },
+    { "an exponent", "1e3s", "unknown unit \"e\"" },
+    { "26 digits of seconds", "99999999999999999999999999s", "out of range of int64 nanoseconds" },
   }
 
   describe("parse", function()
     for _, backend in ipairs(BACKENDS) do
       local d = duration.with_backend(backend)
       describe("through the " .. backend .. " backend", function()
-        local groups = { units = go_rows, iso8601 = iso_rows, nano = nano_rows, days = day_rows }
+        local groups = {
+          units = go_rows, iso8601 = iso_rows, nano = nano_rows, days = day_rows, edge = edge_rows,
+        }
         for group, rows in pairs(groups) do
           it("reads the " .. group .. " golden rows to exact nanoseconds", function()
             for _, row in ipairs(rows) do
@@ -229,6 +284,18 @@ describe("zever.duration", function()
       { "-9223372036854775808", "-2562047h47m16.854775808s", "-PT2562047H47M16.854775808S" },
       { "16000000001", "16.000000001s", "PT16.000000001S" }, { "100000000", "100ms", "PT0.1S" },
       { "300000000", "300ms", "PT0.3S" },
+      -- fractions with inner and trailing zeros at every width, carries at 60 s and 60 m
+      { "1050", "1.05\194\181s", "PT0.00000105S" }, { "1001000", "1.001ms", "PT0.001001S" },
+      { "1000001", "1.000001ms", "PT0.001000001S" }, { "1100000000", "1.1s", "PT1.1S" },
+      { "1010000000", "1.01s", "PT1.01S" }, { "1000000010", "1.00000001s", "PT1.00000001S" },
+      { "59999999999", "59.999999999s", "PT59.999999999S" },
+      { "60000000001", "1m0.000000001s", "PT1M0.000000001S" },
+      { "3599999999999", "59m59.999999999s", "PT59M59.999999999S" },
+      { "3600000000001", "1h0m0.000000001s", "PT1H0.000000001S" },
+      { "360000000000000", "100h0m0s", "PT100H" },
+      { "8999999999999999999", "2499999h59m59.999999999s", "PT2499999H59M59.999999999S" },
+      { "-8999999999999999999", "-2499999h59m59.999999999s", "-PT2499999H59M59.999999999S" },
+      { "100", "100ns", "PT0.0000001S" }, { "10", "10ns", "PT0.00000001S" },
     }
     for _, backend in ipairs(BACKENDS) do
       local d = duration.with_backend(backend)
