@@ -18,6 +18,8 @@
  *        dispatch(token, false, "unavailable" | "closed", message)
  *   conn:status(i)  -> "ok" | "error" | "aborted"   the pipeline's op i (1-based)
  *   conn:result([i]) -> light userdata PGresult * | nil   (decoded with the FFI: pg_ffi.h)
+ *   conn:ptr()      -> light userdata zv_pg_t * | nil   the connection for the FFI (pg_ffi.h:
+ *        zv_pg_result, zv_pg_clear): valid until conn:close()
  *   conn:error([i]) -> sqlstate, message, constraint, column, table, position | nil
  *   pg.round_trips() -> operations sent and awaited by this process (one per send, copy or
  *        pipeline): what the specs and benchmarks count round trips with
@@ -683,6 +685,14 @@ static int l_error(lua_State *L) {
   return 6;
 }
 
+/* conn:ptr() -> light userdata zv_pg_t * (the FFI's handle on this connection: pg_ffi.h) | nil */
+static int l_ptr(lua_State *L) {
+  pgconn_t *c = check_conn(L);
+  if (!c || !c->pg) return 0;
+  lua_pushlightuserdata(L, c->pg);
+  return 1;
+}
+
 static int l_clear(lua_State *L) {
   pgconn_t *c = check_conn(L);
   if (c && c->pg) zv_pg_clear(c->pg);
@@ -735,7 +745,8 @@ int luaopen_zever_pg(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"send", l_send},   {"copy", l_copy},     {"result", l_result}, {"error", l_error},
     {"clear", l_clear}, {"check", l_check},   {"listen", l_listen}, {"info", l_info},
-    {"close", l_close}, {"pipeline", l_pipeline}, {"status", l_status}, {NULL, NULL},
+    {"close", l_close}, {"pipeline", l_pipeline}, {"status", l_status}, {"ptr", l_ptr},
+    {NULL, NULL},
   };
   static const luaL_Reg funcs[] = {{"connect", l_connect}, {"round_trips", l_round_trips},
                                    {NULL, NULL}};

@@ -27,11 +27,14 @@
 -- its front-end. It must not keep a raw connection when a call raises: binds are checked before
 -- one is acquired.
 
+local ffi = require "ffi"
 local pg = require "zever.pg"
 local sched = require "zever.sched"
 local loop = require "zever.loop"
 local sys = require "zever.sys"
 local tnew = require "table.new"
+
+require "zever.cdef.pg"
 
 local NULL = pg.null
 local type, setmetatable, error, pairs, ipairs, rawequal =
@@ -40,6 +43,8 @@ local sub, format, gsub, concat, find = string.sub, string.format, string.gsub, 
   string.find
 local await, token_of, complete = sched.await, sched.token, sched.complete
 local now = sys.now
+local C = ffi.C
+local pg_ptr = ffi.typeof("zv_pg_t *")
 
 local M = {
   dialect = "postgres",
@@ -142,13 +147,13 @@ end
 
 -- Adds to ops (count k) what runs sql with binds: its prepare first when the statement is new
 -- on raw (and the LRU has room or frees it), else the cached name. Returns k, the op that
--- executes, and the node to register when its prepare succeeds (fresh: the ones of this
--- pipeline, by SQL text).
+-- executes, the node to register when its prepare succeeds (fresh: the ones of this
+-- pipeline, by SQL text), and the statement's node (nil: unprepared).
 local function add_statement(raw, ops, k, sql, binds, n, fresh)
   if n == 0 or raw.max_stmts <= 0 then
     k = k + 1
     ops[k] = { "params", sql, binds, n }
-    return k, k
+    return k, k, nil, nil
   end
   local node = raw.stmts[sql] or fresh[sql]
   local new
@@ -171,7 +176,7 @@ local function add_statement(raw, ops, k, sql, binds, n, fresh)
   end
   k = k + 1
   ops[k] = { "prepared", sql, binds, n, node.name }
-  return k, k, new and { node = node, op = new }
+  return k, k, new and { node = node, op = new }, node
 end
 
 -- Registers the statements whose prepare went through (a prepared statement outlives a
@@ -187,8 +192,10 @@ local function register(raw, news)
   end
 end
 
--- Runs sql (already rewritten) with binds on raw: true, op | nil, code, message, fields; op is
--- the pipeline op holding the result (nil: the connection's last result).
+-- Runs sql (already rewritten) with binds on raw: true, op, node | nil, code, message, fields;
+-- op is the pipeline op holding the result (nil: the connection's last result), node the
+-- prepared statement's LRU entry (nil when it ran unprepared), where the decode keeps the
+-- result's shape.
 local function execute(raw, sql, binds, n)
   raw.pool.statements = raw.pool.statements + 1
   local pre = raw.pending
@@ -199,7 +206,7 @@ local function execute(raw, sql, binds, n)
     if node then
       lru_touch(raw, node)
       local ok, code, message, fields = run(raw, "prepared", sql, binds, n, node.name)
-      if ok then return true end
+      if ok then return true, nil, node end
       local state = fields and fields.sqlstate
       if (state ~= "26000" and state ~= "0A000") or raw.pinned then
         return nil, code, message, fields
@@ -220,7 +227,8 @@ local function execute(raw, sql, binds, n)
     raw.pending = nil
     ops[1], k = { "params", pre, nil, 0 }, 1
   end
-  k, at, nw = add_statement(raw, ops, k, sql, binds, n, {})
+  local node
+  k, at, nw, node = add_statement(raw, ops, k, sql, binds, n, {})
   local ok, code, message = run_pipeline(raw, ops, k)
   if not ok then return nil, code, message end
   if nw then register(raw, { nw }) end
@@ -229,10 +237,11 @@ local function execute(raw, sql, binds, n)
     if not ops[i].dealloc then code, message, fields = op_error(raw, i) end
     if code then return nil, code, message, fields end
   end
-  return true, at
+  return true, at, node
 end
 
 local function close_raw(raw)
+  raw.pg = nil -- freed by close: never used again
   if raw.h then
     raw.h:close()
     raw.h = nil
@@ -260,8 +269,8 @@ local function connect(pool)
   pool.backoff, pool.next_try = 0, 0
   pool.connects = pool.connects + 1
   local t = pool.now()
-  return setmetatable({ h = h, pool = pool, born = t, used = t, stmts = {}, nstmts = 0,
-    max_stmts = pool.max_stmts, seq = 0 }, Raw)
+  return setmetatable({ h = h, pg = ffi.cast(pg_ptr, h:ptr()), pool = pool, born = t, used = t,
+    stmts = {}, nstmts = 0, max_stmts = pool.max_stmts, seq = 0 }, Raw)
 end
 
 local function expired(pool, raw, t)
@@ -396,7 +405,8 @@ local function checkout(self)
   return raw
 end
 
--- Runs one statement: acquires (unless pinned), executes, decodes with decode(h), releases.
+-- Runs one statement: acquires (unless pinned), executes, decodes with decode(pg, ...) (the
+-- connection's zv_pg_t: FFI calls), releases.
 local function statement(self, sql, binds, n, decode, all)
   if type(sql) ~= "string" then error("db: expects an SQL string", 3) end
   if binds == nil then n = 0
@@ -409,16 +419,17 @@ local function statement(self, sql, binds, n, decode, all)
   local ok, code, message, fields = execute(raw, sql, binds, n)
   local res
   if ok then
-    res = decode(raw.h, pool.decode_opts, all, code)
-    raw.h:clear()
+    local p = raw.pg
+    res = decode(p, pool.decode_opts, all, code, message)
+    C.zv_pg_clear(p)
   end
   if self.raw == nil then release(pool, raw) end
   if not ok then return nil, code, message, fields end
   return res
 end
 
-local function exec_decode(h, _, _, i)
-  return changes_of(h, i)
+local function exec_decode(p, _, _, i)
+  return changes_of(p, i)
 end
 
 function Conn:exec(sql, binds, n)
@@ -512,8 +523,8 @@ function Conn:pipeline(stmts, count, independent)
         errs[i] = { c, m, f }
       else
         local kind = list[i][4]
-        if kind == "exec" then results[i] = changes_of(raw.h, j)
-        else results[i] = rows_of(raw.h, pool.decode_opts, kind ~= "first", j) end
+        if kind == "exec" then results[i] = changes_of(raw.pg, j)
+        else results[i] = rows_of(raw.pg, pool.decode_opts, kind ~= "first", j) end
       end
     end
     if raw.h then raw.h:clear() end
@@ -644,7 +655,7 @@ function Conn:copy_in(tbl, columns, rows)
   else
     raw.broken = true
   end
-  local n = ok and changes_of(raw.h)
+  local n = ok and changes_of(raw.pg)
   if raw.h then raw.h:clear() end
   if not self.raw then release(pool, raw) end
   if not ok then return nil, code, message, fields end
