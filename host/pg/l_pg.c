@@ -423,6 +423,22 @@ static int l_connect(lua_State *L) {
   return 1;
 }
 
+/* Writes the decimal digits of v (|v| < 2^63) into buf (32 bytes), NUL-terminated; returns the
+ * length. The common bind, an integer id, without snprintf's format parsing. */
+static int int_text(char *buf, long long v) {
+  char tmp[24];
+  int n = 0, k = 0;
+  unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+  do {
+    tmp[n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0) buf[k++] = '-';
+  while (n) buf[k++] = tmp[--n];
+  buf[k] = '\0';
+  return k;
+}
+
 /* Reads binds[1..n] into values/lens (numbers formatted into nums); raises on a bad type. */
 static void read_binds(lua_State *L, int t, int n, const char **values, int *lens,
                        char (*nums)[32]) {
@@ -440,7 +456,7 @@ static void read_binds(lua_State *L, int t, int n, const char **values, int *len
       int k;
       if (isnan(v)) k = snprintf(nums[i], 32, "NaN");
       else if (isinf(v)) k = snprintf(nums[i], 32, v > 0 ? "Infinity" : "-Infinity");
-      else if (v == floor(v) && fabs(v) < 9.2e18) k = snprintf(nums[i], 32, "%lld", (long long)v);
+      else if (v == floor(v) && fabs(v) < 9.2e18) k = int_text(nums[i], (long long)v);
       else k = snprintf(nums[i], 32, "%.17g", v);
       values[i] = nums[i];
       lens[i] = k;

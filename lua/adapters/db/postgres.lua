@@ -136,10 +136,12 @@ end
 -- An op the server skipped (an earlier op of its segment failed) is "aborted", SQLSTATE 25P02
 -- (what PostgreSQL itself says of a statement sent into a failed transaction).
 local ABORTED = "not run: an earlier statement of its pipeline failed"
+local PIPE_OK, PIPE_ABORTED = 0, 2 -- pg.h's ZV_PG_OK, ZV_PG_ABORTED
 local function op_error(raw, i)
-  local st = raw.h:status(i)
-  if st == "ok" then return nil end
-  if st == "aborted" then return "aborted", ABORTED, { sqlstate = "25P02" } end
+  local p = raw.pg
+  local st = p and C.zv_pg_pipeline_status(p, i - 1) or PIPE_ABORTED
+  if st == PIPE_OK then return nil end
+  if st == PIPE_ABORTED then return "aborted", ABORTED, { sqlstate = "25P02" } end
   local code, message, fields = server_error(raw.h, i)
   if code == "unavailable" then raw.broken = true end
   return code, message, fields
@@ -215,6 +217,29 @@ local function execute(raw, sql, binds, n)
       lru_remove(raw, node)
       if state == "0A000" then run(raw, "simple", "DEALLOCATE " .. node.name, nil, 0) end
     end
+  elseif n > 0 and raw.max_stmts > 0 and raw.stmts[sql] then
+    -- A transaction's first statement, already prepared: [BEGIN, execute] in one round trip,
+    -- through the two op tables this connection keeps for it (a transaction allocates none).
+    local node = raw.stmts[sql]
+    lru_touch(raw, node)
+    raw.pending = nil
+    local ops = raw.begin_ops
+    if not ops then
+      ops = { { "params", nil, nil, 0 }, { "prepared" } }
+      raw.begin_ops = ops
+    end
+    local b, e = ops[1], ops[2]
+    b[2] = pre
+    e[2], e[3], e[4], e[5] = sql, binds, n, node.name
+    local ok, code, message = run_pipeline(raw, ops, 2)
+    e[3] = nil -- keeps no bound value alive
+    if not ok then return nil, code, message end
+    for i = 1, 2 do
+      local fields
+      code, message, fields = op_error(raw, i)
+      if code then return nil, code, message, fields end
+    end
+    return true, 2, node
   elseif n == 0 and find(sql, ";", 1, true) then
     -- Maybe several statements: the simple protocol only, which a pipeline cannot carry.
     raw.pending = nil
@@ -534,13 +559,23 @@ function Conn:pipeline(stmts, count, independent)
   return results, errs
 end
 
--- A conn bound to one raw connection until unpin() (a transaction's): same methods.
+-- A conn bound to one raw connection until unpin() (a transaction's): same methods. The raw
+-- connection keeps the conn of its last pin and hands it out again (a transaction allocates
+-- none): an unpinned conn answers "closed" until the same raw connection is pinned again, as
+-- zever.db's finished transaction handles raise until their depth is taken again.
 function Conn:pin()
   if self.raw then error("db: this connection is already pinned", 2) end
   local raw, code, message = acquire(self.pool)
   if not raw then return nil, code, message end
   raw.pinned = true
-  return setmetatable({ pool = self.pool, raw = raw, parent = self }, Conn)
+  local pc = raw.pin_conn
+  if pc and pc.raw == false and pc.parent == self then
+    pc.raw = raw
+    return pc
+  end
+  pc = setmetatable({ pool = self.pool, raw = raw, parent = self }, Conn)
+  raw.pin_conn = pc
+  return pc
 end
 
 function Conn:unpin()

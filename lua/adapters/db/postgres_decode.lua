@@ -2,9 +2,9 @@
 -- type OID through the FFI (pg_ffi.h) into Lua rows, and a server error into zever.db's
 -- code, message and fields (SQLSTATE mapped to codes; never DETAIL, never a bound value).
 --
---   decode.rows_of(pg, opts, all[, op[, node]]) -> rows (all) | the first row | nil
---   decode.changes_of(pg[, op]) -> the command's row count
---   (pg: the connection's zv_pg_t, from conn:ptr(); op: a pipeline's op)
+--   decode.rows_of(conn, opts, all[, op[, node]]) -> rows (all) | the first row | nil
+--   decode.changes_of(conn[, op]) -> the command's row count
+--   (conn: the connection's zv_pg_t, from zever.pg's h:ptr(); op: a pipeline's op)
 --   decode.server_error(h) -> code, message, fields;  decode.code_of(sqlstate) -> code
 --
 -- Split out of adapters/db/postgres.lua (#16): no connection handling here.
@@ -202,20 +202,20 @@ local function row_at(r, i, nf, names, oids, opts)
   return row
 end
 
--- The result to decode: pg is the connection's zv_pg_t (conn:ptr(), a cdata pointer), op a
+-- The result to decode: conn is the connection's zv_pg_t (h:ptr(), a cdata pointer), op a
 -- pipeline's op (1-based; nil: the last statement's result). FFI calls, so that the decode
 -- compiles (a light userdata cast to a pointer does not).
-local function result_of(pg, op)
-  if op then return C.zv_pg_pipeline_result(pg, op - 1) end
-  return C.zv_pg_result(pg)
+local function result_of(conn, op)
+  if op then return C.zv_pg_pipeline_result(conn, op - 1) end
+  return C.zv_pg_result(conn)
 end
 
--- Rows (all) or the first row of pg's result. node: the prepared statement's node (the
+-- Rows (all) or the first row of conn's result. node: the prepared statement's node (the
 -- adapter's LRU entry), whose result shape never changes (a plan that would change it fails
 -- with 0A000 and is prepared again under a new node): its column names and types are read
 -- from the first result and kept there, so later calls make no name strings and no tables.
-local function rows_of(pg, opts, all, op, node)
-  local r = result_of(pg, op)
+local function rows_of(conn, opts, all, op, node)
+  local r = result_of(conn, op)
   if r == nil then return all and {} or nil end
   local nt = C.PQntuples(r)
   if not all and nt == 0 then return nil end
@@ -239,8 +239,8 @@ local function rows_of(pg, opts, all, op, node)
 end
 
 -- The command's row count, parsed from PQcmdTuples' digits ("" for a command without one).
-local function changes_of(pg, op)
-  local r = result_of(pg, op)
+local function changes_of(conn, op)
+  local r = result_of(conn, op)
   if r == nil then return 0 end
   local p = C.PQcmdTuples(r)
   local v, k = 0, 0
