@@ -4,7 +4,8 @@
  *
  *   pg.connect(uri, options, timeout, token, dispatch) -> conn
  *        connects in the background; later dispatch(token, true) or
- *        dispatch(token, false, "unavailable", message)
+ *        dispatch(token, false, "unavailable", message); dispatch must be zever.sched.complete
+ *        (or behave as it does): a token that is a waiting coroutine is resumed directly
  *   conn:send(token, mode, sql, binds, n[, name]) -> true | nil, code, message
  *        mode "simple" | "params" | "prepare" | "prepared"; binds[1..n] are strings, numbers,
  *        booleans, nil or pg.null (light userdata NULL); later dispatch(token, true),
@@ -88,9 +89,24 @@ static lua_State *state_of(pgconn_t *c) {
   return c->cur ? c->cur : (lua_State *)c->loop->L;
 }
 
-/* Completes the waiter: dispatch(token, ok[, code[, message]]). */
+/* Pushes the outcome on L: ok[, code[, message]]; returns how many values. */
+static int push_outcome(lua_State *L, int ok, const char *code, const char *msg) {
+  lua_pushboolean(L, ok);
+  if (!code) return 1;
+  lua_pushstring(L, code);
+  if (!msg) return 2;
+  lua_pushstring(L, msg);
+  return 3;
+}
+
+/*
+ * Completes the waiter: dispatch(token, ok[, code[, message]]). A token that is a waiting
+ * coroutine (a request's, a job's: zever.sched's token) is resumed here directly, as
+ * dispatch (sched.complete -> zever.loop.resume) would, without the trip through Lua and a
+ * protected call: the statement's wake-up is on every query's path.
+ */
 static void finish(pgconn_t *c, int ok, const char *code, const char *msg) {
-  lua_State *L = state_of(c);
+  lua_State *L = state_of(c), *co;
   int ref = c->token_ref, n = 2;
   c->token_ref = LUA_NOREF;
   if (ref == LUA_NOREF) return;
@@ -98,9 +114,18 @@ static void finish(pgconn_t *c, int ok, const char *code, const char *msg) {
     if (c->cur) luaL_unref(c->cur, LUA_REGISTRYINDEX, ref);
     return;
   }
-  lua_rawgeti(L, LUA_REGISTRYINDEX, c->dispatch_ref);
   lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
   luaL_unref(L, LUA_REGISTRYINDEX, ref);
+  co = lua_tothread(L, -1);
+  if (co && co != L && lua_status(co) == LUA_YIELD) {
+    /* co stays on L's stack, anchored, while it runs. */
+    int rc = lua_resume(co, push_outcome(co, ok, code, msg));
+    zv_co_done(c->loop, L, co, LUA_NOREF, rc, "pg reply");
+    lua_pop(L, 1);
+    return;
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->dispatch_ref);
+  lua_insert(L, -2);
   lua_pushboolean(L, ok);
   if (code) {
     lua_pushstring(L, code);
