@@ -256,14 +256,15 @@ local function main()
   end
 end
 
--- The benchmark runs in a coroutine (a request's shape); this plain caller drives the loop.
+-- The benchmark runs in a coroutine (a request's shape); this plain caller drives the loop as
+-- a worker does (run until nothing is active: an idle connection does not keep it running).
 local done, failure = false, nil
 sched.spawn(function()
   local ok, err = xpcall(main, debug.traceback)
   if not ok then failure = err end
   done = true
 end)
-while not done do loop.run("once") end
+while not done do loop.run() end
 sink = nil
 if raw then C.PQfinish(raw) end
 db:close()
