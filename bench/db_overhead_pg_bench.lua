@@ -235,6 +235,7 @@ local function main()
     error("ZV_DB_OVERHEAD_MODE: no benchmark " .. mode)
   end
 
+  io.stdout:setvbuf("line")
   print(string.format("# %d ops per round, 5 alternating rounds, CPU time; load average %s", N,
     (io.open("/proc/loadavg"):read("*l"):match("^(%S+)"))))
   print(string.format("%-36s %9s %10s %11s %8s %8s %8s", "benchmark", "raw ns/op", "zever ns/op",

@@ -43,11 +43,13 @@ void PQfreemem(void *ptr);
 
 /* The finished operation's results, read by the adapter's decode (pg.h; conn:ptr() gives the
  * zv_pg_t of a zever.pg connection): the same as conn:result([i]), conn:status(i) and
- * conn:clear(), called from compiled code instead of through the classic API. */
+ * conn:clear(), called from compiled code instead of through the classic API; zv_pg_ok says
+ * whether the connection is still usable as far as it has read (no syscall). */
 PGresult *zv_pg_result(const zv_pg_t *c);
 PGresult *zv_pg_pipeline_result(const zv_pg_t *c, int i);
 int zv_pg_pipeline_status(const zv_pg_t *c, int i);
 void zv_pg_clear(zv_pg_t *c);
+int zv_pg_ok(const zv_pg_t *c);
 
 /* The raw side of bench/db_overhead_pg_bench.lua (blocking libpq, as a hand-tuned FFI handler). */
 PGconn *PQconnectdb(const char *conninfo);

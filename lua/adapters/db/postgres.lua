@@ -295,7 +295,7 @@ local function connect(pool)
   pool.connects = pool.connects + 1
   local t = pool.now()
   return setmetatable({ h = h, pg = ffi.cast(pg_ptr, h:ptr()), pool = pool, born = t, used = t,
-    stmts = {}, nstmts = 0, max_stmts = pool.max_stmts, seq = 0 }, Raw)
+    released = -math.huge, stmts = {}, nstmts = 0, max_stmts = pool.max_stmts, seq = 0 }, Raw)
 end
 
 local function expired(pool, raw, t)
@@ -350,6 +350,22 @@ local function sweep_idle(pool)
   if next_at then arm(pool, next_at) end
 end
 
+-- How long after its release an idle connection is taken again without asking the socket
+-- (seconds, real time). check() peeks at the socket (a recv syscall: a server that closed the
+-- connection or terminated the backend while it sat idle shows up there, and the pool opens a
+-- new one instead of failing the statement); a connection given back less than this ago (a
+-- handler's next statement) is only asked what libpq already read (zv_pg_ok, no syscall). A
+-- server that goes away inside that window fails the next statement with "unavailable", as one
+-- that goes away between the peek and the send always could.
+local RECHECK = 0.001
+
+-- Whether idle raw can be used: not expired, and its socket still open.
+local function usable(pool, raw)
+  if expired(pool, raw, pool.now()) then return false end
+  if now() - raw.released < RECHECK and C.zv_pg_ok(raw.pg) == 1 then return true end
+  return raw.h:check()
+end
+
 -- A raw connection: from the idle stack (checked), a new one, or the next one released.
 local function acquire(pool)
   if pool.closed then return nil, "closed", "the database is closed" end
@@ -358,7 +374,7 @@ local function acquire(pool)
       local raw = pool.idle[pool.nidle]
       pool.idle[pool.nidle] = nil
       pool.nidle = pool.nidle - 1
-      if not expired(pool, raw, pool.now()) and raw.h:check() then
+      if usable(pool, raw) then
         pool.busy = pool.busy + 1
         return raw
       end
@@ -404,7 +420,7 @@ local function release(pool, raw)
     if waiter then complete(waiter, nil) end -- it opens a new one
     return
   end
-  raw.used = pool.now()
+  raw.used, raw.released = pool.now(), now()
   if waiter then
     complete(waiter, raw)
   else
