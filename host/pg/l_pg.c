@@ -4,7 +4,8 @@
  *
  *   pg.connect(uri, options, timeout, token, dispatch) -> conn
  *        connects in the background; later dispatch(token, true) or
- *        dispatch(token, false, "unavailable", message)
+ *        dispatch(token, false, "unavailable", message); dispatch must be zever.sched.complete
+ *        (or behave as it does): a token that is a waiting coroutine is resumed directly
  *   conn:send(token, mode, sql, binds, n[, name]) -> true | nil, code, message
  *        mode "simple" | "params" | "prepare" | "prepared"; binds[1..n] are strings, numbers,
  *        booleans, nil or pg.null (light userdata NULL); later dispatch(token, true),
@@ -18,6 +19,8 @@
  *        dispatch(token, false, "unavailable" | "closed", message)
  *   conn:status(i)  -> "ok" | "error" | "aborted"   the pipeline's op i (1-based)
  *   conn:result([i]) -> light userdata PGresult * | nil   (decoded with the FFI: pg_ffi.h)
+ *   conn:ptr()      -> light userdata zv_pg_t * | nil   the connection for the FFI (pg_ffi.h:
+ *        zv_pg_result, zv_pg_clear): valid until conn:close()
  *   conn:error([i]) -> sqlstate, message, constraint, column, table, position | nil
  *   pg.round_trips() -> operations sent and awaited by this process (one per send, copy or
  *        pipeline): what the specs and benchmarks count round trips with
@@ -86,9 +89,24 @@ static lua_State *state_of(pgconn_t *c) {
   return c->cur ? c->cur : (lua_State *)c->loop->L;
 }
 
-/* Completes the waiter: dispatch(token, ok[, code[, message]]). */
+/* Pushes the outcome on L: ok[, code[, message]]; returns how many values. */
+static int push_outcome(lua_State *L, int ok, const char *code, const char *msg) {
+  lua_pushboolean(L, ok);
+  if (!code) return 1;
+  lua_pushstring(L, code);
+  if (!msg) return 2;
+  lua_pushstring(L, msg);
+  return 3;
+}
+
+/*
+ * Completes the waiter: dispatch(token, ok[, code[, message]]). A token that is a waiting
+ * coroutine (a request's, a job's: zever.sched's token) is resumed here directly, as
+ * dispatch (sched.complete -> zever.loop.resume) would, without the trip through Lua and a
+ * protected call: the statement's wake-up is on every query's path.
+ */
 static void finish(pgconn_t *c, int ok, const char *code, const char *msg) {
-  lua_State *L = state_of(c);
+  lua_State *L = state_of(c), *co;
   int ref = c->token_ref, n = 2;
   c->token_ref = LUA_NOREF;
   if (ref == LUA_NOREF) return;
@@ -96,9 +114,18 @@ static void finish(pgconn_t *c, int ok, const char *code, const char *msg) {
     if (c->cur) luaL_unref(c->cur, LUA_REGISTRYINDEX, ref);
     return;
   }
-  lua_rawgeti(L, LUA_REGISTRYINDEX, c->dispatch_ref);
   lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
   luaL_unref(L, LUA_REGISTRYINDEX, ref);
+  co = lua_tothread(L, -1);
+  if (co && co != L && lua_status(co) == LUA_YIELD) {
+    /* co stays on L's stack, anchored, while it runs. */
+    int rc = lua_resume(co, push_outcome(co, ok, code, msg));
+    zv_co_done(c->loop, L, co, LUA_NOREF, rc, "pg reply");
+    lua_pop(L, 1);
+    return;
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->dispatch_ref);
+  lua_insert(L, -2);
   lua_pushboolean(L, ok);
   if (code) {
     lua_pushstring(L, code);
@@ -421,6 +448,22 @@ static int l_connect(lua_State *L) {
   return 1;
 }
 
+/* Writes the decimal digits of v (|v| < 2^63) into buf (32 bytes), NUL-terminated; returns the
+ * length. The common bind, an integer id, without snprintf's format parsing. */
+static int int_text(char *buf, long long v) {
+  char tmp[24];
+  int n = 0, k = 0;
+  unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+  do {
+    tmp[n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0) buf[k++] = '-';
+  while (n) buf[k++] = tmp[--n];
+  buf[k] = '\0';
+  return k;
+}
+
 /* Reads binds[1..n] into values/lens (numbers formatted into nums); raises on a bad type. */
 static void read_binds(lua_State *L, int t, int n, const char **values, int *lens,
                        char (*nums)[32]) {
@@ -438,7 +481,7 @@ static void read_binds(lua_State *L, int t, int n, const char **values, int *len
       int k;
       if (isnan(v)) k = snprintf(nums[i], 32, "NaN");
       else if (isinf(v)) k = snprintf(nums[i], 32, v > 0 ? "Infinity" : "-Infinity");
-      else if (v == floor(v) && fabs(v) < 9.2e18) k = snprintf(nums[i], 32, "%lld", (long long)v);
+      else if (v == floor(v) && fabs(v) < 9.2e18) k = int_text(nums[i], (long long)v);
       else k = snprintf(nums[i], 32, "%.17g", v);
       values[i] = nums[i];
       lens[i] = k;
@@ -683,6 +726,14 @@ static int l_error(lua_State *L) {
   return 6;
 }
 
+/* conn:ptr() -> light userdata zv_pg_t * (the FFI's handle on this connection: pg_ffi.h) | nil */
+static int l_ptr(lua_State *L) {
+  pgconn_t *c = check_conn(L);
+  if (!c || !c->pg) return 0;
+  lua_pushlightuserdata(L, c->pg);
+  return 1;
+}
+
 static int l_clear(lua_State *L) {
   pgconn_t *c = check_conn(L);
   if (c && c->pg) zv_pg_clear(c->pg);
@@ -735,7 +786,8 @@ int luaopen_zever_pg(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"send", l_send},   {"copy", l_copy},     {"result", l_result}, {"error", l_error},
     {"clear", l_clear}, {"check", l_check},   {"listen", l_listen}, {"info", l_info},
-    {"close", l_close}, {"pipeline", l_pipeline}, {"status", l_status}, {NULL, NULL},
+    {"close", l_close}, {"pipeline", l_pipeline}, {"status", l_status}, {"ptr", l_ptr},
+    {NULL, NULL},
   };
   static const luaL_Reg funcs[] = {{"connect", l_connect}, {"round_trips", l_round_trips},
                                    {NULL, NULL}};

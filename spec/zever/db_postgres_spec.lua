@@ -74,6 +74,50 @@ describe("zever.db postgres #pg", function()
       assert.are.equal(42, got)
     end)
 
+    it("binds numbers as the exact text PostgreSQL reads", function()
+      local rows = {
+        { "zero", 0, "0" }, { "small", 7, "7" }, { "negative", -7, "-7" },
+        { "int4 max", 2147483647, "2147483647" }, { "int4 min", -2147483648, "-2147483648" },
+        { "2^53", 9007199254740992, "9007199254740992" },
+        { "-2^53", -9007199254740992, "-9007199254740992" },
+        { "negative zero", -0.0, "0" }, { "fraction", 1.5, "1.5" }, { "negative fraction", -0.25, "-0.25" },
+      }
+      for _, r in ipairs(rows) do
+        assert.are.equal(r[3], db:first("SELECT (?)::text AS t", r[2]).t, r[1])
+        -- the same through a prepared statement (its cached shape) and a transaction's pipeline
+        assert.are.equal(r[3], db:transaction(function(tx)
+          return tx:first("SELECT (?)::text AS t", r[2]).t
+        end), r[1])
+      end
+    end)
+
+    it("decodes a prepared statement's rows by the shape of its first result each time", function()
+      db:exec("CREATE TABLE shaped (id int PRIMARY KEY, label text, n int)")
+      db:exec("INSERT INTO shaped VALUES (1, 'one', 10), (2, NULL, -20), (3, 'three', NULL)")
+      local q = "SELECT id, label, n FROM shaped WHERE id = ?"
+      for _ = 1, 2 do
+        assert.are.same({ id = 1, label = "one", n = 10 }, db:first(q, 1))
+        assert.are.same({ id = 2, n = -20 }, db:first(q, 2))
+        assert.are.same({ id = 3, label = "three" }, db:first(q, 3))
+        assert.is_nil(db:first(q, 4))
+        assert.are.same({ { id = 2, n = -20 } }, db:query(q, 2))
+        assert.are.same({ id = 3, label = "three" }, db:transaction(function(tx) return tx:first(q, 3) end))
+      end
+    end)
+
+    it("hands a pool connection's pinned conn out again only after it was given back", function()
+      local conn = db.conn
+      local p1 = assert(conn:pin())
+      assert.are.equal(5, p1:first("SELECT 5 AS v", nil, 0).v)
+      p1:unpin()
+      local row, code = p1:first("SELECT 1 AS v", nil, 0)
+      assert.is_nil(row)
+      assert.are.equal("closed", code)
+      local p2 = assert(conn:pin())
+      assert.are.equal(6, p2:first("SELECT 6 AS v", nil, 0).v)
+      p2:unpin()
+    end)
+
     it("raises a db error with sqlstate, constraint and table, never the bound values", function()
       db:exec("CREATE TABLE uniq (email text UNIQUE)")
       db:exec("INSERT INTO uniq VALUES (?)", "secret-value@example.com")

@@ -27,11 +27,14 @@
 -- its front-end. It must not keep a raw connection when a call raises: binds are checked before
 -- one is acquired.
 
+local ffi = require "ffi"
 local pg = require "zever.pg"
 local sched = require "zever.sched"
 local loop = require "zever.loop"
 local sys = require "zever.sys"
 local tnew = require "table.new"
+
+require "zever.cdef.pg"
 
 local NULL = pg.null
 local type, setmetatable, error, pairs, ipairs, rawequal =
@@ -40,6 +43,8 @@ local sub, format, gsub, concat, find = string.sub, string.format, string.gsub, 
   string.find
 local await, token_of, complete = sched.await, sched.token, sched.complete
 local now = sys.now
+local C = ffi.C
+local pg_ptr = ffi.typeof("zv_pg_t *")
 
 local M = {
   dialect = "postgres",
@@ -131,10 +136,12 @@ end
 -- An op the server skipped (an earlier op of its segment failed) is "aborted", SQLSTATE 25P02
 -- (what PostgreSQL itself says of a statement sent into a failed transaction).
 local ABORTED = "not run: an earlier statement of its pipeline failed"
+local PIPE_OK, PIPE_ABORTED = 0, 2 -- pg.h's ZV_PG_OK, ZV_PG_ABORTED
 local function op_error(raw, i)
-  local st = raw.h:status(i)
-  if st == "ok" then return nil end
-  if st == "aborted" then return "aborted", ABORTED, { sqlstate = "25P02" } end
+  local p = raw.pg
+  local st = p and C.zv_pg_pipeline_status(p, i - 1) or PIPE_ABORTED
+  if st == PIPE_OK then return nil end
+  if st == PIPE_ABORTED then return "aborted", ABORTED, { sqlstate = "25P02" } end
   local code, message, fields = server_error(raw.h, i)
   if code == "unavailable" then raw.broken = true end
   return code, message, fields
@@ -142,13 +149,13 @@ end
 
 -- Adds to ops (count k) what runs sql with binds: its prepare first when the statement is new
 -- on raw (and the LRU has room or frees it), else the cached name. Returns k, the op that
--- executes, and the node to register when its prepare succeeds (fresh: the ones of this
--- pipeline, by SQL text).
+-- executes, the node to register when its prepare succeeds (fresh: the ones of this
+-- pipeline, by SQL text), and the statement's node (nil: unprepared).
 local function add_statement(raw, ops, k, sql, binds, n, fresh)
   if n == 0 or raw.max_stmts <= 0 then
     k = k + 1
     ops[k] = { "params", sql, binds, n }
-    return k, k
+    return k, k, nil, nil
   end
   local node = raw.stmts[sql] or fresh[sql]
   local new
@@ -171,7 +178,7 @@ local function add_statement(raw, ops, k, sql, binds, n, fresh)
   end
   k = k + 1
   ops[k] = { "prepared", sql, binds, n, node.name }
-  return k, k, new and { node = node, op = new }
+  return k, k, new and { node = node, op = new }, node
 end
 
 -- Registers the statements whose prepare went through (a prepared statement outlives a
@@ -187,8 +194,10 @@ local function register(raw, news)
   end
 end
 
--- Runs sql (already rewritten) with binds on raw: true, op | nil, code, message, fields; op is
--- the pipeline op holding the result (nil: the connection's last result).
+-- Runs sql (already rewritten) with binds on raw: true, op, node | nil, code, message, fields;
+-- op is the pipeline op holding the result (nil: the connection's last result), node the
+-- prepared statement's LRU entry (nil when it ran unprepared), where the decode keeps the
+-- result's shape.
 local function execute(raw, sql, binds, n)
   raw.pool.statements = raw.pool.statements + 1
   local pre = raw.pending
@@ -199,7 +208,7 @@ local function execute(raw, sql, binds, n)
     if node then
       lru_touch(raw, node)
       local ok, code, message, fields = run(raw, "prepared", sql, binds, n, node.name)
-      if ok then return true end
+      if ok then return true, nil, node end
       local state = fields and fields.sqlstate
       if (state ~= "26000" and state ~= "0A000") or raw.pinned then
         return nil, code, message, fields
@@ -208,6 +217,29 @@ local function execute(raw, sql, binds, n)
       lru_remove(raw, node)
       if state == "0A000" then run(raw, "simple", "DEALLOCATE " .. node.name, nil, 0) end
     end
+  elseif n > 0 and raw.max_stmts > 0 and raw.stmts[sql] then
+    -- A transaction's first statement, already prepared: [BEGIN, execute] in one round trip,
+    -- through the two op tables this connection keeps for it (a transaction allocates none).
+    local node = raw.stmts[sql]
+    lru_touch(raw, node)
+    raw.pending = nil
+    local ops = raw.begin_ops
+    if not ops then
+      ops = { { "params", nil, nil, 0 }, { "prepared" } }
+      raw.begin_ops = ops
+    end
+    local b, e = ops[1], ops[2]
+    b[2] = pre
+    e[2], e[3], e[4], e[5] = sql, binds, n, node.name
+    local ok, code, message = run_pipeline(raw, ops, 2)
+    e[3] = nil -- keeps no bound value alive
+    if not ok then return nil, code, message end
+    for i = 1, 2 do
+      local fields
+      code, message, fields = op_error(raw, i)
+      if code then return nil, code, message, fields end
+    end
+    return true, 2, node
   elseif n == 0 and find(sql, ";", 1, true) then
     -- Maybe several statements: the simple protocol only, which a pipeline cannot carry.
     raw.pending = nil
@@ -220,7 +252,8 @@ local function execute(raw, sql, binds, n)
     raw.pending = nil
     ops[1], k = { "params", pre, nil, 0 }, 1
   end
-  k, at, nw = add_statement(raw, ops, k, sql, binds, n, {})
+  local node
+  k, at, nw, node = add_statement(raw, ops, k, sql, binds, n, {})
   local ok, code, message = run_pipeline(raw, ops, k)
   if not ok then return nil, code, message end
   if nw then register(raw, { nw }) end
@@ -229,10 +262,11 @@ local function execute(raw, sql, binds, n)
     if not ops[i].dealloc then code, message, fields = op_error(raw, i) end
     if code then return nil, code, message, fields end
   end
-  return true, at
+  return true, at, node
 end
 
 local function close_raw(raw)
+  raw.pg = nil -- freed by close: never used again
   if raw.h then
     raw.h:close()
     raw.h = nil
@@ -260,8 +294,8 @@ local function connect(pool)
   pool.backoff, pool.next_try = 0, 0
   pool.connects = pool.connects + 1
   local t = pool.now()
-  return setmetatable({ h = h, pool = pool, born = t, used = t, stmts = {}, nstmts = 0,
-    max_stmts = pool.max_stmts, seq = 0 }, Raw)
+  return setmetatable({ h = h, pg = ffi.cast(pg_ptr, h:ptr()), pool = pool, born = t, used = t,
+    released = -math.huge, stmts = {}, nstmts = 0, max_stmts = pool.max_stmts, seq = 0 }, Raw)
 end
 
 local function expired(pool, raw, t)
@@ -316,6 +350,22 @@ local function sweep_idle(pool)
   if next_at then arm(pool, next_at) end
 end
 
+-- How long after its release an idle connection is taken again without asking the socket
+-- (seconds, real time). check() peeks at the socket (a recv syscall: a server that closed the
+-- connection or terminated the backend while it sat idle shows up there, and the pool opens a
+-- new one instead of failing the statement); a connection given back less than this ago (a
+-- handler's next statement) is only asked what libpq already read (zv_pg_ok, no syscall). A
+-- server that goes away inside that window fails the next statement with "unavailable", as one
+-- that goes away between the peek and the send always could.
+local RECHECK = 0.001
+
+-- Whether idle raw can be used: not expired, and its socket still open.
+local function usable(pool, raw)
+  if expired(pool, raw, pool.now()) then return false end
+  if now() - raw.released < RECHECK and C.zv_pg_ok(raw.pg) == 1 then return true end
+  return raw.h:check()
+end
+
 -- A raw connection: from the idle stack (checked), a new one, or the next one released.
 local function acquire(pool)
   if pool.closed then return nil, "closed", "the database is closed" end
@@ -324,7 +374,7 @@ local function acquire(pool)
       local raw = pool.idle[pool.nidle]
       pool.idle[pool.nidle] = nil
       pool.nidle = pool.nidle - 1
-      if not expired(pool, raw, pool.now()) and raw.h:check() then
+      if usable(pool, raw) then
         pool.busy = pool.busy + 1
         return raw
       end
@@ -370,7 +420,7 @@ local function release(pool, raw)
     if waiter then complete(waiter, nil) end -- it opens a new one
     return
   end
-  raw.used = pool.now()
+  raw.used, raw.released = pool.now(), now()
   if waiter then
     complete(waiter, raw)
   else
@@ -396,7 +446,8 @@ local function checkout(self)
   return raw
 end
 
--- Runs one statement: acquires (unless pinned), executes, decodes with decode(h), releases.
+-- Runs one statement: acquires (unless pinned), executes, decodes with decode(pg, ...) (the
+-- connection's zv_pg_t: FFI calls), releases.
 local function statement(self, sql, binds, n, decode, all)
   if type(sql) ~= "string" then error("db: expects an SQL string", 3) end
   if binds == nil then n = 0
@@ -409,16 +460,17 @@ local function statement(self, sql, binds, n, decode, all)
   local ok, code, message, fields = execute(raw, sql, binds, n)
   local res
   if ok then
-    res = decode(raw.h, pool.decode_opts, all, code)
-    raw.h:clear()
+    local p = raw.pg
+    res = decode(p, pool.decode_opts, all, code, message)
+    C.zv_pg_clear(p)
   end
   if self.raw == nil then release(pool, raw) end
   if not ok then return nil, code, message, fields end
   return res
 end
 
-local function exec_decode(h, _, _, i)
-  return changes_of(h, i)
+local function exec_decode(p, _, _, i)
+  return changes_of(p, i)
 end
 
 function Conn:exec(sql, binds, n)
@@ -512,8 +564,8 @@ function Conn:pipeline(stmts, count, independent)
         errs[i] = { c, m, f }
       else
         local kind = list[i][4]
-        if kind == "exec" then results[i] = changes_of(raw.h, j)
-        else results[i] = rows_of(raw.h, pool.decode_opts, kind ~= "first", j) end
+        if kind == "exec" then results[i] = changes_of(raw.pg, j)
+        else results[i] = rows_of(raw.pg, pool.decode_opts, kind ~= "first", j) end
       end
     end
     if raw.h then raw.h:clear() end
@@ -523,13 +575,23 @@ function Conn:pipeline(stmts, count, independent)
   return results, errs
 end
 
--- A conn bound to one raw connection until unpin() (a transaction's): same methods.
+-- A conn bound to one raw connection until unpin() (a transaction's): same methods. The raw
+-- connection keeps the conn of its last pin and hands it out again (a transaction allocates
+-- none): an unpinned conn answers "closed" until the same raw connection is pinned again, as
+-- zever.db's finished transaction handles raise until their depth is taken again.
 function Conn:pin()
   if self.raw then error("db: this connection is already pinned", 2) end
   local raw, code, message = acquire(self.pool)
   if not raw then return nil, code, message end
   raw.pinned = true
-  return setmetatable({ pool = self.pool, raw = raw, parent = self }, Conn)
+  local pc = raw.pin_conn
+  if pc and pc.raw == false and pc.parent == self then
+    pc.raw = raw
+    return pc
+  end
+  pc = setmetatable({ pool = self.pool, raw = raw, parent = self }, Conn)
+  raw.pin_conn = pc
+  return pc
 end
 
 function Conn:unpin()
@@ -644,7 +706,7 @@ function Conn:copy_in(tbl, columns, rows)
   else
     raw.broken = true
   end
-  local n = ok and changes_of(raw.h)
+  local n = ok and changes_of(raw.pg)
   if raw.h then raw.h:clear() end
   if not self.raw then release(pool, raw) end
   if not ok then return nil, code, message, fields end

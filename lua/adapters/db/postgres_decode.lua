@@ -2,8 +2,9 @@
 -- type OID through the FFI (pg_ffi.h) into Lua rows, and a server error into zever.db's
 -- code, message and fields (SQLSTATE mapped to codes; never DETAIL, never a bound value).
 --
---   decode.rows_of(h, opts, all) -> rows (all) | the first row | nil
---   decode.changes_of(h) -> the command's row count
+--   decode.rows_of(conn, opts, all[, op[, node]]) -> rows (all) | the first row | nil
+--   decode.changes_of(conn[, op]) -> the command's row count
+--   (conn: the connection's zv_pg_t, from zever.pg's h:ptr(); op: a pipeline's op)
 --   decode.server_error(h) -> code, message, fields;  decode.code_of(sqlstate) -> code
 --
 -- Split out of adapters/db/postgres.lua (#16): no connection handling here.
@@ -20,7 +21,7 @@ local NULL = pg.null
 local tonumber, error = tonumber, error
 local byte, sub, find, gsub, concat = string.byte, string.sub, string.find, string.gsub,
   table.concat
-local ffi_string, ffi_cast = ffi.string, ffi.cast
+local ffi_string = ffi.string
 local array_mt = json.array_mt
 local json_decode = json.decode
 local DQUOTE, DASH, BACKSLASH = 34, 45, 92
@@ -201,31 +202,50 @@ local function row_at(r, i, nf, names, oids, opts)
   return row
 end
 
-local result_t = ffi.typeof("PGresult *")
+-- The result to decode: conn is the connection's zv_pg_t (h:ptr(), a cdata pointer), op a
+-- pipeline's op (1-based; nil: the last statement's result). FFI calls, so that the decode
+-- compiles (a light userdata cast to a pointer does not).
+local function result_of(conn, op)
+  if op then return C.zv_pg_pipeline_result(conn, op - 1) end
+  return C.zv_pg_result(conn)
+end
 
--- op: a pipeline's op (nil: the last statement's result).
-local function rows_of(h, opts, all, op)
-  local lud = h:result(op)
-  if not lud then return all and {} or nil end
-  local r = ffi_cast(result_t, lud)
+-- Rows (all) or the first row of conn's result. node: the prepared statement's node (the
+-- adapter's LRU entry), whose result shape never changes (a plan that would change it fails
+-- with 0A000 and is prepared again under a new node): its column names and types are read
+-- from the first result and kept there, so later calls make no name strings and no tables.
+local function rows_of(conn, opts, all, op, node)
+  local r = result_of(conn, op)
+  if r == nil then return all and {} or nil end
   local nt = C.PQntuples(r)
-  if not all then
-    if nt == 0 then return nil end
-    local nf, names, oids = shape(r)
-    return row_at(r, 0, nf, names, oids, opts)
+  if not all and nt == 0 then return nil end
+  if all and nt == 0 then return tnew(0, 0) end
+  local nf, names, oids
+  if node then
+    names = node.names
+    if names then
+      nf, oids = node.nf, node.oids
+    else
+      nf, names, oids = shape(r)
+      node.nf, node.names, node.oids = nf, names, oids
+    end
+  else
+    nf, names, oids = shape(r)
   end
+  if not all then return row_at(r, 0, nf, names, oids, opts) end
   local rows = tnew(nt, 0)
-  if nt > 0 then
-    local nf, names, oids = shape(r)
-    for i = 0, nt - 1 do rows[i + 1] = row_at(r, i, nf, names, oids, opts) end
-  end
+  for i = 0, nt - 1 do rows[i + 1] = row_at(r, i, nf, names, oids, opts) end
   return rows
 end
 
-local function changes_of(h, i)
-  local lud = h:result(i)
-  if not lud then return 0 end
-  return tonumber(ffi_string(C.PQcmdTuples(ffi_cast(result_t, lud)))) or 0
+-- The command's row count, parsed from PQcmdTuples' digits ("" for a command without one).
+local function changes_of(conn, op)
+  local r = result_of(conn, op)
+  if r == nil then return 0 end
+  local p = C.PQcmdTuples(r)
+  local v, k = 0, 0
+  while p[k] ~= 0 do v = v * 10 + (p[k] - 48) k = k + 1 end
+  return v
 end
 
 M.rows_of, M.changes_of, M.server_error, M.code_of = rows_of, changes_of, server_error, code_of

@@ -1,0 +1,273 @@
+-- bench/db_overhead_pg_bench.lua: what zever.db costs on PostgreSQL over raw libpq calls through
+-- LuaJIT's FFI doing the same SQL, side by side in one run (issue #24: within 10 %; the SQLite
+-- pairs are bench/db_overhead_lua_bench.lua).
+-- Run: bin/zever run bench/db_overhead_pg_bench.lua [filter]
+--
+-- It starts its own PostgreSQL 15 (spec/support/pg_server.lua: a temporary data directory on a
+-- free loopback port, fsync off) and a table "World" of 10,000 rows, then opens two
+-- connections to it: "raw" prepares its statements once and calls libpq the way a hand-tuned
+-- FFI handler would (host/pg/pg_ffi.h): PQexecPrepared with text parameters (as the adapter
+-- sends them; the id's digits written into a reused buffer, no string), which blocks in libpq's
+-- own poll() on the socket, and the row read with PQgetvalue into the same row table the adapter
+-- builds (digits parsed from the buffer, as the adapter does). "zever" calls the db front-end on
+-- a pool of one connection, as an application does, from a coroutine (a request's shape: the
+-- wait yields to the worker's loop and the socket's readiness resumes it). The pairs:
+--
+--   First        db:first('SELECT id, "randomNumber" FROM "World" WHERE id = ?', id)
+--   FirstBuilder db:from("World"):where("id", id):first()
+--   FirstPrepared  by_id:first(id), by_id = db:from("World"):where("id", db.param()):prepare()
+--   Exec         db:exec('UPDATE "World" SET "randomNumber" = ? WHERE id = ?', n, id)
+--   ExecPrepared set:exec(n, id), set = db:update("World"):set("randomNumber", db.param())
+--                :where("id", db.param()):prepare()
+--   Transaction  db:transaction(fn) around one such UPDATE
+--
+-- The raw side of the First pairs is the one prepared SELECT (the builder's text adds LIMIT 1,
+-- as on SQLite). The raw side of Exec reads the changed-row count (PQcmdTuples), as db:exec
+-- answers it. The raw Transaction has the adapter's wire shape: BEGIN and the UPDATE go in one
+-- pipeline (PQenterPipelineMode: one round trip), then COMMIT (a second), so the pair measures
+-- the client's work, not a round trip more or less.
+--
+-- Rounds alternate raw and zever (5 rounds each, CPU time of this process via os.clock: the
+-- kernel's send/poll/recv included, the server excluded, and a busy machine inflates both sides
+-- alike); a line gives the medians in ns/op, the overhead in ns and %, and B/op of each side
+-- (the Lua heap's growth over 5,000 ops with the collector stopped). N (ops per round) defaults
+-- to 20,000 (ZV_DB_OVERHEAD_N).
+--
+-- Instructions instead of time (load-independent, this process only: the server is another
+-- process valgrind does not follow): ZV_DB_OVERHEAD_MODE=<Name>/raw or <Name>/zever runs only
+-- that side N times after a warm-up and prints nothing else; bench/db_overhead_pg_callgrind.sh
+-- runs it under callgrind at two N and takes the slope.
+
+local ffi = require "ffi"
+local zdb = require "zever.db"
+local sched = require "zever.sched"
+local loop = require "zever.loop"
+local pg_server = require "spec.support.pg_server"
+require "zever.cdef.pg" -- pg_ffi.h: the adapter's decode calls and the raw ones used here
+
+local C = ffi.C
+local filter = (arg and arg[1]) or os.getenv("BENCH") or ""
+local N = tonumber(os.getenv("ZV_DB_OVERHEAD_N")) or 20000
+local mode = os.getenv("ZV_DB_OVERHEAD_MODE")
+local ROWS = 10000
+local PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_PIPELINE_SYNC = 1, 2, 10
+local CONNECTION_OK = 0
+
+local srv = assert(pg_server.start())
+local dsn = srv:database("overhead")
+-- Logins are slow under valgrind (SCRAM's PBKDF2): a long connect timeout.
+local db = assert(zdb.open(dsn, { pool_size = 1, connect_timeout = 300 }))
+local SELECT = 'SELECT id, "randomNumber" FROM "World" WHERE id = ?'
+local UPDATE = 'UPDATE "World" SET "randomNumber" = ? WHERE id = ?'
+
+local raw -- the raw PGconn
+local sel_name, upd_name = "raw_sel", "raw_upd"
+local values = ffi.new("const char *[2]")
+local lens = ffi.new("int[2]")
+local digits = ffi.new("char[2][24]")
+
+-- Writes v's decimal digits into digits[k], NUL-terminated (libpq reads a text parameter up
+-- to its NUL), and points values[k] at them (no Lua string).
+local function put_int(k, v)
+  local buf, n = digits[k], 0
+  buf[23] = 0
+  repeat
+    buf[22 - n] = 48 + v % 10
+    v = (v - v % 10) / 10
+    n = n + 1
+  until v == 0
+  values[k] = buf + 23 - n
+  lens[k] = n
+end
+
+local function int_at(r, i, j)
+  local p, len = C.PQgetvalue(r, i, j), C.PQgetlength(r, i, j)
+  local v, k, neg = 0, 0, false
+  if p[0] == 45 then neg, k = true, 1 end
+  while k < len do v = v * 10 + (p[k] - 48) k = k + 1 end
+  return neg and -v or v
+end
+
+local function expect(r, status, what)
+  if C.PQresultStatus(r) ~= status then
+    local msg = ffi.string(C.PQerrorMessage(raw))
+    C.PQclear(r)
+    error(what .. ": " .. msg, 2)
+  end
+  return r
+end
+
+local function raw_first(id)
+  put_int(0, id)
+  local r = expect(C.PQexecPrepared(raw, sel_name, 1, values, lens, nil, 0), PGRES_TUPLES_OK,
+    "select")
+  local row
+  if C.PQntuples(r) > 0 then
+    row = { id = int_at(r, 0, 0), randomNumber = int_at(r, 0, 1) }
+  end
+  C.PQclear(r)
+  return row
+end
+
+local function raw_update(v, id)
+  put_int(0, v)
+  put_int(1, id)
+  local r = expect(C.PQexecPrepared(raw, upd_name, 2, values, lens, nil, 0), PGRES_COMMAND_OK,
+    "update")
+  local changes = tonumber(ffi.string(C.PQcmdTuples(r)))
+  C.PQclear(r)
+  return changes
+end
+
+-- BEGIN and the UPDATE in one pipeline (one round trip), then COMMIT: the adapter's shape.
+local function raw_transaction(v, id)
+  put_int(0, v)
+  put_int(1, id)
+  assert(C.PQenterPipelineMode(raw) == 1)
+  assert(C.PQsendQueryParams(raw, "BEGIN", 0, nil, nil, nil, nil, 0) == 1)
+  assert(C.PQsendQueryPrepared(raw, upd_name, 2, values, lens, nil, 0) == 1)
+  assert(C.PQpipelineSync(raw) == 1)
+  C.PQclear(expect(C.PQgetResult(raw), PGRES_COMMAND_OK, "begin"))
+  assert(C.PQgetResult(raw) == nil)
+  local r = expect(C.PQgetResult(raw), PGRES_COMMAND_OK, "update")
+  local changes = tonumber(ffi.string(C.PQcmdTuples(r)))
+  C.PQclear(r)
+  assert(C.PQgetResult(raw) == nil)
+  C.PQclear(expect(C.PQgetResult(raw), PGRES_PIPELINE_SYNC, "sync"))
+  assert(C.PQexitPipelineMode(raw) == 1)
+  C.PQclear(expect(C.PQexec(raw, "COMMIT"), PGRES_COMMAND_OK, "commit"))
+  return changes
+end
+
+local sink -- luacheck: ignore 231 (keeps each result alive, as the app would)
+
+local by_id, set_n
+
+local pairs_ = {
+  { "First",
+    function(n) for i = 1, n do sink = raw_first(i % ROWS + 1) end end,
+    function(n) for i = 1, n do sink = db:first(SELECT, i % ROWS + 1) end end },
+  { "FirstBuilder",
+    function(n) for i = 1, n do sink = raw_first(i % ROWS + 1) end end,
+    function(n) for i = 1, n do sink = db:from("World"):where("id", i % ROWS + 1):first() end end },
+  { "FirstPrepared",
+    function(n) for i = 1, n do sink = raw_first(i % ROWS + 1) end end,
+    function(n) for i = 1, n do sink = by_id:first(i % ROWS + 1) end end },
+  { "Exec",
+    function(n) for i = 1, n do sink = raw_update(i % 10000 + 1, i % ROWS + 1) end end,
+    function(n) for i = 1, n do sink = db:exec(UPDATE, i % 10000 + 1, i % ROWS + 1) end end },
+  { "ExecPrepared",
+    function(n) for i = 1, n do sink = raw_update(i % 10000 + 1, i % ROWS + 1) end end,
+    function(n) for i = 1, n do sink = set_n:exec(i % 10000 + 1, i % ROWS + 1) end end },
+  { "Transaction",
+    function(n) for i = 1, n do sink = raw_transaction(i % 10000 + 1, i % ROWS + 1) end end,
+    function(n)
+      local v, id
+      local function body(tx) return tx:exec(UPDATE, v, id) end
+      for i = 1, n do
+        v, id = i % 10000 + 1, i % ROWS + 1
+        sink = db:transaction(body)
+      end
+    end },
+}
+
+local function cpu_ns(fn, n)
+  collectgarbage("collect")
+  local t0 = os.clock()
+  fn(n)
+  return (os.clock() - t0) / n * 1e9
+end
+
+local function bytes(fn)
+  local n = 5000
+  collectgarbage("collect")
+  collectgarbage("stop")
+  local kb = collectgarbage("count")
+  fn(n)
+  local b = (collectgarbage("count") - kb) * 1024 / n
+  collectgarbage("restart")
+  return b
+end
+
+local function median(t)
+  table.sort(t)
+  return t[math.floor((#t + 1) / 2)]
+end
+
+-- Both sides agree on what they read: the same row for an id, the same count of changes.
+local function check_pairs()
+  local a, b = raw_first(42), db:first(SELECT, 42)
+  assert(a.id == b.id and a.randomNumber == b.randomNumber, "raw and zever read different rows")
+  assert(by_id:first(42).randomNumber == a.randomNumber)
+  assert(db:from("World"):where("id", 42):first().randomNumber == a.randomNumber)
+  assert(raw_update(a.randomNumber, 42) == 1 and db:exec(UPDATE, a.randomNumber, 42).changes == 1)
+  assert(set_n:exec(a.randomNumber, 42) == 1 and raw_transaction(a.randomNumber, 42) == 1)
+  assert(db:transaction(function(tx) return tx:exec(UPDATE, a.randomNumber, 42) end).changes == 1)
+end
+
+local function main()
+  db:exec('CREATE TABLE "World" (id integer PRIMARY KEY, "randomNumber" integer NOT NULL)')
+  db:exec('INSERT INTO "World" SELECT i, (i * 7919) % 10000 + 1 FROM generate_series(1, ' ..
+    ROWS .. ') AS i')
+  raw = C.PQconnectdb(dsn)
+  if C.PQstatus(raw) ~= CONNECTION_OK then
+    error("raw connect failed: " .. ffi.string(C.PQerrorMessage(raw)))
+  end
+  C.PQclear(expect(C.PQexec(raw, "SET TimeZone = 'UTC'"), PGRES_COMMAND_OK, "set"))
+  C.PQclear(expect(C.PQprepare(raw, sel_name, (SELECT:gsub("%?", "$1")), 1, nil),
+    PGRES_COMMAND_OK, "prepare"))
+  C.PQclear(expect(C.PQprepare(raw, upd_name, 'UPDATE "World" SET "randomNumber" = $1 WHERE id = $2',
+    2, nil), PGRES_COMMAND_OK, "prepare"))
+  by_id = db:from("World"):where("id", db.param()):prepare()
+  set_n = db:update("World"):set("randomNumber", db.param()):where("id", db.param()):prepare()
+  check_pairs()
+
+  if mode then
+    local name, side = mode:match("^(%w+)/(%w+)$")
+    for _, p in ipairs(pairs_) do
+      if p[1] == name then
+        local f = side == "raw" and p[2] or p[3]
+        f(2000)
+        f(N)
+        return
+      end
+    end
+    error("ZV_DB_OVERHEAD_MODE: no benchmark " .. mode)
+  end
+
+  io.stdout:setvbuf("line")
+  print(string.format("# %d ops per round, 5 alternating rounds, CPU time; load average %s", N,
+    (io.open("/proc/loadavg"):read("*l"):match("^(%S+)"))))
+  print(string.format("%-36s %9s %10s %11s %8s %8s %8s", "benchmark", "raw ns/op", "zever ns/op",
+    "overhead", "", "raw B/op", "zever B/op"))
+  for _, p in ipairs(pairs_) do
+    local name, rawf, zf = p[1], p[2], p[3]
+    if name:find(filter, 1, true) then
+      rawf(math.min(N, 2000))
+      zf(math.min(N, 2000))
+      local tr, tz = {}, {}
+      for r = 1, 5 do
+        tr[r] = cpu_ns(rawf, N)
+        tz[r] = cpu_ns(zf, N)
+      end
+      local mr, mz = median(tr), median(tz)
+      print(string.format("BenchmarkDbOverheadPg%-15s %9.0f %10.0f %8.0f ns %+7.1f%% %8.0f %8.0f",
+        name, mr, mz, mz - mr, (mz - mr) / mr * 100, bytes(rawf), bytes(zf)))
+    end
+  end
+end
+
+-- The benchmark runs in a coroutine (a request's shape); this plain caller drives the loop as
+-- a worker does (run until nothing is active: an idle connection does not keep it running).
+local done, failure = false, nil
+sched.spawn(function()
+  local ok, err = xpcall(main, debug.traceback)
+  if not ok then failure = err end
+  done = true
+end)
+while not done do loop.run() end
+sink = nil
+if raw then C.PQfinish(raw) end
+db:close()
+srv:stop()
+if failure then error(failure, 0) end
