@@ -148,63 +148,10 @@ local pairs_ = {
     end },
 }
 
-local function cpu_ns(fn, n)
-  collectgarbage("collect")
-  local t0 = os.clock()
-  fn(n)
-  return (os.clock() - t0) / n * 1e9
-end
-
-local function bytes(fn)
-  local n = 20000
-  collectgarbage("collect")
-  collectgarbage("stop")
-  local kb = collectgarbage("count")
-  fn(n)
-  local b = (collectgarbage("count") - kb) * 1024 / n
-  collectgarbage("restart")
-  return b
-end
-
-local function median(t)
-  table.sort(t)
-  return t[math.floor((#t + 1) / 2)]
-end
-
 local mode = os.getenv("ZV_DB_OVERHEAD_MODE")
-if mode then
-  local name, side = mode:match("^(%w+)/(%w+)$")
-  for _, p in ipairs(pairs_) do
-    if p[1] == name then
-      local f = side == "raw" and p[2] or p[3]
-      f(20000)
-      f(N)
-      return
-    end
-  end
-  error("ZV_DB_OVERHEAD_MODE: no benchmark " .. mode)
-end
-
-print("# the SQL first() sends (FirstBuilderSQL, FirstPreparedSQL): " .. FIRST_SQL)
-print(string.format("# %d ops per round, 5 alternating rounds, CPU time; load average %s", N,
-  (io.open("/proc/loadavg"):read("*l"):match("^(%S+)"))))
-print(string.format("%-34s %9s %10s %11s %8s %8s %8s", "benchmark", "raw ns/op", "zever ns/op",
-  "overhead", "", "raw B/op", "zever B/op"))
-for _, p in ipairs(pairs_) do
-  local name, rawf, zf = p[1], p[2], p[3]
-  if name:find(filter, 1, true) then
-    rawf(math.min(N, 20000))
-    zf(math.min(N, 20000))
-    local tr, tz = {}, {}
-    for r = 1, 5 do
-      tr[r] = cpu_ns(rawf, N)
-      tz[r] = cpu_ns(zf, N)
-    end
-    local mr, mz = median(tr), median(tz)
-    print(string.format("BenchmarkDbOverhead%-15s %9.0f %10.0f %8.0f ns %+7.1f%% %8.0f %8.0f",
-      name, mr, mz, mz - mr, (mz - mr) / mr * 100, bytes(rawf), bytes(zf)))
-  end
-end
+if not mode then print("# the SQL first() sends (FirstBuilderSQL, FirstPreparedSQL): " .. FIRST_SQL) end
+require("bench.pairs").run(pairs_, { prefix = "DbOverhead", n = N, warm = 20000, filter = filter,
+  mode = mode })
 sink = nil
 
 C.sqlite3_finalize(sel)

@@ -171,29 +171,6 @@ local pairs_ = {
     end },
 }
 
-local function cpu_ns(fn, n)
-  collectgarbage("collect")
-  local t0 = os.clock()
-  fn(n)
-  return (os.clock() - t0) / n * 1e9
-end
-
-local function bytes(fn)
-  local n = 5000
-  collectgarbage("collect")
-  collectgarbage("stop")
-  local kb = collectgarbage("count")
-  fn(n)
-  local b = (collectgarbage("count") - kb) * 1024 / n
-  collectgarbage("restart")
-  return b
-end
-
-local function median(t)
-  table.sort(t)
-  return t[math.floor((#t + 1) / 2)]
-end
-
 -- Both sides agree on what they read: the same row for an id, the same count of changes.
 local function check_pairs()
   local a, b = raw_first(42), db:first(SELECT, 42)
@@ -222,39 +199,8 @@ local function main()
   set_n = db:update("World"):set("randomNumber", db.param()):where("id", db.param()):prepare()
   check_pairs()
 
-  if mode then
-    local name, side = mode:match("^(%w+)/(%w+)$")
-    for _, p in ipairs(pairs_) do
-      if p[1] == name then
-        local f = side == "raw" and p[2] or p[3]
-        f(2000)
-        f(N)
-        return
-      end
-    end
-    error("ZV_DB_OVERHEAD_MODE: no benchmark " .. mode)
-  end
-
-  io.stdout:setvbuf("line")
-  print(string.format("# %d ops per round, 5 alternating rounds, CPU time; load average %s", N,
-    (io.open("/proc/loadavg"):read("*l"):match("^(%S+)"))))
-  print(string.format("%-36s %9s %10s %11s %8s %8s %8s", "benchmark", "raw ns/op", "zever ns/op",
-    "overhead", "", "raw B/op", "zever B/op"))
-  for _, p in ipairs(pairs_) do
-    local name, rawf, zf = p[1], p[2], p[3]
-    if name:find(filter, 1, true) then
-      rawf(math.min(N, 2000))
-      zf(math.min(N, 2000))
-      local tr, tz = {}, {}
-      for r = 1, 5 do
-        tr[r] = cpu_ns(rawf, N)
-        tz[r] = cpu_ns(zf, N)
-      end
-      local mr, mz = median(tr), median(tz)
-      print(string.format("BenchmarkDbOverheadPg%-15s %9.0f %10.0f %8.0f ns %+7.1f%% %8.0f %8.0f",
-        name, mr, mz, mz - mr, (mz - mr) / mr * 100, bytes(rawf), bytes(zf)))
-    end
-  end
+  require("bench.pairs").run(pairs_, { prefix = "DbOverheadPg", n = N, warm = 2000,
+    filter = filter, mode = mode })
 end
 
 -- The benchmark runs in a coroutine (a request's shape); this plain caller drives the loop as
