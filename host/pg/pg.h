@@ -26,7 +26,7 @@
 #define ZV_PG_WANT_WRITE 2
 #define ZV_PG_COPY 4 /* zv_pg_input: the server waits for COPY data */
 
-typedef struct zv_pg_s zv_pg_t;
+#include "pg_ffi.h" /* zv_pg_t, and the calls the FFI makes */
 
 /*
  * Starts connecting to uri (a libpq URI "postgres://..." or "postgresql://...", or a key=value
@@ -45,8 +45,7 @@ int zv_pg_fd(const zv_pg_t *c);
 /* The last connection error, trimmed to one line ("connection refused", ...). */
 const char *zv_pg_errmsg(zv_pg_t *c);
 
-/* 1 while the connection is usable (not broken). */
-int zv_pg_ok(const zv_pg_t *c);
+/* zv_pg_ok (1 while the connection is usable, not broken) is declared in pg_ffi.h. */
 
 /* The server's version number (150004), 0 when not connected. */
 int zv_pg_server_version(const zv_pg_t *c);
@@ -115,17 +114,15 @@ int zv_pg_pipeline_op(zv_pg_t *c, int mode, const char *name, const char *sql, i
 int zv_pg_pipeline_sync(zv_pg_t *c);
 int zv_pg_pipeline_end(zv_pg_t *c);
 int zv_pg_pipeline_count(const zv_pg_t *c);
-int zv_pg_pipeline_status(const zv_pg_t *c, int i);
-PGresult *zv_pg_pipeline_result(const zv_pg_t *c, int i);
+/* zv_pg_pipeline_status and zv_pg_pipeline_result: pg_ffi.h. */
 PGresult *zv_pg_pipeline_error(const zv_pg_t *c, int i);
 
 /* 1 while an operation is running (sent and not done). */
 int zv_pg_busy(const zv_pg_t *c);
 
-/* The finished operation's last result and first error result (see above). */
-PGresult *zv_pg_result(const zv_pg_t *c);
+/* The finished operation's first error result (see above); its last result (zv_pg_result) and
+ * zv_pg_clear are declared in pg_ffi.h, which the FFI reads too. */
 PGresult *zv_pg_error(const zv_pg_t *c);
-void zv_pg_clear(zv_pg_t *c);
 
 /*
  * The next notification received (LISTEN), or 0 when there is none: *channel and *payload

@@ -20,15 +20,15 @@
 #include <stddef.h>
 
 #include <libpq-fe.h>
-
-#include "pg.h"
 #else
-typedef struct zv_pg_s zv_pg_t;
 typedef struct pg_result PGresult;
 typedef struct pg_conn PGconn;
 typedef int ConnStatusType;
 typedef int ExecStatusType;
 #endif
+
+/* A zever.pg connection (pg.h, which includes this file: the one declaration of the type). */
+typedef struct zv_pg_s zv_pg_t;
 
 int PQntuples(const PGresult *res);
 int PQnfields(const PGresult *res);
