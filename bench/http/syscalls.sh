@@ -65,17 +65,8 @@ ctxsw() { # ctxsw PID: voluntary + involuntary context switches of every thread 
   cat /proc/"$1"/task/*/status | awk '/ctxt_switches/ {s += $2} END {print s}'
 }
 
-seq_client() {
-  /usr/bin/python3 - "$port" "$n" "$route" <<'PY'
-import http.client, sys
-c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
-for _ in range(int(sys.argv[2])):
-    c.request("GET", sys.argv[3])
-    r = c.getresponse()
-    r.read()
-    assert r.status == 200, r.status
-print(sys.argv[2])
-PY
+seq_client() { # the keep-alive client of lib.sh, then the count it made
+  get_n "$port" "$n" "$route" && echo "$n"
 }
 
 wrk_client() {
