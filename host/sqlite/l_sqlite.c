@@ -17,6 +17,9 @@
  *   sqlite.null                    -> NULL sentinel for binds (light userdata NULL)
  *   sqlite.blob(s)                 -> a value that binds as a BLOB (strings bind as TEXT)
  *   sqlite.memory_used()           -> bytes SQLite counts as allocated (0: statistics are off)
+ *   sqlite.gate()                  -> threads waiting for a write lock now, and the waits that
+ *                                     a commit ended early (writegate.c: every connection's
+ *                                     busy handler)
  *   sqlite.version                 -> the library's version string
  *
  * Connections never treat "double-quoted" text as a string literal (SQLITE_DBCONFIG_DQS_*):
@@ -51,6 +54,7 @@
 #include "../runtime/lbind.h"
 #include "sqlite.h"
 #include "sqlite_ffi.h"
+#include "writegate.h"
 
 #define CONN_MT "zever.sqlite.conn"
 #define BLOB_MT "zever.sqlite.blob"
@@ -60,6 +64,7 @@
 typedef struct {
   sqlite3 *db;
   zv_sqlite_cache_t cache;
+  zv_sqlite_gate_t gate; /* the busy handler's state (writegate.c) */
   int closed;
   int active;
 } conn_t;
@@ -571,6 +576,21 @@ static int opt_field(lua_State *L, int t, const char *name, int def) {
   return v;
 }
 
+/*
+ * The WAL hook: SQLite calls it after a commit in WAL mode, once the write lock is released.
+ * It wakes the worker threads waiting for that lock (writegate.c), then does what the hook it
+ * replaces did (sqlite3_wal_autocheckpoint's default of 1000 pages): a passive checkpoint.
+ * A `PRAGMA wal_autocheckpoint` puts SQLite's own hook back; waiters then wake by their delay.
+ */
+#define AUTOCHECKPOINT 1000
+
+static int on_commit(void *arg, sqlite3 *db, const char *name, int pages) {
+  (void)arg;
+  zv_sqlite_gate_release();
+  if (pages >= AUTOCHECKPOINT) sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+  return SQLITE_OK;
+}
+
 static int pragma(conn_t *c, const char *sql) {
   return sqlite3_exec(c->db, sql, NULL, NULL, NULL);
 }
@@ -608,7 +628,10 @@ static int l_open(lua_State *L) {
   /* A double-quoted name is always an identifier: a misspelt column is an error, not a string. */
   sqlite3_db_config(c->db, SQLITE_DBCONFIG_DQS_DML, 0, (int *)NULL);
   sqlite3_db_config(c->db, SQLITE_DBCONFIG_DQS_DDL, 0, (int *)NULL);
-  sqlite3_busy_timeout(c->db, timeout);
+  /* busy_timeout's wait, woken early by a commit of another worker thread (writegate.c). */
+  c->gate.timeout_ms = timeout;
+  sqlite3_busy_handler(c->db, zv_sqlite_gate_busy, &c->gate);
+  sqlite3_wal_hook(c->db, on_commit, NULL);
   rc = pragma(c, fk ? "PRAGMA foreign_keys = ON" : "PRAGMA foreign_keys = OFF");
   if (rc == SQLITE_OK && wal && strcmp(path, ":memory:") && path[0]) {
     /* Switching a new file to WAL takes an exclusive lock. When several processes open a new
@@ -664,6 +687,16 @@ static int l_blob(lua_State *L) {
  * that SQLite has not chosen them), which is safe only while no connection exists: hence the
  * MEMSTATUS call succeeding first.
  */
+/* The busy handler's threads waiting now, and the waits a commit ended early (writegate.c). */
+static int l_gate(lua_State *L) {
+  int waiting;
+  uint64_t wakes;
+  zv_sqlite_gate_stats(&waiting, &wakes);
+  lua_pushinteger(L, waiting);
+  lua_pushnumber(L, (lua_Number)wakes);
+  return 2;
+}
+
 /* What SQLite's memory statistics count; 0 while they are off (configure_once). */
 static int l_memory_used(lua_State *L) {
   lua_pushnumber(L, (lua_Number)sqlite3_memory_used());
@@ -776,6 +809,7 @@ int luaopen_zever_sqlite(lua_State *L) {
     {"_ptr", l_ptr},        {"_error", l_error},  {NULL, NULL}};
   static const luaL_Reg funcs[] = {{"open", l_open}, {"blob", l_blob},
                                    {"memory_used", l_memory_used}, {"vfs", l_vfs},
+                                   {"gate", l_gate},
                                    {NULL, NULL}};
   pthread_once(&configured, configure_once);
   if (luaL_loadbuffer(L, int64_chunk, sizeof int64_chunk - 1, "=zever.sqlite") != 0)

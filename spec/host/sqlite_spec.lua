@@ -284,6 +284,80 @@ describe("zever.sqlite", function()
       assert.are.equal("zever-unix", sqlite.vfs())
     end)
 
+    -- writegate.c: a thread waiting for the write lock is woken by the commit that frees it,
+    -- not by the end of SQLite's default sleep (1, 2, 5 ... ms).
+    it("wakes a thread waiting for the write lock when another connection commits", function()
+      local threads = require "zever.threads"
+      local process = require "spec.support.process"
+      local path = tmpdb()
+      local f = assert(sqlite.open(path))
+      assert(f:exec("CREATE TABLE g (id INTEGER PRIMARY KEY, n INTEGER)"))
+      assert(f:exec("INSERT INTO g (id, n) VALUES (1, 0), (2, 0)"))
+      local out = os.tmpname()
+      -- The worker may leave its wait by its own delay just before the commit and miss the
+      -- wake-up (then it finds the lock free anyway): a round that saw no wake-up is repeated.
+      local woken, rounds = false, 0
+      while not woken and rounds < 20 do
+        rounds = rounds + 1
+        local _, before = sqlite.gate()
+        assert(f:exec("BEGIN IMMEDIATE"))
+        local t = threads.start(1, "spec.fixtures.sqlite_gate_worker", path .. "|" .. out)
+        assert.is_true(process.wait_for(function() return (sqlite.gate()) >= 1 end, 30))
+        assert(f:exec("UPDATE g SET n = n + 1 WHERE id = 2")) -- a commit that writes (WAL hook)
+        assert(f:exec("COMMIT"))
+        t:join()
+        local h = assert(io.open(out))
+        assert.are.equal("done", h:read("*a"))
+        h:close()
+        local _, after = sqlite.gate()
+        woken = after > before
+      end
+      os.remove(out)
+      assert.is_true(woken)
+      assert.are.equal(rounds, f:first("SELECT n FROM g WHERE id = 1").n)
+      f:close()
+      cleanup(path)
+    end)
+
+    it("still checkpoints the WAL every 1000 pages (the hook replaces SQLite's own)", function()
+      local path = tmpdb()
+      local c = assert(sqlite.open(path))
+      assert(c:exec("CREATE TABLE b (id INTEGER PRIMARY KEY, v BLOB)"))
+      local page = assert(c:first("PRAGMA page_size")).page_size
+      local v = sqlite.blob(string.rep("x", page))
+      for _ = 1, 2500 do assert(c:exec("INSERT INTO b (v) VALUES (?)", { v })) end
+      -- Each insert writes two pages or more (the row's overflow page and the table's leaf):
+      -- unchecked, the WAL would hold 5000+ pages; checkpointed, it restarts after 1000.
+      local h = assert(io.open(path .. "-wal", "rb"))
+      local size = h:seek("end")
+      h:close()
+      assert.is_true(size < 1500 * (page + 24), "WAL of " .. size .. " bytes")
+      assert.are.equal(2500, c:first("SELECT count(*) AS n FROM b").n)
+      c:close()
+      cleanup(path)
+    end)
+
+    it("keeps busy_timeout: a writer gives up with busy once the lock is held that long", function()
+      local path = tmpdb()
+      local a = assert(sqlite.open(path))
+      local b = assert(sqlite.open(path, { busy_timeout = 30 }))
+      assert(a:exec("CREATE TABLE g (id INTEGER PRIMARY KEY)"))
+      assert(a:exec("BEGIN IMMEDIATE"))
+      local ok, msg, code = b:exec("BEGIN IMMEDIATE")
+      assert.is_nil(ok)
+      assert.are.equal("busy", code)
+      assert.matches("locked", msg)
+      assert(a:exec("COMMIT"))
+      assert(b:exec("BEGIN IMMEDIATE"))
+      assert(b:exec("COMMIT"))
+      local c = assert(sqlite.open(path, { busy_timeout = 0 }))
+      assert(a:exec("BEGIN IMMEDIATE"))
+      assert.are.equal("busy", select(3, c:exec("BEGIN IMMEDIATE")))
+      assert(a:exec("COMMIT"))
+      a:close(); b:close(); c:close()
+      cleanup(path)
+    end)
+
     it("gives readers on other threads whole snapshots while a writer commits", function()
       local threads = require "zever.threads"
       local path = tmpdb()
