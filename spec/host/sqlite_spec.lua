@@ -321,19 +321,19 @@ describe("zever.sqlite", function()
 
     it("still checkpoints the WAL every 1000 pages (the hook replaces SQLite's own)", function()
       local path = tmpdb()
-      local c = assert(sqlite.open(path))
-      assert(c:exec("CREATE TABLE b (id INTEGER PRIMARY KEY, v BLOB)"))
-      local page = assert(c:first("PRAGMA page_size")).page_size
+      local w = assert(sqlite.open(path))
+      assert(w:exec("CREATE TABLE b (id INTEGER PRIMARY KEY, v BLOB)"))
+      local page = assert(w:first("PRAGMA page_size")).page_size
       local v = sqlite.blob(string.rep("x", page))
-      for _ = 1, 2500 do assert(c:exec("INSERT INTO b (v) VALUES (?)", { v })) end
+      for _ = 1, 2500 do assert(w:exec("INSERT INTO b (v) VALUES (?)", { v })) end
       -- Each insert writes two pages or more (the row's overflow page and the table's leaf):
       -- unchecked, the WAL would hold 5000+ pages; checkpointed, it restarts after 1000.
       local h = assert(io.open(path .. "-wal", "rb"))
       local size = h:seek("end")
       h:close()
       assert.is_true(size < 1500 * (page + 24), "WAL of " .. size .. " bytes")
-      assert.are.equal(2500, c:first("SELECT count(*) AS n FROM b").n)
-      c:close()
+      assert.are.equal(2500, w:first("SELECT count(*) AS n FROM b").n)
+      w:close()
       cleanup(path)
     end)
 
@@ -350,11 +350,11 @@ describe("zever.sqlite", function()
       assert(a:exec("COMMIT"))
       assert(b:exec("BEGIN IMMEDIATE"))
       assert(b:exec("COMMIT"))
-      local c = assert(sqlite.open(path, { busy_timeout = 0 }))
+      local z = assert(sqlite.open(path, { busy_timeout = 0 }))
       assert(a:exec("BEGIN IMMEDIATE"))
-      assert.are.equal("busy", select(3, c:exec("BEGIN IMMEDIATE")))
+      assert.are.equal("busy", select(3, z:exec("BEGIN IMMEDIATE")))
       assert(a:exec("COMMIT"))
-      a:close(); b:close(); c:close()
+      a:close(); b:close(); z:close()
       cleanup(path)
     end)
 
