@@ -10,6 +10,8 @@
 # APP: the app folder to serve (default examples/hello; bench/tfb/callgrind.sh serves bench/tfb/app).
 # TLS=1: the same over TLS (a self-signed EC P-256 certificate made here, --tls-cert/--tls-key;
 # one handshake per run, so the slope is the keep-alive cost per request).
+# KEEP=DIR: copy the callgrind files (cg.N1-02, cg.N2-02: the worker thread) there, to compare
+# functions per request with callgrind_annotate.
 set -e
 BIN=${1:-bin/zever}
 ROUTE=${2:-/hello}
@@ -53,4 +55,5 @@ PY
 a=$(count "$N1")
 b=$(count "$N2")
 echo "Ir($N1)=$a Ir($N2)=$b Ir/request=$(( (b - a) / (N2 - N1) ))"
+[ -n "${KEEP:-}" ] && cp "$tmp"/cg.* "$KEEP"/ 2>/dev/null
 rm -rf "$tmp"
