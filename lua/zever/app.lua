@@ -248,7 +248,10 @@ local function add(group, methods, name, pattern, handler, level, opts)
   for pname in full:gmatch("/[:*]([%w_]+)") do param_names[#param_names + 1] = pname end
   local route = { method = nil, pattern = full, name = name, handler = handler, chain = chain,
     source = source_of(source or handler), param_names = param_names, timeout = timeout,
-    stream_body = stream_body or nil, max_body = max_body }
+    stream_body = stream_body or nil, max_body = max_body,
+    -- Whether dispatch has anything of the route's own to apply (timeout, body rules): decided
+    -- here, so that a request of a route without them reads none of them.
+    has_options = (timeout ~= nil or stream_body or max_body ~= nil) or nil }
   for _, m in ipairs(methods) do
     if type(m) ~= "string" or not METHODS[m:upper()] then
       error("unsupported HTTP method " .. tostring(m), level)
@@ -584,13 +587,17 @@ function App:dispatch(method, path, query_string, source, streamed)
   if id then
     local r = self.routes[id]
     chain = r.chain
-    -- A route's own handler timeout goes to the server (zever.http's req:timeout).
-    local timeout = r.timeout
-    if timeout and type(source) == "userdata" then source:timeout(timeout) end
-    max_body = r.max_body
-    if streamed or max_body then
-      local refuse = prepare_body(r, source)
-      if refuse then return refuse_body(self, refuse, method, path, query_string, params, source) end
+    if r.has_options or streamed then
+      -- A route's own handler timeout goes to the server (zever.http's req:timeout).
+      local timeout = r.timeout
+      if timeout and type(source) == "userdata" then source:timeout(timeout) end
+      max_body = r.max_body
+      if streamed or max_body then
+        local refuse = prepare_body(r, source)
+        if refuse then
+          return refuse_body(self, refuse, method, path, query_string, params, source)
+        end
+      end
     end
   else
     chain = params == 404 and NOT_FOUND or { answer(params, extra) }
