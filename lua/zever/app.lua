@@ -126,6 +126,66 @@ function M.new()
   return app
 end
 
+-- The next() a middleware receives: a callable object rather than a closure, because creating
+-- closures stops LuaJIT's compiler (FNEW is not compiled) and this runs on every request. Its
+-- constructor has constant values only, then the fields are set: a key whose value is an
+-- expression has only a nil slot in the template, which precompiled bytecode (build/bc) drops,
+-- and { chain = chain, i = i + 1, ... } cost 1,806 instructions instead of 846 loaded from
+-- bytecode, four new-key inserts and their rehashes (BENCHMARKS.md "Session 10: /hello").
+local steps, metas = {}, {} -- per position in a chain: see ensure_steps below
+
+-- A result of nil or res itself (what a middleware's `return next()` gives) is answered here:
+-- response.apply is then called once a request, for the handler's result, not once a step, so
+-- it does not get hot before the request does (a function trace of its own, whose exits would
+-- return below it: "NYI: return to lower frame").
+local function run_chain(chain, i, req, res)
+  local fn = chain[i]
+  local a, b, c
+  if i == #chain then
+    a, b, c = fn(req, res)
+  else
+    local nxt = { chain = false, i = 0, req = false, res = false }
+    nxt.chain, nxt.i, nxt.req, nxt.res = chain, i + 1, req, res
+    a, b, c = fn(req, res, setmetatable(nxt, metas[i + 1] or metas[0]))
+  end
+  if a == nil or a == res then return res end
+  return apply(res, a, b, c)
+end
+
+local function call_next(self)
+  local i = self.i
+  return (steps[i] or run_chain)(self.chain, i, self.req, self.res)
+end
+
+-- One copy of run_chain and of call_next per position in a chain (steps[i] runs chain[i], and
+-- the next() that leads there has the metatable metas[i], whose __call is its own copy), so that
+-- a request through middleware never has the same function twice on its stack. With one of
+-- each for every position, a chain of k steps called them k times a request: they got hot
+-- before the request's loop or function did and closed as traces of their own with an
+-- "up-recursion" link, the request's trace stopped there, and those traces' exits fell back to
+-- the interpreter (aborts "NYI: return to lower frame": returning into the xpcall below them;
+-- BENCHMARKS.md "Session 11: dispatch"). A copy is the same bytecode (string.dump, load) with
+-- the original's upvalues joined, made when a route or app:use first makes a chain that long.
+-- Positions past MAX_STEPS share run_chain and metas[0].
+local MAX_STEPS = 16
+local dump, upvaluejoin, getinfo = string.dump, debug.upvaluejoin, debug.getinfo
+
+local function copy_of(fn, name)
+  local copy = load(dump(fn), name, "b")
+  for k = 1, getinfo(fn, "u").nups do upvaluejoin(copy, k, fn, k) end
+  return copy
+end
+
+steps[1], metas[0] = run_chain, { __call = call_next }
+
+local function ensure_steps(n)
+  if n > MAX_STEPS then n = MAX_STEPS end
+  for i = #steps + 1, n do
+    steps[i] = copy_of(run_chain, "=zever.app step " .. i)
+    metas[i] = { __call = copy_of(call_next, "=zever.app next " .. i) }
+  end
+end
+
 local function source_of(fn)
   local info = debug.getinfo(fn, "S")
   return info.short_src .. ":" .. tostring(info.linedefined)
@@ -181,13 +241,17 @@ local function add(group, methods, name, pattern, handler, level, opts)
     for _, mw in ipairs(group.middleware) do chain[#chain + 1] = mw end
   end
   chain[#chain + 1] = handler
+  ensure_steps(#chain)
   -- The parameter names in pattern order (':' and '*' start a parameter only at the start of a
   -- segment), which is the order the router reports their values in.
   local param_names = {}
   for pname in full:gmatch("/[:*]([%w_]+)") do param_names[#param_names + 1] = pname end
   local route = { method = nil, pattern = full, name = name, handler = handler, chain = chain,
     source = source_of(source or handler), param_names = param_names, timeout = timeout,
-    stream_body = stream_body or nil, max_body = max_body }
+    stream_body = stream_body or nil, max_body = max_body,
+    -- Whether dispatch has anything of the route's own to apply (timeout, body rules): decided
+    -- here, so that a request of a route without them reads none of them.
+    has_options = (timeout ~= nil or stream_body or max_body ~= nil) or nil }
   for _, m in ipairs(methods) do
     if type(m) ~= "string" or not METHODS[m:upper()] then
       error("unsupported HTTP method " .. tostring(m), level)
@@ -377,27 +441,6 @@ function App:list_routes()
   return out
 end
 
--- The next() a middleware receives: a callable object rather than a closure, because creating
--- closures stops LuaJIT's compiler (FNEW is not compiled) and this runs on every request. Its
--- constructor has constant values only, then the fields are set: a key whose value is an
--- expression has only a nil slot in the template, which precompiled bytecode (build/bc) drops,
--- and { chain = chain, i = i + 1, ... } cost 1,806 instructions instead of 846 loaded from
--- bytecode, four new-key inserts and their rehashes (BENCHMARKS.md "Session 10: /hello").
-local Next = {}
-Next.__index = Next
-
-local function run_chain(chain, i, req, res)
-  local fn = chain[i]
-  if i == #chain then return apply(res, fn(req, res)) end
-  local nxt = { chain = false, i = 0, req = false, res = false }
-  nxt.chain, nxt.i, nxt.req, nxt.res = chain, i + 1, req, res
-  return apply(res, fn(req, res, setmetatable(nxt, Next)))
-end
-
-function Next.__call(self)
-  return run_chain(self.chain, self.i, self.req, self.res)
-end
-
 local function not_found(_, res)
   return res:status(404):json({ error = "not_found" })
 end
@@ -431,6 +474,7 @@ local function with_app_middleware(app, chain)
   full = { nmw = n }
   for i = 1, n do full[i] = mw[i] end
   for i = 1, #chain do full[n + i] = chain[i] end
+  ensure_steps(#full)
   cache[chain] = full
   return full
 end
@@ -543,13 +587,17 @@ function App:dispatch(method, path, query_string, source, streamed)
   if id then
     local r = self.routes[id]
     chain = r.chain
-    -- A route's own handler timeout goes to the server (zever.http's req:timeout).
-    local timeout = r.timeout
-    if timeout and type(source) == "userdata" then source:timeout(timeout) end
-    max_body = r.max_body
-    if streamed or max_body then
-      local refuse = prepare_body(r, source)
-      if refuse then return refuse_body(self, refuse, method, path, query_string, params, source) end
+    if r.has_options or streamed then
+      -- A route's own handler timeout goes to the server (zever.http's req:timeout).
+      local timeout = r.timeout
+      if timeout and type(source) == "userdata" then source:timeout(timeout) end
+      max_body = r.max_body
+      if streamed or max_body then
+        local refuse = prepare_body(r, source)
+        if refuse then
+          return refuse_body(self, refuse, method, path, query_string, params, source)
+        end
+      end
     end
   else
     chain = params == 404 and NOT_FOUND or { answer(params, extra) }

@@ -52,6 +52,41 @@ describe("hot paths", function()
     end
   end)
 
+  describe("dispatch through middleware", function()
+    -- Two app-level middlewares, a group's and the handler: a chain of four steps. When every
+    -- step ran through one function (run_chain), it was on the stack once a step: it got hot
+    -- before the loop, closed as a trace of its own with an "up-recursion" link, the loop's
+    -- trace stopped there, and that trace's exits fell back to the interpreter (aborts "NYI:
+    -- return to lower frame"). Each position now has its own copy, so no trace may recurse. The
+    -- hot counters are reset first (fresh): which function gets hot first is then decided by
+    -- this loop's calls, not by the specs that ran before.
+    local app = zever.app()
+    app:use(function(_, _, next) return next() end)
+    app:use(function(_, res, next)
+      local r = next()
+      res.code = 201
+      return r
+    end)
+    app:group("/api", function(r)
+      r:use(function(_, _, next) return next() end)
+      r:get("/users/:id", function(req) return req.params.id end)
+    end)
+
+    it("compiles without a recursive trace, an interpreter fallback or an NYI abort", function()
+      local sink = 0
+      local t = traces.run(function()
+        for _ = 1, N do
+          local res = app:dispatch("GET", "/api/users/42", nil, nil)
+          sink = sink + res.code + #res.body
+        end
+      end, { fresh = true })
+      assert.are.equal(203 * N, sink)
+      assert.are.same({}, traces.linked(t, "up-recursion"), traces.describe(t))
+      assert.are.same({}, traces.linked(t, "interpreter"), traces.describe(t))
+      assert_compiles(t, true)
+    end)
+  end)
+
   describe("the response writer", function()
     it("compiles new, apply and finish of a text answer without an NYI abort or a stitch", function()
       -- Whether LuaJIT closes the spec's loop into one trace, or compiles the three functions

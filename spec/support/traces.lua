@@ -4,10 +4,13 @@
 --   local traces = require "spec.support.traces"
 --   local t = traces.run(fn)   -- flushes the trace cache, runs fn with trace events attached
 --   traces.run(fn, { eager = true })  -- the same with every loop and function hot at once
+--   traces.run(fn, { fresh = true })  -- the same from reset hot counters (default threshold)
 --   t.stops    { { id =, at = "file.lua:12", link = "loop" }, ... }  completed traces
 --   t.aborts   { { id =, at = "file.lua:40", reason = "NYI: ..." }, ... }
 --   traces.looped(t, file)     -> true when a trace that started in file closed as a loop
 --   traces.nyi(t)              -> the NYI aborts as strings, or {} (see WARM_UP below)
+--   traces.linked(t, link)     -> the completed traces whose link is link ("up-recursion",
+--                                 "interpreter", ...) as "link@file:line" strings, or {}
 --
 -- Only events are read: nothing here depends on time, so it holds on a loaded machine.
 local util = require "jit.util"
@@ -40,9 +43,12 @@ end
 -- time it runs, whatever the earlier specs did to LuaJIT's hot counters (which are shared by
 -- hashed bytecode address: with the default threshold a loop may not be attempted at all in
 -- fn's run). Setting hotloop resets the counters; the default (56) is set again afterwards.
+-- opts.fresh: reset the counters to the default threshold before fn runs, so that fn's loop and
+-- functions get hot in the order fn's own calls make them, as in a fresh worker.
 function M.run(fn, opts)
   assert(jit and jit.status(), "the JIT compiler is off")
   local eager = opts and opts.eager
+  if opts and opts.fresh then jit.opt.start("hotloop=56") end
   local t, started = { stops = {}, aborts = {} }, {}
   local function on(what, tr, func, pc, otr, oex)
     if what == "start" then
@@ -83,6 +89,14 @@ function M.stitched(t)
     if s.link == "stitch" then return true end
   end
   return false
+end
+
+function M.linked(t, link)
+  local out = {}
+  for _, s in ipairs(t.stops) do
+    if s.link == link then out[#out + 1] = s.link .. "@" .. tostring(s.at) end
+  end
+  return out
 end
 
 function M.nyi(t)

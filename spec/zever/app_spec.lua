@@ -196,6 +196,43 @@ describe("zever.app", function()
     it("raises when middleware is not a function", function()
       assert.has_error(function() zever.app():use("nope") end, "middleware must be a function(req, res, next)")
     end)
+
+    -- Each chain position runs through its own copy of the step function up to 16 positions;
+    -- past them the steps share one. Both sides must keep the order, next()'s result, a
+    -- second next() call and an error raised below a middleware.
+    it("keeps order and next() semantics in a chain of 24 steps", function()
+      local app = zever.app()
+      local trail = {}
+      for i = 1, 22 do
+        app:use(function(_, _, next)
+          trail[#trail + 1] = i
+          local res = next()
+          trail[#trail + 1] = -i
+          return res
+        end)
+      end
+      local calls = 0
+      app:group("/g", function(r)
+        r:use(function(_, _, next)
+          -- next() twice runs the rest of the chain twice; the second answer stands.
+          next()
+          return next()
+        end)
+        r:get("/deep", function()
+          calls = calls + 1
+          return "call " .. calls
+        end)
+        r:get("/boom", function() error("boom") end)
+      end)
+      local res = request(app, "GET", "/g/deep")
+      assert.are.equal(200, res.status)
+      assert.are.equal("call 2", res.body)
+      local want = {}
+      for i = 1, 22 do want[i] = i end
+      for i = 22, 1, -1 do want[#want + 1] = -i end
+      assert.are.same(want, trail)
+      assert.are.equal(500, request(app, "GET", "/g/boom").status)
+    end)
   end)
 
   describe("groups", function()

@@ -1,0 +1,28 @@
+-- bench/http/middleware_app: examples/hello's /hello behind BENCH_MIDDLEWARE (1 to 3, default 1)
+-- app-level middlewares, for the cost of a middleware step through the server:
+--
+--   APP=bench/http/middleware_app sh bench/http/callgrind_serve.sh bin/zever /hello
+--   BENCH_MIDDLEWARE=3 APP=bench/http/middleware_app sh bench/http/callgrind_serve.sh bin/zever /hello
+--
+-- Three different functions, as an app's middlewares are: one function used at several
+-- positions of a chain (a loop registering the same closure) is on the stack once per position,
+-- which LuaJIT traces as recursion whatever zever.app does.
+local zever = require "zever"
+
+local MIDDLEWARE = {
+  function(_, _, next) return next() end,                    -- passes through
+  function(req, _, next)                                     -- reads the request first
+    if req.method == "TRACE" then return 405 end
+    return next()
+  end,
+  function(_, res, next)                                     -- changes the answer after
+    local r = next()
+    if res.code == 204 then res.body = "" end
+    return r
+  end,
+}
+
+local app = zever.app()
+for i = 1, tonumber(os.getenv("BENCH_MIDDLEWARE") or "1") do app:use(MIDDLEWARE[i]) end
+app:get("/hello", function() return "hello world" end)
+return app
