@@ -432,8 +432,9 @@ local RECHECK = 0.001
 
 -- Whether idle raw can be used: not expired, and its socket still open.
 local function usable(pool, raw)
-  if expired(pool, raw, pool.now()) then return false end
-  if now() - raw.released < RECHECK and C.zv_pg_ok(raw.pg) == 1 then return true end
+  local t = now() -- one clock read when the pool's clock is this one (pool.real_clock)
+  if expired(pool, raw, pool.real_clock and t or pool.now()) then return false end
+  if t - raw.released < RECHECK and C.zv_pg_ok(raw.pg) == 1 then return true end
   return raw.h:check()
 end
 
@@ -491,7 +492,8 @@ local function release(pool, raw)
     if waiter then complete(waiter, nil) end -- it opens a new one
     return
   end
-  raw.used, raw.released = pool.now(), now()
+  local t = now()
+  raw.used, raw.released = pool.real_clock and t or pool.now(), t
   if waiter then
     complete(waiter, raw)
   else
@@ -940,6 +942,7 @@ function M.open(target, opts)
     error("db.open: clock must be a table with now and timer functions", 3)
   end
   pool.now = clock.now
+  pool.real_clock = clock == LOOP_CLOCK -- pool.now() is now(): read it once where both are due
   if pool.idle_timeout > 0 or pool.max_lifetime > 0 then
     pool.timer = clock.timer(function() sweep_idle(pool) end)
   end
