@@ -2,21 +2,22 @@
  * l_pg.c: the zever.pg binding: PostgreSQL connections (pg.h) driven by the Lua state's event
  * loop, wrapped by lua/adapters/db/postgres.lua (which owns pooling, types and errors).
  *
- *   pg.connect(uri, options, timeout, token, dispatch) -> conn
- *        connects in the background; later dispatch(token, true) or
- *        dispatch(token, false, "unavailable", message); dispatch must be zever.sched.complete
- *        (or behave as it does): a token that is a waiting coroutine is resumed directly
+ *   pg.connect(uri, options, timeout, token) -> conn[, "unavailable", message]
+ *        connects in the background; later the token (a zever.sched token) completes with
+ *        true or false, "unavailable", message; a failure to even start is returned at once
+ *        (the caller does not await then)
  *   conn:send(token, mode, sql, binds, n[, name]) -> true | nil, code, message
  *        mode "simple" | "params" | "prepare" | "prepared"; binds[1..n] are strings, numbers,
- *        booleans, nil or pg.null (light userdata NULL); later dispatch(token, true),
- *        dispatch(token, false, "server") (conn:error() says what) or
- *        dispatch(token, false, "unavailable" | "closed", message)
+ *        booleans, nil or pg.null (light userdata NULL); later the token completes with true,
+ *        false, "server" (conn:error() says what) or false, "unavailable" | "closed", message
  *   conn:copy(token, sql, data) -> true | nil, code, message   COPY ... FROM STDIN with data
  *   conn:pipeline(token, ops, n) -> true | nil, code, message   n ops in pipeline mode, one
  *        round trip: ops[i] = { mode, sql, binds, nbinds, name, sync } with mode "params" |
  *        "prepare" | "prepared" and sync true for a sync point after the op (the last op always
- *        has one); later dispatch(token, true) (each op's outcome: status/result/error(i)) or
- *        dispatch(token, false, "unavailable" | "closed", message)
+ *        has one); later the token completes with true (each op's outcome: status/result/
+ *        error(i)) or false, "unavailable" | "closed", message
+ *   conn:cptr(), conn:slot()   the connection and its waiter slot for the FFI send
+ *        (zv_pgconn_send, pg_ffi.h): slot[1] = token, then the send; the reply completes it
  *   conn:status(i)  -> "ok" | "error" | "aborted"   the pipeline's op i (1-based)
  *   conn:result([i]) -> light userdata PGresult * | nil   (decoded with the FFI: pg_ffi.h)
  *   conn:ptr()      -> light userdata zv_pg_t * | nil   the connection for the FFI (pg_ffi.h:
@@ -28,6 +29,9 @@
  *   conn:listen(fn) -> fn(channel, payload) per notification, fn(nil, message) when it broke
  *   conn:info()     -> usable, busy, server_version, last_error
  *   conn:close()    a pending statement completes with "closed"
+ *
+ * Every completion goes through zv_token_complete (runtime.h), zever.sched's one wake-up path:
+ * a waiting coroutine is resumed from here, a plain caller's box marked done.
  *
  * Loop handles: the poll handle keeps the loop alive only while a connect or a statement is
  * running; an idle connection (listening or not) never does. The connect timer likewise.
