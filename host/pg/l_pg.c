@@ -532,7 +532,8 @@ int zv_pgconn_send(zv_pgconn_t *c, int mode, const char *text, int n, const char
   if (c->phase == BROKEN) return ZV_EIO;
   if (c->phase != IDLE) return ZV_EINVAL;
   if (mode == ZV_PG_SEND_PREPARED) rc = zv_pg_send_prepared(c->pg, text, n, values, lens);
-  else rc = zv_pg_send_params(c->pg, text, n, values, lens);
+  else if (mode == ZV_PG_SEND_PARAMS) rc = zv_pg_send_params(c->pg, text, n, values, lens);
+  else rc = zv_pg_send_simple(c->pg, text);
   if (rc == ZV_EIO) {
     snprintf(c->err, sizeof c->err, "%s", zv_pg_errmsg(c->pg));
     c->phase = BROKEN;

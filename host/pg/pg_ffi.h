@@ -54,7 +54,8 @@ int zv_pg_ok(const zv_pg_t *c);
 /*
  * A zever.pg connection of the binding (l_pg.c; conn:cptr() gives it, valid until conn:close()).
  * zv_pgconn_send sends one statement from compiled code, the statement path's one call instead
- * of conn:send through the classic API: mode ZV_PG_SEND_PARAMS (text is the SQL) or
+ * of conn:send through the classic API: mode ZV_PG_SEND_SIMPLE (text is SQL without parameters,
+ * maybe several statements; n is 0), ZV_PG_SEND_PARAMS (text is the SQL) or
  * ZV_PG_SEND_PREPARED (text is the prepared statement's name), values[i] (lens[i] bytes) the
  * text parameters (NULL: SQL NULL), copied by libpq before it returns. The caller has made its
  * token the waiter (conn:slot()[1] = token) and awaits it: the reply completes it through
@@ -62,6 +63,7 @@ int zv_pg_ok(const zv_pg_t *c);
  * ZV_EIO (the connection broke: zv_pgconn_errmsg says why). It never calls Lua.
  */
 typedef struct zv_pgconn_s zv_pgconn_t;
+#define ZV_PG_SEND_SIMPLE 0
 #define ZV_PG_SEND_PARAMS 1
 #define ZV_PG_SEND_PREPARED 3
 int zv_pgconn_send(zv_pgconn_t *c, int mode, const char *text, int n, const char *const *values,

@@ -78,8 +78,9 @@ local VALUES = ffi.new("const char *[?]", MAX_FFI_BINDS)
 local LENS = ffi.new("int[?]", MAX_FFI_BINDS)
 local DIGITS = ffi.new("char[?]", MAX_FFI_BINDS * 24)
 local ANCHOR = {} -- luacheck: ignore 241 (holds each formatted bind until the send returned)
-local SEND_PARAMS, SEND_PREPARED = 1, 3 -- pg_ffi.h's ZV_PG_SEND_PARAMS, ZV_PG_SEND_PREPARED
-local FFI_MODE = { params = SEND_PARAMS, prepared = SEND_PREPARED }
+-- pg_ffi.h's ZV_PG_SEND_SIMPLE, ZV_PG_SEND_PARAMS, ZV_PG_SEND_PREPARED
+local SEND_SIMPLE, SEND_PARAMS, SEND_PREPARED = 0, 1, 3
+local FFI_MODE = { simple = SEND_SIMPLE, params = SEND_PARAMS, prepared = SEND_PREPARED }
 local TWO53 = 2 ^ 53
 
 -- Puts bind i (0-based) of a checked list (check_binds: a string, number, boolean, nil or
