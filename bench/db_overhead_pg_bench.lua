@@ -6,10 +6,15 @@
 -- It starts its own PostgreSQL 15 (spec/support/pg_server.lua: a temporary data directory on a
 -- free loopback port, fsync off) and a table "World" of 10,000 rows, then opens two
 -- connections to it: "raw" prepares its statements once and calls libpq the way a hand-tuned
--- FFI handler would (host/pg/pg_ffi.h): PQexecPrepared with text parameters (as the adapter
--- sends them; the id's digits written into a reused buffer, no string), which blocks in libpq's
--- own poll() on the socket, and the row read with PQgetvalue into the same row table the adapter
--- builds (digits parsed from the buffer, as the adapter does). "zever" calls the db front-end on
+-- FFI handler in a server would (host/pg/pg_ffi.h): PQsendQueryPrepared with text parameters
+-- (as the adapter sends them; the id's digits written into a reused buffer, no string) on a
+-- non-blocking connection, then the wait on the worker's loop: its socket watched by a
+-- zever.loop.poll handle whose callback completes the waiting coroutine's zever.sched token,
+-- then PQconsumeInput/PQisBusy/PQgetResult; the row read with PQgetvalue into the same row table
+-- the adapter builds (digits parsed from the buffer, as the adapter does). A worker cannot block
+-- in libpq (every other request would wait), so this is the raw side a server has.
+-- ZV_DB_OVERHEAD_RAW=block makes it PQexecPrepared instead (blocking in libpq's own poll(): no
+-- loop, no coroutine; session 10's raw side), for reference. "zever" calls the db front-end on
 -- a pool of one connection, as an application does, from a coroutine (a request's shape: the
 -- wait yields to the worker's loop and the socket's readiness resumes it). The pairs:
 --
@@ -35,8 +40,9 @@
 --
 -- Instructions instead of time (load-independent, this process only: the server is another
 -- process valgrind does not follow): ZV_DB_OVERHEAD_MODE=<Name>/raw or <Name>/zever runs only
--- that side N times after a warm-up and prints nothing else; bench/db_overhead_pg_callgrind.sh
--- runs it under callgrind at two N and takes the slope.
+-- that side N times (N from arg[1] then, as bench/callgrind_delta.sh passes it) after a warm-up
+-- and prints nothing else; bench/db_overhead_pg_callgrind.sh runs it through
+-- bench/callgrind_delta.sh (two N, the slope).
 
 local ffi = require "ffi"
 local zdb = require "zever.db"
@@ -46,9 +52,10 @@ local pg_server = require "spec.support.pg_server"
 require "zever.cdef.pg" -- pg_ffi.h: the adapter's decode calls and the raw ones used here
 
 local C = ffi.C
-local filter = (arg and arg[1]) or os.getenv("BENCH") or ""
-local N = tonumber(os.getenv("ZV_DB_OVERHEAD_N")) or 20000
 local mode = os.getenv("ZV_DB_OVERHEAD_MODE")
+local filter = (not mode and arg and arg[1]) or os.getenv("BENCH") or ""
+local N = (mode and tonumber(arg and arg[1])) or tonumber(os.getenv("ZV_DB_OVERHEAD_N")) or 20000
+local BLOCKING = os.getenv("ZV_DB_OVERHEAD_RAW") == "block"
 local ROWS = 10000
 local PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_PIPELINE_SYNC = 1, 2, 10
 local CONNECTION_OK = 0
@@ -97,10 +104,58 @@ local function expect(r, status, what)
   return r
 end
 
+-- The wait on the loop: the poll handle's callback completes the token of the coroutine that
+-- waits for the raw connection's socket.
+local await, token_of, complete = sched.await, sched.token, sched.complete
+local watcher, waiting
+
+local function on_readable()
+  local t = waiting
+  if t then
+    waiting = nil
+    complete(t)
+  end
+end
+
+-- The next result of the raw connection, waiting on the loop while libpq has none complete.
+local function next_result()
+  while C.PQisBusy(raw) == 1 do
+    waiting = token_of()
+    await(waiting)
+    if C.PQconsumeInput(raw) ~= 1 then error("raw: " .. ffi.string(C.PQerrorMessage(raw))) end
+  end
+  return C.PQgetResult(raw)
+end
+
+-- Sends what was queued (usually all at once on a loopback socket).
+local function flush()
+  local rc = C.PQflush(raw)
+  while rc == 1 do rc = C.PQflush(raw) end
+  if rc ~= 0 then error("raw: " .. ffi.string(C.PQerrorMessage(raw))) end
+end
+
+-- Runs a prepared statement on the loop (PQexecPrepared when BLOCKING): its one result.
+local function exec_prepared(name, n)
+  if BLOCKING then return C.PQexecPrepared(raw, name, n, values, lens, nil, 0) end
+  assert(C.PQsendQueryPrepared(raw, name, n, values, lens, nil, 0) == 1)
+  flush()
+  local r = next_result()
+  assert(next_result() == nil)
+  return r
+end
+
+local function exec_text(sql)
+  if BLOCKING then return C.PQexec(raw, sql) end
+  assert(C.PQsendQueryParams(raw, sql, 0, nil, nil, nil, nil, 0) == 1)
+  flush()
+  local r = next_result()
+  assert(next_result() == nil)
+  return r
+end
+
 local function raw_first(id)
   put_int(0, id)
-  local r = expect(C.PQexecPrepared(raw, sel_name, 1, values, lens, nil, 0), PGRES_TUPLES_OK,
-    "select")
+  local r = expect(exec_prepared(sel_name, 1), PGRES_TUPLES_OK, "select")
   local row
   if C.PQntuples(r) > 0 then
     row = { id = int_at(r, 0, 0), randomNumber = int_at(r, 0, 1) }
@@ -112,8 +167,7 @@ end
 local function raw_update(v, id)
   put_int(0, v)
   put_int(1, id)
-  local r = expect(C.PQexecPrepared(raw, upd_name, 2, values, lens, nil, 0), PGRES_COMMAND_OK,
-    "update")
+  local r = expect(exec_prepared(upd_name, 2), PGRES_COMMAND_OK, "update")
   local changes = tonumber(ffi.string(C.PQcmdTuples(r)))
   C.PQclear(r)
   return changes
@@ -127,15 +181,20 @@ local function raw_transaction(v, id)
   assert(C.PQsendQueryParams(raw, "BEGIN", 0, nil, nil, nil, nil, 0) == 1)
   assert(C.PQsendQueryPrepared(raw, upd_name, 2, values, lens, nil, 0) == 1)
   assert(C.PQpipelineSync(raw) == 1)
-  C.PQclear(expect(C.PQgetResult(raw), PGRES_COMMAND_OK, "begin"))
-  assert(C.PQgetResult(raw) == nil)
-  local r = expect(C.PQgetResult(raw), PGRES_COMMAND_OK, "update")
+  local get = C.PQgetResult
+  if not BLOCKING then
+    flush()
+    get = next_result
+  end
+  C.PQclear(expect(get(raw), PGRES_COMMAND_OK, "begin"))
+  assert(get(raw) == nil)
+  local r = expect(get(raw), PGRES_COMMAND_OK, "update")
   local changes = tonumber(ffi.string(C.PQcmdTuples(r)))
   C.PQclear(r)
-  assert(C.PQgetResult(raw) == nil)
-  C.PQclear(expect(C.PQgetResult(raw), PGRES_PIPELINE_SYNC, "sync"))
+  assert(get(raw) == nil)
+  C.PQclear(expect(get(raw), PGRES_PIPELINE_SYNC, "sync"))
   assert(C.PQexitPipelineMode(raw) == 1)
-  C.PQclear(expect(C.PQexec(raw, "COMMIT"), PGRES_COMMAND_OK, "commit"))
+  C.PQclear(expect(exec_text("COMMIT"), PGRES_COMMAND_OK, "commit"))
   return changes
 end
 
@@ -195,6 +254,10 @@ local function main()
     PGRES_COMMAND_OK, "prepare"))
   C.PQclear(expect(C.PQprepare(raw, upd_name, 'UPDATE "World" SET "randomNumber" = $1 WHERE id = $2',
     2, nil), PGRES_COMMAND_OK, "prepare"))
+  if not BLOCKING then
+    assert(C.PQsetnonblocking(raw, 1) == 0)
+    watcher = assert(loop.poll(C.PQsocket(raw), "r", on_readable))
+  end
   by_id = db:from("World"):where("id", db.param()):prepare()
   set_n = db:update("World"):set("randomNumber", db.param()):where("id", db.param()):prepare()
   check_pairs()
@@ -209,6 +272,7 @@ local done, failure = false, nil
 sched.spawn(function()
   local ok, err = xpcall(main, debug.traceback)
   if not ok then failure = err end
+  if watcher then watcher:stop() end -- the loop may end now
   done = true
 end)
 while not done do loop.run() end

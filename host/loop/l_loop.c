@@ -18,6 +18,11 @@
  *                                      (uv_fs_event: inotify on Linux); a path that cannot be
  *                                      watched is nil and libuv's message; watchers do not keep
  *                                      run() going on their own
+ *   loop.poll(fd, events, fn) -> handle | nil, message
+ *                                      calls fn(ready) each time fd is ready for events ("r",
+ *                                      "w" or "rw"; ready the same letters, or libuv's message
+ *                                      when the socket failed); an active poll keeps run() going
+ *                                      (a benchmark's or a driver's own socket on the loop)
  *   handle:stop()                      stops it; doing so twice is harmless
  *   handle:active()         -> boolean
  *
@@ -30,6 +35,10 @@
  *                                      then finishes it goes back to the pool; a failure is
  *                                      reported as above; one that does not wait is reported and
  *                                      left alone (an idle pooled coroutine is never started here)
+ *   loop.complete(token, ...)          completes a zever.sched token (a waiting coroutine: as
+ *                                      resume; a box: box[1..n] = ..., box.done = true): the one
+ *                                      wake-up path, shared with bindings that finish a wait in C
+ *                                      (runtime.h: zv_token_complete)
  *
  *   loop.timer(fn)          -> timer   a re-armable timer, created stopped: one uv_timer_t for its
  *                                      whole life, so arming it again allocates nothing
@@ -74,6 +83,7 @@ typedef struct {
     uv_timer_t timer;
     uv_signal_t signal;
     uv_fs_event_t fs;
+    uv_poll_t poll;
   } h;
   zv_loop_item_t item;
   zv_loop_t *loop;
@@ -143,17 +153,16 @@ static int l_spawn(lua_State *L) {
 
 static int l_resume(lua_State *L) {
   zv_loop_t *loop = lua_touserdata(L, lua_upvalueindex(1));
-  lua_State *co = lua_tothread(L, 1);
-  int n = lua_gettop(L) - 1, rc;
-  luaL_argcheck(L, co != NULL, 1, "coroutine expected");
-  if (co == L || lua_status(co) != LUA_YIELD) {
-    fprintf(stderr, "zever: " CO_FAILED ": cannot resume a coroutine that does not wait\n");
-    fflush(stderr);
-    return 0;
-  }
-  lua_xmove(L, co, n);
-  rc = lua_resume(co, n);
-  zv_co_done(loop, L, co, LUA_NOREF, rc, CO_FAILED);
+  luaL_argcheck(L, lua_tothread(L, 1) != NULL, 1, "coroutine expected");
+  zv_token_complete(loop, L, lua_gettop(L) - 1, CO_FAILED);
+  return 0;
+}
+
+/* loop.complete(token, ...): zever.sched.complete (runtime.h: zv_token_complete). */
+static int l_complete(lua_State *L) {
+  zv_loop_t *loop = lua_touserdata(L, lua_upvalueindex(1));
+  luaL_checkany(L, 1);
+  zv_token_complete(loop, L, lua_gettop(L) - 1, CO_FAILED);
   return 0;
 }
 
@@ -457,6 +466,51 @@ static int l_watch(lua_State *L) {
   return 1;
 }
 
+static void poll_cb(uv_poll_t *h, int status, int events) {
+  ltimer_t *t = h->data;
+  lua_State *L = t->loop->L;
+  if (!L || t->fn_ref == LUA_NOREF) return;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, t->fn_ref);
+  if (status < 0) lua_pushstring(L, uv_strerror(status));
+  else lua_pushstring(L, (events & UV_READABLE) ? ((events & UV_WRITABLE) ? "rw" : "r") : "w");
+  zv_loop_pcall(L, 1, 0, "poll callback");
+}
+
+/* loop.poll(fd, events, fn) -> handle: fn(events) each time fd is ready ("r", "w", "rw"; an
+ * error message when the socket failed: libuv stopped watching then). */
+static int l_poll(lua_State *L) {
+  static const char *const names[] = {"r", "w", "rw", NULL};
+  static const int events[] = {UV_READABLE, UV_WRITABLE, UV_READABLE | UV_WRITABLE};
+  int fd = (int)luaL_checkinteger(L, 1);
+  int ev = events[luaL_checkoption(L, 2, NULL, names)];
+  zv_loop_t *loop;
+  ltimer_t *t;
+  int rc;
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  if (fd < 0) return luaL_argerror(L, 1, "a file descriptor is >= 0");
+  loop = zv_loop_of(L);
+  t = handle_new(L, loop);
+  rc = uv_poll_init(&loop->uv, &t->h.poll, fd);
+  if (rc) {
+    zv_free(t);
+    lua_pushnil(L);
+    lua_pushstring(L, uv_strerror(rc));
+    return 2;
+  }
+  t->h.handle.data = t;
+  t->repeat = 1;
+  rc = uv_poll_start(&t->h.poll, ev, poll_cb);
+  if (rc) {
+    uv_close(&t->h.handle, handle_closed);
+    lua_pushnil(L);
+    lua_pushstring(L, uv_strerror(rc));
+    return 2;
+  }
+  zv_loop_add(loop, &t->item);
+  handle_push(L, t, 3);
+  return 1;
+}
+
 int luaopen_zever_loop(lua_State *L);
 int luaopen_zever_loop(lua_State *L) {
   static const luaL_Reg methods[] = {
@@ -484,6 +538,7 @@ int luaopen_zever_loop(lua_State *L) {
     {"every", l_every},
     {"signal", l_signal},
     {"watch", l_watch},
+    {"poll", l_poll},
     {NULL, NULL},
   };
   zv_loop_t *loop = zv_loop_of(L);
@@ -495,6 +550,9 @@ int luaopen_zever_loop(lua_State *L) {
   lua_pushlightuserdata(L, loop);
   lua_pushcclosure(L, l_resume, 1);
   lua_setfield(L, -2, "resume");
+  lua_pushlightuserdata(L, loop);
+  lua_pushcclosure(L, l_complete, 1);
+  lua_setfield(L, -2, "complete");
   luaL_newmetatable(L, HANDLE_MT);
   lua_newtable(L);
   luaL_register(L, NULL, methods);

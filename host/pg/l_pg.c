@@ -2,21 +2,22 @@
  * l_pg.c: the zever.pg binding: PostgreSQL connections (pg.h) driven by the Lua state's event
  * loop, wrapped by lua/adapters/db/postgres.lua (which owns pooling, types and errors).
  *
- *   pg.connect(uri, options, timeout, token, dispatch) -> conn
- *        connects in the background; later dispatch(token, true) or
- *        dispatch(token, false, "unavailable", message); dispatch must be zever.sched.complete
- *        (or behave as it does): a token that is a waiting coroutine is resumed directly
+ *   pg.connect(uri, options, timeout, token) -> conn[, "unavailable", message]
+ *        connects in the background; later the token (a zever.sched token) completes with
+ *        true or false, "unavailable", message; a failure to even start is returned at once
+ *        (the caller does not await then)
  *   conn:send(token, mode, sql, binds, n[, name]) -> true | nil, code, message
  *        mode "simple" | "params" | "prepare" | "prepared"; binds[1..n] are strings, numbers,
- *        booleans, nil or pg.null (light userdata NULL); later dispatch(token, true),
- *        dispatch(token, false, "server") (conn:error() says what) or
- *        dispatch(token, false, "unavailable" | "closed", message)
+ *        booleans, nil or pg.null (light userdata NULL); later the token completes with true,
+ *        false, "server" (conn:error() says what) or false, "unavailable" | "closed", message
  *   conn:copy(token, sql, data) -> true | nil, code, message   COPY ... FROM STDIN with data
  *   conn:pipeline(token, ops, n) -> true | nil, code, message   n ops in pipeline mode, one
  *        round trip: ops[i] = { mode, sql, binds, nbinds, name, sync } with mode "params" |
  *        "prepare" | "prepared" and sync true for a sync point after the op (the last op always
- *        has one); later dispatch(token, true) (each op's outcome: status/result/error(i)) or
- *        dispatch(token, false, "unavailable" | "closed", message)
+ *        has one); later the token completes with true (each op's outcome: status/result/
+ *        error(i)) or false, "unavailable" | "closed", message
+ *   conn:cptr(), conn:slot()   the connection and its waiter slot for the FFI send
+ *        (zv_pgconn_send, pg_ffi.h): slot[1] = token, then the send; the reply completes it
  *   conn:status(i)  -> "ok" | "error" | "aborted"   the pipeline's op i (1-based)
  *   conn:result([i]) -> light userdata PGresult * | nil   (decoded with the FFI: pg_ffi.h)
  *   conn:ptr()      -> light userdata zv_pg_t * | nil   the connection for the FFI (pg_ffi.h:
@@ -28,6 +29,9 @@
  *   conn:listen(fn) -> fn(channel, payload) per notification, fn(nil, message) when it broke
  *   conn:info()     -> usable, busy, server_version, last_error
  *   conn:close()    a pending statement completes with "closed"
+ *
+ * Every completion goes through zv_token_complete (runtime.h), zever.sched's one wake-up path:
+ * a waiting coroutine is resumed from here, a plain caller's box marked done.
  *
  * Loop handles: the poll handle keeps the loop alive only while a connect or a statement is
  * running; an idle connection (listening or not) never does. The connect timer likewise.
@@ -54,14 +58,14 @@
 
 enum { CONNECTING, IDLE, BUSY, COPY, BROKEN, CLOSED };
 
-typedef struct pgconn_s pgconn_t;
+typedef struct zv_pgconn_s pgconn_t; /* zv_pgconn_t of pg_ffi.h */
 
 typedef struct {
   uv_poll_t h;
   pgconn_t *c; /* NULL once the connection let go of it */
 } watch_t;
 
-struct pgconn_s {
+struct zv_pgconn_s {
   zv_loop_item_t item;
   zv_loop_t *loop;
   uv_timer_t timer;    /* the connect deadline */
@@ -70,8 +74,8 @@ struct pgconn_s {
   int events;
   zv_pg_t *pg;
   int phase;
-  int token_ref;       /* the waiter of the running connect or statement */
-  int dispatch_ref;
+  int slot_ref;        /* a table: [1] is the waiter (a zever.sched token) of the running
+                          connect or statement, nil when none; the FFI send's caller sets it */
   int notify_ref;      /* LISTEN callback, LUA_NOREF when none */
   lua_State *cur;      /* set while close() runs outside the loop */
   int gc;              /* inside __gc: call nothing */
@@ -100,42 +104,31 @@ static int push_outcome(lua_State *L, int ok, const char *code, const char *msg)
 }
 
 /*
- * Completes the waiter: dispatch(token, ok[, code[, message]]). A token that is a waiting
- * coroutine (a request's, a job's: zever.sched's token) is resumed here directly, as
- * dispatch (sched.complete -> zever.loop.resume) would, without the trip through Lua and a
- * protected call: the statement's wake-up is on every query's path.
+ * Completes the waiter (slot[1], cleared first) with ok[, code[, message]] through
+ * zv_token_complete: zever.sched's one wake-up path (a waiting coroutine is resumed here, a
+ * plain caller's box is marked done). Nothing when no one waits or Lua cannot be called.
  */
 static void finish(pgconn_t *c, int ok, const char *code, const char *msg) {
-  lua_State *L = state_of(c), *co;
-  int ref = c->token_ref, n = 2;
-  c->token_ref = LUA_NOREF;
-  if (ref == LUA_NOREF) return;
-  if (!L) {
-    if (c->cur) luaL_unref(c->cur, LUA_REGISTRYINDEX, ref);
+  lua_State *L = state_of(c);
+  if (!L || c->slot_ref == LUA_NOREF) return;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->slot_ref);
+  lua_rawgeti(L, -1, 1);
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 2);
     return;
   }
-  lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
-  luaL_unref(L, LUA_REGISTRYINDEX, ref);
-  co = lua_tothread(L, -1);
-  if (co && co != L && lua_status(co) == LUA_YIELD) {
-    /* co stays on L's stack, anchored, while it runs. */
-    int rc = lua_resume(co, push_outcome(co, ok, code, msg));
-    zv_co_done(c->loop, L, co, LUA_NOREF, rc, "pg reply");
-    lua_pop(L, 1);
-    return;
-  }
-  lua_rawgeti(L, LUA_REGISTRYINDEX, c->dispatch_ref);
-  lua_insert(L, -2);
-  lua_pushboolean(L, ok);
-  if (code) {
-    lua_pushstring(L, code);
-    n++;
-    if (msg) {
-      lua_pushstring(L, msg);
-      n++;
-    }
-  }
-  zv_loop_pcall(L, n, 0, "pg reply");
+  lua_pushnil(L);
+  lua_rawseti(L, -3, 1);
+  lua_remove(L, -2);
+  zv_token_complete(c->loop, L, push_outcome(L, ok, code, msg), "pg reply");
+}
+
+/* Makes the value at index token the waiter (slot[1]). */
+static void arm(lua_State *L, pgconn_t *c, int token) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->slot_ref);
+  lua_pushvalue(L, token);
+  lua_rawseti(L, -2, 1);
+  lua_pop(L, 1);
 }
 
 /* --- the poll handle ------------------------------------------------------------------------ */
@@ -354,9 +347,9 @@ static void conn_close(pgconn_t *c, lua_State *L) {
   finish(c, 0, "closed", "the connection is closed");
   if (L) {
     luaL_unref(L, LUA_REGISTRYINDEX, c->notify_ref);
-    luaL_unref(L, LUA_REGISTRYINDEX, c->dispatch_ref);
+    luaL_unref(L, LUA_REGISTRYINDEX, c->slot_ref);
   }
-  c->notify_ref = c->dispatch_ref = LUA_NOREF;
+  c->notify_ref = c->slot_ref = LUA_NOREF;
   c->cur = NULL;
   uv_close((uv_handle_t *)&c->timer, timer_closed);
 }
@@ -385,8 +378,6 @@ static int l_gc(lua_State *L) {
   if (c) {
     c->gc = 1;
     c->cur = L;
-    if (c->token_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, c->token_ref);
-    c->token_ref = LUA_NOREF;
     *slot = NULL;
     conn_close(c, L);
   }
@@ -403,7 +394,7 @@ static int l_close(lua_State *L) {
   return 0;
 }
 
-/* pg.connect(uri, options, timeout, token, dispatch) -> conn */
+/* pg.connect(uri, options, timeout, token) -> conn[, "unavailable", message] */
 static int l_connect(lua_State *L) {
   const char *uri = luaL_checkstring(L, 1);
   const char *options = luaL_optstring(L, 2, NULL);
@@ -412,33 +403,31 @@ static int l_connect(lua_State *L) {
   pgconn_t *c;
   int rc;
   luaL_checkany(L, 4);
-  luaL_checktype(L, 5, LUA_TFUNCTION);
+  lua_settop(L, 4);
   slot = zv_l_newhandle(L, CONN_MT);
   c = zv_alloc(sizeof *c);
   if (!c) return luaL_error(L, "pg: out of memory");
   memset(c, 0, sizeof *c);
   c->loop = zv_loop_of(L);
-  c->token_ref = c->notify_ref = c->dispatch_ref = LUA_NOREF;
+  c->slot_ref = c->notify_ref = LUA_NOREF;
   c->item.teardown = teardown;
   uv_timer_init(&c->loop->uv, &c->timer);
   uv_unref((uv_handle_t *)&c->timer);
   zv_loop_add(c->loop, &c->item);
   *slot = c;
-  lua_pushvalue(L, 5);
-  c->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_pushvalue(L, 4);
-  c->token_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_createtable(L, 1, 0);
+  c->slot_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   c->phase = CONNECTING;
   rc = zv_pg_connect_start(uri, options, &c->pg);
   if (rc) {
-    /* Report through the token, as every other connect failure: the caller awaits it. */
+    /* Nothing waits yet: the failure is the call's (the caller does not await). */
     snprintf(c->err, sizeof c->err, "%s", c->pg ? zv_pg_errmsg(c->pg) : "out of memory");
     c->phase = BROKEN;
-    c->cur = L;
-    finish(c, 0, "unavailable", c->err);
-    c->cur = NULL;
-    return 1;
+    lua_pushliteral(L, "unavailable");
+    lua_pushstring(L, c->err);
+    return 3;
   }
+  arm(L, c, 4);
   if (timeout > 0) {
     uv_update_time(&c->loop->uv);
     uv_timer_start(&c->timer, timer_cb, (uint64_t)(timeout * 1000 + 0.5), 0);
@@ -508,28 +497,53 @@ static int send_failed(lua_State *L, pgconn_t *c, int rc) {
 /* Operations sent and awaited by this process: one each (a pipeline is one). */
 static unsigned long long round_trips;
 
-/* Arms the waiter and starts driving the statement. */
-static int started(lua_State *L, pgconn_t *c, int token) {
+/* Starts driving the statement just queued: 0, or ZV_EIO when the socket is gone (the server
+ * went away while the connection sat idle; the connection is BROKEN then, nothing would ever
+ * wake a waiter). No Lua: the FFI send calls it too. */
+static int start_io(pgconn_t *c) {
   int rc = c->copy ? ZV_PG_WANT_WRITE : zv_pg_flush(c->pg);
   if (rc == ZV_EIO || zv_pg_fd(c->pg) < 0) {
-    /* The socket is gone (the server went away while the connection sat idle): fail now,
-     * before a waiter is armed, since nothing would ever wake it. */
     snprintf(c->err, sizeof c->err, "%s", zv_pg_errmsg(c->pg));
     c->phase = BROKEN;
     zv_free(c->copy);
     c->copy = NULL;
     drop_watch(c);
-    return send_failed(L, c, ZV_EIO);
+    return ZV_EIO;
   }
-  lua_pushvalue(L, token);
-  c->token_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   c->phase = BUSY;
   round_trips++;
   /* Usually the statement went out whole: then only the reply is awaited, and the poll keeps
    * the events it had while idle (no epoll change). A broken socket shows when reading. */
   set_events(c, rc == ZV_PG_WANT_WRITE ? UV_READABLE | UV_WRITABLE : UV_READABLE);
+  return 0;
+}
+
+/* Arms the waiter at index token and starts driving the statement. */
+static int started(lua_State *L, pgconn_t *c, int token) {
+  if (start_io(c)) return send_failed(L, c, ZV_EIO);
+  arm(L, c, token);
   lua_pushboolean(L, 1);
   return 1;
+}
+
+int zv_pgconn_send(zv_pgconn_t *c, int mode, const char *text, int n, const char *const *values,
+                   const int *lens) {
+  int rc;
+  if (c->phase == BROKEN) return ZV_EIO;
+  if (c->phase != IDLE) return ZV_EINVAL;
+  if (mode == ZV_PG_SEND_PREPARED) rc = zv_pg_send_prepared(c->pg, text, n, values, lens);
+  else if (mode == ZV_PG_SEND_PARAMS) rc = zv_pg_send_params(c->pg, text, n, values, lens);
+  else rc = zv_pg_send_simple(c->pg, text);
+  if (rc == ZV_EIO) {
+    snprintf(c->err, sizeof c->err, "%s", zv_pg_errmsg(c->pg));
+    c->phase = BROKEN;
+    drop_watch(c);
+  }
+  return rc ? rc : start_io(c);
+}
+
+const char *zv_pgconn_errmsg(zv_pgconn_t *c) {
+  return c->err[0] ? c->err : "the connection broke";
 }
 
 /* conn:send(token, mode, sql, binds, n[, name]) */
@@ -734,6 +748,22 @@ static int l_ptr(lua_State *L) {
   return 1;
 }
 
+/* conn:cptr() -> light userdata zv_pgconn_t * (zv_pgconn_send: pg_ffi.h), conn:slot() -> the
+ * waiter table (slot[1] = token before zv_pgconn_send); both nil once closed. */
+static int l_cptr(lua_State *L) {
+  pgconn_t *c = check_conn(L);
+  if (!c || !c->pg) return 0;
+  lua_pushlightuserdata(L, c);
+  return 1;
+}
+
+static int l_slot(lua_State *L) {
+  pgconn_t *c = check_conn(L);
+  if (!c || c->slot_ref == LUA_NOREF) return 0;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->slot_ref);
+  return 1;
+}
+
 static int l_clear(lua_State *L) {
   pgconn_t *c = check_conn(L);
   if (c && c->pg) zv_pg_clear(c->pg);
@@ -787,6 +817,7 @@ int luaopen_zever_pg(lua_State *L) {
     {"send", l_send},   {"copy", l_copy},     {"result", l_result}, {"error", l_error},
     {"clear", l_clear}, {"check", l_check},   {"listen", l_listen}, {"info", l_info},
     {"close", l_close}, {"pipeline", l_pipeline}, {"status", l_status}, {"ptr", l_ptr},
+    {"cptr", l_cptr},   {"slot", l_slot},
     {NULL, NULL},
   };
   static const luaL_Reg funcs[] = {{"connect", l_connect}, {"round_trips", l_round_trips},

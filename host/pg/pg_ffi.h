@@ -51,7 +51,27 @@ int zv_pg_pipeline_status(const zv_pg_t *c, int i);
 void zv_pg_clear(zv_pg_t *c);
 int zv_pg_ok(const zv_pg_t *c);
 
-/* The raw side of bench/db_overhead_pg_bench.lua (blocking libpq, as a hand-tuned FFI handler). */
+/*
+ * A zever.pg connection of the binding (l_pg.c; conn:cptr() gives it, valid until conn:close()).
+ * zv_pgconn_send sends one statement from compiled code, the statement path's one call instead
+ * of conn:send through the classic API: mode ZV_PG_SEND_SIMPLE (text is SQL without parameters,
+ * maybe several statements; n is 0), ZV_PG_SEND_PARAMS (text is the SQL) or
+ * ZV_PG_SEND_PREPARED (text is the prepared statement's name), values[i] (lens[i] bytes) the
+ * text parameters (NULL: SQL NULL), copied by libpq before it returns. The caller has made its
+ * token the waiter (conn:slot()[1] = token) and awaits it: the reply completes it through
+ * zever.sched's path, as conn:send's does. Returns 0, ZV_EINVAL (a statement is running) or
+ * ZV_EIO (the connection broke: zv_pgconn_errmsg says why). It never calls Lua.
+ */
+typedef struct zv_pgconn_s zv_pgconn_t;
+#define ZV_PG_SEND_SIMPLE 0
+#define ZV_PG_SEND_PARAMS 1
+#define ZV_PG_SEND_PREPARED 3
+int zv_pgconn_send(zv_pgconn_t *c, int mode, const char *text, int n, const char *const *values,
+                   const int *lens);
+const char *zv_pgconn_errmsg(zv_pgconn_t *c);
+
+/* The raw side of bench/db_overhead_pg_bench.lua (libpq as a hand-tuned FFI handler would call
+ * it: blocking, or non-blocking with the socket watched on the loop). */
 PGconn *PQconnectdb(const char *conninfo);
 ConnStatusType PQstatus(const PGconn *conn);
 char *PQerrorMessage(const PGconn *conn);
@@ -74,5 +94,10 @@ int PQsendQueryPrepared(PGconn *conn, const char *stmtName, int nParams,
                         const char *const *paramValues, const int *paramLengths,
                         const int *paramFormats, int resultFormat);
 PGresult *PQgetResult(PGconn *conn);
+int PQsetnonblocking(PGconn *conn, int arg);
+int PQsocket(const PGconn *conn);
+int PQflush(PGconn *conn);
+int PQconsumeInput(PGconn *conn);
+int PQisBusy(PGconn *conn);
 
 #endif

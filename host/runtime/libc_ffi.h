@@ -5,7 +5,8 @@
  * ZEVER_ENV with setenv, zever.config.paths reads getcwd, zever.cli.app's -C calls chdir,
  * zever.server.reexec calls execv, zever new makes folders with mkdir, and zever lsp
  * (dsl/lsp.lua) waits on stdin with poll and reads it with read, and adapters.cache.memory's
- * get_unless compares a value with memcmp). Lua loads it with
+ * get_unless compares a value with memcmp, and spec/host/loop_spec.lua gives loop.poll a pipe:
+ * pipe, write, close). Lua loads it with
  * require("zever.cdef.libc"). The Makefile runs this file through the preprocessor with
  * -DZV_FFI_CDEF into build/ffi.h, which the host preloads; C compiles it next to the libc headers
  * (runtime/state.c), so the compiler rejects any drift from them.
@@ -50,5 +51,8 @@ int mkdir(const char *path, mode_t mode);
 int poll(struct pollfd *fds, nfds_t nfds, int timeout);
 ssize_t read(int fd, void *buf, size_t count);
 int memcmp(const void *a, const void *b, size_t n);
+int pipe(int fds[2]);
+ssize_t write(int fd, const void *buf, size_t count);
+int close(int fd);
 
 #endif

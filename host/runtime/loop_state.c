@@ -100,3 +100,31 @@ void zv_co_report(lua_State *L, lua_State *co, const char *what) {
   fflush(stderr);
   lua_settop(L, top);
 }
+
+void zv_token_complete(zv_loop_t *loop, lua_State *L, int nargs, const char *what) {
+  int t = lua_gettop(L) - nargs;
+  lua_State *co = lua_tothread(L, t);
+  if (co) {
+    int rc;
+    if (co == L || lua_status(co) != LUA_YIELD) {
+      fprintf(stderr, "zever: %s: cannot resume a coroutine that does not wait\n", what);
+      fflush(stderr);
+      lua_settop(L, t - 1);
+      return;
+    }
+    /* co stays anchored at t on L's stack while it runs. */
+    lua_xmove(L, co, nargs);
+    rc = lua_resume(co, nargs);
+    zv_co_done(loop, L, co, LUA_NOREF, rc, what);
+  } else if (lua_type(L, t) == LUA_TTABLE) {
+    for (int i = nargs; i >= 1; i--) lua_rawseti(L, t, i);
+    lua_pushliteral(L, "done");
+    lua_pushboolean(L, 1);
+    lua_rawset(L, t);
+  } else {
+    fprintf(stderr, "zever: %s: a token is a coroutine or a box, got a %s\n", what,
+            luaL_typename(L, t));
+    fflush(stderr);
+  }
+  lua_settop(L, t - 1);
+}

@@ -86,6 +86,20 @@ static inline void zv_co_done(zv_loop_t *loop, lua_State *L, lua_State *co, int 
 }
 
 /*
+ * The C side of zever.sched's token: the one way a waiter is woken (zever.sched.complete is
+ * zever.loop.complete, which calls this; bindings that finish a wait in C call it directly).
+ * Completes the token that sits below its nargs values on L's stack and pops them all:
+ *   a coroutine that waits (yielded): resumed with the values, then zv_co_done (back to the
+ *     pool when it finished, reported when it failed);
+ *   a box (a table: a plain caller pumping the loop in zever.sched.await): box[1..nargs] set
+ *     to the values and box.done = true;
+ *   anything else (a coroutine that does not wait, not a token): reported on stderr as
+ *     "zever: <what>: ..." and left alone (an idle pooled coroutine is never started here).
+ * L must not be the coroutine itself. Raises nothing.
+ */
+void zv_token_complete(zv_loop_t *loop, lua_State *L, int nargs, const char *what);
+
+/*
  * Creates a Lua state set up exactly like the CLI's: standard libraries, every C module in
  * package.preload as zever.<name> (and its FFI declarations as zever.cdef.<name>), package.path
  * pointing at the zever home first. Returns NULL when the home cannot be found or memory runs

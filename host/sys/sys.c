@@ -70,6 +70,10 @@ uint64_t zv_sys_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+double zv_sys_clock(void) {
+  return (double)zv_sys_now_ns() / 1e9;
+}
+
 double zv_sys_wall(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

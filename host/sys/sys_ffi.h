@@ -1,7 +1,8 @@
 /*
- * sys_ffi.h: the wall clock as LuaJIT's FFI sees it (zever.session and zever.middleware.session
- * load it with require("zever.cdef.sys")). The Makefile runs this file through the preprocessor
- * with -DZV_FFI_CDEF into build/ffi.h: this is the only declaration of this function for the FFI.
+ * sys_ffi.h: the clocks as LuaJIT's FFI sees them (zever.session and zever.middleware.session
+ * load it with require("zever.cdef.sys") for the wall clock, adapters.db.postgres for the
+ * monotonic one). The Makefile runs this file through the preprocessor
+ * with -DZV_FFI_CDEF into build/ffi.h: this is the only declaration of these functions for the FFI.
  *
  * It must hold only declarations ffi.cdef parses.
  */
@@ -14,5 +15,11 @@
  * stops the request's trace.
  */
 double zv_sys_wall(void);
+
+/*
+ * Monotonic seconds (CLOCK_MONOTONIC), the clock of sys.now(), for per-statement readings that
+ * must not stop a trace (adapters.db.postgres's pool clock).
+ */
+double zv_sys_clock(void);
 
 #endif

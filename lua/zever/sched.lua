@@ -45,13 +45,10 @@ function M.token()
   return running() or { done = false }
 end
 
-function M.complete(token, a, b, c)
-  if type(token) == "thread" then
-    resume(token, a, b, c)
-  else
-    token[1], token[2], token[3], token.done = a, b, c, true
-  end
-end
+-- A waiting coroutine is resumed with a, b, c; a box gets them and done = true. In C
+-- (zever.loop.complete: runtime.h's zv_token_complete), the same function bindings call when
+-- they finish a wait in C (zever.pg's reply): one wake-up path, whoever completes.
+M.complete = loop.complete
 local complete = M.complete
 
 function M.await(token)

@@ -310,4 +310,98 @@ print("still running")
       assert.has_error(function() loop.spawn(42) end)
     end)
   end)
+
+  describe("complete", function()
+    it("resumes a waiting coroutine with the values, and it goes back to the pool", function()
+      local got
+      local co = loop.spawn(function() got = { coroutine.yield() } end)
+      assert.are.equal("suspended", coroutine.status(co))
+      loop.complete(co, true, "code", 3)
+      assert.same({ true, "code", 3 }, got)
+      assert.are.equal(co, loop.spawn(function() end)) -- the pool's next coroutine
+    end)
+
+    it("fills a box token and marks it done", function()
+      local box = { done = false }
+      loop.complete(box, false, "unavailable", "gone")
+      assert.same({ false, "unavailable", "gone", done = true }, box)
+      local empty = { done = false }
+      loop.complete(empty)
+      assert.same({ done = true }, empty)
+    end)
+
+    it("is what zever.sched.complete is: one wake-up path", function()
+      assert.are.equal(loop.complete, require("zever.sched").complete)
+    end)
+
+    it("reports a coroutine that does not wait or a value that is not a token, and goes on",
+      function()
+        local script = os.tmpname()
+        local f = assert(io.open(script, "w"))
+        f:write([[
+local loop = require "zever.loop"
+local idle = loop.spawn(function() end)
+loop.complete(idle, "never called")
+loop.complete(42)
+print("still running")
+]])
+        f:close()
+        local r = process.run(process.quote(sys.exe()) .. " run " .. process.quote(script))
+        os.remove(script)
+        assert.are.equal(0, r.code)
+        assert.are.equal("still running\n", r.stdout)
+        assert.matches("zever: a coroutine failed: cannot resume a coroutine that does not wait",
+          r.stderr, 1, true)
+        assert.matches("zever: a coroutine failed: a token is a coroutine or a box, got a number",
+          r.stderr, 1, true)
+      end)
+  end)
+
+  describe("poll", function()
+    local ffi = require "ffi"
+    require "zever.cdef.libc"
+    local C = ffi.C
+    local fds
+
+    before_each(function()
+      fds = ffi.new("int[2]")
+      assert(C.pipe(fds) == 0)
+    end)
+
+    after_each(function()
+      C.close(fds[0])
+      C.close(fds[1])
+    end)
+
+    it("calls the function each time the fd is readable, until stopped", function()
+      local calls = {}
+      local h = assert(loop.poll(fds[0], "r", function(ready) calls[#calls + 1] = ready end))
+      assert.is_true(h:active())
+      loop.run("nowait")
+      assert.same({}, calls) -- nothing to read yet
+      assert(C.write(fds[1], "x", 1) == 1)
+      loop.run("once")
+      assert.same({ "r" }, calls)
+      h:stop()
+      assert.is_false(h:active())
+      loop.run("nowait")
+      assert.same({ "r" }, calls) -- still readable, but stopped
+    end)
+
+    it("keeps run() going while active and lets it return once stopped", function()
+      local h
+      h = assert(loop.poll(fds[1], "w", function(ready)
+        assert.are.equal("w", ready)
+        h:stop()
+      end))
+      loop.run() -- returns: the callback stopped the only handle
+      assert.is_false(h:active())
+    end)
+
+    it("rejects a bad fd, events name or function", function()
+      assert.has_error(function() loop.poll(-1, "r", function() end) end)
+      assert.has_error(function() loop.poll(fds[0], "x", function() end) end)
+      assert.has_error(function() loop.poll(fds[0], "r") end)
+    end)
+  end)
 end)

@@ -91,6 +91,29 @@ describe("zever.db postgres #pg", function()
       end
     end)
 
+    it("binds strings, booleans, NULL and big integers alike through the FFI send and conn:send",
+      function()
+        local values = { "héllo", "", true, false, zever_db.null, 2 ^ 60, -(2 ^ 53) - 2, 1e300 }
+        local want = { "héllo", "", "true", "false", nil, "1152921504606846976",
+          "-9007199254740994", "1e+300" }
+        local casts = { "text", "text", "bool", "bool", "text", "numeric", "numeric", "float8" }
+        -- 8 binds go through the FFI send's buffers; the same 8 plus 9 more (17) through
+        -- conn:send, which takes what the buffers cannot hold.
+        for _, extra in ipairs({ 0, 9 }) do
+          local cols, binds = {}, {}
+          for i = 1, #values + extra do
+            local k = (i - 1) % #values + 1
+            cols[i] = ("(?)::%s::text AS c%d"):format(casts[k], i)
+            binds[i] = values[k]
+          end
+          binds.n = #values + extra
+          local row = db:first("SELECT " .. table.concat(cols, ", "), binds)
+          for i = 1, binds.n do
+            assert.are.equal(want[(i - 1) % #values + 1], row["c" .. i], "bind " .. i)
+          end
+        end
+      end)
+
     it("decodes a prepared statement's rows by the shape of its first result each time", function()
       db:exec("CREATE TABLE shaped (id int PRIMARY KEY, label text, n int)")
       db:exec("INSERT INTO shaped VALUES (1, 'one', 10), (2, NULL, -20), (3, 'three', NULL)")

@@ -35,6 +35,7 @@ local sys = require "zever.sys"
 local tnew = require "table.new"
 
 require "zever.cdef.pg"
+require "zever.cdef.sys"
 
 local NULL = pg.null
 local type, setmetatable, error, pairs, ipairs, rawequal =
@@ -42,9 +43,11 @@ local type, setmetatable, error, pairs, ipairs, rawequal =
 local sub, format, gsub, concat, find = string.sub, string.format, string.gsub, table.concat,
   string.find
 local await, token_of, complete = sched.await, sched.token, sched.complete
-local now = sys.now
 local C = ffi.C
-local pg_ptr = ffi.typeof("zv_pg_t *")
+local now = C.zv_sys_clock -- sys.now's clock, read without a classic call
+local pg_ptr, pgconn_ptr = ffi.typeof("zv_pg_t *"), ffi.typeof("zv_pgconn_t *")
+local ffi_string = ffi.string
+local E_INVAL = sys.E.INVAL
 
 local M = {
   dialect = "postgres",
@@ -65,10 +68,77 @@ M.rewrite, M.blob_bytes, M.code_of = sqltext.rewrite_uncached, sqltext.blob_byte
 local Raw = {}
 Raw.__index = Raw
 
+-- The text parameters of a statement sent through the FFI (zv_pgconn_send): one set of buffers
+-- for the worker, filled before each send and read by libpq (which copies them) during it.
+-- Strings are passed as they are (the binds table keeps them alive), integers written as
+-- digits into their slot of DIGITS, other numbers formatted into a string kept in ANCHOR until
+-- the send returned. Statements with more binds go through conn:send (the classic API).
+local MAX_FFI_BINDS = 16
+local VALUES = ffi.new("const char *[?]", MAX_FFI_BINDS)
+local LENS = ffi.new("int[?]", MAX_FFI_BINDS)
+local DIGITS = ffi.new("char[?]", MAX_FFI_BINDS * 24)
+local ANCHOR = {} -- luacheck: ignore 241 (holds each formatted bind until the send returned)
+-- pg_ffi.h's ZV_PG_SEND_SIMPLE, ZV_PG_SEND_PARAMS, ZV_PG_SEND_PREPARED
+local SEND_SIMPLE, SEND_PARAMS, SEND_PREPARED = 0, 1, 3
+local FFI_MODE = { simple = SEND_SIMPLE, params = SEND_PARAMS, prepared = SEND_PREPARED }
+local TWO53 = 2 ^ 53
+
+-- Puts bind i (0-based) of a checked list (check_binds: a string, number, boolean, nil or
+-- NULL) into VALUES/LENS, as l_pg.c's read_binds does for conn:send.
+local function put_bind(i, v)
+  local t = type(v)
+  if t == "string" then
+    VALUES[i], LENS[i] = v, #v
+  elseif t == "number" then
+    if v % 1 == 0 and v > -TWO53 and v < TWO53 then
+      local neg = v < 0
+      if neg then v = -v end
+      local base = i * 24
+      local k = base + 23
+      DIGITS[k] = 0
+      repeat
+        k = k - 1
+        local d = v % 10
+        DIGITS[k] = 48 + d
+        v = (v - d) / 10
+      until v == 0
+      if neg then k = k - 1 DIGITS[k] = 45 end
+      VALUES[i], LENS[i] = DIGITS + k, base + 23 - k
+    else
+      local s = scalar_text(v)
+      ANCHOR[i + 1] = s
+      VALUES[i], LENS[i] = s, #s
+    end
+  elseif t == "boolean" then
+    VALUES[i], LENS[i] = v and "t" or "f", 1
+  else -- nil or NULL
+    VALUES[i], LENS[i] = nil, 0
+  end
+end
+
+-- Sends one statement through the FFI and makes token its waiter: true | nil, code, message.
+local function send_ffi(raw, mode, text, binds, n, token)
+  for i = 1, n do put_bind(i - 1, binds[i]) end
+  local rc = C.zv_pgconn_send(raw.cp, mode, text, n, VALUES, LENS)
+  for i = 1, n do ANCHOR[i] = nil end
+  if rc ~= 0 then
+    if rc == E_INVAL then error("pg: a statement is already running on this connection", 0) end
+    return nil, "unavailable", ffi_string(C.zv_pgconn_errmsg(raw.cp))
+  end
+  raw.slot[1] = token
+  return true
+end
+
 -- Runs one operation on raw and waits: true | nil, code, message, fields.
 local function run(raw, mode, sql, binds, n, name)
   local token = token_of()
-  local ok, code, message = raw.h:send(token, mode, sql, binds, n, name)
+  local ok, code, message
+  local fm = FFI_MODE[mode]
+  if fm and n <= MAX_FFI_BINDS then
+    ok, code, message = send_ffi(raw, fm, fm == SEND_PREPARED and name or sql, binds, n, token)
+  else
+    ok, code, message = raw.h:send(token, mode, sql, binds, n, name)
+  end
   if not ok then
     raw.broken = true
     return nil, code, message
@@ -266,7 +336,7 @@ local function execute(raw, sql, binds, n)
 end
 
 local function close_raw(raw)
-  raw.pg = nil -- freed by close: never used again
+  raw.pg, raw.cp = nil, nil -- freed by close: never used again
   if raw.h then
     raw.h:close()
     raw.h = nil
@@ -282,8 +352,9 @@ local function connect(pool)
   local wait = pool.next_try - now()
   if wait > 0 then sched.sleep(wait) end
   local token = token_of()
-  local h = pg.connect(pool.uri, pool.options, pool.connect_timeout, token, complete)
-  local ok, code, message = await(token)
+  local h, code, message = pg.connect(pool.uri, pool.options, pool.connect_timeout, token)
+  local ok = code == nil
+  if ok then ok, code, message = await(token) end
   if not ok then
     h:close()
     pool.failures = pool.failures + 1
@@ -294,7 +365,8 @@ local function connect(pool)
   pool.backoff, pool.next_try = 0, 0
   pool.connects = pool.connects + 1
   local t = pool.now()
-  return setmetatable({ h = h, pg = ffi.cast(pg_ptr, h:ptr()), pool = pool, born = t, used = t,
+  return setmetatable({ h = h, pg = ffi.cast(pg_ptr, h:ptr()), cp = ffi.cast(pgconn_ptr, h:cptr()),
+    slot = h:slot(), pool = pool, born = t, used = t,
     released = -math.huge, stmts = {}, nstmts = 0, max_stmts = pool.max_stmts, seq = 0 }, Raw)
 end
 
@@ -361,8 +433,9 @@ local RECHECK = 0.001
 
 -- Whether idle raw can be used: not expired, and its socket still open.
 local function usable(pool, raw)
-  if expired(pool, raw, pool.now()) then return false end
-  if now() - raw.released < RECHECK and C.zv_pg_ok(raw.pg) == 1 then return true end
+  local t = now() -- one clock read when the pool's clock is this one (pool.real_clock)
+  if expired(pool, raw, pool.real_clock and t or pool.now()) then return false end
+  if t - raw.released < RECHECK and C.zv_pg_ok(raw.pg) == 1 then return true end
   return raw.h:check()
 end
 
@@ -420,7 +493,8 @@ local function release(pool, raw)
     if waiter then complete(waiter, nil) end -- it opens a new one
     return
   end
-  raw.used, raw.released = pool.now(), now()
+  local t = now()
+  raw.used, raw.released = pool.real_clock and t or pool.now(), t
   if waiter then
     complete(waiter, raw)
   else
@@ -819,7 +893,7 @@ end
 -- The pool's clock: raw.born/used, expiry and the idle timer (opts.clock in specs:
 -- spec/support/fake_clock.lua). The default timer is unref'd: see arm.
 local LOOP_CLOCK = {
-  now = now,
+  now = function() return now() end,
   timer = function(fn)
     local tm = loop.timer(fn)
     tm:unref()
@@ -869,6 +943,7 @@ function M.open(target, opts)
     error("db.open: clock must be a table with now and timer functions", 3)
   end
   pool.now = clock.now
+  pool.real_clock = clock == LOOP_CLOCK -- pool.now() is now(): read it once where both are due
   if pool.idle_timeout > 0 or pool.max_lifetime > 0 then
     pool.timer = clock.timer(function() sweep_idle(pool) end)
   end
