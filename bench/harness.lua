@@ -13,10 +13,22 @@
 -- median ns/op. B/op is the Lua heap's growth over one more run (at most 1e5 ops) with the
 -- collector stopped: what an op allocates, not what survives. The filter (first argument or
 -- BENCH) keeps only benchmarks whose name contains it.
+--
+-- Each benchmark starts with no compiled code (jit.flush), and bench(name, op) runs op in a
+-- loop compiled from source of its own: LuaJIT keys a trace by its bytecode, so one loop
+-- shared by every bench() would be compiled for the first op and leave later ones on side
+-- exits (WorkerEmptyPollOtherTopic measured 113-218 ns after WorkerEmptyPoll, 15-23 alone).
 
 local sys = require "zever.sys"
 
 local M = {}
+
+-- The loop bench(name, op) runs; loaded once per benchmark, so each has its own bytecode.
+local OP_LOOP = "local op = ... return function(n) for _ = 1, n do op() end end"
+
+local function op_loop(op)
+  return assert(loadstring(OP_LOOP, "=bench.harness op loop"))(op)
+end
 
 local function timed(run, n)
   collectgarbage("collect")
@@ -44,6 +56,7 @@ function M.new(filter, opts)
 
   local function measure(name, run)
     if not name:find(filter, 1, true) then return end
+    jit.flush()
     local n = 100
     while true do
       local ns = timed(run, n)
@@ -59,7 +72,8 @@ function M.new(filter, opts)
 
   return setmetatable({ loop = measure }, {
     __call = function(_, name, op)
-      return measure(name, function(n) for _ = 1, n do op() end end)
+      if not name:find(filter, 1, true) then return end
+      return measure(name, op_loop(op))
     end,
   })
 end
