@@ -30,15 +30,21 @@ local function op_loop(op)
   return assert(loadstring(OP_LOOP, "=bench.harness op loop"))(op)
 end
 
-local function timed(run, n)
+-- The shared measuring pieces (bench/pairs.lua uses them too).
+
+-- ns per op of run(n), timed by clock (default sys.now, wall time; os.clock for CPU time) after
+-- a full collection.
+function M.ns_per_op(run, n, clock)
+  clock = clock or sys.now
   collectgarbage("collect")
-  local t0 = sys.now()
+  local t0 = clock()
   run(n)
-  return (sys.now() - t0) / n * 1e9
+  return (clock() - t0) / n * 1e9
 end
 
-local function allocated(run, n)
-  n = math.min(n, 100000)
+-- Lua heap bytes one op of run(n) allocates: the heap's growth over run(n) with the collector
+-- stopped (what an op allocates, not what survives).
+function M.bytes_per_op(run, n)
   collectgarbage("collect")
   collectgarbage("stop")
   local kb = collectgarbage("count")
@@ -46,6 +52,12 @@ local function allocated(run, n)
   local bytes = (collectgarbage("count") - kb) * 1024
   collectgarbage("restart")
   return bytes / n
+end
+
+-- The median of the numbers in t (sorts t).
+function M.median(t)
+  table.sort(t)
+  return t[math.floor((#t + 1) / 2)]
 end
 
 -- Returns bench(name, op) with bench.loop(name, run) beside it.
@@ -59,15 +71,14 @@ function M.new(filter, opts)
     jit.flush()
     local n = 100
     while true do
-      local ns = timed(run, n)
+      local ns = M.ns_per_op(run, n)
       if ns * n >= target or n >= 1e9 then break end
       n = math.min(n * 100, math.max(n + 1, math.floor(target / math.max(ns, 0.01) * 1.2)))
     end
     local times = {}
-    for i = 1, 5 do times[i] = timed(run, n) end
-    table.sort(times)
-    print(string.format("Benchmark%-28s %10d %12.2f ns/op %8.0f B/op", name, n, times[3],
-      allocated(run, n)))
+    for i = 1, 5 do times[i] = M.ns_per_op(run, n) end
+    print(string.format("Benchmark%-28s %10d %12.2f ns/op %8.0f B/op", name, n, M.median(times),
+      M.bytes_per_op(run, math.min(n, 100000))))
   end
 
   return setmetatable({ loop = measure }, {
