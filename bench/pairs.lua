@@ -11,29 +11,12 @@
 -- medians, the overhead in ns and per cent, and each side's Lua heap bytes per operation
 -- (counted over warm operations with the collector stopped).
 
+local harness = require "bench.harness"
+
 local M = {}
 
-local function cpu_ns(fn, n)
-  collectgarbage("collect")
-  local t0 = os.clock()
-  fn(n)
-  return (os.clock() - t0) / n * 1e9
-end
-
-local function bytes(fn, n)
-  collectgarbage("collect")
-  collectgarbage("stop")
-  local kb = collectgarbage("count")
-  fn(n)
-  local b = (collectgarbage("count") - kb) * 1024 / n
-  collectgarbage("restart")
-  return b
-end
-
-local function median(t)
-  table.sort(t)
-  return t[math.floor((#t + 1) / 2)]
-end
+local function cpu_ns(fn, n) return harness.ns_per_op(fn, n, os.clock) end
+local bytes, median = harness.bytes_per_op, harness.median
 
 function M.run(list, o)
   local n, warm = o.n, math.min(o.n, o.warm)

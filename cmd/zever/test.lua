@@ -13,12 +13,16 @@
 -- process of its own (a crash or a leak in one run cannot hide in another): each run's output
 -- goes through as it comes, its summary line said as "seed S: N passed, M failed", and the
 -- last line is the one summary of all runs, summed. A run that ends without a summary (a
--- crash) counts as one failure.
+-- crash) counts as one failure. SIGTERM or SIGINT to this process is forwarded to the run in
+-- progress (which stops its servers as any killed run does); no further run starts, and the
+-- exit status is 143 or 130.
 
 local reporter = require "zever.testing.reporter"
 local ffi = require "ffi"
+local bit = require "bit"
+local loop = require "zever.loop"
 
-require "zever.cdef.libc" -- setenv
+require "zever.cdef.libc" -- setenv; popen, poll, read, pclose for --seeds
 
 local function add(argv, ...)
   for i = 1, select("#", ...) do argv[#argv + 1] = select(i, ...) end
@@ -28,7 +32,69 @@ local M = {}
 
 local SUMMARY = "^(%d+) passed, (%d+) failed(.*)$"
 
--- Runs `zever test` once per seed in child processes and sums their summaries.
+-- The exit status after a signal stopped the runs: 128 + the signal's number, as a shell says.
+local SIGNAL_STATUS = { SIGINT = 130, SIGTERM = 143 }
+
+local WNOHANG = 1 -- waitpid(2)'s option on Linux
+
+-- Runs the shell command cmd, which execs one child `zever test`, and hands each line of its
+-- stdout to on_line until the child exits. It waits in poll(2), a quarter second at most at a
+-- time, so that a SIGTERM or SIGINT that reaches this process (stop.signal, set by the
+-- caller's watchers) is forwarded to the child while it runs; the child ends its run as a
+-- killed `zever test` does (each server's watchdog stops it). The end is the child's exit, not
+-- the pipe's: a process the child left behind may hold the pipe open. Returns the child's exit
+-- status, 128 + the signal's number when a signal ended it, or nil when it could not be run.
+local function run_child(cmd, stop, on_line)
+  local C = ffi.C
+  local fp = C.popen("echo __pid=$$; exec " .. cmd, "r")
+  if fp == nil then return nil end
+  local pfd = ffi.new("struct pollfd[1]")
+  pfd[0].fd = C.fileno(fp)
+  pfd[0].events = 1 -- POLLIN
+  local buf, wstatus = ffi.new("char[?]", 65536), ffi.new("int[1]")
+  local rest, pid, sent, eof, status = "", nil, nil, false, nil
+  -- Reads what the pipe holds now; false at its end.
+  local function take()
+    local n = tonumber(C.read(pfd[0].fd, buf, 65536))
+    if n == 0 then return false end
+    if n > 0 then
+      rest = rest .. ffi.string(buf, n)
+      for line in rest:gmatch("([^\n]*)\n") do
+        local p = not pid and line:match("^__pid=(%d+)$")
+        if p then pid = tonumber(p) else on_line(line) end
+      end
+      rest = rest:match("[^\n]*$")
+    end
+    return true
+  end
+  while true do
+    loop.run("nowait") -- runs the signal watchers' callbacks
+    if stop.signal and pid and sent ~= stop.signal then
+      sent = stop.signal
+      os.execute(("kill -%s %d 2>/dev/null"):format(stop.signal:sub(4), pid))
+    end
+    if eof then
+      if not pid then break end -- the shell wrote nothing: pclose has its status
+      C.poll(nil, 0, 250)
+    elseif C.poll(pfd, 1, 250) > 0 then
+      eof = not take()
+    end
+    if pid and C.waitpid(pid, wstatus, WNOHANG) == pid then
+      status = wstatus[0]
+      while not eof and C.poll(pfd, 1, 0) > 0 do eof = not take() end
+      break
+    end
+  end
+  if rest ~= "" then on_line(rest) end
+  local closed = C.pclose(fp) -- -1 when the child was reaped above
+  status = status or closed
+  if status < 0 then return nil end
+  local sig = bit.band(status, 0x7f)
+  return sig == 0 and bit.band(bit.rshift(status, 8), 0xff) or 128 + sig
+end
+
+-- Runs `zever test` once per seed in child processes and sums their summaries. SIGTERM or
+-- SIGINT stops the run in progress (forwarded to it), starts no other, and exits 143 or 130.
 local function run_seeds(args, flags)
   local sys = require "zever.sys"
   local n = math.floor(flags.seeds)
@@ -48,24 +114,29 @@ local function run_seeds(args, flags)
   for i = 1, n do seeds[i] = (first + (i - 1) * 104729) % 2147483647 end
   io.write("seeds ", table.concat(seeds, " "), "\n")
   io.flush()
+  local stop = {}
+  local function on_signal(name) stop.signal = stop.signal or name end
+  local watchers = { loop.signal("SIGTERM", on_signal), loop.signal("SIGINT", on_signal) }
+  -- Signal watchers keep no loop going, and a loop with nothing going does not look at them:
+  -- an armed timer (never due) makes run_child's loop.run("nowait") take their deliveries.
+  local keep = loop.timer(function() end)
+  keep:start(1e6)
   local total = { passed = 0, failed = 0, skipped = 0 }
+  local ran = 0
   for _, seed in ipairs(seeds) do
-    local p = assert(io.popen(table.concat(base, " ") .. " --seed=" .. seed .. "; echo __rc=$?"))
-    local summary, rc
-    for line in p:lines() do
+    if stop.signal then break end
+    local summary
+    local rc = run_child(table.concat(base, " ") .. " --seed=" .. seed, stop, function(line)
       local passed, failed, rest = line:match(SUMMARY)
-      local code = line:match("^__rc=(%d+)$")
-      if code then
-        rc = tonumber(code)
-      elseif passed then
+      if passed then
         summary = { tonumber(passed), tonumber(failed), tonumber(rest:match("(%d+) skipped") or 0) }
         io.write("seed ", seed, ": ", line, "\n")
       else
         io.write(line, "\n")
       end
       io.flush()
-    end
-    p:close()
+    end)
+    ran = ran + 1
     if summary then
       total.passed = total.passed + summary[1]
       total.failed = total.failed + summary[2]
@@ -77,10 +148,16 @@ local function run_seeds(args, flags)
       total.failed = total.failed + 1
     end
   end
+  for _, w in ipairs(watchers) do w:stop() end
+  keep:close()
   local line = ("%d passed, %d failed"):format(total.passed, total.failed)
   if total.skipped > 0 then line = line .. (", %d skipped"):format(total.skipped) end
   io.write(line, "\n")
   io.flush()
+  if stop.signal then
+    return SIGNAL_STATUS[stop.signal], ("%s: stopped after %d of %d runs")
+      :format(stop.signal, ran, n)
+  end
   return total.failed > 0 and 1 or 0
 end
 

@@ -150,7 +150,7 @@ int zv_cache_get(zv_cache_t *c, const char *key, size_t klen, uint64_t now_ns, c
                  size_t cap, size_t *len, int *type) {
   if (klen > ZV_CACHE_MAX_KEY) return ZV_ENOTFOUND;
   if (!now_ns) now_ns = zv_cache_clock();
-  uint64_t h = zv_fnv1a(key, klen);
+  uint64_t h = zv_hash64(key, klen);
   zv_stripe_t *s = zv_stripes_at(&c->stripes, h);
   entry_t *gone;
   zv_spin_lock(&s->lock);
@@ -201,7 +201,7 @@ int zv_cache_set(zv_cache_t *c, const char *key, size_t klen, int type, const ch
   size_t size = entry_size(klen, vlen);
   if (klen > ZV_CACHE_MAX_KEY || vlen > UINT32_MAX || size > c->max_bytes) return ZV_ETOOLONG;
   if (!now_ns) now_ns = zv_cache_clock();
-  entry_t *e = new_entry(zv_fnv1a(key, klen), key, klen, type, value, vlen, ttl_ns, now_ns);
+  entry_t *e = new_entry(zv_hash64(key, klen), key, klen, type, value, vlen, ttl_ns, now_ns);
   if (!e) return ZV_ENOMEM;
   reserve(c, size);
   zv_stripe_t *s = zv_stripes_at(&c->stripes, e->n.hash);
@@ -225,7 +225,7 @@ int zv_cache_delete(zv_cache_t *c, const char *key, size_t klen, uint64_t now_ns
   if (!now_ns) now_ns = zv_cache_clock();
   *existed = 0;
   if (klen > ZV_CACHE_MAX_KEY) return 0;
-  uint64_t h = zv_fnv1a(key, klen);
+  uint64_t h = zv_hash64(key, klen);
   zv_stripe_t *s = zv_stripes_at(&c->stripes, h);
   zv_spin_lock(&s->lock);
   entry_t *e = find(s, h, key, klen);
@@ -242,7 +242,7 @@ int zv_cache_exists(zv_cache_t *c, const char *key, size_t klen, uint64_t now_ns
   if (!now_ns) now_ns = zv_cache_clock();
   *exists = 0;
   if (klen > ZV_CACHE_MAX_KEY) return 0;
-  uint64_t h = zv_fnv1a(key, klen);
+  uint64_t h = zv_hash64(key, klen);
   zv_stripe_t *s = zv_stripes_at(&c->stripes, h);
   entry_t *gone;
   zv_spin_lock(&s->lock);
@@ -303,7 +303,7 @@ int zv_cache_incr(zv_cache_t *c, const char *key, size_t klen, double n, uint64_
                   uint64_t now_ns, double *out) {
   if (klen > ZV_CACHE_MAX_KEY) return ZV_ETOOLONG;
   if (!now_ns) now_ns = zv_cache_clock();
-  uint64_t h = zv_fnv1a(key, klen);
+  uint64_t h = zv_hash64(key, klen);
   zv_stripe_t *s = zv_stripes_at(&c->stripes, h);
   entry_t *gone;
   int rc = 0;

@@ -14,9 +14,9 @@
  *   +-----------------------------------------------------------------+
  *   entry: | chain, LRU links | hash | expires_ns | used_ns | klen vlen type | key | value |
  *
- * A key's stripe is the low 6 bits of its FNV-1a hash. A write reserves its entry's bytes
- * first; while the reservation puts the cache over budget the least recently used entry of all
- * stripes is evicted (expired or not), one stripe lock at a time. The cache never fails for
+ * A key's stripe is the low 6 bits of its zv_hash64 (core/zv.h). A write reserves its entry's
+ * bytes first; while the reservation puts the cache over budget the least recently used entry of
+ * all stripes is evicted (expired or not), one stripe lock at a time. The cache never fails for
  * lack of budget: it evicts. Only a value larger than the whole budget is refused (ZV_ETOOLONG).
  * A few writes in flight at once may overshoot the budget by their own sizes until they land.
  *

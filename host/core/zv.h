@@ -76,7 +76,8 @@ void zv_alloc_stats(zv_alloc_stats_t *out);
  * nothing. The last partial word is the remaining bytes zero-extended (little-endian), read
  * with at most two loads rather than a memcpy of variable length (a libc call): inline, it costs
  * ~25 instructions for an 11-byte key where FNV-1a's byte loop costs ~70 (the limiter's stripe
- * hash, bench/limiter_bench.c).
+ * hash, bench/limiter_bench.c). The stripe and bucket hash of the limiter, the memory cache, the
+ * lock table and the queue's topics.
  */
 static inline uint64_t zv_hash64(const void *data, size_t n) {
   const unsigned char *s = data;
@@ -114,8 +115,8 @@ static inline uint64_t zv_hash64(const void *data, size_t n) {
 uint32_t zv_hash(const void *s, size_t n);
 
 /*
- * FNV-1a, 64 bits: the stripe and bucket hash of the memory cache and the lock table, and the
- * seed of MIME boundaries. Inline: it sits on the per-request path of the cache.
+ * FNV-1a, 64 bits: the seed of MIME boundaries, which must stay what it was (a pinned
+ * Message-ID gives the same boundary). In-memory tables use zv_hash64.
  */
 static inline uint64_t zv_fnv1a(const void *data, size_t n) {
   const unsigned char *p = data;

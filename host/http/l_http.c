@@ -19,7 +19,10 @@
  *           requests given a timeout of their own with req:timeout)
  *   http.nofile(want) -> soft, hard   raises the soft RLIMIT_NOFILE towards want (at most the
  *                                      hard limit) and returns the limits in force
- *   server:port() -> integer       server:close()
+ *   server:port() -> integer
+ *   server:close([grace])   stop accepting; a request being read or answered is answered with
+ *                           Connection: close, then its connection closes; an idle keep-alive
+ *                           connection closes after grace seconds (1) or after its next request
  *   server:stats() -> {connections, streams, requests, pending_bytes, stream_pending_bytes,
  *                      write_timeouts, evicted, refused, handler_timeouts, watchdog_interrupts}
  *     connections counts sockets (what max_connections caps); streams the HTTP/2 streams
@@ -287,9 +290,14 @@ static int s_port(lua_State *L) {
   return 1;
 }
 
+/* server:close([grace]): idle connections close after grace seconds (default CLOSE_GRACE). */
+#define CLOSE_GRACE 1.0
+
 static int s_close(lua_State *L) {
   lserver_t *ls = check_srv(L);
-  if (!ls->closed) zv_http_server_close(&ls->srv);
+  lua_Number grace = luaL_optnumber(L, 2, CLOSE_GRACE);
+  if (!(grace >= 0) || grace > 1e9) return luaL_argerror(L, 2, "grace must be seconds >= 0");
+  if (!ls->closed) zv_http_server_close(&ls->srv, (uint64_t)(grace * 1000.0 + 0.5));
   return 0;
 }
 

@@ -237,7 +237,7 @@ int zv_http_server_start(zv_http_server_t *s, uv_loop_t *loop, const zv_http_ser
   if (!rc) rc = uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len);
   if (rc) {
     s->uverr = rc;
-    zv_http_server_close(s);
+    zv_http_server_close(s, 0);
     return ZV_EIO;
   }
   s->opts.host = NULL; /* the caller's string; not needed after the bind */
@@ -246,22 +246,25 @@ int zv_http_server_start(zv_http_server_t *s, uv_loop_t *loop, const zv_http_ser
   return 0;
 }
 
-void zv_http_server_close(zv_http_server_t *s) {
+void zv_http_server_close(zv_http_server_t *s, uint64_t grace_ms) {
   if (s->listening) {
     s->listening = 0;
     uv_close((uv_handle_t *)&s->listener, server_handle_closed);
   }
+  s->stopping = 1;
+  if (!s->draining && !s->torn_down) zv__http_conn_close_idle(s, grace_ms);
   maybe_finish(s);
 }
 
 void zv_http_server_drain(zv_http_server_t *s, uint64_t deadline_ms) {
   if (s->draining) return;
   s->draining = 1;
+  s->stopping = 1;
   if (s->listening) {
     s->listening = 0;
     uv_close((uv_handle_t *)&s->listener, server_handle_closed);
   }
-  zv__http_conn_close_idle(s);
+  zv__http_conn_close_idle(s, 0);
   if (s->nconns == 0) {
     /* Nothing to wait for: report on the next loop iteration, not from inside this call. */
     uv_timer_start(&s->timer, drain_cb, 0, 0);
@@ -272,6 +275,7 @@ void zv_http_server_drain(zv_http_server_t *s, uint64_t deadline_ms) {
 
 void zv_http_server_teardown(zv_http_server_t *s) {
   s->torn_down = 1;
+  s->stopping = 1;
   if (s->listening) {
     s->listening = 0;
     uv_close((uv_handle_t *)&s->listener, server_handle_closed);

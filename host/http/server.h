@@ -190,6 +190,8 @@ struct zv_http_server_s {
   int nhandles;                 /* of listener, events, idle, timer: not closed yet */
   int epfd;                     /* the connections' sockets, edge-triggered; -1 when closed */
   uint8_t listening, draining, drained, finishing, torn_down;
+  uint8_t stopping;             /* close, drain or teardown ran: every response says
+                                 * Connection: close and its connection closes after it */
   uint8_t paused;               /* a connection waits in the listener at max_connections */
   uint64_t date_next;           /* loop time (ms) of the next wall-clock second */
   char date[32];
@@ -203,8 +205,16 @@ struct zv_http_server_s {
 int zv_http_server_start(zv_http_server_t *s, uv_loop_t *loop, const zv_http_server_opts_t *o,
                          const zv_http_server_cb_t *cb, void *data);
 
-/* Stops accepting; open connections go on. on_closed comes once they are all closed. */
-void zv_http_server_close(zv_http_server_t *s);
+/*
+ * Stops accepting and lets the open connections wind down without a race (nginx's graceful
+ * shutdown): a request being read or answered is answered with Connection: close, then its
+ * connection closes; an idle one (keep-alive, or fresh with nothing received) closes once it
+ * stayed idle for grace_ms, or after answering its next request (Connection: close) if one
+ * comes first. grace_ms 0 closes the idle ones at once, which races a client that is sending
+ * its next request. HTTP/2 connections get a GOAWAY. on_closed comes once every connection
+ * closed. A second call changes nothing but the idle connections' grace, which only shortens.
+ */
+void zv_http_server_close(zv_http_server_t *s, uint64_t grace_ms);
 
 /* Stops accepting, closes idle connections, closes the others after their current response,
  * force-closes what remains after deadline_ms, then calls on_drained. Once only. */

@@ -448,8 +448,10 @@ zv_http_sconn_t *zv__http_conn_open_virtual(zv_http_sconn_t *parent, void *xp) {
   return c;
 }
 
-uint32_t zv__http_conn_close_idle(zv_http_server_t *s) {
+uint32_t zv__http_conn_close_idle(zv_http_server_t *s, uint64_t grace_ms) {
   zv_http_sconn_t *c, *next;
+  /* Connections that go idle from now on wait no longer than the grace either. */
+  if (grace_ms && s->opts.keepalive_timeout_ms > grace_ms) s->opts.keepalive_timeout_ms = grace_ms;
   for (c = s->conns; c; c = next) {
     next = c->next;
     if (c->parent) continue; /* a stream: its connection's transport decides */
@@ -460,9 +462,20 @@ uint32_t zv__http_conn_close_idle(zv_http_server_t *s) {
       if (next && next->closing) next = s->conns; /* it closed streams of its own: again */
       continue;
     }
-    if (c->core.state == ZV_HTTP_IDLE && !zv_http_conn_pending(&c->core) && !c->writes &&
-        c->resp == ZV_HTTP_RESP_NONE && !c->want_process)
+    if (c->core.state != ZV_HTTP_IDLE || zv_http_conn_pending(&c->core) || c->writes ||
+        c->resp != ZV_HTTP_RESP_NONE || c->want_process)
+      continue; /* busy: its response says Connection: close (s->stopping) */
+    if (!grace_ms) {
       zv__http_conn_close_now(c);
+    } else if (!c->shutting && !c->lingering) {
+      /* Idle, or fresh with nothing received: the keep-alive timer (now at most the grace)
+       * closes it quietly; a request that comes first is answered, then the connection closes.
+       * Armed afresh, so a deadline already nearer is kept by the rule of zv__http_rearm. */
+      uint64_t now = uv_now(s->loop), due = now + grace_ms;
+      if (c->timer_mode != T_KEEPALIVE) zv__http_arm(c, T_KEEPALIVE);
+      if (c->deadline > due) c->deadline = due;
+      zv__http_rearm(c, now);
+    }
   }
   return s->nlive;
 }

@@ -20,8 +20,10 @@ int zv__http_conn_accept(zv_http_server_t *s, uv_stream_t *l);
 /* Closes c's handles now, dropping what is unsent. */
 void zv__http_conn_close_now(zv_http_sconn_t *c);
 
-/* Closes idle connections (drain) and returns how many remain open. */
-uint32_t zv__http_conn_close_idle(zv_http_server_t *s);
+/* Winds idle connections down: with grace_ms 0 closes them now (drain); else each closes once
+ * it stayed idle that long (close: the keep-alive timer, shortened). Connections running HTTP/2
+ * streams get a GOAWAY at once either way. Returns how many connections remain open. */
+uint32_t zv__http_conn_close_idle(zv_http_server_t *s, uint64_t grace_ms);
 
 /* Closes the oldest idle keep-alive connection; returns 0, or -1 when none is idle. */
 int zv__http_conn_evict(zv_http_server_t *s);

@@ -176,7 +176,7 @@ void zv__http_next_request(zv_http_sconn_t *c) {
   if (zv_http_conn_pending(&c->core)) {
     schedule(c);
   } else {
-    if (c->srv->draining) {
+    if (c->srv->stopping) { /* its head went out before close or drain: it ends here */
       zv__http_conn_close_now(c);
       return;
     }
@@ -268,7 +268,7 @@ static void conn_process(zv_http_sconn_t *c) {
     zv_http_conn_next(&c->core);
     c->resp = ZV_HTTP_RESP_NONE;
     c->fresh = 0;
-    if (s->draining && !zv_http_conn_pending(&c->core)) {
+    if (s->stopping && !zv_http_conn_pending(&c->core)) {
       zv__http_conn_close_now(c);
       break;
     }

@@ -242,7 +242,7 @@ int zv__http_build_head(zv_http_sconn_t *c, int status, const zv_http_str_t *hdr
     c->hc_server = (uint8_t)has_server;
   }
 tail:
-  if (s->draining || s->torn_down) c->must_close = 1;
+  if (s->stopping) c->must_close = 1; /* close, drain or teardown: this is the last */
   /* The rest of a streamed body was not read: the connection cannot carry another request. */
   if (c->body_streaming) c->must_close = 1;
   h.status = status;

@@ -85,7 +85,7 @@ int zv_lock_acquire(zv_lock_t *l, const char *key, size_t len, uint64_t ttl_ns, 
   if (len > ZV_LOCK_MAX_KEY) return ZV_ETOOLONG;
   if (!ttl_ns) return ZV_EINVAL;
   if (!now_ns) now_ns = zv_lock_clock();
-  uint64_t h = zv_fnv1a(key, len);
+  uint64_t h = zv_hash64(key, len);
   zv_stripe_t *s = zv_stripes_at(&l->stripes, h);
   int rc = 0;
   zv_spin_lock(&s->lock);
@@ -130,7 +130,7 @@ int zv_lock_extend(zv_lock_t *l, const char *key, size_t len, uint64_t fence, ui
   if (len > ZV_LOCK_MAX_KEY) return ZV_ETOOLONG;
   if (!ttl_ns) return ZV_EINVAL;
   if (!now_ns) now_ns = zv_lock_clock();
-  uint64_t h = zv_fnv1a(key, len);
+  uint64_t h = zv_hash64(key, len);
   zv_stripe_t *s = zv_stripes_at(&l->stripes, h);
   int rc = ZV_LOCK_NOT_HELD;
   zv_spin_lock(&s->lock);
@@ -146,7 +146,7 @@ int zv_lock_extend(zv_lock_t *l, const char *key, size_t len, uint64_t fence, ui
 int zv_lock_unlock(zv_lock_t *l, const char *key, size_t len, uint64_t fence, uint64_t now_ns) {
   if (len > ZV_LOCK_MAX_KEY) return ZV_ETOOLONG;
   if (!now_ns) now_ns = zv_lock_clock();
-  uint64_t h = zv_fnv1a(key, len);
+  uint64_t h = zv_hash64(key, len);
   zv_stripe_t *s = zv_stripes_at(&l->stripes, h);
   int rc = ZV_LOCK_NOT_HELD;
   zv_spin_lock(&s->lock);
@@ -165,7 +165,7 @@ int zv_lock_holder(zv_lock_t *l, const char *key, size_t len, uint64_t now_ns, u
                    uint64_t *left_ns) {
   if (len > ZV_LOCK_MAX_KEY) return ZV_ETOOLONG;
   if (!now_ns) now_ns = zv_lock_clock();
-  uint64_t h = zv_fnv1a(key, len);
+  uint64_t h = zv_hash64(key, len);
   zv_stripe_t *s = zv_stripes_at(&l->stripes, h);
   *fence = 0;
   *left_ns = 0;

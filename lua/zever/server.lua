@@ -59,16 +59,7 @@ do
 end
 local hbuf = ffi.new("zv_http_str_t[4]")
 
--- zever dev's reload: once this worker retires, every answer says Connection: close, so that
--- keep-alive clients move to the new workers between requests instead of meeting a closed
--- socket (one Lua state per worker: this flag is the worker's own).
-local retiring = false
-
 local function respond(creq, code, body, h)
-  if retiring then
-    h[#h + 1] = "Connection"
-    h[#h + 1] = "close"
-  end
   local n = #h
   if respond_ffi and type(code) == "number" and type(body) == "string" and n <= 4 then
     local rc
@@ -187,14 +178,17 @@ function M.worker(payload, index)
       reuseport = true }, require("zever.tls").redirect(srv:port()))
     if not redir then error(err, 0) end
   end
+  local retired = false
   require("zever.threads").on_message(function(msg)
     if msg == "drain" then
       if redir then redir:drain(opts.drain or 10) end
       srv:drain(opts.drain or 10, function() loop.stop() end)
-    elseif msg == "retire" and not retiring then
-      -- Stop listening; answer what comes on the open connections with Connection: close;
-      -- a second later drain what is left (idle connections, requests still running).
-      retiring = true
+    elseif msg == "retire" and not retired then
+      -- zever dev's reload. Stop listening; what comes on the open connections is answered
+      -- with Connection: close (srv:close), so keep-alive clients move to the new workers
+      -- between requests instead of meeting a closed socket; a second later drain what is
+      -- left (idle connections, requests still running).
+      retired = true
       srv:close()
       loop.after(1, function()
         if not pcall(srv.drain, srv, opts.drain or 10, function() loop.stop() end) then

@@ -62,6 +62,96 @@ describe("zever.http lifecycle", function()
     end)
   end)
 
+  describe("close", function()
+    -- Splits the scripted client's output into {status, text} parts, one a read step.
+    local function parts_of(out)
+      local parts = {}
+      for status, text in out:gmatch("(%[%a+%])([^%[]*)") do parts[#parts + 1] = { status, text } end
+      return parts
+    end
+
+    local function flag_path()
+      local flag = os.tmpname()
+      os.remove(flag)
+      return flag
+    end
+
+    it("answers the next request on a kept connection with Connection: close, and the one " ..
+      "after reaches the server now on the port", function()
+      local old, port = serve({}, function(req) req:respond(200, "old") end)
+      local flag = flag_path()
+      local read = client_bg(port, {
+        get("/"), "resp:10",                  -- kept open: an idle keep-alive connection
+        "wait:" .. flag .. ":20",             -- the spec closed the old server
+        get("/"), "read:10",                  -- the old server answers, then closes
+        "connect", get("/"), "resp:10",       -- a new connection: the new server
+      })
+      assert.is_true(run_until(function() return old:stats().requests == 1 end, 20))
+      local new = serve({ port = port }, function(req) req:respond(200, "new") end)
+      -- A grace longer than any spec waits: the kept connection must stay until it is used.
+      old:close(60)
+      assert(io.open(flag, "w")):close()
+      local done = run_until(read, 25)
+      os.remove(flag)
+      assert.is_true(done, "the client did not finish")
+      local out = read()
+      local parts = parts_of(out)
+      assert.are.equal(3, #parts, out)
+      assert.are.equal("[resp]", parts[1][1], out)
+      assert.matches("\r\n\r\nold$", parts[1][2])
+      assert.is_nil(parts[1][2]:lower():find("connection: close", 1, true), out)
+      -- The second answer is the old app's, marked as the last, and the connection ends.
+      assert.are.equal("[eof]", parts[2][1], out)
+      assert.matches("^HTTP/1.1 200 OK\r\n", parts[2][2])
+      assert.matches("\r\n[Cc]onnection: close\r\n", parts[2][2])
+      assert.matches("\r\n\r\nold$", parts[2][2])
+      assert.are.equal("[resp]", parts[3][1], out)
+      assert.matches("\r\n\r\nnew$", parts[3][2])
+      assert.are.equal(2, old:stats().requests)
+      assert.are.equal(1, new:stats().requests)
+      assert.is_true(run_until(function() return old:stats().connections == 0 end, 20))
+    end)
+
+    it("closes an idle keep-alive connection once it stayed idle for the grace", function()
+      local srv, port = serve({}, ok)
+      local read = client_bg(port, { get("/"), "resp:10", "read:20" })
+      assert.is_true(run_until(function() return srv:stats().requests == 1 end, 20))
+      assert.has_error(function() srv:close(-1) end)
+      assert.has_error(function() srv:close("soon") end)
+      srv:close(0.05)
+      assert.is_true(run_until(function() return srv:stats().connections == 0 end, 20),
+        "the idle connection was not closed")
+      assert.is_true(run_until(read, 25))
+      local parts = parts_of(read())
+      assert.are.equal(2, #parts)
+      assert.matches("^HTTP/1.1 200 OK", parts[1][2])
+      assert.are.equal("[eof]", parts[2][1])
+      assert.are.equal("", parts[2][2])
+    end)
+
+    it("answers a request in flight with Connection: close, then closes its connection",
+      function()
+        local busy -- the request the spec answers after close()
+        local srv, port = serve({}, function(req) busy = req end)
+        local read = client_bg(port, { get("/slow"), "read:20" })
+        assert.is_true(run_until(function() return busy ~= nil end, 20))
+        srv:close(0)
+        loop.run("nowait")
+        assert.are.equal(1, srv:stats().connections, "the busy connection was closed")
+        busy:respond(200, "late")
+        assert.is_true(run_until(function() return srv:stats().connections == 0 end, 20),
+          "the busy connection did not close after its response")
+        assert.is_true(run_until(read, 25))
+        local out = read()
+        local parts = parts_of(out)
+        assert.are.equal(1, #parts, out)
+        assert.are.equal("[eof]", parts[1][1], out)
+        assert.matches("^HTTP/1.1 200 OK\r\n", parts[1][2])
+        assert.matches("\r\n[Cc]onnection: close\r\n", parts[1][2])
+        assert.matches("\r\n\r\nlate$", parts[1][2])
+      end)
+  end)
+
   describe("max_connections", function()
     it("closes the oldest idle keep-alive connection to admit a new one", function()
       local srv, port = serve({ max_connections = 2 }, ok)
