@@ -98,6 +98,27 @@ describe("zever.config", function()
           h.header_timeout, h.body_timeout, h.keepalive_timeout, h.max_connections })
     end)
 
+    it("holds exactly each schema field's default, in a fresh table per call", function()
+      local want = {}
+      for _, s in ipairs(config.schema.sections) do
+        local t = {}
+        for _, f in ipairs(s.fields) do t[f.name] = f.default end
+        want[s.name] = t
+      end
+      local a, b = config.defaults(), config.defaults()
+      assert.same(want, a)
+      for _, s in ipairs(config.schema.sections) do
+        for _, f in ipairs(s.fields) do
+          assert.equal(type(f.default), type(a[s.name][f.name]), f.path)
+        end
+      end
+      assert.are_not.equal(a, b)
+      assert.are_not.equal(a.http, b.http)
+      a.http.workers = 99
+      assert.equal(0, b.http.workers)
+      assert.equal(0, config.defaults().http.workers)
+    end)
+
     it("loads the defaults when there is no file and no variable", function()
       local cfg, _, dir = load_with({})
       assert.same(defaults_in(dir), assert(cfg))
@@ -318,6 +339,60 @@ describe("zever.config", function()
       for _ in pairs(index) do names = names + 1 end
       assert.equal(fields, names)
       assert.equal(index, schema.env_index())
+    end)
+
+    describe("from the process environment", function()
+      -- Variables of this describe's own, set in the real environ and removed after each spec.
+      local ffi = require "ffi"
+      require "zever.cdef.libc"
+      local set_names = {}
+      local function setenv(name, value)
+        assert(os.getenv(name) == nil, name .. " is already set in this process")
+        set_names[#set_names + 1] = name
+        ffi.C.setenv(name, value, 1)
+      end
+      after_each(function()
+        for _, name in ipairs(set_names) do ffi.C.unsetenv(name) end
+        set_names = {}
+      end)
+
+      it("matches like a table source and skips names of no section", function()
+        setenv("ZVSPEC_UNRELATED", "x")
+        setenv("mailer_smtphost", "mail.example.com")
+        setenv("JOBS_BACKOFF_JITTER", "off")
+        local dir = fs.tmpdir()
+        local cfg = assert(config.load{ dir = dir })
+        assert.equal("mail.example.com", cfg.mailer.smtp_host)
+        assert.is_false(cfg.jobs.backoff_jitter)
+        assert.equal("$JOBS_BACKOFF_JITTER", config.sources(cfg).origin["jobs.backoff_jitter"])
+      end)
+
+      it("gives os.getenv what a function calling getenv per name gives, in the same order", function()
+        local dir = fs.tmpdir({ ["zever.yaml"] = "app:\n  per_page: 20\n  beta: false\n" })
+        setenv("LOG_LEVEL", "warn")
+        setenv("HTTP_WORKERS", "4")
+        setenv("cache_adapter", "redis")                 -- not canonical: getenv never asks it
+        setenv("APP_PER_PAGE", "30")
+        setenv("APP_BETA", "yes")
+        setenv("APP_UNDECLARED", "x")                    -- no such key in the file: not asked
+        local wrapper = function(name) return os.getenv(name) end
+        local a = assert(config.load{ dir = dir, env = os.getenv })
+        local b = assert(config.load{ dir = dir, env = wrapper })
+        assert.same(b, a)
+        assert.equal("warn", a.log.level)
+        assert.equal(4, a.http.workers)
+        assert.equal("memory", a.cache.adapter)
+        assert.same({ per_page = 30, beta = true }, a.app)
+        assert.same({ "HTTP_WORKERS", "LOG_LEVEL", "APP_BETA", "APP_PER_PAGE" }, config.sources(a).vars)
+        assert.same(config.sources(b).vars, config.sources(a).vars)
+        setenv("QUEUE_POLL_MAX", "soon")
+        local _, ea = config.load{ dir = dir, env = os.getenv }
+        local _, eb = config.load{ dir = dir, env = wrapper }
+        assert.matches("environment variable QUEUE_POLL_MAX (queue.poll_max): expected a duration",
+          tostring(ea), 1, true)
+        assert.equal(tostring(eb), tostring(ea))
+        os.execute("rm -rf '" .. dir .. "'")
+      end)
     end)
 
     it("calls a getenv-like function with the canonical names", function()
