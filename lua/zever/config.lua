@@ -46,48 +46,15 @@ M.ENVIRONMENTS = { "development", "test", "production" }
 
 local meta = require "zever.config.meta"   -- cfg -> its sources (weak keys)
 
--- Every load starts from the defaults: 39 sections and 235 fields, which filled key by key cost
--- ~20 us (each section's table grows and rehashes as it fills). So the schema is turned, once,
--- into the source of one table constructor with constant keys and values,
---   return function(D) return { http = { listen = "127.0.0.1:8080", workers = 0, ... }, ... } end
--- which LuaJIT copies from its template in one pass (TDUP): ~4 us. A default that is not a
--- string, a boolean or a finite number is read from D, the array of defaults, so a table
--- default stays the one shared table, as when it was assigned. It is compiled here with load(),
--- never precompiled into build/bc, whose writer drops a template's nil slots.
+-- Every load starts from the defaults: one constructor compiled from the schema on first use
+-- (config/template.lua), ~4 us for 39 sections and 235 fields where filling them took ~20 us.
 local make_defaults
 
-local function literal(v)
-  local t = type(v)
-  if t == "string" then return format("%q", v) end
-  if t == "boolean" then return tostring(v) end
-  if t == "number" and v == v and v ~= math.huge and v ~= -math.huge then
-    return format("%.17g", v)
-  end
-end
-
-local function compile_defaults()
-  local src, values = { "local D = ...\nreturn function() return {\n" }, {}
-  for _, s in ipairs(schema.sections) do
-    src[#src + 1] = format("[%q] = {", s.name)
-    for _, f in ipairs(s.fields) do
-      local d = f.default
-      if d ~= nil then
-        local lit = literal(d)
-        if not lit then
-          values[#values + 1] = d
-          lit = format("D[%d]", #values)
-        end
-        src[#src + 1] = format("[%q] = %s,", f.name, lit)
-      end
-    end
-    src[#src + 1] = "},\n"
-  end
-  src[#src + 1] = "} end\n"
-  return assert(load(concat(src), "=config.defaults"))(values)
-end
-
 function M.defaults()
-  if not make_defaults then make_defaults = compile_defaults() end
+  if not make_defaults then
+    make_defaults = require("zever.config.template").config(schema.sections,
+      function(f) return f.default end)
+  end
   return make_defaults()
 end
 

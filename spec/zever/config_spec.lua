@@ -473,6 +473,56 @@ describe("zever.config", function()
       end
     end)
 
+    -- Every field of every schema section, at its default and then set to a value with a URL
+    -- password, against the documented rule applied field by field: a secret field (by its
+    -- name, or secret = true) is hidden unless empty; any other string loses its embedded
+    -- secrets; other values are kept. Unknown keys in a section are decided by name.
+    it("redacts every schema field by the rule, at its default and when set", function()
+      local function expected(cfg)
+        local out = {}
+        for name, section in pairs(cfg) do
+          local s = config.schema.by_name[name]
+          local t = {}
+          for k, v in pairs(section) do
+            local field = s and s.by_name[k]
+            local secret = (field and field.secret) or redact.secret_key(k)
+            if s and s.free then secret = redact.secret_key(k) end
+            if type(v) == "table" then
+              t[k] = redact.copy(v)
+            elseif secret then
+              t[k] = v == "" and v or "[REDACTED]"
+            elseif type(v) == "string" then
+              t[k] = redact.redact_string(v)
+            else
+              t[k] = v
+            end
+          end
+          out[name] = t
+        end
+        return out
+      end
+      local cfg = config.defaults()
+      cfg.app = { api_key = "k", name = "shop" }
+      assert.same(expected(cfg), config.redact(cfg))
+      local n = 0
+      for _, s in ipairs(config.schema.sections) do
+        for _, f in ipairs(s.fields) do
+          if type(f.default) == "string" then
+            n = n + 1
+            cfg[s.name][f.name] = "redis://u:pw" .. n .. "@h:1/0"
+          end
+        end
+      end
+      cfg.http.not_a_field = "x"
+      cfg.http.some_token = "t"
+      local shown = config.redact(cfg)
+      assert.same(expected(cfg), shown)
+      assert.equal("[REDACTED]", shown.http.some_token)
+      assert.equal("[REDACTED]", shown.dashboard.token)
+      assert.equal("redis://u:[REDACTED]@h:1/0", shown.redis.url)
+      assert.is_nil(config.render(shown):find("pw%d"))
+    end)
+
     it("does not change the config it is given", function()
       local cfg = config.defaults()
       cfg.mailer.smtp_password = "pw"

@@ -72,7 +72,7 @@ local function may_be_ours(p)
   return false
 end
 
-local u8p = ffi.typeof("const uint8_t *")
+local cstr = ffi.typeof("const char *")
 
 -- Reading environ is what tells whether the FFI can see it.
 require "zever.cdef.libc"
@@ -86,7 +86,7 @@ local function each_process(fn)
   while true do
     local p = env[i]
     if p == nil then break end
-    if may_be_ours(cast(u8p, p)) then
+    if may_be_ours(p) then
       local s = ffi_string(p)
       local eq = find(s, "=", 1, true)
       if eq then fn(sub(s, 1, eq - 1), sub(s, eq + 1)) end
@@ -119,7 +119,7 @@ end
 local function lookup(name)
   local f = by_canonical[name]
   if f then return f end
-  if not may_be_ours(cast(u8p, name)) then return false end
+  if not may_be_ours(cast(cstr, name)) then return false end
   return env_index()[gsub(lower(name), "_", "")]
 end
 
