@@ -7,7 +7,9 @@
 --   SCENARIO=redactfull ZEVER_DIR=/work/base \
 --     bash bench/callgrind_delta.sh "$PWD/bench/config_callgrind.lua" 200 400
 --
--- Scenarios: load, loadproc, fast, libyaml, env100, envtable, envgetenv, redact50, redactfull.
+-- Scenarios: load, loadproc, fast, libyaml, env100, envtable, envgetenv, redact50, redactfull,
+-- redactprekit (the pre-kit tree's loaded config, 13 sections and 80 fields, the same table on
+-- both sides: spec/fixtures/config/pre_kit_full.lua of this checkout).
 -- The process environment is 100 variables that are not zever's (ZZ_SETTING_NNN filler, the
 -- same names as config_bench's).
 
@@ -52,6 +54,8 @@ for s = 1, 5 do
   fifty["section_" .. s] = t
 end
 local full = assert(config.load{ dir = FIXTURE, env = {} })
+local here = debug.getinfo(1, "S").source:match("^@(.*)/bench/[^/]*$") or "."
+local prekit = dofile(here .. "/spec/fixtures/config/pre_kit_full.lua")
 
 local run = {
   load = function()
@@ -65,6 +69,7 @@ local run = {
   envgetenv = function() return env.apply(cfg, os.getenv, state()) end,
   redact50 = function() return redact.copy(fifty) end,
   redactfull = function() return config.redact(full) end,
+  redactprekit = function() return config.redact(prekit) end,
 }
 local fn = assert(run[scenario], "unknown SCENARIO")
 for _ = 1, n do fn() end
