@@ -184,8 +184,9 @@ local function by_order(a, b) return ORDER[a[1]] < ORDER[b[1]] end
 -- declared key) would give, in the same order, from one pass over environ. getenv returns a
 -- name's first occurrence, so a name seen again is skipped.
 local function apply_getenv(cfg, state, set)
-  local seen, hits, frees = {}, {}, {}
+  local seen, hits, frees                           -- made for the first candidate
   each_process(function(name, value)
+    if not seen then seen, hits, frees = {}, {}, {} end
     if seen[name] then return end
     seen[name] = true
     local field = by_canonical[name]
@@ -198,6 +199,7 @@ local function apply_getenv(cfg, state, set)
       if #name > #p and sub(name, 1, #p) == p then frees[#frees + 1] = { FREE[i], name, value } end
     end
   end)
+  if not seen then return end
   if #hits > 1 then sort(hits, by_order) end
   for i = 1, #hits do
     local h = hits[i]

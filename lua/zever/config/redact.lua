@@ -204,14 +204,24 @@ local function copy_section(t, plan)
   return out
 end
 
+-- section: nil at the top, a section's name in a section's table, false deeper. The rule of
+-- is_section / secret_field, read inline (this runs for every key).
 copy = function(t, hidden, section)
+  if not sections then load_schema() end
   local out = {}
+  local marked = section and secret_fields[section]   -- the fields marked secret = true here
   for k, v in pairs(t) do
-    local hide = hidden or (not is_section(section, k) and secret_key(k)) or
-      secret_field(section, k)
+    local hide = hidden
+    if not hide then
+      if section == nil then
+        hide = sections[k] == nil and secret_key(k)
+      else
+        hide = secret_key(k) or (marked and marked[k] == true)
+      end
+    end
     local tv = type(v)
     if tv == "table" then
-      local plan = section == nil and not hide and PLAN and PLAN[k]
+      local plan = section == nil and not hide and PLAN[k]
       if plan then
         out[k] = copy_section(v, plan)
       else
