@@ -113,9 +113,9 @@ for _, s in ipairs(schema.sections) do
   end
 end
 
--- The field for a variable name, or nil. Canonical names (HTTP_LISTEN) are one lookup; others
--- are normalised only when the prefilter lets them through.
--- lookup(name) -> field, or false when the prefilter rules the name out, or nil.
+-- lookup(name) -> the field for a variable name; false when the prefilter rules the name out
+-- (then it is not an APP_ key either); nil otherwise. Canonical names (HTTP_LISTEN) are one
+-- lookup; others are normalised only when the prefilter lets them through.
 local function lookup(name)
   local f = by_canonical[name]
   if f then return f end
