@@ -1,7 +1,8 @@
 /*
  * libc_ffi.h: the C library calls Lua makes through LuaJIT's FFI (zever.config.env reads environ,
  * zever.queue's wall clock reads clock_gettime, the log mailer names errno values with strerror,
- * bench/config_bench.lua fills the environment with clearenv and setenv, zever test sets
+ * bench/config_bench.lua fills the environment with clearenv and setenv (config_spec sets and
+ * unsets variables of its own), zever test sets
  * ZEVER_ENV with setenv, zever.config.paths reads getcwd, zever.cli.app's -C calls chdir,
  * zever.server.reexec calls execv, zever new makes folders with mkdir, and zever lsp
  * (dsl/lsp.lua) waits on stdin with poll and reads it with read, zever test --seeds reads its
@@ -49,6 +50,7 @@ char *strerror(int errnum);
 int clock_gettime(clockid_t clk, struct timespec *ts);
 int clearenv(void);
 int setenv(const char *name, const char *value, int overwrite);
+int unsetenv(const char *name);
 char *getcwd(char *buf, size_t size);
 int chdir(const char *path);
 int execv(const char *path, char *const argv[]);

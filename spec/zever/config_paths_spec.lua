@@ -57,4 +57,17 @@ describe("zever.config.paths", function()
     assert.equal("$DB_DSN", config.sources(cfg).origin["db.dsn"])
     assert.is_nil(config.sources(cfg).origin["db.busy_timeout"])
   end)
+
+  it("resolves the same value by its field's kind and folder, load after load", function()
+    -- The same text in a file field and in the DSN, twice, from two folders: resolve keeps
+    -- what it resolved, and must not give one kind's or one folder's answer to another.
+    local env = { DB_DSN = "sqlite:same.db", HTTP_APP = "sqlite:same.db" }
+    for _ = 1, 2 do
+      for _, dir in ipairs({ "/nonexistent-zever-a", "/nonexistent-zever-b" }) do
+        local cfg = assert(config.load{ dir = dir, env = env })
+        assert.equal("sqlite:" .. dir .. "/same.db", cfg.db.dsn)
+        assert.equal(dir .. "/sqlite:same.db", cfg.http.app)
+      end
+    end
+  end)
 end)

@@ -98,6 +98,27 @@ describe("zever.config", function()
           h.header_timeout, h.body_timeout, h.keepalive_timeout, h.max_connections })
     end)
 
+    it("holds exactly each schema field's default, in a fresh table per call", function()
+      local want = {}
+      for _, s in ipairs(config.schema.sections) do
+        local t = {}
+        for _, f in ipairs(s.fields) do t[f.name] = f.default end
+        want[s.name] = t
+      end
+      local a, b = config.defaults(), config.defaults()
+      assert.same(want, a)
+      for _, s in ipairs(config.schema.sections) do
+        for _, f in ipairs(s.fields) do
+          assert.equal(type(f.default), type(a[s.name][f.name]), f.path)
+        end
+      end
+      assert.are_not.equal(a, b)
+      assert.are_not.equal(a.http, b.http)
+      a.http.workers = 99
+      assert.equal(0, b.http.workers)
+      assert.equal(0, config.defaults().http.workers)
+    end)
+
     it("loads the defaults when there is no file and no variable", function()
       local cfg, _, dir = load_with({})
       assert.same(defaults_in(dir), assert(cfg))
@@ -320,6 +341,60 @@ describe("zever.config", function()
       assert.equal(index, schema.env_index())
     end)
 
+    describe("from the process environment", function()
+      -- Variables of this describe's own, set in the real environ and removed after each spec.
+      local ffi = require "ffi"
+      require "zever.cdef.libc"
+      local set_names = {}
+      local function setenv(name, value)
+        assert(os.getenv(name) == nil, name .. " is already set in this process")
+        set_names[#set_names + 1] = name
+        ffi.C.setenv(name, value, 1)
+      end
+      after_each(function()
+        for _, name in ipairs(set_names) do ffi.C.unsetenv(name) end
+        set_names = {}
+      end)
+
+      it("matches like a table source and skips names of no section", function()
+        setenv("ZVSPEC_UNRELATED", "x")
+        setenv("mailer_smtphost", "mail.example.com")
+        setenv("JOBS_BACKOFF_JITTER", "off")
+        local dir = fs.tmpdir()
+        local cfg = assert(config.load{ dir = dir })
+        assert.equal("mail.example.com", cfg.mailer.smtp_host)
+        assert.is_false(cfg.jobs.backoff_jitter)
+        assert.equal("$JOBS_BACKOFF_JITTER", config.sources(cfg).origin["jobs.backoff_jitter"])
+      end)
+
+      it("gives os.getenv what a function calling getenv per name gives, in the same order", function()
+        local dir = fs.tmpdir({ ["zever.yaml"] = "app:\n  per_page: 20\n  beta: false\n" })
+        setenv("LOG_LEVEL", "warn")
+        setenv("HTTP_WORKERS", "4")
+        setenv("cache_adapter", "redis")                 -- not canonical: getenv never asks it
+        setenv("APP_PER_PAGE", "30")
+        setenv("APP_BETA", "yes")
+        setenv("APP_UNDECLARED", "x")                    -- no such key in the file: not asked
+        local wrapper = function(name) return os.getenv(name) end
+        local a = assert(config.load{ dir = dir, env = os.getenv })
+        local b = assert(config.load{ dir = dir, env = wrapper })
+        assert.same(b, a)
+        assert.equal("warn", a.log.level)
+        assert.equal(4, a.http.workers)
+        assert.equal("memory", a.cache.adapter)
+        assert.same({ per_page = 30, beta = true }, a.app)
+        assert.same({ "HTTP_WORKERS", "LOG_LEVEL", "APP_BETA", "APP_PER_PAGE" }, config.sources(a).vars)
+        assert.same(config.sources(b).vars, config.sources(a).vars)
+        setenv("QUEUE_POLL_MAX", "soon")
+        local _, ea = config.load{ dir = dir, env = os.getenv }
+        local _, eb = config.load{ dir = dir, env = wrapper }
+        assert.matches("environment variable QUEUE_POLL_MAX (queue.poll_max): expected a duration",
+          tostring(ea), 1, true)
+        assert.equal(tostring(eb), tostring(ea))
+        os.execute("rm -rf '" .. dir .. "'")
+      end)
+    end)
+
     it("calls a getenv-like function with the canonical names", function()
       local asked = {}
       local cfg = assert(config.load{ dir = fs.tmpdir(), env = function(name)
@@ -396,6 +471,56 @@ describe("zever.config", function()
       for _, row in ipairs(rows) do
         assert.equal(row[2], config.redact({ redis = { url = row[1] } }).redis.url)
       end
+    end)
+
+    -- Every field of every schema section, at its default and then set to a value with a URL
+    -- password, against the documented rule applied field by field: a secret field (by its
+    -- name, or secret = true) is hidden unless empty; any other string loses its embedded
+    -- secrets; other values are kept. Unknown keys in a section are decided by name.
+    it("redacts every schema field by the rule, at its default and when set", function()
+      local function expected(cfg)
+        local out = {}
+        for name, section in pairs(cfg) do
+          local s = config.schema.by_name[name]
+          local t = {}
+          for k, v in pairs(section) do
+            local field = s and s.by_name[k]
+            local secret = (field and field.secret) or redact.secret_key(k)
+            if s and s.free then secret = redact.secret_key(k) end
+            if type(v) == "table" then
+              t[k] = redact.copy(v)
+            elseif secret then
+              t[k] = v == "" and v or "[REDACTED]"
+            elseif type(v) == "string" then
+              t[k] = redact.redact_string(v)
+            else
+              t[k] = v
+            end
+          end
+          out[name] = t
+        end
+        return out
+      end
+      local cfg = config.defaults()
+      cfg.app = { api_key = "k", name = "shop" }
+      assert.same(expected(cfg), config.redact(cfg))
+      local n = 0
+      for _, s in ipairs(config.schema.sections) do
+        for _, f in ipairs(s.fields) do
+          if type(f.default) == "string" then
+            n = n + 1
+            cfg[s.name][f.name] = "redis://u:pw" .. n .. "@h:1/0"
+          end
+        end
+      end
+      cfg.http.not_a_field = "x"
+      cfg.http.some_token = "t"
+      local shown = config.redact(cfg)
+      assert.same(expected(cfg), shown)
+      assert.equal("[REDACTED]", shown.http.some_token)
+      assert.equal("[REDACTED]", shown.dashboard.token)
+      assert.equal("redis://u:[REDACTED]@h:1/0", shown.redis.url)
+      assert.is_nil(config.render(shown):find("pw%d"))
     end)
 
     it("does not change the config it is given", function()

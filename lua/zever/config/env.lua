@@ -7,10 +7,13 @@
 -- Sources:
 --   nil       the process environment, read once per load through LuaJIT's FFI (`environ`):
 --             variables whose name (ignoring case and "_") does not begin with a section's
---             name are skipped without making a Lua string (100 unrelated ones: ~2 us).
+--             name are skipped without making a Lua string (100 unrelated ones: ~1 us).
 --   table     { NAME = "value" } (specs, embedding); scanned with pairs, same matching.
---   function  a getenv-like function, called once per field with the canonical upper-case
---             name (HTTP_LISTEN, ...); only those exact names are seen.
+--   os.getenv the process environment too, but only the canonical names (HTTP_LISTEN, ...)
+--             count, exactly as if it were called once per field: `environ` is what getenv
+--             reads, so listing it once replaces 235 calls that each scan it.
+--   function  any other getenv-like function, called once per field with the canonical
+--             upper-case name; only those exact names are seen.
 --
 -- LuaJIT has no environ listing of its own; reading /proc/self/environ costs three system
 -- calls and misses setenv() made after start, which `environ` sees.
@@ -21,24 +24,17 @@ local schema = require "zever.config.schema"
 local validate = require "zever.config.validate"
 
 local bor = bit.bor
-local find, sub, lower, gsub, byte = string.find, string.sub, string.lower, string.gsub,
-  string.byte
-local ffi_string = ffi.string
-local type, pairs, ipairs = type, pairs, ipairs
+local find, sub, lower, upper, gsub, byte = string.find, string.sub, string.lower, string.upper,
+  string.gsub, string.byte
+local ffi_string, cast = ffi.string, ffi.cast
+local type, pairs, ipairs, sort, getenv = type, pairs, ipairs, table.sort, os.getenv
 
 local M = {}
 
 local env_index = schema.env_index
 
--- PREFIX[c1 * 256 + c2]: the first two letters (lower case, "_" skipped) of a section name.
-local PREFIX = {}
-for _, s in ipairs(schema.sections) do
-  local a, b = s.name:byte(1, 2)
-  PREFIX[a * 256 + b] = true
-end
-
 -- SECTIONS2[c1 * 256 + c2]: the section names (lower case, "_" removed) that begin with those
--- two letters, for each_process's finer check.
+-- two letters.
 local SECTIONS2 = {}
 for _, s in ipairs(schema.sections) do
   local n = gsub(s.name, "_", "")
@@ -48,9 +44,11 @@ for _, s in ipairs(schema.sections) do
   SECTIONS2[a * 256 + b] = list
 end
 
--- Whether the variable at p (a C string "NAME=value") may be ours: its name, lower-cased with
--- every "_" skipped, begins with a section's name. No Lua string is made: with the batteries'
--- 39 sections, two letters alone let through PATH (payment), TERM (tenant), PAGER, MAIL
+-- The one prefilter: whether the name at p may be ours, i.e. lower-cased with every "_"
+-- skipped, it begins with a section's name. p is a C string, either "NAME=value" from environ
+-- or a Lua string cast to a pointer (LuaJIT's strings end in a NUL), so neither source makes a
+-- Lua string for a name that cannot be ours. A whole section name, not two letters: with the
+-- batteries' 39 sections, two letters let through PATH (payment), TERM (tenant), PAGER, MAIL
 -- (mailer) and NODE_ENV (notification), each then copied and normalised for nothing.
 local function may_be_ours(p)
   local c1 = p[0]
@@ -73,6 +71,8 @@ local function may_be_ours(p)
   end
   return false
 end
+
+local cstr = ffi.typeof("const char *")
 
 -- Reading environ is what tells whether the FFI can see it.
 require "zever.cdef.libc"
@@ -103,24 +103,29 @@ local function each_process_proc(fn)
   for name, value in data:gmatch("([^%z=]+)=([^%z]*)") do fn(name, value) end
 end
 
-local by_canonical = {}
+-- by_canonical[HTTP_LISTEN] = field; ORDER[field] = its place in the schema.
+local by_canonical, ORDER, nfields = {}, {}, 0
 for _, s in ipairs(schema.sections) do
-  for _, field in ipairs(s.fields) do by_canonical[field.env] = field end
+  for _, field in ipairs(s.fields) do
+    by_canonical[field.env] = field
+    nfields = nfields + 1
+    ORDER[field] = nfields
+  end
 end
 
--- The field for a variable name, or nil. Canonical names (HTTP_LISTEN) are one lookup; others
--- are normalised only when their first two letters (ignoring "_") can begin a section.
-local function field_of(name)
+-- lookup(name) -> the field for a variable name; false when the prefilter rules the name out
+-- (then it is not an APP_ key either); nil otherwise. Canonical names (HTTP_LISTEN) are one
+-- lookup; others are normalised only when the prefilter lets them through.
+local function lookup(name)
   local f = by_canonical[name]
   if f then return f end
-  local c1 = byte(name, 1)
-  if not c1 or c1 == 95 then return nil end
-  local j = 2
-  while byte(name, j) == 95 do j = j + 1 end
-  if not PREFIX[bor(c1, 32) * 256 + bor(byte(name, j) or 0, 32)] then return nil end
+  if not may_be_ours(cast(cstr, name)) then return false end
   return env_index()[gsub(lower(name), "_", "")]
 end
-M.field_of = field_of
+
+function M.field_of(name)
+  return lookup(name) or nil
+end
 
 -- Free-form sections (app): APP_<KEY> sets app.<key> (the key lower-cased). A key the files
 -- gave a number or a boolean keeps that type (the value must parse as one); a key holding a
@@ -163,6 +168,57 @@ local function set_free(cfg, state, name, value, section, key)
   applied[#applied + 1] = name
 end
 
+-- The string keys of a free section, sorted: the order a getenv function is asked for them.
+local function free_keys(cfg, section)
+  local keys = {}
+  for key in pairs(cfg[section]) do
+    if type(key) == "string" then keys[#keys + 1] = key end
+  end
+  sort(keys)
+  return keys
+end
+
+local function by_order(a, b) return ORDER[a[1]] < ORDER[b[1]] end
+
+-- os.getenv as the source: what calling it for every canonical name (and APP_<KEY> for every
+-- declared key) would give, in the same order, from one pass over environ. getenv returns a
+-- name's first occurrence, so a name seen again is skipped.
+local function apply_getenv(cfg, state, set)
+  local seen, hits, frees                           -- made for the first candidate
+  each_process(function(name, value)
+    if not seen then seen, hits, frees = {}, {}, {} end
+    if seen[name] then return end
+    seen[name] = true
+    local field = by_canonical[name]
+    if field then
+      hits[#hits + 1] = { field, name, value }
+      return
+    end
+    for i = 1, #FREE do
+      local p = FREE[i].prefix
+      if #name > #p and sub(name, 1, #p) == p then frees[#frees + 1] = { FREE[i], name, value } end
+    end
+  end)
+  if not seen then return end
+  if #hits > 1 then sort(hits, by_order) end
+  for i = 1, #hits do
+    local h = hits[i]
+    set(h[2], h[3], h[1])
+  end
+  if #frees == 0 then return end
+  for _, fr in ipairs(FREE) do
+    local asked = {}                                  -- APP_FOO -> value, for this section
+    for i = 1, #frees do
+      if frees[i][1] == fr then asked[frees[i][2]] = frees[i][3] end
+    end
+    for _, key in ipairs(free_keys(cfg, fr.section)) do
+      local name = fr.prefix .. upper(key)
+      local value = asked[name]
+      if value then set_free(cfg, state, name, value, fr.section, key) end
+    end
+  end
+end
+
 -- Applies source to cfg. state: { errors, origin, line, applied = { names } }.
 function M.apply(cfg, source, state)
   local function set(name, value, field)
@@ -179,8 +235,9 @@ function M.apply(cfg, source, state)
     applied[#applied + 1] = name
   end
   local function consider(name, value)
-    local field = field_of(name)
+    local field = lookup(name)
     if field then return set(name, value, field) end
+    if field == false then return end
     local section, key = free_of(name)
     if section then set_free(cfg, state, name, value, section, key) end
   end
@@ -191,6 +248,8 @@ function M.apply(cfg, source, state)
     for name, value in pairs(source) do
       if type(name) == "string" and type(value) == "string" then consider(name, value) end
     end
+  elseif source == getenv and environ then
+    apply_getenv(cfg, state, set)
   elseif t == "function" then
     for _, s in ipairs(schema.sections) do
       for _, field in ipairs(s.fields) do
@@ -200,13 +259,8 @@ function M.apply(cfg, source, state)
     end
     -- A getenv cannot list its names: only the free keys the files declared are asked for.
     for _, fr in ipairs(FREE) do
-      local keys = {}
-      for key in pairs(cfg[fr.section]) do
-        if type(key) == "string" then keys[#keys + 1] = key end
-      end
-      table.sort(keys)
-      for _, key in ipairs(keys) do
-        local name = fr.prefix .. key:upper()
+      for _, key in ipairs(free_keys(cfg, fr.section)) do
+        local name = fr.prefix .. upper(key)
         local value = source(name)
         if type(value) == "string" then set_free(cfg, state, name, value, fr.section, key) end
       end

@@ -110,18 +110,47 @@ M.redact_string = redact_string
 -- secret_fields[section][field] = true for the schema's fields marked secret, and the schema's
 -- sections by name (both read on first use: the schema is not loaded for a bare redact). Nested
 -- tables, so that a lookup makes no "section.field" string per key.
-local secret_fields, sections
+--
+-- PLAN[section] is what copy needs to know of a schema section's fields, decided once:
+--   plan.hide[field]     true when the field is secret (by its name or by secret = true)
+--   plan.default[field]  its default (not a table)
+--   plan.make()          a new table of every such field's default as copy shows it, made by
+--                        one compiled constructor (config/template.lua): a field still at its
+--                        default (most of a config) then costs one comparison and no store
+--   plan.names           the fields make() holds, to take out those the config lacks
+local secret_fields, sections, PLAN
+
+-- How copy shows the value v of a key, hidden or not (not for tables).
+local function shown(v, hide)
+  if hide then return (v == "") and v or REDACTED end
+  if type(v) == "string" then return redact_string(v) end
+  return v
+end
+
 local function load_schema()
   local schema = require "zever.config.schema"
-  secret_fields, sections = {}, schema.by_name
+  local template = require "zever.config.template"
+  secret_fields, sections, PLAN = {}, schema.by_name, {}
   for _, s in ipairs(schema.sections) do
+    local plan = { hide = {}, default = {}, names = {} }
     for _, field in ipairs(s.fields) do
+      local name, d = field.name, field.default
       if field.secret then
         local t = secret_fields[s.name] or {}
-        t[field.name] = true
+        t[name] = true
         secret_fields[s.name] = t
       end
+      plan.hide[name] = field.secret == true or secret_key(name)
+      if d ~= nil and type(d) ~= "table" then
+        plan.default[name] = d
+        plan.names[#plan.names + 1] = name
+      end
     end
+    plan.make = template.section(s.fields, function(field)
+      local d = plan.default[field.name]
+      if d ~= nil then return shown(d, plan.hide[field.name]) end
+    end)
+    if not s.free then PLAN[s.name] = plan end
   end
 end
 
@@ -145,14 +174,59 @@ local function child_section(section, k)
   return false
 end
 
-local function copy(t, hidden, section)
-  local out = {}
+local copy
+
+-- A schema section's table: the same decisions as copy's, read from the plan. A key the schema
+-- does not know (a config not from load) is decided by its name, as copy does.
+local function copy_section(t, plan)
+  local out = plan.make()
+  local hide_of, default = plan.hide, plan.default
+  local held = 0                                   -- keys of t that make() already holds
   for k, v in pairs(t) do
-    local hide = hidden or (not is_section(section, k) and secret_key(k)) or
-      secret_field(section, k)
+    local d = default[k]
+    if d ~= nil then held = held + 1 end
+    if d == nil or v ~= d then
+      local hide = hide_of[k]
+      if hide == nil then hide = secret_key(k) end
+      if type(v) == "table" then
+        out[k] = copy(v, hide, false)
+      else
+        out[k] = shown(v, hide)
+      end
+    end
+  end
+  local names = plan.names
+  if held < #names then                             -- t lacks some fields: take them out
+    for i = 1, #names do
+      if t[names[i]] == nil then out[names[i]] = nil end
+    end
+  end
+  return out
+end
+
+-- section: nil at the top, a section's name in a section's table, false deeper. The rule of
+-- is_section / secret_field, read inline (this runs for every key).
+copy = function(t, hidden, section)
+  if not sections then load_schema() end
+  local out = {}
+  local marked = section and secret_fields[section]   -- the fields marked secret = true here
+  for k, v in pairs(t) do
+    local hide = hidden
+    if not hide then
+      if section == nil then
+        hide = sections[k] == nil and secret_key(k)
+      else
+        hide = secret_key(k) or (marked and marked[k] == true)
+      end
+    end
     local tv = type(v)
     if tv == "table" then
-      out[k] = copy(v, hide, child_section(section, k))
+      local plan = section == nil and not hide and PLAN[k]
+      if plan then
+        out[k] = copy_section(v, plan)
+      else
+        out[k] = copy(v, hide, child_section(section, k))
+      end
     elseif hide then
       out[k] = (v == "") and v or REDACTED
     elseif tv == "string" then

@@ -195,11 +195,11 @@ function M.merge(cfg, tree, lines, file, state)
       for key, v in pairs(value) do
         local field = section.by_name[key]
         local fline = flines and flines[key] or line
-        local path = name .. "." .. tostring(key)
         if field == nil then
-          push(state, { file = file, line = fline, path = path,
+          push(state, { file = file, line = fline, path = name .. "." .. tostring(key),
             message = "unknown field" .. did_you_mean(tostring(key), section.field_names, "fields") })
         elseif v ~= NULL then
+          local path = field.path                      -- made once by the schema, not per key
           local cv, reason = M.convert(field, v)
           if cv == nil then
             push(state, { file = file, line = fline, path = path, message = reason })
