@@ -25,7 +25,7 @@ local ffi = require "ffi"
 
 local C = ffi.C
 local NULL = sqlite.null
-local type, setmetatable, tonumber, rawequal = type, setmetatable, tonumber, rawequal
+local type, setmetatable, tonumber, rawequal, pairs = type, setmetatable, tonumber, rawequal, pairs
 local ffi_string = ffi.string
 local tnew = require "table.new"
 
@@ -244,7 +244,7 @@ local function write(self, sql, binds, n)
   while rc == ROW do rc = C.sqlite3_step(st) end
   if rc ~= DONE then return step_failed(self, rc, sql) end
   C.zv_sqlite_ffi_done(self.ptr, self.use)
-  local db = C.zv_sqlite_ffi_db(self.ptr)
+  local db = self.db -- open: checkout succeeded
   local id = C.sqlite3_last_insert_rowid(db)
   if id >= -EXACT and id <= EXACT then id = tonumber(id) end
   return true, tonumber(C.sqlite3_changes64(db)), id
@@ -274,11 +274,67 @@ function Conn:exec(sql, binds, n)
   return changes, id, message
 end
 
+-- Transaction control: conn:control(sql) runs a statement without values or rows (BEGIN
+-- IMMEDIATE, COMMIT, ROLLBACK, SAVEPOINT x, RELEASE SAVEPOINT x, ROLLBACK TO SAVEPOINT x: what
+-- zever.db runs around every transaction) and returns true, or nil, code, message as exec does.
+-- The connection keeps each such text prepared outside the statement cache (self.held, keyed by
+-- the interned text): a call is one step and one reset, as a raw caller's prepared BEGIN/COMMIT,
+-- with no cache check-out and no changes/last_insert_id read. At most MAX_HELD texts are held;
+-- others, and any text that does not prepare as one statement without placeholders, go to exec.
+-- The handles are finalized by close, or by the collector (ffi.gc) with the connection: the
+-- binding closes with sqlite3_close_v2, so either order frees everything.
+local MAX_HELD = 32
+local held_out, tail_out = ffi.new("sqlite3_stmt *[1]"), ffi.new("const char *[1]")
+
+local function hold(self, sql)
+  local held = self.held
+  if held == nil or self.nheld >= MAX_HELD then return nil end
+  local db = C.zv_sqlite_ffi_db(self.ptr)
+  if db == nil then return nil end
+  held_out[0] = nil
+  if C.sqlite3_prepare_v2(db, sql, #sql, held_out, tail_out) ~= 0 then return nil end
+  local st = held_out[0]
+  held_out[0] = nil
+  if st == nil then return nil end
+  if tail_out[0] - ffi.cast("const char *", sql) ~= #sql
+    or C.sqlite3_bind_parameter_count(st) ~= 0 or C.sqlite3_column_count(st) ~= 0 then
+    C.sqlite3_finalize(st)
+    return nil
+  end
+  st = ffi.gc(st, C.sqlite3_finalize)
+  held[sql] = st
+  self.nheld = self.nheld + 1
+  return st
+end
+
+function Conn:control(sql)
+  local held = self.held
+  local st = held and held[sql]
+  if st == nil then
+    if type(sql) ~= "string" then return self:exec(sql) end
+    st = hold(self, sql)
+    if st == nil then return self:exec(sql) end
+  end
+  local rc = C.sqlite3_step(st)
+  if rc ~= DONE then
+    local _, message, code = self.raw:_error(rc, sql)
+    C.sqlite3_reset(st)
+    return nil, code, message
+  end
+  C.sqlite3_reset(st)
+  return true
+end
+
 function Conn:each(sql, binds, n, fn)
   return contract(self.raw:each(sql, binds, n, fn))
 end
 
 function Conn:close()
+  local held = self.held
+  self.held = nil -- control goes to exec from now on, which reports "closed"
+  if held then
+    for _, st in pairs(held) do C.sqlite3_finalize(ffi.gc(st, nil)) end
+  end
   return self.raw:close()
 end
 
@@ -294,7 +350,7 @@ end
 function M.open(target, opts)
   local raw, message, code = sqlite.open(target, opts)
   if not raw then return nil, code, message end
-  return setmetatable({
+  local self = setmetatable({
     raw = raw, -- keeps the connection (and so ptr) alive
     ptr = ffi.cast("void *", raw:_ptr()),
     use = ffi.new("zv_sqlite_use_t"),
@@ -302,7 +358,12 @@ function M.open(target, opts)
     slot_of = {}, -- SQL text -> cache slot (checkout), at most one text per slot
     sql_at = {}, -- cache slot -> the SQL text slot_of maps to it
     born = {}, -- cache slot -> the birth tick (uint64_t cdata) of the statement it held
+    held = {}, -- transaction control text -> its prepared statement (control)
+    nheld = 0,
   }, Conn)
+  -- The sqlite3 handle, read by write() only after a checkout (which fails once closed).
+  self.db = C.zv_sqlite_ffi_db(self.ptr)
+  return self
 end
 
 return M
