@@ -25,7 +25,8 @@
 -- constraint, column, table), copied onto the error. A conn may have control(sql) -> true |
 -- nil, code, message, fields: exec for the transaction statements (BEGIN, COMMIT, ROLLBACK,
 -- the savepoints' texts), which it may keep prepared (sqlite); transaction uses it when
--- present. A conn with a pool (postgres) also has
+-- present. It may have hold(sql) -> boolean: keep sql's statement ready for later calls (a
+-- prepared query asks it for its texts). A conn with a pool (postgres) also has
 -- pin() -> a conn on one connection, and unpin(): a transaction runs on a pinned conn with a
 -- state of its own, so coroutines sharing the db each get their own transaction. It may also
 -- have listen/notify/copy_in/pool_stats/server_version, which db forwards (and refuses with

@@ -120,6 +120,76 @@ describe("zever.db fast path", function()
     end)
   end)
 
+  describe("held statements (conn:hold: a prepared query's texts)", function()
+    it("runs a prepared query's statements outside the statement cache, with the same rows", function()
+      db = fresh({ statements = 8 })
+      for i = 1, 3 do db:exec("INSERT INTO t (id, v, n) VALUES (?, ?, ?)", i, "v" .. i, i) end
+      local before = db.conn:cached()
+      local by_id = db:from("t"):where("id", db.param()):prepare()
+      local set = db:update("t"):set("n", db.param()):where("id", db.param()):prepare()
+      for round = 1, 3 do
+        for id = 1, 4 do
+          local want = id <= 3 and { id = id, v = "v" .. id, n = id + round - 1 } or nil
+          assert.are.same(want, by_id:first(id))
+          assert.are.same(want and { want } or {}, by_id:all(id))
+          assert.are.equal(id <= 3 and 1 or 0, set:exec(id + round, id))
+        end
+      end
+      assert.are.equal(before, db.conn:cached())
+    end)
+
+    it("sees a column renamed by a schema change on a held statement", function()
+      db = fresh()
+      db:exec("INSERT INTO t (id, v) VALUES (1, 'x')")
+      local q = db:from("t"):select("*"):where("id", db.param()):prepare()
+      assert.are.equal("x", q:first(1).v)
+      db:exec("ALTER TABLE t RENAME COLUMN v TO w")
+      local row = q:first(1)
+      assert.is_nil(row.v)
+      assert.are.equal("x", row.w)
+    end)
+
+    it("reports errors of a held text as the cache path does, and stays usable", function()
+      db = fresh()
+      local ins = db:update("t"):set("v", db.param()):where("id", db.param()):prepare()
+      local text = ins:to_sql()
+      assert.is_true(db.conn:hold(text))
+      local e = raised(db.exec, db, text, 1) -- one value for two placeholders
+      assert.are.equal("invalid", e.code)
+      db:exec("CREATE UNIQUE INDEX t_v ON t (v)")
+      db:exec("INSERT INTO t (id, v) VALUES (1, 'a'), (2, 'b')")
+      e = raised(ins.exec, ins, "a", 2)
+      assert.are.equal("constraint", e.code)
+      assert.are.equal(text, e.sql)
+      assert.are.equal(1, ins:exec("c", 2))
+      assert.are.equal("c", db:first("SELECT v FROM t WHERE id = 2").v)
+    end)
+
+    it("holds at most 64 texts; later ones take the statement cache and answer alike", function()
+      db = fresh({ statements = 4 })
+      db:exec("INSERT INTO t (id, n) VALUES (1, 7)")
+      local qs = {}
+      for i = 1, 66 do
+        qs[i] = db:from("t"):select(db.raw("n + 0 * " .. i .. " AS n")):where("id", db.param())
+          :prepare()
+      end
+      local before = db.conn:cached()
+      for i = 1, 66 do assert.are.same({ n = 7 }, qs[i]:first(1)) end
+      assert.is_true(db.conn:cached() > before) -- the texts past the limit went to the cache
+      assert.is_false(db.conn:hold("SELECT 'one more'"))
+    end)
+
+    it("answers closed once the database is closed", function()
+      db = fresh()
+      local by_id = db:from("t"):where("id", db.param()):prepare()
+      assert.is_nil(by_id:first(1))
+      db:close()
+      local e = raised(by_id.first, by_id, 1)
+      assert.are.equal("closed", e.code)
+      assert.is_false(db.conn:hold("SELECT 1"))
+    end)
+  end)
+
   describe("transaction", function()
     it("commits again and again through one reused handle, nested savepoints too", function()
       db = fresh()
