@@ -1,6 +1,6 @@
 /*
- * sys_ffi.h: the wall clock as LuaJIT's FFI sees it (zever.session and zever.middleware.session
- * load it with require("zever.cdef.sys")). The Makefile runs this file through the preprocessor
+ * sys_ffi.h: the wall clock as LuaJIT's FFI sees it (zever.session, zever.middleware.session and
+ * adapters.db_table load it with require("zever.cdef.sys")). The Makefile runs this file through the preprocessor
  * with -DZV_FFI_CDEF into build/ffi.h: this is the only declaration of this function for the FFI.
  *
  * It must hold only declarations ffi.cdef parses.
