@@ -165,8 +165,8 @@ describe("zever.db fast path", function()
       assert.are.equal("c", db:first("SELECT v FROM t WHERE id = 2").v)
     end)
 
-    it("holds at most 64 texts; later ones take the statement cache and answer alike", function()
-      db = fresh({ statements = 4 })
+    it("holds at most 64 texts (transactions 16 more); later ones take the statement cache", function()
+      db = fresh({ statements = 64 })
       db:exec("INSERT INTO t (id, n) VALUES (1, 7)")
       local qs = {}
       for i = 1, 66 do
@@ -177,6 +177,10 @@ describe("zever.db fast path", function()
       for i = 1, 66 do assert.are.same({ n = 7 }, qs[i]:first(1)) end
       assert.is_true(db.conn:cached() > before) -- the texts past the limit went to the cache
       assert.is_false(db.conn:hold("SELECT 'one more'"))
+      -- Transactions still run on held statements: the cache does not grow.
+      local cached = db.conn:cached()
+      db:transaction(function(tx) tx:transaction(function() end) end)
+      assert.are.equal(cached, db.conn:cached())
     end)
 
     it("answers closed once the database is closed", function()

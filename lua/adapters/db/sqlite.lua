@@ -324,13 +324,16 @@ end
 -- The handles are finalized by close, or by the collector (ffi.gc) with the connection: the
 -- binding closes with sqlite3_close_v2, so either order frees everything.
 local MAX_HELD = 64
+-- control's texts may go past MAX_HELD by this many: prepared queries filling the held set do
+-- not push transactions back to the cache (BEGIN, COMMIT, ROLLBACK and 3 per savepoint depth).
+local MAX_CONTROL = 16
 local held_out, tail_out = ffi.new("sqlite3_stmt *[1]"), ffi.new("const char *[1]")
 
-local function hold(self, sql)
+local function hold(self, sql, control)
   local held = self.held
   if held == nil or type(sql) ~= "string" then return nil end
   local h = held[sql]
-  if h or self.nheld >= MAX_HELD then return h end
+  if h or self.nheld >= (control and MAX_HELD + MAX_CONTROL or MAX_HELD) then return h end
   held_out[0] = nil
   if C.sqlite3_prepare_v2(self.db, sql, #sql, held_out, tail_out) ~= 0 then return nil end
   local st = held_out[0]
@@ -362,7 +365,7 @@ end
 function Conn:control(sql)
   local held = self.held
   local h = held and held[sql]
-  if h == nil then h = hold(self, sql) end
+  if h == nil then h = hold(self, sql, true) end
   if h == nil or not h.ctl or h.busy then return self:exec(sql) end
   local st = h.st
   local rc = C.sqlite3_step(st)
