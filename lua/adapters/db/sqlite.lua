@@ -416,11 +416,6 @@ function M.open(target, opts)
     born = {}, -- cache slot -> the birth tick (uint64_t cdata) of the statement it held
     held = {}, -- held text -> { st =, n = placeholders, busy =, nm = names, ctl = } (hold)
     nheld = 0,
-    -- What zever.db's transaction looks up on every call, found in the instance (a hash slot
-    -- LuaJIT checks) instead of missed there and looked up through the metatable: no pool
-    -- (pin) here, and control.
-    pin = false,
-    control = Conn.control,
   }, Conn)
   -- The sqlite3 handle, read by write() only after a checkout (which fails once closed).
   self.db = C.zv_sqlite_ffi_db(self.ptr)
