@@ -138,6 +138,20 @@ describe("zever.db fast path", function()
       assert.are.equal(before, db.conn:cached())
     end)
 
+    it("answers alike for a text the cache ran before it was held", function()
+      db = fresh({ statements = 2 })
+      db:exec("INSERT INTO t (id, v) VALUES (1, 'a'), (2, 'b')")
+      local q = "SELECT v FROM t WHERE id = ?"
+      assert.are.same({ v = "a" }, db:first(q, 1))
+      assert.is_true(db.conn:hold(q))
+      assert.are.same({ v = "b" }, db:first(q, 2))
+      db:exec("UPDATE t SET v = 'c' WHERE id = 1")
+      -- Two other texts take both cache slots; the held text still answers.
+      assert.are.same({ v = "c" }, db:first("SELECT v FROM t WHERE id = ? AND 1", 1))
+      assert.are.same({ v = "b" }, db:first("SELECT v FROM t WHERE id = ? AND 2", 2))
+      assert.are.same({ v = "c" }, db:first(q, 1))
+    end)
+
     it("sees a column renamed by a schema change on a held statement", function()
       db = fresh()
       db:exec("INSERT INTO t (id, v) VALUES (1, 'x')")
