@@ -1,23 +1,25 @@
 #!/bin/sh
-# bench/db_overhead_callgrind.sh [BIN]: instructions per operation of each pair of
+# bench/db_overhead_callgrind.sh [TREE]: instructions per operation of each pair of
 # bench/db_overhead_lua_bench.lua (raw FFI libsqlite3 vs zever.db, the same SQL), counted by
-# callgrind (load-independent): the slope between runs of N1 and N2 operations after the same
-# warm-up, so set-up cancels out. Prints one line per pair: raw, zever, the overhead in % .
+# callgrind (load-independent) through bench/callgrind_delta.sh: the slope between runs of N1
+# and N2 operations after the same warm-up, so set-up cancels out. TREE (default: this one) is
+# the built checkout whose bin/zever and Lua code run this tree's bench file. Prints one line per
+# pair: raw, zever, the overhead in %. PAIRS picks pairs (default below).
 set -e
-BIN=${1:-bin/zever}
+cd "$(dirname "$0")/.."
+here=$(pwd)
 N1=${N1:-20000}
 N2=${N2:-60000}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-count() { # count MODE N -> instructions
-  ZV_DB_OVERHEAD_MODE=$1 ZV_DB_OVERHEAD_N=$2 valgrind --tool=callgrind \
-    --callgrind-out-file="$tmp/cg" "$BIN" run bench/db_overhead_lua_bench.lua >/dev/null 2>&1
-  grep '^summary:\|^totals:' "$tmp/cg" | head -1 | grep -o '[0-9]*$'
+count() { # count MODE -> instructions per operation
+  ZV_DB_OVERHEAD_MODE=$1 ZEVER_DIR=${TREE:-$here} \
+    bash bench/callgrind_delta.sh "$here/bench/db_overhead_lua_bench.lua" "$N1" "$N2" |
+    sed -n 's/.*: \(-*[0-9]*\) Ir\/iteration.*/\1/p'
 }
+TREE=${1:-}
 for name in ${PAIRS:-First FirstBuilder FirstPrepared Exec ExecPrepared Transaction}; do
-  r1=$(count "$name/raw" "$N1"); r2=$(count "$name/raw" "$N2")
-  z1=$(count "$name/zever" "$N1"); z2=$(count "$name/zever" "$N2")
-  awk -v n="$name" -v r=$(( (r2 - r1) / (N2 - N1) )) -v z=$(( (z2 - z1) / (N2 - N1) )) \
+  r=$(count "$name/raw")
+  z=$(count "$name/zever")
+  awk -v n="$name" -v r="$r" -v z="$z" \
     'BEGIN { printf "%-14s raw %6d  zever %6d instructions/op  overhead %+.1f%%\n", n, r, z,
       (z - r) * 100 / r }'
 done

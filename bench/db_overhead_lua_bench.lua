@@ -26,16 +26,20 @@
 -- stopped). N (ops per round) defaults to 200,000 (ZV_DB_OVERHEAD_N).
 --
 -- Instructions instead of time (load-independent): ZV_DB_OVERHEAD_MODE=<Name>/raw or
--- <Name>/zever runs only that side N times after a warm-up and prints nothing else; run it
--- under callgrind at two N and take the slope (bench/db_overhead_callgrind.sh does).
+-- <Name>/zever runs only that side N times after a warm-up and prints nothing else (N: arg[1]
+-- or ZV_DB_OVERHEAD_N); run it under callgrind at two N and take the slope
+-- (bench/db_overhead_callgrind.sh does, through bench/callgrind_delta.sh).
 
 local ffi = require "ffi"
 local zdb = require "zever.db"
 require "zever.cdef.sqlite" -- sqlite_ffi.h: the adapter's calls and the raw ones used here
 
 local C = ffi.C
+local mode = os.getenv("ZV_DB_OVERHEAD_MODE")
 local filter = (arg and arg[1]) or os.getenv("BENCH") or ""
 local N = tonumber(os.getenv("ZV_DB_OVERHEAD_N")) or 200000
+-- With a mode, arg[1] is N instead of a filter (bench/callgrind_delta.sh passes it so).
+if mode and tonumber(filter) then N, filter = tonumber(filter), "" end
 local ROWS = 10000
 local ROW, DONE = 100, 101
 
@@ -148,7 +152,6 @@ local pairs_ = {
     end },
 }
 
-local mode = os.getenv("ZV_DB_OVERHEAD_MODE")
 if not mode then print("# the SQL first() sends (FirstBuilderSQL, FirstPreparedSQL): " .. FIRST_SQL) end
 require("bench.pairs").run(pairs_, { prefix = "DbOverhead", n = N, warm = 20000, filter = filter,
   mode = mode })

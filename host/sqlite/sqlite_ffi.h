@@ -97,11 +97,14 @@ sqlite3_int64 sqlite3_changes64(sqlite3 *db);
 
 /*
  * What a raw FFI caller needs besides (bench/db_overhead_lua_bench.lua measures zever.db against
- * plain libsqlite3 calls of the same SQL): open, prepare, finalize, close.
+ * plain libsqlite3 calls of the same SQL), and the adapter's held statements (conn:control):
+ * open, prepare, finalize, close.
  */
 int sqlite3_open_v2(const char *filename, sqlite3 **db, int flags, const char *vfs);
 int sqlite3_prepare_v2(sqlite3 *db, const char *sql, int n, sqlite3_stmt **st, const char **tail);
 int sqlite3_finalize(sqlite3_stmt *st);
+/* The adapter's held transaction statements (conn:control) check their shape once. */
+int sqlite3_bind_parameter_count(sqlite3_stmt *st);
 int sqlite3_close_v2(sqlite3 *db);
 sqlite3_int64 sqlite3_last_insert_rowid(sqlite3 *db);
 

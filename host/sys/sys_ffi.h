@@ -1,8 +1,9 @@
 /*
- * sys_ffi.h: the clocks as LuaJIT's FFI sees them (zever.session and zever.middleware.session
- * load it with require("zever.cdef.sys") for the wall clock, adapters.db.postgres for the
- * monotonic one). The Makefile runs this file through the preprocessor
- * with -DZV_FFI_CDEF into build/ffi.h: this is the only declaration of these functions for the FFI.
+ * sys_ffi.h: the clocks as LuaJIT's FFI sees them (zever.session, zever.middleware.session and
+ * adapters.db_table load it with require("zever.cdef.sys") for the wall clock,
+ * adapters.db.postgres for the monotonic one). The Makefile runs this file through the
+ * preprocessor with -DZV_FFI_CDEF into build/ffi.h: this is the only declaration of these
+ * functions for the FFI.
  *
  * It must hold only declarations ffi.cdef parses.
  */

@@ -33,6 +33,10 @@
 
 local sys = require "zever.sys"
 local errors = require "zever.errors"
+require "zever.cdef.sys"
+-- sys.wall through the FFI: the classic binding's is a C API call, which ends the caller's trace
+-- (a cache get went back to the interpreter after every clock read).
+local wall = require("ffi").C.zv_sys_wall
 
 local type, error, format, tostring, floor, huge, pcall = type, error, string.format, tostring,
   math.floor, math.huge, pcall
@@ -80,7 +84,7 @@ function M.new(who, db, opts, defaults)
     db = db,
     table = t,
     clock = opts.clock,
-    wall = sys.wall,
+    wall = wall,
     sweep_interval = number(who, opts, "sweep_interval", defaults.sweep_interval, 0),
     sweep_batch = floor(number(who, opts, "sweep_batch", defaults.sweep_batch, 1)),
     next_sweep = -huge,

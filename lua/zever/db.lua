@@ -22,7 +22,11 @@
 -- An adapter module exports dialect, begin_sql and open(target, opts) -> conn | nil, code,
 -- message; conn has exec/query/first/each(sql, binds, n[, fn]) and close/is_open with the
 -- conventions of zever.sqlite (l_sqlite.c); a failure may carry a 4th value, fields (sqlstate,
--- constraint, column, table), copied onto the error. A conn with a pool (postgres) also has
+-- constraint, column, table), copied onto the error. A conn may have control(sql) -> true |
+-- nil, code, message, fields: exec for the transaction statements (BEGIN, COMMIT, ROLLBACK,
+-- the savepoints' texts), which it may keep prepared (sqlite); transaction uses it when
+-- present. It may have hold(sql) -> boolean: keep sql's statement ready for later calls (a
+-- prepared query asks it for its texts). A conn with a pool (postgres) also has
 -- pin() -> a conn on one connection, and unpin(): a transaction runs on a pinned conn with a
 -- state of its own, so coroutines sharing the db each get their own transaction. It may also
 -- have listen/notify/copy_in/pool_stats/server_version, which db forwards (and refuses with
@@ -416,20 +420,21 @@ end
 
 -- The end of a transaction: commit (or roll back when fn failed or COMMIT did), then fn's
 -- results or its error. fn's results pass as arguments, never through a table.
-local function finish(self, st, depth, conn, pinned, commit, rollback, release, tx, ok, ...)
+local function finish(self, st, depth, conn, control, pinned, commit, rollback, release, tx, ok,
+                      ...)
   tx.finished = true
   local code, message, fields
   if ok then
     local done
-    done, code, message, fields = conn:exec(commit)
+    done, code, message, fields = control(conn, commit)
     if done then
       st.depth = depth
       if pinned then pinned:unpin() end
       return ...
     end
   end
-  conn:exec(rollback)
-  if release then conn:exec(release) end
+  control(conn, rollback)
+  if release then control(conn, release) end
   st.depth = depth
   if pinned then pinned:unpin() end
   if ok then return fail(self, code, message, commit, fields) end
@@ -460,14 +465,16 @@ function DB:transaction(fn)
     local sp = savepoint(depth + 1)
     begin, commit, rollback, release = sp[1], sp[2], sp[3], sp[2]
   end
-  local ok, code, message, fields = conn:exec(begin)
+  local control = conn.control or conn.exec
+  local ok, code, message, fields = control(conn, begin)
   if not ok then
     if pinned then pinned:unpin() end
     return fail(self, code, message, begin, fields)
   end
   st.depth = depth + 1
   local tx = tx_handle(self, conn, st, depth + 1, pinned)
-  return finish(self, st, depth, conn, pinned, commit, rollback, release, tx, pcall(fn, tx))
+  return finish(self, st, depth, conn, control, pinned, commit, rollback, release, tx,
+    pcall(fn, tx))
 end
 
 -- db:pipeline(function(p) p:exec(sql, ...) p:query(sql, ...) p:first(sql, ...) end[, opts])

@@ -9,7 +9,16 @@
 -- hashes it: zv_sqlite_ffi_acquire); the slot and birth tick it reports are kept in a table
 -- keyed by the text (an interned string: the lookup hashes nothing), and later calls check out
 -- by slot (zv_sqlite_ffi_acquire_slot), falling back to the text when the slot was reused. The
--- table holds at most one text per cache slot. Whatever this path does not handle plainly (a
+-- table holds at most one text per cache slot.
+--
+-- Held statements: conn:hold(sql) prepares sql once outside the cache and keeps it for the
+-- connection's life (self.held, keyed by the interned text; at most MAX_HELD texts). A call
+-- with a held text skips the cache check-out altogether: bind, step, decode, reset, as a raw
+-- caller's prepared statement. zever.db's prepared queries hold their texts (the prepared handle
+-- the builder keeps), and the transaction statements (conn:control) are held on first use.
+-- A held statement in use (re-entered from a __gc) is left alone: that call takes the cache.
+--
+-- Whatever this path does not handle plainly (a
 -- closed handle, a prepare error, several statements, a wrong number of values, a BLOB or int64
 -- value to bind) goes to the classic binding, which does the whole call and reports the error;
 -- a failing step is reported by the binding (conn:_error) before the statement is given back.
@@ -25,7 +34,7 @@ local ffi = require "ffi"
 
 local C = ffi.C
 local NULL = sqlite.null
-local type, setmetatable, tonumber, rawequal = type, setmetatable, tonumber, rawequal
+local type, setmetatable, tonumber, rawequal, pairs = type, setmetatable, tonumber, rawequal, pairs
 local ffi_string = ffi.string
 local tnew = require "table.new"
 
@@ -117,6 +126,14 @@ end
 
 -- The column names of the checked-out statement, cached per cache slot while the same handle
 -- (its birth tick) is there and has not been re-prepared (a schema change can rename columns).
+local function new_names(st, born, rep)
+  local ncol = C.sqlite3_column_count(st)
+  local nm = { born = born, rep = rep, n = ncol }
+  for i = 1, ncol do nm[i] = ffi_string(C.sqlite3_column_name(st, i - 1)) end
+  nm.make = shaped(nm)
+  return nm
+end
+
 local function names_of(self, u, st)
   local rep = C.sqlite3_stmt_status(st, STMTSTATUS_REPREPARE, 0)
   local slot = tonumber(u.slot)
@@ -125,11 +142,18 @@ local function names_of(self, u, st)
     nm = self.names[slot]
     if nm and nm.born == u.born and nm.rep == rep then return nm end
   end
-  local ncol = C.sqlite3_column_count(st)
-  nm = { born = u.born, rep = rep, n = ncol }
-  for i = 1, ncol do nm[i] = ffi_string(C.sqlite3_column_name(st, i - 1)) end
-  nm.make = shaped(nm)
+  nm = new_names(st, u.born, rep)
   if u.cached ~= 0 then self.names[slot] = nm end
+  return nm
+end
+
+-- The same for a held statement h: kept in h while it has not been re-prepared.
+local function held_names(h, st)
+  local rep = C.sqlite3_stmt_status(st, STMTSTATUS_REPREPARE, 0)
+  local nm = h.nm
+  if nm and nm.rep == rep then return nm end
+  nm = new_names(st, 0, rep)
+  h.nm = nm
   return nm
 end
 
@@ -161,16 +185,27 @@ local function decode(st, nm)
   return row
 end
 
+-- Gives back what checkout took: a held statement h (reset, idle again), else self.use.
+local function give(self, h)
+  if h then
+    C.sqlite3_reset(h.st)
+    h.busy = false
+  else
+    C.zv_sqlite_ffi_done(self.ptr, self.use)
+  end
+end
+
 -- A failed step of the FFI path: the binding reports it (SQLite's message is read before the
 -- statement is given back), in the adapter's order.
-local function step_failed(self, rc, sql)
+local function step_failed(self, rc, sql, h)
   local _, message, code = self.raw:_error(rc, sql)
-  C.zv_sqlite_ffi_done(self.ptr, self.use)
+  give(self, h)
   return true, nil, code, message
 end
 
--- Checks the statement of sql out into self.use, bound to binds[1..n]: its handle, or nil when
--- the classic binding must do the call (nothing is then checked out).
+-- Checks the statement of sql out, bound to binds[1..n]: its handle and the held entry when sql
+-- is held and idle (else the statement is in self.use, and h nil), or nil when the classic
+-- binding must do the call (nothing is then checked out).
 local function checkout(self, sql, binds, n)
   if type(sql) ~= "string" then return nil end
   if binds == nil then
@@ -181,6 +216,17 @@ local function checkout(self, sql, binds, n)
     n = #binds
   elseif type(n) ~= "number" then
     return nil
+  end
+  local held = self.held
+  local h = held and held[sql]
+  if h and h.n == n and not h.busy then
+    h.busy = true
+    local st = h.st
+    if n > 0 and not bind_all(st, binds, n) then
+      give(self, h)
+      return nil
+    end
+    return st, h
   end
   local u, ptr = self.use, self.ptr
   local slot = self.slot_of[sql]
@@ -207,44 +253,43 @@ end
 
 -- The shared body of first/query: all == false returns the first row or nil.
 local function read(self, sql, binds, n, all)
-  local st = checkout(self, sql, binds, n)
+  local st, h = checkout(self, sql, binds, n)
   if st == nil then return nil end
-  local u, ptr = self.use, self.ptr
   local rc = C.sqlite3_step(st)
   if not all then
     local row
     if rc == ROW then
-      row = decode(st, names_of(self, u, st))
+      row = decode(st, h and held_names(h, st) or names_of(self, self.use, st))
     elseif rc ~= DONE then
-      return step_failed(self, rc, sql)
+      return step_failed(self, rc, sql, h)
     end
-    C.zv_sqlite_ffi_done(ptr, u)
+    give(self, h)
     return true, row
   end
   local rows, count = {}, 0
   if rc == ROW then
-    local nm = names_of(self, u, st)
+    local nm = h and held_names(h, st) or names_of(self, self.use, st)
     repeat
       count = count + 1
       rows[count] = decode(st, nm)
       rc = C.sqlite3_step(st)
     until rc ~= ROW
   end
-  if rc ~= DONE then return step_failed(self, rc, sql) end
-  C.zv_sqlite_ffi_done(ptr, u)
+  if rc ~= DONE then return step_failed(self, rc, sql, h) end
+  give(self, h)
   return true, rows
 end
 
 -- The body of exec: true, changes, last_insert_id (an int64_t cdata beyond +-2^53, as the
 -- binding returns it); true, nil, code, message when the step fails; nil for the classic path.
 local function write(self, sql, binds, n)
-  local st = checkout(self, sql, binds, n)
+  local st, h = checkout(self, sql, binds, n)
   if st == nil then return nil end
   local rc = C.sqlite3_step(st)
   while rc == ROW do rc = C.sqlite3_step(st) end
-  if rc ~= DONE then return step_failed(self, rc, sql) end
-  C.zv_sqlite_ffi_done(self.ptr, self.use)
-  local db = C.zv_sqlite_ffi_db(self.ptr)
+  if rc ~= DONE then return step_failed(self, rc, sql, h) end
+  give(self, h)
+  local db = self.db -- open: checkout succeeded
   local id = C.sqlite3_last_insert_rowid(db)
   if id >= -EXACT and id <= EXACT then id = tonumber(id) end
   return true, tonumber(C.sqlite3_changes64(db)), id
@@ -274,11 +319,78 @@ function Conn:exec(sql, binds, n)
   return changes, id, message
 end
 
+-- conn:hold(sql) -> true when sql is held from now on (see the top), false when it cannot be
+-- (closed, MAX_HELD texts held, not one statement, a prepare error: calls then take the cache).
+-- The handles are finalized by close, or by the collector (ffi.gc) with the connection: the
+-- binding closes with sqlite3_close_v2, so either order frees everything.
+local MAX_HELD = 64
+-- control's texts may go past MAX_HELD by this many: prepared queries filling the held set do
+-- not push transactions back to the cache (BEGIN, COMMIT, ROLLBACK and 3 per savepoint depth).
+local MAX_CONTROL = 16
+local held_out, tail_out = ffi.new("sqlite3_stmt *[1]"), ffi.new("const char *[1]")
+
+local function hold(self, sql, control)
+  local held = self.held
+  if held == nil or type(sql) ~= "string" then return nil end
+  local h = held[sql]
+  if h or self.nheld >= (control and MAX_HELD + MAX_CONTROL or MAX_HELD) then return h end
+  held_out[0] = nil
+  if C.sqlite3_prepare_v2(self.db, sql, #sql, held_out, tail_out) ~= 0 then return nil end
+  local st = held_out[0]
+  held_out[0] = nil
+  if st == nil then return nil end
+  if tail_out[0] - ffi.cast("const char *", sql) ~= #sql then
+    C.sqlite3_finalize(st)
+    return nil
+  end
+  local n = C.sqlite3_bind_parameter_count(st)
+  -- ctl: no values and no columns, what control runs itself.
+  h = { st = ffi.gc(st, C.sqlite3_finalize), n = n, busy = false, nm = false,
+    ctl = n == 0 and C.sqlite3_column_count(st) == 0 }
+  held[sql] = h
+  self.nheld = self.nheld + 1
+  return h
+end
+
+function Conn:hold(sql)
+  return hold(self, sql) ~= nil
+end
+
+-- Transaction control: conn:control(sql) runs a statement without values or rows (BEGIN
+-- IMMEDIATE, COMMIT, ROLLBACK, SAVEPOINT x, RELEASE SAVEPOINT x, ROLLBACK TO SAVEPOINT x: what
+-- zever.db runs around every transaction) and returns true, or nil, code, message as exec does.
+-- Its text is held: a call is one step and one reset, as a raw caller's prepared BEGIN/COMMIT,
+-- with no cache check-out and no changes/last_insert_id read. Texts that cannot be held, or
+-- have values or columns, go to exec.
+function Conn:control(sql)
+  local held = self.held
+  local h = held and held[sql]
+  if h == nil then h = hold(self, sql, true) end
+  if h == nil or not h.ctl or h.busy then return self:exec(sql) end
+  local st = h.st
+  local rc = C.sqlite3_step(st)
+  if rc ~= DONE then
+    local _, message, code = self.raw:_error(rc, sql)
+    C.sqlite3_reset(st)
+    return nil, code, message
+  end
+  C.sqlite3_reset(st)
+  return true
+end
+
 function Conn:each(sql, binds, n, fn)
   return contract(self.raw:each(sql, binds, n, fn))
 end
 
 function Conn:close()
+  local held = self.held
+  self.held = nil -- control goes to exec from now on, which reports "closed"
+  if held then
+    -- One in use (a __gc closing it mid-call) is left to the collector.
+    for _, h in pairs(held) do
+      if not h.busy then C.sqlite3_finalize(ffi.gc(h.st, nil)) end
+    end
+  end
   return self.raw:close()
 end
 
@@ -294,7 +406,7 @@ end
 function M.open(target, opts)
   local raw, message, code = sqlite.open(target, opts)
   if not raw then return nil, code, message end
-  return setmetatable({
+  local self = setmetatable({
     raw = raw, -- keeps the connection (and so ptr) alive
     ptr = ffi.cast("void *", raw:_ptr()),
     use = ffi.new("zv_sqlite_use_t"),
@@ -302,7 +414,12 @@ function M.open(target, opts)
     slot_of = {}, -- SQL text -> cache slot (checkout), at most one text per slot
     sql_at = {}, -- cache slot -> the SQL text slot_of maps to it
     born = {}, -- cache slot -> the birth tick (uint64_t cdata) of the statement it held
+    held = {}, -- held text -> { st =, n = placeholders, busy =, nm = names, ctl = } (hold)
+    nheld = 0,
   }, Conn)
+  -- The sqlite3 handle, read by write() only after a checkout (which fails once closed).
+  self.db = C.zv_sqlite_ffi_db(self.ptr)
+  return self
 end
 
 return M

@@ -19,8 +19,10 @@
 -- values into that list's placeholder positions, hands it to the adapter and puts the
 -- placeholders back (so the list keeps no value alive). A call that finds the list in use (a
 -- pool's query waiting for a connection while another coroutine runs the same query) copies it.
--- A prepared query keeps the text, not the database's statement: the adapter's statement cache
--- keeps that (SQLite: by the interned text, no hashing; PostgreSQL: its named statements).
+-- A prepared query keeps the text, not the database's statement. It asks the adapter to hold
+-- the statement of each text when the adapter can (conn:hold: SQLite keeps it prepared outside
+-- its statement cache, so a call checks nothing out); otherwise the adapter's statement cache
+-- keeps it (SQLite: by the interned text, no hashing; PostgreSQL: its named statements).
 --
 -- The builder's semantics are kept: the SQL is what the builder renders for the same query
 -- with the values in place, the results and errors are the builder's (db errors raise, a soft
@@ -73,6 +75,11 @@ M.results = results
 -- new(db, kind, text, binds[, ftext, fbinds]) -> a prepared query. kind: "select" or
 -- "update"; ftext/fbinds the select's LIMIT 1 form (first()).
 function M.new(db, kind, text, binds, ftext, fbinds)
+  local conn = db.conn
+  if conn and conn.hold then
+    conn:hold(text)
+    if ftext then conn:hold(ftext) end
+  end
   local all = form(text, binds)
   local p = { _db = db, kind = kind, many = all, np = all.np }
   if ftext then
