@@ -24,9 +24,10 @@ local scenario = os.getenv("SCENARIO") or "load"
 local n = tonumber(arg and arg[1]) or 100
 local FIXTURE = sys.home() .. "/spec/fixtures/config/full"
 
--- The pre-kit tree has no zever.cdef.libc; declaring twice raises, hence the pcall.
+-- The pre-kit tree has no zever.cdef.libc: bench/prekit_libc.lua declares the two calls there.
 if not pcall(require, "zever.cdef.libc") then
-  pcall(ffi.cdef, "int clearenv(void); int setenv(const char *, const char *, int);")
+  local here_dir = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "bench"
+  dofile(here_dir .. "/prekit_libc.lua")
 end
 local COMMON = { "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "PWD",
   "OLDPWD", "HOSTNAME", "EDITOR", "PAGER", "MAIL", "DISPLAY", "SSH_AUTH_SOCK", "XDG_RUNTIME_DIR",
