@@ -409,6 +409,9 @@ static INLINE int parse_units(in_t *in, int days, int nano, int64_t *ns) {
     } else if (p + 1 < end && p[1] == 's' && (k = UNIT2[*p]) != K_NONE &&
                (p + 2 == end || STOP[p[2]])) {
       p += 2;
+    } else if (!STOP[*p] && (p + 1 == end || STOP[p[1]])) {
+      /* One byte that names no unit (the usual typo, "1x"): unit_at would say the same. */
+      return fail(in, ZV_DURATION_CUNIT, u, 1);
     } else {
       unit_run_t r = unit_at(u, end);
       p = r.p;
@@ -504,22 +507,12 @@ static int parse_as(in_t *in, unsigned fmt, int days, int64_t *ns) {
   }
 }
 
-/*
- * Makes a rejection more useful, off the fast path: whitespace is named as such (Go would blame
- * a unit such as "h "), and an input that another format would take says that format is not
- * accepted.
- */
-COLD static void explain(in_t *in, unsigned accept) {
+/* An input that a format outside accept would take: its cause says that format is not
+ * accepted. Out of line: only codecs that refuse a format get here. */
+COLD static void explain_other(in_t *in, unsigned accept) {
   zv_duration_cause_t probe;
   in_t other = {in->s, in->end, &probe};
   int64_t ignored;
-  if (in->cause->code == ZV_DURATION_COVERFLOW) return;
-  for (const uc *p = in->s; p < in->end; p++) {
-    if (*p == ' ' || (*p >= '\t' && *p <= '\r')) {
-      fail(in, ZV_DURATION_CSPACE, p, 1);
-      return;
-    }
-  }
   for (unsigned fmt = 1; fmt <= ZV_DURATION_NANO; fmt <<= 1) {
     if (accept & fmt) continue;
     if (parse_as(&other, fmt, 1, &ignored) == 0) {
@@ -528,6 +521,22 @@ COLD static void explain(in_t *in, unsigned accept) {
       return;
     }
   }
+}
+
+/*
+ * Makes a rejection more useful: whitespace is named as such (Go would blame a unit such as
+ * "h "), and an input that another format would take says that format is not accepted. The
+ * whitespace scan stays inline: a rejected short input ("1x") should cost a parse, not calls.
+ */
+static INLINE void explain(in_t *in, unsigned accept) {
+  if (in->cause->code == ZV_DURATION_COVERFLOW) return;
+  for (const uc *p = in->s; p < in->end; p++) {
+    if (*p == ' ' || (unsigned)(*p - '\t') <= '\r' - '\t') {
+      fail(in, ZV_DURATION_CSPACE, p, 1);
+      return;
+    }
+  }
+  if ((accept & ZV_DURATION_ALL) != ZV_DURATION_ALL) explain_other(in, accept);
 }
 
 int zv_duration_parse(const char *s, size_t len, unsigned accept, int days, int64_t *ns,
