@@ -70,5 +70,9 @@ if os.getenv("WARM") then
   for _, w in ipairs(warm) do w(100); w(20000) end
 end
 
+-- PRELOAD=a,b requires those modules first: a larger live heap, to see what the heap's size
+-- alone does to a case (FormatUnique's string table, which grows and shrinks with each cycle).
+for name in (os.getenv("PRELOAD") or ""):gmatch("[^,]+") do require(name) end
+
 local run = runs[SCENARIO] or error("unknown SCENARIO " .. SCENARIO)
 run(N)
