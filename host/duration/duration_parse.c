@@ -280,7 +280,8 @@ static const uc *sign(const uc *p, const uc *end, int *neg) {
  * bytes up to the next digit or '.', so that is what is matched ("hs" and "h-" are no unit).
  * Returns the end of the run and the kind; K_NONE for an unknown name (or an empty run, which
  * the caller tells apart by the end). "d" without days is K_D too: the caller refuses it. The units
- * parser tries the one- and two-byte names inline first and comes here for the rest.
+ * parser matches the one- and two-byte names inline first, and refuses a one-byte run that names
+ * no unit ("1x") inline too; it comes here for the rest.
  */
 typedef struct {
   const uc *p;
