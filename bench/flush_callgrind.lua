@@ -1,6 +1,7 @@
 -- flush_callgrind.lua N: IndexBatchFlush's shape (search_lua_bench.lua) for callgrind: a corpus
 -- of 1000 documents of 40 words (index_batch of 100 at a time, one flush), then N times 10
--- documents rewritten (two texts in turn) and flush(). MODE=write: index_batch only.
+-- documents rewritten (two texts in turn) and flush(). MODE=write: index_batch only;
+-- MODE=search: N times search("w10 w20", limit 10) instead (search_lua_bench's Search).
 -- SMALL=1 flushes after each 100 of the corpus (FTS5's in-memory term hash then never grows
 -- past what 100 documents need); DSN=sqlite:/path for a file instead of memory.
 --
@@ -52,6 +53,10 @@ for _ = 1, 4 do
   turn = 3 - turn
   assert(s:index_batch(batches[turn]))
   assert(s:flush())
+end
+if MODE == "search" then
+  for _ = 1, N do assert(s:search("w10 w20", { limit = 10 })) end
+  N = 0
 end
 for _ = 1, N do
   turn = 3 - turn

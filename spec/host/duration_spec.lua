@@ -175,6 +175,12 @@ describe("zever.duration", function()
     { "a number after us without unit", "1us5", "missing unit after \"5\"" },
     { "a number after m without unit", "1m5", "missing unit after \"5\"" },
     { "ms with an s after it", "1mss", "unknown unit \"mss\"" },
+    -- One byte that names no unit, followed by a digit, a point or the end (read inline).
+    { "an unknown one-byte unit before a number", "1x2h", [[unknown unit "x"]] },
+    { "an unknown one-byte unit before a point", "1x.5h", [[unknown unit "x"]] },
+    { "an unknown one-byte unit after a fraction", "1.5x", [[unknown unit "x"]] },
+    { "an unknown unit after a known one", "2h1y", [[unknown unit "y"]] },
+    { "a lone UTF-8 lead byte as the unit", "1\194", [[unknown unit "\xc2"]] },
     { "a point after the last unit", "1ms.", "expected a number at \".\"" },
     { "a number after a fraction unit", "1.h2", "missing unit after \"2\"" },
     { "an iso8601 number without designator", "PT1H2", "missing unit after \"2\"" },
