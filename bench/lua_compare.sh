@@ -14,6 +14,11 @@
 # and worker_idle_bench's idle CPU are compared as well as the Benchmark lines.
 #
 #   bash bench/lua_compare.sh /work/base            # e.g. the pre-kit tree, built with make
+#
+# Each side runs its own bench/harness.lua. An older tree's harness ran every benchmark of a
+# file through one shared loop (later rows paid the first row's trace); to compare like with
+# like, copy the tree (without .git) and put this tree's bench/harness.lua in the copy (its API
+# is a superset), as BENCHMARKS.md's session-11 re-measure did with /tmp/basefair.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base=$(cd "${1:?usage: bench/lua_compare.sh BASE [FILTER]}" && pwd)
