@@ -587,7 +587,8 @@ static int opt_field(lua_State *L, int t, const char *name, int def) {
 static int on_commit(void *arg, sqlite3 *db, const char *name, int pages) {
   (void)arg;
   zv_sqlite_gate_release();
-  if (pages >= AUTOCHECKPOINT) sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+  if (pages >= AUTOCHECKPOINT)
+    sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
   return SQLITE_OK;
 }
 
