@@ -68,12 +68,13 @@ local function run_client(...)
   return result, name
 end
 
+local handles = require "spec.support.handles"
+
 describe("zever.websocket rooms in one worker", function()
   local loop = require "zever.loop"
-  local sys = require "zever.sys"
   local srv, base, app, before
   before_each(function()
-    before = #loop.handles()
+    before = loop.handles()
     app = assert(load(APP, "=app"))()
     srv = assert(server.listen(app, { host = "127.0.0.1", port = 0 }))
     base = ("ws://127.0.0.1:%d"):format(srv:port())
@@ -82,9 +83,8 @@ describe("zever.websocket rooms in one worker", function()
     srv:close()
     app.eventbus:close()
     -- Nothing of this describe's keeps the loop alive once its connections have ended.
-    local deadline = sys.now() + 10
-    while #loop.handles() > before and sys.now() < deadline do loop.run("nowait") end
-    assert.are.equal(before, #loop.handles(), table.concat(loop.handles(), ", "))
+    handles.settle(before, 10)
+    assert.are.same({}, handles.extra(before))
   end)
 
   it("sends ws:broadcast to the others in the room, app:broadcast to all; leave stops it",
