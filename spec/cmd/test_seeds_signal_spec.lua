@@ -37,7 +37,8 @@ for _, case in ipairs({ { "TERM", 143 }, { "INT", 130 } }) do
         "echo $! >%s; wait $!; echo $? >%s; }) >/dev/null 2>&1 &"):format(quote(sys.home()),
         quote(sys.exe()), quote(dir .. "/inner_spec.lua"), quote(dir .. "/log"),
         quote(dir .. "/pid"), quote(dir .. "/status")))
-      assert(process.wait_for(function() return files.slurp(runs) ~= nil end, 90),
+      -- A whole line: the file exists (empty) from the inner spec's open until its write.
+      assert(process.wait_for(function() return (files.slurp(runs) or ""):match("%d+\n") end, 90),
         "the first run did not start: " .. files.text(dir .. "/log"))
       runner = tonumber(files.read(dir .. "/pid"))
     end)
