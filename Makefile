@@ -115,6 +115,8 @@ DEBS += python3-botocore
 # zever completion: spec/cmd/completion_spec.lua checks the zsh and fish scripts with zsh -n and
 # fish --no-execute (bash is always there).
 DEBS += zsh fish
+# strace: spec/host/redis_spec.lua counts the epoll_ctl calls a Redis command costs (a count, not a time).
+DEBS += strace
 
 .PHONY: all deps run test asan bench bench-http fuzz lint check-includes install clean
 all: deps bin/zever $(LAZY_SO) build/bc/.stamp build/commands.lua

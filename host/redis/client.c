@@ -30,54 +30,89 @@ static uint64_t to_ms(double s) {
 
 /* --- hiredis <-> libuv ---------------------------------------------------------------------- */
 
+/*
+ * hiredis asks for write readiness on every command and for read readiness on every read
+ * (0.14 re-adds it each time). Handed straight to uv_poll_start, each of those is a stop and a
+ * start of the poll: libuv drops the descriptor from epoll and adds it back, six epoll_ctl
+ * calls per command, two of them failing. So:
+ *   - the poll changes only when the wanted events change (reads stay on once connected);
+ *   - on a connected socket a wanted write is not polled for: a prepare handle (it runs just
+ *     before the loop polls, no system call to start or stop) writes the output buffer, so
+ *     every command queued in one loop iteration leaves in one write(). Only a write that the
+ *     socket did not take whole falls back to waiting for POLLOUT.
+ * While connecting, writability is how the connect's end is seen, so it is polled as before.
+ */
 typedef struct {
   uv_poll_t poll;
-  redisAsyncContext *ac; /* NULL once hiredis let go of the context */
-  int events;
+  uv_prepare_t flush;     /* the deferred write */
+  redisAsyncContext *ac;  /* NULL once hiredis let go of the context */
+  int events;             /* what the poll watches */
+  int want_write;         /* hiredis has output to write */
+  int open_handles;       /* freed when both handles are closed */
 } watch_t;
 
-static void watch_cb(uv_poll_t *h, int status, int events) {
-  watch_t *w = h->data;
-  /* On an error libuv stops the handle: let hiredis find the socket error itself. */
-  if (status < 0) events = w->events ? w->events : UV_READABLE;
-  if (w->ac && (events & UV_READABLE)) redisAsyncHandleRead(w->ac);
-  if (w->ac && (events & UV_WRITABLE)) redisAsyncHandleWrite(w->ac);
-}
+static void watch_cb(uv_poll_t *h, int status, int events);
 
-static void watch_set(watch_t *w, int events) {
+static void watch_poll(watch_t *w, int events) {
+  if (events == w->events) return;
   w->events = events;
   if (events) uv_poll_start(&w->poll, events, watch_cb);
   else uv_poll_stop(&w->poll);
 }
 
+static void watch_cb(uv_poll_t *h, int status, int events) {
+  watch_t *w = h->data;
+  /* On an error libuv stops the handle: let hiredis find the socket error itself. */
+  if (status < 0) {
+    events = w->events ? w->events : UV_READABLE;
+    w->events = 0;
+  }
+  if (w->ac && (events & UV_READABLE)) redisAsyncHandleRead(w->ac);
+  if (w->ac && (events & UV_WRITABLE)) redisAsyncHandleWrite(w->ac);
+}
+
+static void flush_cb(uv_prepare_t *h) {
+  watch_t *w = h->data;
+  uv_prepare_stop(h);
+  if (!w->ac || !w->want_write) return;
+  redisAsyncHandleWrite(w->ac);
+  /* A short write: the rest goes when the socket is writable again. */
+  if (w->ac && w->want_write) watch_poll(w, w->events | UV_WRITABLE);
+}
+
 static void watch_add_read(void *p) {
   watch_t *w = p;
-  watch_set(w, w->events | UV_READABLE);
+  watch_poll(w, w->events | UV_READABLE);
 }
 
 static void watch_del_read(void *p) {
   watch_t *w = p;
-  watch_set(w, w->events & ~UV_READABLE);
+  watch_poll(w, w->events & ~UV_READABLE);
 }
 
 static void watch_add_write(void *p) {
   watch_t *w = p;
-  watch_set(w, w->events | UV_WRITABLE);
+  w->want_write = 1;
+  if (!(w->ac->c.flags & REDIS_CONNECTED)) watch_poll(w, w->events | UV_WRITABLE);
+  else if (!(w->events & UV_WRITABLE)) uv_prepare_start(&w->flush, flush_cb);
 }
 
 static void watch_del_write(void *p) {
   watch_t *w = p;
-  watch_set(w, w->events & ~UV_WRITABLE);
+  w->want_write = 0;
+  watch_poll(w, w->events & ~UV_WRITABLE);
 }
 
 static void watch_closed(uv_handle_t *h) {
-  zv_free(h->data);
+  watch_t *w = h->data;
+  if (--w->open_handles == 0) zv_free(w);
 }
 
 static void watch_cleanup(void *p) {
   watch_t *w = p;
   w->ac = NULL;
   uv_close((uv_handle_t *)&w->poll, watch_closed);
+  uv_close((uv_handle_t *)&w->flush, watch_closed);
 }
 
 static int watch_attach(redisAsyncContext *ac, uv_loop_t *loop) {
@@ -88,7 +123,10 @@ static int watch_attach(redisAsyncContext *ac, uv_loop_t *loop) {
     zv_free(w);
     return ZV_EIO;
   }
+  uv_prepare_init(loop, &w->flush);
+  w->open_handles = 2;
   w->poll.data = w;
+  w->flush.data = w;
   w->ac = ac;
   ac->ev.data = w;
   ac->ev.addRead = watch_add_read;
