@@ -10,9 +10,9 @@ local sys = require "zever.sys"
 local quote = process.quote
 
 -- Runs `zever test args` in dir with ZEVER_ENV unset (as a user's shell would have it).
-local function zever_test(dir, args)
-  return process.run("cd " .. quote(dir) .. " && env -u ZEVER_ENV " .. quote(sys.exe())
-    .. " test " .. (args or ""))
+local function zever_test(dir, args, env)
+  return process.run("cd " .. quote(dir) .. " && env -u ZEVER_ENV " .. (env or "")
+    .. quote(sys.exe()) .. " test " .. (args or ""))
 end
 
 -- Size, modification time (ns) and SHA-256 of a file, to prove nobody wrote it.
@@ -199,7 +199,10 @@ end)
   it("counts a run that crashes without a summary as a failure", function()
     fs.write(dir .. "/spec/crash_spec.lua",
       'it("dies", function() io.stdout:flush(); os.exit(3) end)\n')
-    local r = zever_test(dir, "spec/crash_spec.lua --seeds 2")
+    -- os.exit leaves the state unclosed on purpose: under `make asan` LeakSanitizer would turn
+    -- exit status 3 into an abort (134), so the child runs without leak detection.
+    local r = zever_test(dir, "spec/crash_spec.lua --seeds 2",
+      "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 ")
     assert.are.equal(1, r.code)
     assert.is_truthy(r.stdout:find("ended without a summary (exit status 3)", 1, true), r.stdout)
     assert.is_truthy(r.stdout:find("\n0 passed, 2 failed\n$"), r.stdout)
