@@ -98,5 +98,10 @@ end
 -- alone does to a case (FormatUnique's string table, which grows and shrinks with each cycle).
 for name in (os.getenv("PRELOAD") or ""):gmatch("[^,]+") do require(name) end
 
+-- os.difftime marks the measured loop: with --dump-before=difftime, part 2 of callgrind's dump
+-- is the loop alone, in one process (one seed of LuaJIT's string hash, which the slope of
+-- bench/callgrind_delta.sh mixes across two processes; lookup_varied moves with it).
 local run = runs[SCENARIO] or error("unknown SCENARIO " .. SCENARIO)
+os.difftime(0, 0)
 run(N)
+os.difftime(0, 0)
