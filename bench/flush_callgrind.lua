@@ -3,7 +3,8 @@
 -- documents rewritten (two texts in turn) and flush(). MODE=write: index_batch only;
 -- MODE=search: N times search("w10 w20", limit 10) instead (search_lua_bench's Search).
 -- SMALL=1 flushes after each 100 of the corpus (FTS5's in-memory term hash then never grows
--- past what 100 documents need); DSN=sqlite:/path for a file instead of memory.
+-- past what 100 documents need); DSN=sqlite:/path for a file instead of memory. SIZE=100
+-- rewrites 100 documents a batch instead of 10 (MODE=write SIZE=100: IndexBatch100).
 --
 --   bash bench/callgrind_delta.sh "$PWD/bench/flush_callgrind.lua" 100 300
 local zever_db = require "zever.db"
@@ -42,10 +43,11 @@ for i = 1, 1000 do
   end
 end
 assert(s:flush())
+local SIZE = tonumber(os.getenv("SIZE")) or 10
 local batches = {}
 for b = 1, 2 do
   local batch = {}
-  for i = 1, 10 do batch[i] = { id = "b" .. i, content = text(40), metadata = { n = i } } end
+  for i = 1, SIZE do batch[i] = { id = "b" .. i, content = text(40), metadata = { n = i } } end
   batches[b] = batch
 end
 local turn = 1
