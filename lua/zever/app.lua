@@ -751,9 +751,10 @@ end
 function M.load(path, root)
   path = path or "."
   if require("zever.sys").isdir(path) then path = path:gsub("/$", "") .. "/app.lua" end
-  -- In a bundle the app's files come from its payload (zever.assets; docs/deploy.md).
-  local assets = require "zever.assets"
-  local chunk, err = (assets.bundled and assets.loadfile or loadfile)(path)
+  -- In a bundle the app's files come from its payload (zever.assets; docs/deploy.md). Outside
+  -- one, zever.assets is not loaded for it (docs/performance.md, "Start-up heap").
+  local chunk, err = (require("zever.bundle").active and require("zever.assets").loadfile
+    or loadfile)(path)
   if not chunk then error("cannot load the app: " .. err, 0) end
   local dir = path:match("^(.*)/[^/]*$")
   if dir then package.path = dir .. "/?.lua;" .. dir .. "/?/init.lua;" .. package.path end
@@ -785,7 +786,13 @@ function M.load(path, root)
     if loaded and cfg.trace and cfg.trace.adapter ~= "noop" and cfg.trace.http then app:trace() end
   end
   -- dashboard.enabled: the /_zever dashboard (zever.dashboard; development or a token only).
-  require("zever.dashboard").maybe_install(app)
+  -- zever.dashboard loads only then.
+  do
+    local loaded, cfg = pcall(app.config, app)
+    if loaded and cfg.dashboard and cfg.dashboard.enabled then
+      require("zever.dashboard").maybe_install(app)
+    end
+  end
   return app, path
 end
 
