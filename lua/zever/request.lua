@@ -23,7 +23,6 @@
 -- computed on first use, so a handler that reads none of them costs none of them.
 
 local json = require "zever.json"
-local errors = require "zever.errors"
 
 local char, tonumber, setmetatable, rawget, rawset = string.char, tonumber, setmetatable, rawget, rawset
 local format, gsub, find, sub = string.format, string.gsub, string.find, string.sub
@@ -167,7 +166,8 @@ function Request:json()
   local body = self.body
   local v, err = json.decode(body)
   if v == nil then
-    return nil, errors.new(nil, "invalid", "request body is not JSON: " .. tostring(err))
+    return nil, require("zever.errors").new(nil, "invalid", "request body is not JSON: " ..
+      tostring(err))
   end
   return v
 end

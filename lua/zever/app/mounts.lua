@@ -18,7 +18,9 @@ function M.install(App)
   function App:websocket(pattern, fn, opts)
     if type(pattern) ~= "string" then error("app:websocket: want a path pattern", 2) end
     if type(fn) ~= "function" then error("app:websocket: want a function(ws, req)", 2) end
-    if opts ~= nil and type(opts) ~= "table" then error("app:websocket: opts must be a table", 2) end
+    if opts ~= nil and type(opts) ~= "table" then
+      error("app:websocket: opts must be a table", 2)
+    end
     return self:get(pattern, require("zever.websocket").handler(fn, opts, self))
   end
 
@@ -34,7 +36,8 @@ function M.install(App)
   -- the routes; everything else (other methods, missing files, names never served) goes on to
   -- the application. docs/static.md has the rules.
   function App:static(prefix, root, opts)
-    if type(prefix) ~= "string" or prefix:sub(1, 1) ~= "/" or (#prefix > 1 and prefix:sub(-1) == "/")
+    if type(prefix) ~= "string" or prefix:sub(1, 1) ~= "/"
+      or (#prefix > 1 and prefix:sub(-1) == "/")
       or prefix:find("//", 1, true) or prefix:find("[%%?#]") then
       error('static prefix must start with "/" and not end with one, got ' .. tostring(prefix), 2)
     end

@@ -37,7 +37,9 @@ function M.install(Request, R, put)
   function File:read()
     if self.data then return self.data end
     local f, err = io.open(self.path, "rb")
-    if not f then return nil, form_error("unavailable", "cannot read an upload: " .. tostring(err)) end
+    if not f then
+      return nil, form_error("unavailable", "cannot read an upload: " .. tostring(err))
+    end
     local s = f:read("*a")
     f:close()
     return s
@@ -153,7 +155,8 @@ function M.install(Request, R, put)
 
   -- The form's fields: { name = value } (a "name[]" field is a list). nil, err when the body is
   -- malformed or over a limit: err.status is the status to answer (400, 413, 415). opts
-  -- overrides zever.request.form_limits for this request (the first call parses; later calls reuse it).
+  -- overrides zever.request.form_limits for this request (the first call parses; later calls
+  -- reuse it).
   function Request:form(opts)
     if opts ~= nil and type(opts) ~= "table" then error("req:form(opts) wants a table", 2) end
     if opts then
@@ -185,7 +188,7 @@ function M.install(Request, R, put)
     return rawget(self, "_files")
   end
 
-  -- --- reading the body piece by piece (docs/streaming.md, "Request bodies") ----------------------
+  -- --- reading the body piece by piece (docs/streaming.md, "Request bodies") --------------------
 
   -- The next piece of the body, at most n bytes (default 64 KiB): a string; nil at the end;
   -- nil, err when the client went away or the body broke a limit (err.code "closed",
@@ -193,7 +196,9 @@ function M.install(Request, R, put)
   -- waits (yields) for bytes from the socket; the server reads on only as the handler takes
   -- them. Elsewhere it reads the body already received.
   function Request:read(n)
-    if n ~= nil and (type(n) ~= "number" or n < 1) then error("req:read(n) wants a number >= 1", 2) end
+    if n ~= nil and (type(n) ~= "number" or n < 1) then
+      error("req:read(n) wants a number >= 1", 2)
+    end
     local src = self.source
     if type(src) == "userdata" then
       local state = rawget(self, "_body_state")
