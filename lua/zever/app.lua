@@ -56,7 +56,7 @@ local App = {}
 -- The names are one string until an app is first asked for a key it does not hold: a worker
 -- whose requests never do so keeps one string instead of a set of 35, and every string a
 -- state holds counts toward the size of LuaJIT's string table, which each collection cycle
--- sweeps (docs/performance.md, "Start-up heap").
+-- sweeps (docs/app.md, "Start-up heap").
 local BATTERY_NAMES = "db cache queue jobs scheduler mailer limiter idempotency search vectors " ..
   "log crypto session password auth lock eventbus outbox breaker webhook flag i18n permission " ..
   "tenant storage media secrets notification analytics payment billing geo workflow metrics trace"
@@ -685,7 +685,7 @@ end
 -- by default it is the file's folder. Raises with a message fit for the CLI when the file is
 -- missing or does not return an app.
 function M.load(path, root)
-  -- The loader is zever.app.load, loaded with the first app file (docs/performance.md,
+  -- The loader is zever.app.load, loaded with the first app file (docs/app.md,
   -- "Start-up heap").
   return require("zever.app.load").load(M, App, path, root)
 end

@@ -117,7 +117,7 @@ M.encode_c = raw_encode
 
 function M.decode(s)
   if type(s) ~= "string" then
-    -- zever.errors loads with the first failure (docs/performance.md, "Start-up heap").
+    -- zever.errors loads with the first failure (docs/app.md, "Start-up heap").
     return nil, require("zever.errors").new("json", "invalid",
       "want a JSON string, got " .. type(s))
   end

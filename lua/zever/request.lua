@@ -94,7 +94,7 @@ local Request = {}
 -- the first request that calls one of them (zever.multipart and zever.accept, whose LPeg
 -- grammars cost ~0.9 M instructions to build, load later still: on the first form parsed or
 -- header negotiated). A worker whose app never calls them holds none of their code
--- (docs/performance.md, "Start-up heap").
+-- (docs/app.md, "Start-up heap").
 local COLD = { form = "body", files = "body", read = "body", body_reader = "body",
   accepts = "negotiate", accepts_language = "negotiate", accepts_encoding = "negotiate",
   is = "negotiate" }

@@ -2,7 +2,7 @@
 -- and the other commands that take an app call): the file runs with its folder on package.path,
 -- must return the app, and gets the routes its configuration asks for (http.health,
 -- http.metrics, trace.http, dashboard.enabled). zever.app loads it with the first app file, so
--- a script that makes its app in code does not hold it (docs/performance.md, "Start-up heap").
+-- a script that makes its app in code does not hold it (docs/app.md, "Start-up heap").
 --
 -- It must not require zever.app (the require graph has no cycles): zever.app passes itself (A)
 -- and its metatable of apps (App).
@@ -15,7 +15,7 @@ function M.load(A, App, path, root)
   path = path or "."
   if require("zever.sys").isdir(path) then path = path:gsub("/$", "") .. "/app.lua" end
   -- In a bundle the app's files come from its payload (zever.assets; docs/deploy.md). Outside
-  -- one, zever.assets is not loaded for it (docs/performance.md, "Start-up heap").
+  -- one, zever.assets is not loaded for it (docs/app.md, "Start-up heap").
   local chunk, err = (require("zever.bundle").active and require("zever.assets").loadfile
     or loadfile)(path)
   if not chunk then error("cannot load the app: " .. err, 0) end

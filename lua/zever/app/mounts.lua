@@ -1,7 +1,7 @@
 -- zever.app.mounts: the app methods that mount more than a route: app:static (files served from C),
 -- app:websocket and app:broadcast (zever.websocket), app:health (zever.health). zever.app
 -- installs them on the first call of one, so that an app that uses none of them does not hold
--- their code (docs/performance.md, "Start-up heap").
+-- their code (docs/app.md, "Start-up heap").
 --
 -- It must not require zever.app (the require graph has no cycles): M.install gets App.
 

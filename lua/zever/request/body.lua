@@ -1,7 +1,7 @@
 -- zever.request.body: the request methods that read the body beyond req.body: req:form(),
 -- req:files(), req:read(n) and req:body_reader(n) (docs/forms.md, docs/streaming.md). zever.request
 -- installs them on its first request that calls one, so an app that never reads a form or a
--- streamed body does not hold this code (docs/performance.md, "Start-up heap").
+-- streamed body does not hold this code (docs/app.md, "Start-up heap").
 --
 -- It must not require zever.request (the require graph has no cycles): zever.request hands it
 -- what they share, through M.install.

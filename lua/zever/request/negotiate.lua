@@ -1,7 +1,7 @@
 -- zever.request.negotiate: content negotiation on a request: req:accepts(...),
 -- req:accepts_language(...), req:accepts_encoding(...) and req:is(...) (docs/negotiation.md;
 -- the grammars are LPeg, in zever.accept). zever.request installs them on its first request that
--- calls one (docs/performance.md, "Start-up heap").
+-- calls one (docs/app.md, "Start-up heap").
 --
 -- It must not require zever.request (the require graph has no cycles).
 
