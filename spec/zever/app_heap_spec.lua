@@ -22,7 +22,9 @@ end
 -- A bare app with a parameter route behind one middleware, dispatched once (app_bench.lua's
 -- AppDispatchParamMiddleware); the script then runs TAIL.
 local APP = [[
-local function kb() collectgarbage("collect"); collectgarbage("collect"); return collectgarbage("count") end
+local function kb()
+  collectgarbage("collect"); collectgarbage("collect"); return collectgarbage("count")
+end
 local before = kb()
 local zever = require "zever"
 local app = zever.app()

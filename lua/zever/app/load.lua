@@ -1,8 +1,9 @@
--- zever.app.load: loading an app file (zever.app.load(path, root), which `zever serve`, `zever routes`
--- and the other commands that take an app call): the file runs with its folder on package.path,
--- must return the app, and gets the routes its configuration asks for (http.health,
--- http.metrics, trace.http, dashboard.enabled). zever.app loads it with the first app file, so
--- a script that makes its app in code does not hold it (docs/app.md, "Start-up heap").
+-- zever.app.load: loading an app file (zever.app.load(path, root), which `zever serve`,
+-- `zever routes` and the other commands that take an app call): the file runs with its folder on
+-- package.path, must return the app, and gets the routes its configuration asks for
+-- (http.health, http.metrics, trace.http, dashboard.enabled). zever.app loads it with the first
+-- app file, so a script that makes its app in code does not hold it (docs/app.md, "Start-up
+-- heap").
 --
 -- It must not require zever.app (the require graph has no cycles): zever.app passes itself (A)
 -- and its metatable of apps (App).
