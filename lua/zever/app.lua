@@ -52,27 +52,15 @@ local App = {}
 
 -- Batteries hang off the app (app.db, app.cache, ...): the container resolves each on first use
 -- from the app's configuration (zever.yaml next to the app, then the environment).
-local BATTERIES = { db = true, cache = true, queue = true, jobs = true, scheduler = true,
-  mailer = true, limiter = true, idempotency = true, search = true, vectors = true, log = true,
-  crypto = true, session = true, password = true, auth = true }
-BATTERIES.lock = true
-BATTERIES.eventbus = true
-BATTERIES.outbox = true
-BATTERIES.breaker = true
-BATTERIES.webhook = true
-BATTERIES.flag = true
-BATTERIES.i18n = true
-BATTERIES.permission = true
-BATTERIES.tenant = true
-BATTERIES.storage = true
-BATTERIES.media = true
-for _, name in ipairs{ "secrets", "notification", "analytics", "payment", "billing", "geo" } do
-  BATTERIES[name] = true
-end
-BATTERIES.workflow = true
 -- app.metrics is also callable: app:metrics(opts) installs GET /metrics (zever.metrics).
-BATTERIES.metrics = true
-BATTERIES.trace = true
+-- The names are one string until an app is first asked for a key it does not hold: a worker
+-- whose requests never do so keeps one string instead of a set of 35, and every string a
+-- state holds counts toward the size of LuaJIT's string table, which each collection cycle
+-- sweeps (docs/app.md, "Start-up heap").
+local BATTERY_NAMES = "db cache queue jobs scheduler mailer limiter idempotency search vectors " ..
+  "log crypto session password auth lock eventbus outbox breaker webhook flag i18n permission " ..
+  "tenant storage media secrets notification analytics payment billing geo workflow metrics trace"
+local BATTERIES
 
 -- app.views: the app's templates (zever.template), in the folder http.views names (default
 -- "views" next to app.lua), with url_for among the helpers; made on first use.
@@ -84,15 +72,27 @@ local function views_of(app)
   return views
 end
 
+local MOUNTS = { static = true, websocket = true, broadcast = true, health = true }
+
 function App.__index(app, key)
   local method = App[key]
   if method ~= nil then return method end
   if key == "views" then return views_of(app) end
+  if BATTERIES == nil then
+    BATTERIES = {}
+    for name in BATTERY_NAMES:gmatch("%S+") do BATTERIES[name] = true end
+  end
   if BATTERIES[key] then
     local battery, err = app:container():get(key)
     if battery == nil then error(tostring(err), 2) end
     rawset(app, key, battery)
     return battery
+  end
+  -- app:static, app:websocket, app:broadcast, app:health: zever.app.mounts, on first use.
+  if MOUNTS[key] then
+    require("zever.app.mounts").install(App)
+    MOUNTS = {}
+    return App[key]
   end
 end
 
@@ -325,65 +325,6 @@ local function group(self, prefix, fn)
 end
 App.group, Group.group = group, group
 
-local STATIC_OPTS = { max_age = true, immutable = true, index = true, precompressed = true }
-
--- Serves the files under root (relative to the app's folder) at prefix, from C with
--- sendfile(2), before routing: a GET or HEAD of an existing file never reaches the middleware or
--- the routes; everything else (other methods, missing files, names never served) goes on to
--- the application. docs/static.md has the rules.
--- A WebSocket endpoint: GET pattern upgrades and runs fn(ws, req) (zever.websocket,
--- docs/websockets.md); opts: max_frame, max_message, ping_interval.
-function App:websocket(pattern, fn, opts)
-  if type(pattern) ~= "string" then error("app:websocket: want a path pattern", 2) end
-  if type(fn) ~= "function" then error("app:websocket: want a function(ws, req)", 2) end
-  if opts ~= nil and type(opts) ~= "table" then error("app:websocket: opts must be a table", 2) end
-  return self:get(pattern, require("zever.websocket").handler(fn, opts, self))
-end
-
--- To every WebSocket connection in room (ws:join), in every worker and process on the app's
--- event bus (zever.websocket_rooms, docs/websockets.md): true | nil, err.
-function App:broadcast(room, msg, kind)
-  msg, kind = require("zever.websocket").check_message(msg, kind, "app:broadcast")
-  return require("zever.websocket_rooms").broadcast(self, room, msg, kind)
-end
-
-function App:static(prefix, root, opts)
-  if type(prefix) ~= "string" or prefix:sub(1, 1) ~= "/" or (#prefix > 1 and prefix:sub(-1) == "/")
-    or prefix:find("//", 1, true) or prefix:find("[%%?#]") then
-    error('static prefix must start with "/" and not end with one, got ' .. tostring(prefix), 2)
-  end
-  if type(root) ~= "string" or root == "" then error("static root must be a folder path", 2) end
-  opts = opts or {}
-  if type(opts) ~= "table" then error("static options must be a table", 2) end
-  for k in pairs(opts) do
-    if not STATIC_OPTS[k] then error("static: unknown option '" .. tostring(k) .. "'", 2) end
-  end
-  local max_age, index = opts.max_age, opts.index
-  if max_age ~= nil and (type(max_age) ~= "number" or max_age < 0 or max_age % 1 ~= 0) then
-    error("static max_age must be a whole number of seconds >= 0", 2)
-  end
-  if opts.immutable and max_age == nil then error("static immutable needs max_age", 2) end
-  if index ~= nil and index ~= false and (type(index) ~= "string" or index == ""
-    or index:find("[/\\]") or index:sub(1, 1) == ".") then
-    error("static index must be a plain file name or false", 2)
-  end
-  if root:sub(1, 1) ~= "/" then root = self.dir .. "/" .. root end
-  -- In a bundle that carries the root's files, they are served from its payload (never the
-  -- disk's copy); a root the bundle does not carry is served from disk (docs/static.md).
-  local payload = require("zever.static_payload").folder(root)
-  if not payload and not require("zever.sys").isdir(root) then
-    error("static root " .. root .. " is not a folder", 2)
-  end
-  for _, m in ipairs(self.statics) do
-    if m.prefix == prefix then error("static prefix " .. prefix .. " is mounted already", 2) end
-  end
-  self.statics[#self.statics + 1] = { prefix = prefix, root = root, max_age = max_age,
-    immutable = opts.immutable and true or false,
-    index = (index == nil and "index.html") or index or nil,
-    precompressed = opts.precompressed ~= false, payload = payload }
-  return self
-end
-
 function App:on_error(fn)
   if type(fn) ~= "function" then error("on_error wants a function(err, req, res)", 2) end
   self.error_handler = fn
@@ -425,11 +366,6 @@ function App:url_for(name, params)
     path = path .. "?" .. concat(extra, "&")
   end
   return path
-end
-
--- GET /healthz and /readyz (zever.health; opts: live, ready, timeout, batteries, log).
-function App:health(opts)
-  return require("zever.health").install(self, opts)
 end
 
 -- Every route: { method, pattern, name, source }, in registration order.
@@ -749,44 +685,9 @@ end
 -- by default it is the file's folder. Raises with a message fit for the CLI when the file is
 -- missing or does not return an app.
 function M.load(path, root)
-  path = path or "."
-  if require("zever.sys").isdir(path) then path = path:gsub("/$", "") .. "/app.lua" end
-  -- In a bundle the app's files come from its payload (zever.assets; docs/deploy.md).
-  local assets = require "zever.assets"
-  local chunk, err = (assets.bundled and assets.loadfile or loadfile)(path)
-  if not chunk then error("cannot load the app: " .. err, 0) end
-  local dir = path:match("^(.*)/[^/]*$")
-  if dir then package.path = dir .. "/?.lua;" .. dir .. "/?/init.lua;" .. package.path end
-  dir = root or dir
-  -- Apps made while the file runs belong to its folder already: an app file that registers jobs
-  -- resolves app.jobs (and its config) before it returns.
-  M.loading_dir = dir or "."
-  local ok, app = pcall(chunk)
-  M.loading_dir = nil
-  if not ok then error(app, 0) end
-  if getmetatable(app) ~= App then
-    error(path .. " must return the app (end it with `return app`)", 0)
-  end
-  app.dir = dir or "."
-  -- http.health: the health routes without app:health() in the file (a configuration that
-  -- does not load is reported by whoever resolves it; here it only means no health routes).
-  if not app.names.healthz then
-    local loaded, cfg = pcall(app.config, app)
-    if loaded and cfg.http.health then app:health() end
-  end
-  -- http.metrics: GET /metrics and the built-in HTTP metrics without app:metrics() in the file.
-  if not app.names.metrics then
-    local loaded, cfg = pcall(app.config, app)
-    if loaded and cfg.http.metrics then app:metrics() end
-  end
-  -- trace.adapter other than noop, with trace.http: a server span per request (app:trace()).
-  do
-    local loaded, cfg = pcall(app.config, app)
-    if loaded and cfg.trace and cfg.trace.adapter ~= "noop" and cfg.trace.http then app:trace() end
-  end
-  -- dashboard.enabled: the /_zever dashboard (zever.dashboard; development or a token only).
-  require("zever.dashboard").maybe_install(app)
-  return app, path
+  -- The loader is zever.app.load, loaded with the first app file (docs/app.md,
+  -- "Start-up heap").
+  return require("zever.app.load").load(M, App, path, root)
 end
 
 M.App = App

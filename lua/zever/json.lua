@@ -22,7 +22,6 @@
 -- otherwise; an empty one is {} (mark it json.array to get []). "/" is never escaped.
 
 local core = require "zever.json_core"
-local errors = require "zever.errors"
 local ffi = require "ffi"
 
 local type, setmetatable, getmetatable, tostring, error = type, setmetatable, getmetatable,
@@ -118,11 +117,14 @@ M.encode_c = raw_encode
 
 function M.decode(s)
   if type(s) ~= "string" then
-    return nil, errors.new("json", "invalid", "want a JSON string, got " .. type(s))
+    -- zever.errors loads with the first failure (docs/app.md, "Start-up heap").
+    return nil, require("zever.errors").new("json", "invalid",
+      "want a JSON string, got " .. type(s))
   end
   local v, cause, at = raw_decode(s)
   if v == nil then
-    return nil, errors.new("json", "syntax", cause .. " at byte " .. (at + 1), { offset = at + 1 })
+    return nil, require("zever.errors").new("json", "syntax", cause .. " at byte " .. (at + 1),
+      { offset = at + 1 })
   end
   return v
 end

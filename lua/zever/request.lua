@@ -23,23 +23,10 @@
 -- computed on first use, so a handler that reads none of them costs none of them.
 
 local json = require "zever.json"
-local errors = require "zever.errors"
--- zever.multipart and zever.accept (whose LPeg grammars cost ~0.9 M instructions to build) load
--- on the first request that parses a form or negotiates, not with every worker's app.
-local multipart = setmetatable({}, { __index = function(t, k)
-  local m = require "zever.multipart"
-  setmetatable(t, { __index = m })
-  return m[k]
-end })
-local accept = setmetatable({}, { __index = function(t, k)
-  local m = require "zever.accept"
-  setmetatable(t, { __index = m })
-  return m[k]
-end })
 
 local char, tonumber, setmetatable, rawget, rawset = string.char, tonumber, setmetatable, rawget, rawset
 local format, gsub, find, sub = string.format, string.gsub, string.find, string.sub
-local type, select, ipairs, pairs, tostring = type, select, ipairs, pairs, tostring
+local type, ipairs, pairs, tostring = type, ipairs, pairs, tostring
 
 local M = {}
 
@@ -103,6 +90,26 @@ local lazy = {
 
 local Request = {}
 
+-- The methods a request seldom needs live in modules of their own, installed into Request by
+-- the first request that calls one of them (zever.multipart and zever.accept, whose LPeg
+-- grammars cost ~0.9 M instructions to build, load later still: on the first form parsed or
+-- header negotiated). A worker whose app never calls them holds none of their code
+-- (docs/app.md, "Start-up heap").
+local COLD = { form = "body", files = "body", read = "body", body_reader = "body",
+  accepts = "negotiate", accepts_language = "negotiate", accepts_encoding = "negotiate",
+  is = "negotiate" }
+
+local function install(part)
+  if part == "body" then
+    require("zever.request.body").install(Request, M, put)
+  else
+    require("zever.request.negotiate").install(Request)
+  end
+  for k, p in pairs(COLD) do
+    if p == part then COLD[k] = nil end
+  end
+end
+
 function Request.__index(req, key)
   local method = Request[key]
   if method then return method end
@@ -111,6 +118,11 @@ function Request.__index(req, key)
     local v = make(req)
     rawset(req, key, v)
     return v
+  end
+  local part = COLD[key]
+  if part then
+    install(part)
+    return Request[key]
   end
 end
 
@@ -134,207 +146,9 @@ M.form_limits = {
   tmpdir = os.getenv("TMPDIR") or "/tmp",
 }
 
-local STATUS = { too_large = 413, invalid = 400, unsupported = 415, unavailable = 500 }
-
-local function form_error(code, message)
-  return errors.new("form", code, message, { status = STATUS[code] or 400 })
-end
-
-local File = {}
-File.__index = File
-
--- The file's bytes (from memory or from its temporary file).
-function File:read()
-  if self.data then return self.data end
-  local f, err = io.open(self.path, "rb")
-  if not f then return nil, form_error("unavailable", "cannot read an upload: " .. tostring(err)) end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
--- A client's file name without any folder part ("C:\a\b.txt" -> "b.txt"): never a path.
-local function base_name(name)
-  return (name:match("([^/\\]*)$"))
-end
-
-local LIMIT_KEYS = { max_parts = true, max_field_bytes = true, max_file_bytes = true,
-  spool_bytes = true, tmpdir = true }
-
--- The body of a stream_body route comes from the socket (zever.stream): a form reads it piece
--- by piece; a multipart body's files are spooled as they arrive, never held whole.
-local function is_streamed(req)
-  local src = req.source
-  local f = type(src) == "userdata" and src.streamed
-  return f and f(src) or false
-end
-
-local READ_PIECE = 256 * 1024
-
-local function body_kind(err)
-  return err.status == 413 and "too_large" or "invalid"
-end
-
-local function read_all(req)
-  local parts = {}
-  while true do
-    local chunk, err = req:read(READ_PIECE)
-    if chunk == nil then
-      if err then return nil, err end
-      return table.concat(parts)
-    end
-    parts[#parts + 1] = chunk
-  end
-end
-
-local function stream_multipart(req, ctype, limits)
-  local p, msg, kind = multipart.new(ctype, limits)
-  if not p then return nil, msg, kind end
-  -- The parser's live list of temporary files: removed after the response (zever.app), even
-  -- when the upload breaks off midway.
-  rawset(req, "_tempfiles", p:spooled())
-  while true do
-    local chunk, err = req:read(READ_PIECE)
-    if chunk == nil then
-      if err then return nil, err.message, body_kind(err) end
-      return p:finish()
-    end
-    local ok
-    ok, msg, kind = p:feed(chunk)
-    if not ok then return nil, msg, kind end
-  end
-end
-
-local function parse_form(req, opts)
-  local ctype = req.source:header("content-type") or ""
-  local mtype = ctype:match("^%s*([^;%s]*)"):lower()
-  local limits = M.form_limits
-  if opts then
-    local merged = {}
-    for k, v in pairs(limits) do merged[k] = v end
-    for k, v in pairs(opts) do merged[k] = v end
-    limits = merged
-  end
-  local streamed = is_streamed(req)
-  local body = not streamed and req.body
-  if mtype == "application/x-www-form-urlencoded" then
-    if streamed then
-      local err
-      body, err = read_all(req)
-      if not body then return nil, form_error(body_kind(err), err.message) end
-    end
-    local n = select(2, gsub(body, "[&;]", "")) + 1
-    if n > limits.max_parts then
-      return nil, form_error("too_large", format("more than %d fields", limits.max_parts))
-    end
-    return M.parse_query(body), {}
-  elseif mtype == "multipart/form-data" then
-    local parts, msg, kind
-    if streamed then
-      parts, msg, kind = stream_multipart(req, ctype, limits)
-    else
-      parts, msg, kind = multipart.parse(body, ctype, limits)
-    end
-    if not parts then return nil, form_error(kind, msg) end
-    local fields, files = {}, {}
-    for _, p in ipairs(parts) do
-      if p.filename then
-        if p.path and not streamed then
-          local list = rawget(req, "_tempfiles") or {}
-          list[#list + 1] = p.path
-          rawset(req, "_tempfiles", list)
-        end
-        -- An empty file input sends a part with filename="" and no bytes: not a file.
-        if p.filename ~= "" or p.size > 0 then
-          p.filename = base_name(p.filename)
-          files[#files + 1] = setmetatable(p, File)
-        end
-      else
-        put(fields, p.name, p.data)
-      end
-    end
-    return fields, files
-  elseif body == "" or streamed and req:read(1) == nil then
-    return {}, {}
-  end
-  return nil, form_error("unsupported", "the body is " .. (mtype ~= "" and mtype or "untyped")
-    .. ", not a form")
-end
-
--- The form's fields: { name = value } (a "name[]" field is a list). nil, err when the body is
--- malformed or over a limit: err.status is the status to answer (400, 413, 415). opts
--- overrides M.form_limits for this request (the first call parses; later calls reuse it).
-function Request:form(opts)
-  if opts ~= nil and type(opts) ~= "table" then error("req:form(opts) wants a table", 2) end
-  if opts then
-    for k in pairs(opts) do
-      if not LIMIT_KEYS[k] then error("req:form: unknown option '" .. tostring(k) .. "'", 2) end
-    end
-  end
-  local form = rawget(self, "_form")
-  if form == nil then
-    local files
-    form, files = parse_form(self, opts)
-    if form == nil then
-      rawset(self, "_form", false)
-      rawset(self, "_form_err", files)
-      return nil, files
-    end
-    rawset(self, "_form", form)
-    rawset(self, "_files", files)
-  elseif form == false then
-    return nil, rawget(self, "_form_err")
-  end
-  return form
-end
-
--- The uploaded files, in body order (an empty list for a form without files).
-function Request:files()
-  local form, err = self:form()
-  if form == nil then return nil, err end
-  return rawget(self, "_files")
-end
-
--- --- reading the body piece by piece (docs/streaming.md, "Request bodies") ----------------------
-
--- The next piece of the body, at most n bytes (default 64 KiB): a string; nil at the end;
--- nil, err when the client went away or the body broke a limit (err.code "closed",
--- "too_large", "timeout", "invalid"; err.status 400, 413, 408). On a stream_body route it
--- waits (yields) for bytes from the socket; the server reads on only as the handler takes
--- them. Elsewhere it reads the body already received.
-function Request:read(n)
-  if n ~= nil and (type(n) ~= "number" or n < 1) then error("req:read(n) wants a number >= 1", 2) end
-  local src = self.source
-  if type(src) == "userdata" then
-    local state = rawget(self, "_body_state")
-    if not state then
-      state = { read = 0, limit = rawget(self, "_max_body") }
-      rawset(self, "_body_state", state)
-    end
-    return require("zever.stream").read_body(src, n or 65536, state)
-  end
-  -- A table source (zever.testing): its body string.
-  local body, pos = self.body, rawget(self, "_body_pos") or 0
-  if pos >= #body then return nil end
-  local chunk = sub(body, pos + 1, pos + (n or 65536))
-  rawset(self, "_body_pos", pos + #chunk)
-  return chunk
-end
-
--- A function that returns the next piece of the body each call (req:read(n)): for chunk in
--- req:body_reader() do ... end stops at the end, or at a failure, which the reader then
--- remembers: reader.err (nil after a clean end).
-function Request:body_reader(n)
-  if n ~= nil and (type(n) ~= "number" or n < 1) then
-    error("req:body_reader(n) wants a number >= 1", 2)
-  end
-  local reader = {}
-  return setmetatable(reader, { __call = function()
-    local chunk, err = self:read(n)
-    if err then reader.err = err end
-    return chunk, err
-  end })
-end
+-- req:form(), req:files(), req:read(n), req:body_reader(n): zever.request.body.
+-- req:accepts(...), req:accepts_language(...), req:accepts_encoding(...), req:is(...):
+-- zever.request.negotiate. Both are installed on first use (COLD above).
 
 -- Removes the temporary files of the request's uploads (zever.app calls it after the response).
 function M.cleanup(req)
@@ -347,79 +161,13 @@ end
 
 -- --- content negotiation -------------------------------------------------------------------------
 
-local function offers_of(name, ...)
-  local n = select("#", ...)
-  local offers = ...
-  if n ~= 1 or type(offers) ~= "table" then offers = { ... } end
-  for i = 1, #offers do
-    if type(offers[i]) ~= "string" then error(name .. ": offers must be strings", 3) end
-  end
-  return offers
-end
-
--- The parsed Accept-family header, cached on the request.
-local function parsed(req, key, header, parse)
-  local v = rawget(req, key)
-  if v == nil then
-    v = parse(req.source:header(header))
-    rawset(req, key, v)
-  end
-  return v
-end
-
-function Request:accepts(...)
-  local ranges = parsed(self, "_accept", "accept", accept.media)
-  if select("#", ...) == 0 then
-    local out = {}
-    for i, r in ipairs(accept.ordered(ranges)) do
-      if r.q > 0 then out[#out + 1] = r.type .. "/" .. r.subtype end
-      if i > 100 then break end
-    end
-    return out
-  end
-  local offers = offers_of("req:accepts", ...)
-  if not self.source:header("accept") then return offers[1] end -- no header: anything goes
-  return accept.best_media(ranges, offers)
-end
-
-function Request:accepts_language(...)
-  local offers = offers_of("req:accepts_language", ...)
-  if not self.source:header("accept-language") then return offers[1] end
-  return accept.best_language(parsed(self, "_accept_language", "accept-language", accept.tokens),
-    offers)
-end
-
-function Request:accepts_encoding(...)
-  local offers = offers_of("req:accepts_encoding", ...)
-  local present = self.source:header("accept-encoding") ~= nil
-  return accept.best_encoding(parsed(self, "_accept_encoding", "accept-encoding", accept.tokens),
-    offers, present)
-end
-
--- Whether the request's body is of one of the offered types ("json" also matches any
--- "+json" type, "text/*" any text): the offer that matched, false, or nil without a body type.
-function Request:is(...)
-  local offers = offers_of("req:is", ...)
-  local t, s = accept.content_type(self.source:header("content-type"))
-  if not t then
-    if self.source:header("content-type") then return false end
-    return nil
-  end
-  for _, offer in ipairs(offers) do
-    local ot, os_ = accept.offer_type(offer)
-    if ot and (ot == "*" or ot == t) and (os_ == "*" or os_ == s
-      or (os_ ~= "*" and s:sub(-#os_ - 1) == "+" .. os_)) then
-      return offer
-    end
-  end
-  return false
-end
 
 function Request:json()
   local body = self.body
   local v, err = json.decode(body)
   if v == nil then
-    return nil, errors.new(nil, "invalid", "request body is not JSON: " .. tostring(err))
+    return nil, require("zever.errors").new(nil, "invalid", "request body is not JSON: " ..
+      tostring(err))
   end
   return v
 end
@@ -443,7 +191,12 @@ end
 
 -- --- cookies (zever.cookie; signed and encrypted ones through zever.crypto) ----------------
 
-local cookie = require "zever.cookie"
+-- zever.cookie loads with the first request that reads a cookie.
+local cookie = setmetatable({}, { __index = function(t, k)
+  local m = require "zever.cookie"
+  setmetatable(t, { __index = m })
+  return m[k]
+end })
 
 lazy.cookies = function(req) return cookie.parse(req.source:header("cookie")) end
 

@@ -235,7 +235,12 @@ function Response:sse(opts) return stream.sse(self, opts) end
 
 -- --- cookies (zever.cookie; signed and encrypted ones through zever.crypto) ----------------
 
-local cookie = require "zever.cookie"
+-- zever.cookie loads with the first response that sets a cookie.
+local cookie = setmetatable({}, { __index = function(t, k)
+  local m = require "zever.cookie"
+  setmetatable(t, { __index = m })
+  return m[k]
+end })
 
 -- Options cookie.build leaves to us.
 local COOKIE_EXTRA = { signed = true, encrypted = true, crypto = true }
