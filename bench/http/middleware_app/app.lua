@@ -1,5 +1,6 @@
--- bench/http/middleware_app: examples/hello's /hello behind BENCH_MIDDLEWARE (1 to 3, default 1)
--- app-level middlewares, for the cost of a middleware step through the server:
+-- bench/http/middleware_app: examples/hello's /hello behind BENCH_MIDDLEWARE (1 to 4, default 1)
+-- app-level middlewares, for the cost of a middleware step through the server (the fourth sets
+-- a response header with res:header, as security-header and request-id middlewares do):
 --
 --   APP=bench/http/middleware_app sh bench/http/callgrind_serve.sh bin/zever /hello
 --   BENCH_MIDDLEWARE=3 APP=bench/http/middleware_app sh bench/http/callgrind_serve.sh bin/zever /hello
@@ -19,6 +20,10 @@ local MIDDLEWARE = {
     local r = next()
     if res.code == 204 then res.body = "" end
     return r
+  end,
+  function(_, res, next)                                     -- sets a response header
+    res:header("X-Frame-Options", "DENY")
+    return next()
   end,
 }
 
