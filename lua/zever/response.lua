@@ -56,7 +56,7 @@ function M.new(class)
   -- { ..., body = nil, ctype = nil } likewise lost two slots and rehashed (~540). With all four
   -- keys in the template the table is duplicated with its slots, and later stores find them.
   local res = { code = 200, headers = false, body = false, ctype = false }
-  res.headers = tnew(4, 0)
+  res.headers = tnew(8, 0) -- four headers (a middleware's two, the content type) without a resize
   res.body, res.ctype = nil, nil
   return setmetatable(res, class or Response)
 end
