@@ -1,5 +1,5 @@
 /*
- * http_ffi.h: req:respond without the classic C API, as LuaJIT's FFI sees it (lua/zever/server.lua
+ * http_ffi.h: req:respond and req:header without the classic C API, as LuaJIT's FFI sees it (lua/zever/server.lua
  * loads it with require("zever.cdef.http")). The Makefile runs this file through the preprocessor
  * with -DZV_FFI_CDEF into build/ffi.h, which the host preloads: these are the only declarations of
  * these functions and types, C included, so Lua never types them again.
@@ -35,5 +35,18 @@ typedef struct {
  */
 int zv_http_respond_ffi(void *req, int status, const char *body, size_t len,
                         const zv_http_str_t *hdrs, size_t nhdrs);
+
+/*
+ * req:header(name) for LuaJIT's FFI (zever.request calls it for req:header and req.id), so that
+ * a middleware reading a request header stays in the request's trace. req as above: the caller
+ * checks that it is a zever.http request (by its metatable) first. The name is compared without
+ * regard to case. Returns 1 and sets *value and *vlen (bytes in the request's buffer, valid
+ * until the request is answered or the connection reads again: copy them at once) when exactly
+ * one header has the name, 0 when none has it, and -1, having set nothing, when the classic
+ * req:header must answer: several headers of the name (it joins them), a request answered,
+ * cancelled or whose client is gone (it raises or returns nil as documented).
+ */
+int zv_http_header_ffi(void *req, const char *name, size_t len, const char **value,
+                       size_t *vlen);
 
 #endif

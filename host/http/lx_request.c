@@ -1,7 +1,7 @@
 /*
  * lx_request.c: the zever.http request object (see l_http.c for its methods): reading the
  * request (header, headers, body, version, remote_addr) and answering it (respond, write_head,
- * write, finish, the FFI's zv_http_respond_ffi), and the finalizer of an unanswered request.
+ * write, finish, the FFI's zv_http_respond_ffi and zv_http_header_ffi), and the finalizer of an unanswered request.
  *
  * It must not keep a pointer to a connection past the request's answer or the connection's
  * close (zv__http_detach clears both sides), and must not raise while holding memory: the
@@ -76,6 +76,23 @@ static int r_header(lua_State *L) {
   }
   if (n == 0) return 0;
   if (n > 1) luaL_pushresult(&b);
+  return 1;
+}
+
+/* req:header for LuaJIT's FFI: http_ffi.h says what it does. */
+int zv_http_header_ffi(void *req, const char *name, size_t len, const char **value,
+                       size_t *vlen) {
+  lreq_t *r = req;
+  const zv_http_conn_t *core;
+  uint32_t from = 0;
+  int i;
+  if (!r || r->cancelled || r->answered || !r->c || !name) return -1;
+  core = &r->c->core;
+  i = zv_http_conn_header(core, name, len, &from);
+  if (i < 0) return 0;
+  if (zv_http_conn_header(core, name, len, &from) >= 0) return -1;
+  *value = core->buf + core->headers[i].value_off;
+  *vlen = core->headers[i].value_len;
   return 1;
 }
 

@@ -30,6 +30,35 @@ local type, ipairs, pairs, tostring = type, ipairs, pairs, tostring
 
 local M = {}
 
+-- req:header through LuaJIT's FFI (zv_http_header_ffi, host/http/http_ffi.h) when the source is
+-- zever.http's C request, so that a middleware reading a header (req.id, an auth check) stays
+-- in the request's compiled trace: the classic source:header call stopped it ("stitch"),
+-- ~5,000 instructions a request for a middleware setting X-Request-Id (BENCHMARKS.md "Session
+-- 12"). The source is that C request when its metatable is one of the two zever.http registers
+-- (lx_http.h's REQ_MT and GUARD_MT); a table-backed source (zever.testing) and every case the
+-- FFI leaves to it (repeated headers, an answered or closed request) take source:header.
+local ffi = require "ffi"
+require "zever.cdef.http"
+local registry = debug.getregistry()
+local header_ffi
+do
+  local ok, fn = pcall(function() return ffi.C.zv_http_header_ffi end)
+  if ok then header_ffi = fn end
+end
+local hval, hlen = ffi.new("const char *[1]"), ffi.new("size_t[1]")
+local ffi_string, getmetatable = ffi.string, getmetatable
+
+local function source_header(src, name)
+  local mt = getmetatable(src)
+  if header_ffi and mt and (mt == registry["zever.http.request"] or
+      mt == registry["zever.http.request (guarded)"]) then
+    local rc = header_ffi(src, name, #name, hval, hlen)
+    if rc == 1 then return ffi_string(hval[0], hlen[0]) end
+    if rc == 0 then return nil end
+  end
+  return src:header(name)
+end
+
 local function hex_byte(h)
   return char(tonumber(h, 16))
 end
@@ -76,7 +105,7 @@ local prefix = format("%08x", (os.time() * 65536 + math.floor(os.clock() * 1e6))
 -- A request id unique within this process: the incoming X-Request-Id when it is sane, or
 -- "<start stamp>-<counter>".
 local function new_id(req)
-  local given = req.source:header("x-request-id")
+  local given = source_header(req.source, "x-request-id")
   if given and #given <= 128 and not find(given, "[^%w%-_.:]") then return given end
   counter = counter + 1
   return prefix .. "-" .. counter
@@ -128,7 +157,7 @@ end
 
 function Request:header(name)
   if type(name) ~= "string" then error("req:header(name) wants a string", 2) end
-  return self.source:header(name)
+  return source_header(self.source, name)
 end
 
 function Request:headers()

@@ -32,7 +32,7 @@
 local json = require "zever.json"
 
 local type, tostring, lower, pairs = type, tostring, string.lower, pairs
-local find, format = string.find, string.format
+local find, format, byte = string.find, string.format, string.byte
 local encode = json.encode
 -- LuaJIT's table.new: the headers array is sized up front, so that finish() appending the
 -- content type does not grow (rehash) it twice per request.
@@ -56,7 +56,7 @@ function M.new(class)
   -- { ..., body = nil, ctype = nil } likewise lost two slots and rehashed (~540). With all four
   -- keys in the template the table is duplicated with its slots, and later stores find them.
   local res = { code = 200, headers = false, body = false, ctype = false }
-  res.headers = tnew(4, 0)
+  res.headers = tnew(8, 0) -- four headers (a middleware's two, the content type) without a resize
   res.body, res.ctype = nil, nil
   return setmetatable(res, class or Response)
 end
@@ -77,6 +77,44 @@ function M.class(app)
   return { __index = methods }
 end
 
+-- RFC 9110 token bytes (a header name's): letters, digits and !#$%&'*+-.^_`|~.
+local TCHAR = {}
+do
+  local ok = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+  for i = 1, #ok do TCHAR[byte(ok, i)] = true end
+end
+
+-- Header names already checked, each mapped to its lower-case form: an app sets the same few
+-- names on every request, and a table lookup keeps res:header inside the request's compiled
+-- trace, where string.find with a pattern (NYI in LuaJIT's trace compiler) stitched it and cost
+-- ~11,000 instructions a request (BENCHMARKS.md "Session 12"), and string.lower made a new
+-- string per call. Bounded: names past NAMES_MAX (a proxy copying its clients' headers) are
+-- checked each time instead of remembered.
+local NAMES_MAX = 512
+local names, nnames = {}, 0
+
+-- The lower-case form of a valid header name, or nil when name is not one.
+local function name_key(name)
+  local l = names[name]
+  if l then return l end
+  if type(name) ~= "string" or name == "" then return nil end
+  for i = 1, #name do
+    if not TCHAR[byte(name, i)] then return nil end
+  end
+  l = lower(name)
+  if nnames < NAMES_MAX then
+    names[name] = l
+    nnames = nnames + 1
+  end
+  return l
+end
+
+-- The lower-case form of a name already in a headers array (set through res:header, or put
+-- there by other code: then it is lowered each time).
+local function key_of(name)
+  return names[name] or lower(name)
+end
+
 local function check_value(what, name, value, level)
   local tv = type(value)
   if tv == "number" then
@@ -85,17 +123,18 @@ local function check_value(what, name, value, level)
     error(format("%s: the value of header %s must be a string or a number, got a %s", what, name,
       tv), level + 1)
   end
-  if find(value, "[\r\n%z]") then
+  -- Three plain searches: LuaJIT compiles a plain string.find, not a pattern's.
+  if find(value, "\r", 1, true) or find(value, "\n", 1, true) or find(value, "\0", 1, true) then
     error(what .. ": header value contains CR, LF or NUL", level + 1)
   end
   return value
 end
 
--- Checks name and value; returns the value as a string, or a list of strings for a list.
+-- Checks name and value; returns the value as a string, or a list of strings for a list, and
+-- the name's lower-case form.
 local function check_header(what, name, value)
-  if type(name) ~= "string" or name == "" or find(name, "[^%w!#$%%&'*+.^_`|~-]") then
-    error(what .. ": invalid header name " .. tostring(name), 3)
-  end
+  local key = name_key(name)
+  if not key then error(what .. ": invalid header name " .. tostring(name), 3) end
   if type(value) == "table" then
     local n, count = #value, 0
     for _ in pairs(value) do count = count + 1 end
@@ -105,9 +144,9 @@ local function check_header(what, name, value)
     end
     local list = {}
     for i = 1, n do list[i] = check_value(what, name, value[i], 3) end
-    return list
+    return list, key
   end
-  return check_value(what, name, value, 3)
+  return check_value(what, name, value, 3), key
 end
 
 -- The lowest final status: 1xx are interim responses (100 Continue is zever's to send).
@@ -135,8 +174,8 @@ local function append(h, name, value)
 end
 
 function Response:header(name, value)
-  value = check_header("res:header", name, value)
-  local lname = lower(name)
+  local lname
+  value, lname = check_header("res:header", name, value)
   if lname == "content-type" then
     if type(value) == "table" then error("res:header: Content-Type takes one value", 2) end
     self.ctype = value
@@ -147,7 +186,7 @@ function Response:header(name, value)
     -- Replace: drop every earlier value of the name (compacting the array in place).
     local j = 1
     for i = 1, #h, 2 do
-      if lower(h[i]) ~= lname then
+      if key_of(h[i]) ~= lname then
         h[j], h[j + 1] = h[i], h[i + 1]
         j = j + 2
       end
@@ -160,19 +199,20 @@ end
 
 -- Adds a header line, keeping earlier values of the same name (repeated headers).
 function Response:add_header(name, value)
-  value = check_header("res:add_header", name, value)
-  if lower(name) == "content-type" then error("res:add_header: Content-Type takes one value", 2) end
+  local lname
+  value, lname = check_header("res:add_header", name, value)
+  if lname == "content-type" then error("res:add_header: Content-Type takes one value", 2) end
   append(self.headers, name, value)
   return self
 end
 
 -- The value of a header already set, or nil.
 function Response:get_header(name)
-  local lname = lower(name)
+  local lname = key_of(name)
   if lname == "content-type" then return self.ctype end
   local h = self.headers
   for i = 1, #h, 2 do
-    if lower(h[i]) == lname then return h[i + 1] end
+    if key_of(h[i]) == lname then return h[i + 1] end
   end
 end
 

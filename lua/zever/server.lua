@@ -48,20 +48,21 @@ end
 
 -- The answer goes out through zv_http_respond_ffi (host/http/l_http.c) when it can: the
 -- request's trace then runs through it instead of stopping at a classic C API call. Responses
--- with up to two headers (the content type and one more) take that way; others, and every case
--- in which creq:respond raises, go through creq:respond. No loop here: a loop inside the
--- request's trace makes LuaJIT abort it.
+-- with up to four headers (the content type and three more: a security header and a request id
+-- from middleware are common) take that way; others, and every case in which creq:respond
+-- raises, go through creq:respond. No loop here: a loop inside the request's trace makes LuaJIT
+-- abort it, so each count has its own straight-line case.
 require "zever.cdef.http"
 local respond_ffi
 do
   local ok, fn = pcall(function() return ffi.C.zv_http_respond_ffi end)
   if ok then respond_ffi = fn end
 end
-local hbuf = ffi.new("zv_http_str_t[4]")
+local hbuf = ffi.new("zv_http_str_t[8]")
 
 local function respond(creq, code, body, h)
   local n = #h
-  if respond_ffi and type(code) == "number" and type(body) == "string" and n <= 4 then
+  if respond_ffi and type(code) == "number" and type(body) == "string" and n <= 8 then
     local rc
     if n == 0 then
       rc = respond_ffi(creq, code, body, #body, hbuf, 0)
@@ -78,6 +79,26 @@ local function respond(creq, code, body, h)
         hbuf[0].p, hbuf[0].n, hbuf[1].p, hbuf[1].n = a, #a, b, #b
         hbuf[2].p, hbuf[2].n, hbuf[3].p, hbuf[3].n = c, #c, d, #d
         rc = respond_ffi(creq, code, body, #body, hbuf, 2)
+      end
+    elseif n == 6 then
+      local a, b, c, d, e, f = h[1], h[2], h[3], h[4], h[5], h[6]
+      if type(a) == "string" and type(b) == "string" and type(c) == "string"
+        and type(d) == "string" and type(e) == "string" and type(f) == "string" then
+        hbuf[0].p, hbuf[0].n, hbuf[1].p, hbuf[1].n = a, #a, b, #b
+        hbuf[2].p, hbuf[2].n, hbuf[3].p, hbuf[3].n = c, #c, d, #d
+        hbuf[4].p, hbuf[4].n, hbuf[5].p, hbuf[5].n = e, #e, f, #f
+        rc = respond_ffi(creq, code, body, #body, hbuf, 3)
+      end
+    elseif n == 8 then
+      local a, b, c, d, e, f, g, k = h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8]
+      if type(a) == "string" and type(b) == "string" and type(c) == "string"
+        and type(d) == "string" and type(e) == "string" and type(f) == "string"
+        and type(g) == "string" and type(k) == "string" then
+        hbuf[0].p, hbuf[0].n, hbuf[1].p, hbuf[1].n = a, #a, b, #b
+        hbuf[2].p, hbuf[2].n, hbuf[3].p, hbuf[3].n = c, #c, d, #d
+        hbuf[4].p, hbuf[4].n, hbuf[5].p, hbuf[5].n = e, #e, f, #f
+        hbuf[6].p, hbuf[6].n, hbuf[7].p, hbuf[7].n = g, #g, k, #k
+        rc = respond_ffi(creq, code, body, #body, hbuf, 4)
       end
     end
     if rc == 0 then return true end

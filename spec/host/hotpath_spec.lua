@@ -107,6 +107,27 @@ describe("hot paths", function()
       assert.is_false(traces.stitched(t), "a classic C call split it: " .. traces.describe(t))
     end)
 
+    it("compiles res:header and res:add_header without an NYI abort or a stitch", function()
+      -- A middleware that sets a header on every response (security headers, a request id):
+      -- the name and value checks are table lookups and plain string.find, which LuaJIT
+      -- compiles; a pattern's string.find stitched the trace at each call (BENCHMARKS.md
+      -- "Session 12").
+      local sink = 0
+      local t = traces.run(function()
+        for i = 1, N do
+          local res = response.new()
+          res:header("X-Frame-Options", "DENY"):header("X-Request-Id", "r" .. (i % 10))
+          res:add_header("Vary", "Accept")
+          res = response.finish(response.apply(res, "hello"))
+          sink = sink + #res.headers
+        end
+      end)
+      assert.are.equal(8 * N, sink)
+      assert.are.same({}, traces.nyi(t))
+      assert.is_true(#t.stops > 0, traces.describe(t))
+      assert.is_false(traces.stitched(t), "a classic C call split it: " .. traces.describe(t))
+    end)
+
     it("compiles a JSON answer of one field without an NYI abort", function()
       -- zever.json writes a one-key object in Lua (its fast path), never calling the C writer.
       -- Whether the loop closes into one trace depends on LuaJIT's hot counters (an ASan run in

@@ -65,6 +65,49 @@ describe("zever.response", function()
       end
     end)
 
+    it("takes token names and refuses anything else, however many names came before", function()
+      -- Names already seen are remembered (a table lookup instead of a scan); past the cache's
+      -- bound they are checked each time. Each row runs on a fresh name and again after 600
+      -- other names, so both paths answer.
+      local rows = {
+        { "X-Ok", true }, { "x!#$%&'*+.^_`|~-9", true }, { "", false }, { "X A", false },
+        { "X:A", false }, { "X\rA", false }, { "X\0", false }, { "\128X", false },
+        { "X(A)", false }, { 42, false }, { true, false },
+      }
+      local function check(label)
+        for _, row in ipairs(rows) do
+          for _ = 1, 2 do -- the second time from the cache, when it was remembered
+            local ok, err = pcall(function() response.new():header(row[1], "v") end)
+            assert.are.equal(row[2], ok, label .. " " .. tostring(row[1]))
+            if not ok then assert.matches("invalid header name", err, 1, true) end
+            ok = pcall(function() response.new():add_header(row[1], "v") end)
+            assert.are.equal(row[2], ok, label .. " add_header " .. tostring(row[1]))
+          end
+        end
+      end
+      check("first")
+      for i = 1, 600 do response.new():header("X-Spec-Many-" .. i, "v") end
+      check("after 600 names")
+      local res = response.new():header("X-Spec-Many-599", "a"):header("x-spec-many-599", "b")
+      assert.same({ "x-spec-many-599: b" }, headers(res))
+      assert.are.equal("b", res:get_header("X-SPEC-MANY-599"))
+    end)
+
+    it("refuses CR, LF and NUL anywhere in a value, and only those", function()
+      local rows = {
+        { "a\rb", false }, { "a\nb", false }, { "a\0b", false }, { "\r", false },
+        { "ab\n", false }, { "\0", false }, { "a\tb c", true }, { "\127\255", true },
+        { "", true }, { 12.5, true },
+      }
+      for _, row in ipairs(rows) do
+        local ok, err = pcall(function() response.new():header("X-V", row[1]) end)
+        assert.are.equal(row[2], ok, ("%q"):format(row[1]))
+        if not ok then assert.matches("CR, LF or NUL", err, 1, true) end
+        ok = pcall(function() response.new():header("X-V", { "ok", row[1] }) end)
+        assert.are.equal(row[2], ok, "in a list: " .. ("%q"):format(row[1]))
+      end
+    end)
+
     it("takes list values in the status, body, headers return form", function()
       local res = response.apply(response.new(), 201, "ok", { ["Set-Cookie"] = { "a=1", "b=2" } })
       assert.are.equal(201, res.code)

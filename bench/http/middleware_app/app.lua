@@ -1,5 +1,7 @@
--- bench/http/middleware_app: examples/hello's /hello behind BENCH_MIDDLEWARE (1 to 3, default 1)
--- app-level middlewares, for the cost of a middleware step through the server:
+-- bench/http/middleware_app: examples/hello's /hello behind BENCH_MIDDLEWARE (1 to 5, default 1)
+-- app-level middlewares, for the cost of a middleware step through the server (the fourth sets
+-- a response header with res:header, as security-header middlewares do; the fifth sends the
+-- request id back, res:header("X-Request-Id", req.id), DESIGN.md's example middleware):
 --
 --   APP=bench/http/middleware_app sh bench/http/callgrind_serve.sh bin/zever /hello
 --   BENCH_MIDDLEWARE=3 APP=bench/http/middleware_app sh bench/http/callgrind_serve.sh bin/zever /hello
@@ -19,6 +21,14 @@ local MIDDLEWARE = {
     local r = next()
     if res.code == 204 then res.body = "" end
     return r
+  end,
+  function(_, res, next)                                     -- sets a response header
+    res:header("X-Frame-Options", "DENY")
+    return next()
+  end,
+  function(req, res, next)                                   -- reads a request header
+    res:header("X-Request-Id", req.id)
+    return next()
   end,
 }
 
