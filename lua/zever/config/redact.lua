@@ -82,10 +82,11 @@ local function redact_userinfo(s)
       stop = stop + 1
       b = byte(s, stop)
     end
-    local info = sub(s, start, stop - 1)
     -- A userinfo opening with "[" is the usage pattern "redis://[:password@]host" of a message
     -- ("[" cannot start a URL's userinfo, RFC 3986), not a secret. A "[" further in is hidden.
-    if b == 64 and byte(info, 1) ~= 91 then
+    -- (The userinfo string is made only then: not for a "://" without one.)
+    if b == 64 and byte(s, start) ~= 91 then
+      local info = sub(s, start, stop - 1)
       local colon = find(info, ":", 1, true)
       local keep = colon and sub(info, 1, colon) or ""
       out = (out or "") .. sub(s, from, start - 1) .. keep .. REDACTED
