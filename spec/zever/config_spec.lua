@@ -544,6 +544,11 @@ describe("zever.config", function()
         webhook_secret = { "[REDACTED]", "" },
       }, r)
       assert.equal(3, #r.app.list)
+      -- no section's key at all (the free-form copy from the top)
+      assert.same({ cookie = "[REDACTED]", extra = { password = "[REDACTED]",
+        url = "redis://:[REDACTED]@h", list = { "a", "" } }, auth_key = { "[REDACTED]" } },
+        config.redact({ cookie = "c", extra = { password = "p", url = "redis://:pw@h",
+        list = { "a", "" } }, auth_key = { "k" } }))
       assert.same({}, config.redact({}))
       assert.same({ http = {} }, config.redact({ http = {} }))
     end)

@@ -22,6 +22,7 @@ local find, lower, sub, gsub, match, byte = string.find, string.lower, string.su
   string.match, string.byte
 local type, pairs, ipairs, next, sort, tostring, require, format = type, pairs, ipairs, next,
   table.sort, tostring, require, string.format
+local concat = table.concat
 local tnew = require "table.new"
 
 local M = {}
@@ -207,16 +208,19 @@ end
 
 -- The top level of a config, compiled: each schema section by its constant key, a section's
 -- table by its copier (a free section's by copy); a key that names a section is never secret.
--- Other keys are decided by their names, as copy does. (The keys are counted after the
+-- Other keys are decided by their names, as copy does; a table with no section's key at all
+-- is copied by copy (the same rule there, and a table of its own size rather than the
+-- 39-section one: 64 slots). (The keys are counted after the
 -- sections here, before the fields in a section: the order LuaJIT traced best, 1-2k
 -- instructions of a redact, bench/config_callgrind.lua.)
 local function top_copier(list, template)
   local values = { V = value, C = copy, next = next, type = type, F = {} }
   local src = { "local E = ...\nlocal V, C, X, F, next, type = E.V, E.C, E.X, E.F, E.next, E.type\n",
-    "return function(t)\nlocal o = {" }
-  local body = {}
+    "return function(t)\n", "", "local o = {" }
+  local body, none = {}, {}
   for i, s in ipairs(list) do
     local key = format("%q", s.name)
+    none[#none + 1] = format("t[%s] == nil", key)
     src[#src + 1] = format("[%s] = true,", key)
     local table_copy
     if s.free then
@@ -229,6 +233,7 @@ local function top_copier(list, template)
       "if type(v) == \"table\" then o[%s] = %s else o[%s] = V(v, false) end end\n",
       key, key, key, table_copy, key)
   end
+  src[3] = "if " .. concat(none, " and ") .. " then return C(t, false) end\n"
   src[#src + 1] = "}\nlocal n, v = 0\n"
   for i = 1, #body do src[#src + 1] = body[i] end
   src[#src + 1] = "local c = 0\nfor _ in next, t do c = c + 1 end\nif c ~= n then X(t, o) end\n" ..
