@@ -523,6 +523,36 @@ describe("zever.config", function()
       assert.is_nil(config.render(shown):find("pw%d"))
     end)
 
+    -- The compiled copiers (a section's fields read by name) against shapes load never makes:
+    -- a section missing fields or holding a list, a section that is not a table, unknown keys
+    -- beside the sections, lists and numeric keys in the free-form paths.
+    it("copies any shape of table the way the rule says", function()
+      local r = config.redact({
+        http = { listen = { "a:1", "redis://:pw@h" }, [1] = "first", secret = "s" },
+        crypto = { keys = "id:k", extra_key = "x" },
+        mailer = "smtp://u:pw@host",
+        app = { list = { "x", "y", "z" }, token = "t", nested = { api_key = "k" } },
+        [7] = { "seven" },
+        webhook_secret = { "a", "" },
+      })
+      assert.same({
+        http = { listen = { "a:1", "redis://:[REDACTED]@h" }, [1] = "first", secret = "[REDACTED]" },
+        crypto = { keys = "[REDACTED]", extra_key = "[REDACTED]" },
+        mailer = "smtp://u:[REDACTED]@host",
+        app = { list = { "x", "y", "z" }, token = "[REDACTED]", nested = { api_key = "[REDACTED]" } },
+        [7] = { "seven" },
+        webhook_secret = { "[REDACTED]", "" },
+      }, r)
+      assert.equal(3, #r.app.list)
+      -- no section's key at all (the free-form copy from the top)
+      assert.same({ cookie = "[REDACTED]", extra = { password = "[REDACTED]",
+        url = "redis://:[REDACTED]@h", list = { "a", "" } }, auth_key = { "[REDACTED]" } },
+        config.redact({ cookie = "c", extra = { password = "p", url = "redis://:pw@h",
+        list = { "a", "" } }, auth_key = { "k" } }))
+      assert.same({}, config.redact({}))
+      assert.same({ http = {} }, config.redact({ http = {} }))
+    end)
+
     it("does not change the config it is given", function()
       local cfg = config.defaults()
       cfg.mailer.smtp_password = "pw"

@@ -78,29 +78,35 @@ local cstr = ffi.typeof("const char *")
 require "zever.cdef.libc"
 local environ = pcall(function() return ffi.C.environ end)
 
--- Calls fn(name, value) for each variable of the process environment that may be ours.
-local function each_process(fn)
-  local env = ffi.C.environ
-  if env == nil then return end
-  local i = 0
+-- The variables of the process environment that may be ours, as a stateless iterator (no
+-- closure made per load):  for _, name, value in process_vars() do ... end
+local function process_step(env, i)
   while true do
     local p = env[i]
-    if p == nil then break end
+    if p == nil then return nil end
+    i = i + 1
     if may_be_ours(p) then
       local s = ffi_string(p)
       local eq = find(s, "=", 1, true)
-      if eq then fn(sub(s, 1, eq - 1), sub(s, eq + 1)) end
+      if eq then return i, sub(s, 1, eq - 1), sub(s, eq + 1) end
     end
-    i = i + 1
   end
 end
+local function none() end
 
-local function each_process_proc(fn)
+local function process_vars()
+  local env = ffi.C.environ
+  if env == nil then return none end
+  return process_step, env, 0
+end
+
+-- Calls fn(cfg, state, name, value) for each variable of /proc/self/environ.
+local function each_process_proc(fn, cfg, state)
   local f = io.open("/proc/self/environ", "rb")
   if not f then return end
   local data = f:read("*a")
   f:close()
-  for name, value in data:gmatch("([^%z=]+)=([^%z]*)") do fn(name, value) end
+  for name, value in data:gmatch("([^%z=]+)=([^%z]*)") do fn(cfg, state, name, value) end
 end
 
 -- by_canonical[HTTP_LISTEN] = field; ORDER[field] = its place in the schema.
@@ -178,32 +184,59 @@ local function free_keys(cfg, section)
   return keys
 end
 
+-- Sets a field from the variable name (the parsed value; an error when it does not parse).
+-- Module-level, as consider, so that a load makes no closures.
+local function set(cfg, state, name, value, field)
+  if value == "" then return end
+  local v, reason = validate.parse_env(field, value)
+  if v == nil then
+    local errs = state.errors
+    errs[#errs + 1] = { var = name, path = field.path, message = reason }
+    return
+  end
+  cfg[field.section][field.name] = v
+  state.origin[field.path] = "$" .. name
+  local applied = state.applied
+  applied[#applied + 1] = name
+end
+
+-- A variable of a listed source (the process environment, a table): a field, an APP_ key or
+-- nothing.
+local function consider(cfg, state, name, value)
+  local field = lookup(name)
+  if field then return set(cfg, state, name, value, field) end
+  if field == false then return end
+  local section, key = free_of(name)
+  if section then set_free(cfg, state, name, value, section, key) end
+end
+
 local function by_order(a, b) return ORDER[a[1]] < ORDER[b[1]] end
 
 -- os.getenv as the source: what calling it for every canonical name (and APP_<KEY> for every
 -- declared key) would give, in the same order, from one pass over environ. getenv returns a
 -- name's first occurrence, so a name seen again is skipped.
-local function apply_getenv(cfg, state, set)
+local function apply_getenv(cfg, state)
   local seen, hits, frees                           -- made for the first candidate
-  each_process(function(name, value)
+  for _, name, value in process_vars() do
     if not seen then seen, hits, frees = {}, {}, {} end
-    if seen[name] then return end
-    seen[name] = true
-    local field = by_canonical[name]
-    if field then
-      hits[#hits + 1] = { field, name, value }
-      return
+    if not seen[name] then
+      seen[name] = true
+      local field = by_canonical[name]
+      if field then
+        hits[#hits + 1] = { field, name, value }
+      else
+        for i = 1, #FREE do
+          local p = FREE[i].prefix
+          if #name > #p and sub(name, 1, #p) == p then frees[#frees + 1] = { FREE[i], name, value } end
+        end
+      end
     end
-    for i = 1, #FREE do
-      local p = FREE[i].prefix
-      if #name > #p and sub(name, 1, #p) == p then frees[#frees + 1] = { FREE[i], name, value } end
-    end
-  end)
+  end
   if not seen then return end
   if #hits > 1 then sort(hits, by_order) end
   for i = 1, #hits do
     local h = hits[i]
-    set(h[2], h[3], h[1])
+    set(cfg, state, h[2], h[3], h[1])
   end
   if #frees == 0 then return end
   for _, fr in ipairs(FREE) do
@@ -221,40 +254,24 @@ end
 
 -- Applies source to cfg. state: { errors, origin, line, applied = { names } }.
 function M.apply(cfg, source, state)
-  local function set(name, value, field)
-    if value == "" then return end
-    local v, reason = validate.parse_env(field, value)
-    if v == nil then
-      local errs = state.errors
-      errs[#errs + 1] = { var = name, path = field.path, message = reason }
-      return
-    end
-    cfg[field.section][field.name] = v
-    state.origin[field.path] = "$" .. name
-    local applied = state.applied
-    applied[#applied + 1] = name
-  end
-  local function consider(name, value)
-    local field = lookup(name)
-    if field then return set(name, value, field) end
-    if field == false then return end
-    local section, key = free_of(name)
-    if section then set_free(cfg, state, name, value, section, key) end
-  end
   local t = type(source)
   if source == nil then
-    if environ then each_process(consider) else each_process_proc(consider) end
+    if environ then
+      for _, name, value in process_vars() do consider(cfg, state, name, value) end
+    else
+      each_process_proc(consider, cfg, state)
+    end
   elseif t == "table" then
     for name, value in pairs(source) do
-      if type(name) == "string" and type(value) == "string" then consider(name, value) end
+      if type(name) == "string" and type(value) == "string" then consider(cfg, state, name, value) end
     end
   elseif source == getenv and environ then
-    apply_getenv(cfg, state, set)
+    apply_getenv(cfg, state)
   elseif t == "function" then
     for _, s in ipairs(schema.sections) do
       for _, field in ipairs(s.fields) do
         local value = source(field.env)
-        if type(value) == "string" then set(field.env, value, field) end
+        if type(value) == "string" then set(cfg, state, field.env, value, field) end
       end
     end
     -- A getenv cannot list its names: only the free keys the files declared are asked for.

@@ -8,6 +8,8 @@
 --
 --   template.section(fields, value_of) -> fn() returning a new { [field.name] = value_of(field) }
 --   template.config(sections, value_of) -> fn() returning a new { [s.name] = that, ... }
+--   template.literal(v)        -> v as Lua source, or nil when v is not a constant
+--   template.compile(src, values, name) -> what the chunk concat(src) returns, given values
 --
 -- value_of(field) may return nil (the key is left out). A value that is not a string, a boolean
 -- or a finite number is not a constant: it is read from an array the function keeps, so a
@@ -48,6 +50,8 @@ end
 local function compile(src, values, name)
   return assert(load(concat(src), "=" .. name))(values)
 end
+
+M.literal, M.compile = literal, compile
 
 function M.section(fields, value_of)
   local src, values = { "local D = ...\nreturn function() return " }, {}
