@@ -346,8 +346,8 @@ function M.new(db, opts)
   if type(fts) ~= "string" then error("search.db: fts must be a string", 2) end
   local qt, ft, pt = quote(name), quote(name .. "_fts"), quote(name .. "_pending")
   local function queue(seq, old)
-    return "INSERT INTO " .. pt .. " (seq, old) SELECT " .. seq .. ", " .. old ..
-      " WHERE NOT EXISTS (SELECT 1 FROM " .. pt .. " WHERE seq = " .. seq .. ")"
+    return "INSERT INTO " .. pt .. " (seq, old) VALUES (" .. seq .. ", " .. old ..
+      ") ON CONFLICT (seq) DO NOTHING"
   end
   local schema = concat({
     "CREATE TABLE IF NOT EXISTS " .. qt .. ' (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, ' ..
@@ -355,17 +355,24 @@ function M.new(db, opts)
     "CREATE VIRTUAL TABLE IF NOT EXISTS " .. ft .. " USING fts5(content, content=" .. qt ..
       ", content_rowid=seq, tokenize='" .. fts:gsub("'", "''") .. "')",
     "CREATE TABLE IF NOT EXISTS " .. pt .. " (seq INTEGER PRIMARY KEY, old TEXT)",
-    -- The synchronous triggers of earlier versions (the FTS5 index is in step when they exist).
+    -- The triggers of earlier versions: synchronous (_ai, _ad, _au: the FTS5 index is in step
+    -- when they exist), then queueing with INSERT ... SELECT ... WHERE NOT EXISTS (_pi, _pd, _pu:
+    -- a statement that reads the table it inserts into stages its rows in a temporary b-tree,
+    -- opened and closed on every row the write touched).
     "DROP TRIGGER IF EXISTS " .. quote(name .. "_ai"),
     "DROP TRIGGER IF EXISTS " .. quote(name .. "_ad"),
     "DROP TRIGGER IF EXISTS " .. quote(name .. "_au"),
-    -- A seq already queued keeps its first old text: the one FTS5 still holds. (NOT EXISTS,
-    -- not OR IGNORE: the upsert's own conflict clause would override a trigger's OR IGNORE.)
-    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_pi") .. " AFTER INSERT ON " .. qt ..
+    "DROP TRIGGER IF EXISTS " .. quote(name .. "_pi"),
+    "DROP TRIGGER IF EXISTS " .. quote(name .. "_pd"),
+    "DROP TRIGGER IF EXISTS " .. quote(name .. "_pu"),
+    -- A seq already queued keeps its first old text: the one FTS5 still holds. (An upsert's
+    -- DO NOTHING, not OR IGNORE: the write's own conflict clause would override a trigger's
+    -- OR IGNORE, not the trigger's upsert.)
+    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_qi") .. " AFTER INSERT ON " .. qt ..
       " BEGIN " .. queue("new.seq", "NULL") .. "; END",
-    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_pd") .. " AFTER DELETE ON " .. qt ..
+    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_qd") .. " AFTER DELETE ON " .. qt ..
       " BEGIN " .. queue("old.seq", "old.content") .. "; END",
-    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_pu") .. " AFTER UPDATE OF content ON " ..
+    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_qu") .. " AFTER UPDATE OF content ON " ..
       qt .. " WHEN old.content IS NOT new.content BEGIN " .. queue("old.seq", "old.content") ..
       "; END",
   }, ";\n")
