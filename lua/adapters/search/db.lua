@@ -118,6 +118,32 @@ function DB:write(rows)
   return n
 end
 
+-- Feeds the pending rows to FTS5 inside tx and empties the queue: FEED_CHUNK rows a statement,
+-- in seq order. FTS5 gathers a statement's terms in an in-memory hash and writes them out as one
+-- segment when the statement ends; the hash's slot array grows with the distinct terms of the
+-- largest statement and never shrinks while the connection lives (every later statement clears
+-- and scans all of it), so one statement over a large queue would make every later feed dearer.
+M.FEED_CHUNK = 100
+
+local function must_exec(tx, sql, ...)
+  local r, err = tx:exec(sql, ...)
+  if not r then error(err, 0) end
+end
+
+local function feed(self, tx)
+  while true do
+    local b, err = tx:first(self.bound_sql, M.FEED_CHUNK - 1)
+    if not b then
+      if err then error(err, 0) end
+      break
+    end
+    must_exec(tx, self.feed_upto_sql, b.seq, b.seq)
+    must_exec(tx, self.clear_upto_sql, b.seq)
+  end
+  must_exec(tx, self.feed_sql)
+  must_exec(tx, self.clear_sql)
+end
+
 -- Feeds the pending rows to FTS5 (see the top); nothing to do costs one indexed read.
 function DB:flush()
   if self.pg then
@@ -126,12 +152,7 @@ function DB:flush()
     return true
   end
   if not self.db:first(self.pending_sql) then return true end
-  local ok, err = pcall(self.db.transaction, self.db, function(tx)
-    for i = 1, #self.flush_sql do
-      local r, werr = tx:exec(self.flush_sql[i])
-      if not r then error(werr, 0) end
-    end
-  end)
+  local ok, err = pcall(self.db.transaction, self.db, self.feed)
   if not ok then return pass(err) end
   return true
 end
@@ -163,7 +184,7 @@ function DB:reindex(index, progress)
     if self.pg then
       ft = nil   -- no FTS5 table: the chunks below recompute the generated tsvector
     elseif index then
-      for i = 1, #self.flush_sql do run(self.flush_sql[i]) end
+      feed(self, tx)
       run("INSERT INTO " .. ft .. "(" .. ft .. ", rowid, content) SELECT 'delete', seq, content " ..
         "FROM " .. qt .. ' WHERE "index" = ?', index)
     elseif not progress then
@@ -333,6 +354,15 @@ local function new_postgres(db, name, config)
   }, DB)
 end
 
+-- The feed of the pending rows (up to a seq when upto is " AND p.seq <= ?"): one INSERT ...
+-- SELECT ordered by rowid, each row's 'delete' before its insert (see the top).
+local function feed_sql(ft, qt, pt, upto)
+  return "INSERT INTO " .. ft .. "(" .. ft .. ", rowid, content) SELECT op, seq, txt FROM (" ..
+    "SELECT 'delete' AS op, p.seq AS seq, p.old AS txt, 0 AS k FROM " .. pt .. " p WHERE " ..
+    "p.old IS NOT NULL" .. upto .. " UNION ALL SELECT NULL, d.seq, d.content, 1 FROM " .. pt ..
+    " p JOIN " .. qt .. " d ON d.seq = p.seq WHERE 1" .. upto .. ") ORDER BY seq, k"
+end
+
 function M.new(db, opts)
   opts = opts or {}
   -- zever.db raises on SQL errors; this battery reports them as values ("invalid", ...).
@@ -391,22 +421,22 @@ function M.new(db, opts)
     ft .. " MATCH ?"
   local page = 'SELECT d.id AS id, d."index" AS idx, d.metadata AS metadata, rank, ' ..
     "snippet(" .. ft .. ", 0, '<b>', '</b>', '…', 12) AS snippet" .. from
-  return setmetatable({
+  local self = setmetatable({
     db = db, qt = qt, ft = ft, pt = pt, insert_cache = {}, binds = {},
     pending_sql = "SELECT 1 AS p FROM " .. pt .. " LIMIT 1",
-    flush_sql = {
-      "INSERT INTO " .. ft .. "(" .. ft .. ", rowid, content) SELECT op, seq, txt FROM (" ..
-        "SELECT 'delete' AS op, seq, old AS txt, 0 AS k FROM " .. pt .. " WHERE old IS NOT NULL " ..
-        "UNION ALL SELECT NULL, d.seq, d.content, 1 FROM " .. pt .. " p JOIN " .. qt ..
-        " d ON d.seq = p.seq) ORDER BY seq, k",
-      "DELETE FROM " .. pt,
-    },
+    bound_sql = "SELECT seq FROM " .. pt .. " ORDER BY seq LIMIT 1 OFFSET ?",
+    feed_sql = feed_sql(ft, qt, pt, ""),
+    feed_upto_sql = feed_sql(ft, qt, pt, " AND p.seq <= ?"),
+    clear_sql = "DELETE FROM " .. pt,
+    clear_upto_sql = "DELETE FROM " .. pt .. " WHERE seq <= ?",
     delete_sql = "DELETE FROM " .. qt .. ' WHERE id = ? AND "index" = ?',
     count_sql = "SELECT count(*) AS n" .. from,
     count_index_sql = "SELECT count(*) AS n" .. from .. ' AND d."index" = ?',
     page_sql = page .. " ORDER BY rank, d.id LIMIT ? OFFSET ?",
     page_index_sql = page .. ' AND d."index" = ? ORDER BY rank, d.id LIMIT ? OFFSET ?',
   }, DB)
+  self.feed = function(tx) return feed(self, tx) end   -- flush's transaction body
+  return self
 end
 
 function M.open(section, ctx)
