@@ -48,7 +48,9 @@ assert(s:flush())
 local batches = {}
 for b = 1, 2 do
   local batch = {}
-  for i = 1, tonumber(os.getenv("SIZE")) or 10 do batch[i] = { id = "b" .. i, content = text(40), metadata = { n = i } } end
+  for i = 1, tonumber(os.getenv("SIZE")) or 10 do
+    batch[i] = { id = "b" .. i, content = text(40), metadata = { n = i } }
+  end
   batches[b] = batch
 end
 local turn = 1
