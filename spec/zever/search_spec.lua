@@ -94,34 +94,38 @@ describe("adapters.search.db", function()
     db:close()
   end)
 
-  it("feeds a large queue FEED_CHUNK rows a statement, each a segment, the same results", function()
-    -- FTS5's in-memory term hash grows with its largest statement and never shrinks.
-    local db = assert(zever_db.open("sqlite::memory:"))
-    local s = search.wrap(assert(db_search.new(db)))
-    local function segments()
-      return db:first("SELECT count(DISTINCT segid) AS n FROM zever_search_fts_idx").n
-    end
-    local docs = {}
-    for i = 1, 8 do docs[i] = { id = "d" .. i, content = "first text " .. i } end
-    assert(s:index_batch(docs))
-    assert(s:flush())
-    assert.are.equal(1, segments())
-    local old = db_search.FEED_CHUNK
-    db_search.FEED_CHUNK = 3
-    for i = 1, 8 do docs[i] = { id = "d" .. i, content = "second text " .. i } end
-    docs[9] = { id = "d9", content = "second text new" }
-    assert(s:index_batch(docs))
-    s:delete("d2")
-    local ok, err = s:flush()
-    db_search.FEED_CHUNK = old
-    assert.is_true(ok, err)
-    assert.are.equal(0, db:first("SELECT count(*) AS n FROM zever_search_pending").n)
-    assert.are.equal(1 + 3, segments()) -- 9 queued rows: 3 + 3 + 3
-    assert(db:exec("INSERT INTO zever_search_fts(zever_search_fts) VALUES ('integrity-check')"))
-    assert.are.same({ 0, 8, 8, 1 }, { s:search("first").total, s:search("second").total,
-      s:search("text").total, s:search("new").total })
-    db:close()
-  end)
+  -- FTS5's in-memory term hash grows with its largest statement and never shrinks.
+  for _, case in ipairs{ { merge = 0, segments = 1 + 3 }, { merge = nil, segments = 1 } } do
+    local what = case.merge == 0 and "each a segment (FEED_MERGE 0)" or "then merges the segments"
+    it("feeds a large queue FEED_CHUNK rows a statement, " .. what .. ", same results", function()
+      local db = assert(zever_db.open("sqlite::memory:"))
+      local s = search.wrap(assert(db_search.new(db)))
+      local function segments()
+        return db:first("SELECT count(DISTINCT segid) AS n FROM zever_search_fts_idx").n
+      end
+      local docs = {}
+      for i = 1, 8 do docs[i] = { id = "d" .. i, content = "first text " .. i } end
+      assert(s:index_batch(docs))
+      assert(s:flush())
+      assert.are.equal(1, segments())
+      local chunk, merge = db_search.FEED_CHUNK, db_search.FEED_MERGE
+      db_search.FEED_CHUNK, db_search.FEED_MERGE = 3, case.merge or merge
+      for i = 1, 8 do docs[i] = { id = "d" .. i, content = "second text " .. i } end
+      docs[9] = { id = "d9", content = "second text new" }
+      assert(s:index_batch(docs))
+      s:delete("d2")
+      local ok, err = s:flush()
+      db_search.FEED_CHUNK, db_search.FEED_MERGE = chunk, merge
+      assert.is_true(ok, err)
+      assert.are.equal(0, db:first("SELECT count(*) AS n FROM zever_search_pending").n)
+      -- 9 queued rows: 3 + 3 + 3; FTS5 merges a level of 4 segments (usermerge) into one
+      assert.are.equal(case.segments, segments())
+      assert(db:exec("INSERT INTO zever_search_fts(zever_search_fts) VALUES ('integrity-check')"))
+      assert.are.same({ 0, 8, 8, 1 }, { s:search("first").total, s:search("second").total,
+        s:search("text").total, s:search("new").total })
+      db:close()
+    end)
+  end
 
   it("feeds FTS5 with rows another connection wrote", function()
     local path = os.tmpname()

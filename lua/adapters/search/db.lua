@@ -124,6 +124,7 @@ end
 -- largest statement and never shrinks while the connection lives (every later statement clears
 -- and scans all of it), so one statement over a large queue would make every later feed dearer.
 M.FEED_CHUNK = 100
+M.FEED_MERGE = 2000
 
 local function must_exec(tx, sql, ...)
   local r, err = tx:exec(sql, ...)
@@ -131,6 +132,7 @@ local function must_exec(tx, sql, ...)
 end
 
 local function feed(self, tx)
+  local chunks = 0
   while true do
     local b, err = tx:first(self.bound_sql, M.FEED_CHUNK - 1)
     if not b then
@@ -139,9 +141,14 @@ local function feed(self, tx)
     end
     must_exec(tx, self.feed_upto_sql, b.seq, b.seq)
     must_exec(tx, self.clear_upto_sql, b.seq)
+    chunks = chunks + 1
   end
   must_exec(tx, self.feed_sql)
   must_exec(tx, self.clear_sql)
+  -- The chunks' segments, FTS5's 'merge': levels of usermerge (4) or more segments are merged,
+  -- FEED_MERGE pages at most; without it the next searches read each chunk's segment until later
+  -- writes make automerge fold them (Search after a 1,000-row feed: 2-3x the time).
+  if chunks > 0 and M.FEED_MERGE > 0 then must_exec(tx, self.merge_sql, M.FEED_MERGE) end
 end
 
 -- Feeds the pending rows to FTS5 (see the top); nothing to do costs one indexed read.
@@ -429,6 +436,7 @@ function M.new(db, opts)
     feed_upto_sql = feed_sql(ft, qt, pt, " AND p.seq <= ?"),
     clear_sql = "DELETE FROM " .. pt,
     clear_upto_sql = "DELETE FROM " .. pt .. " WHERE seq <= ?",
+    merge_sql = "INSERT INTO " .. ft .. "(" .. ft .. ", rank) VALUES ('merge', ?)",
     delete_sql = "DELETE FROM " .. qt .. ' WHERE id = ? AND "index" = ?',
     count_sql = "SELECT count(*) AS n" .. from,
     count_index_sql = "SELECT count(*) AS n" .. from .. ' AND d."index" = ?',
