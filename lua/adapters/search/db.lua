@@ -13,7 +13,7 @@
 --
 -- Storage: a content table (seq, id, "index", content, metadata; UNIQUE (id, "index")), an
 -- external-content FTS5 table over its content column (the text is stored once), and a
--- pending table fed by three triggers on the content table:
+-- pending table fed by three triggers on the content table (INSERT ... ON CONFLICT DO NOTHING):
 --
 --   zever_search          (seq, id, "index", content, metadata)     the truth
 --   zever_search_pending  (seq PRIMARY KEY, old)  rows whose FTS5 entry is behind; old is the
@@ -24,7 +24,8 @@
 -- are fed to FTS5 (flush: 'delete' of the old text, insert of the current one, in one
 -- transaction; one INSERT ... SELECT ordered by rowid, each row's 'delete' before its insert,
 -- because FTS5 writes its pending terms out as a new segment whenever a rowid goes backwards:
--- all the deletes, then all the inserts, wrote two segments a feed) before the next search,
+-- all the deletes, then all the inserts, wrote two segments a feed; FEED_CHUNK rows a
+-- statement, then FTS5 'merge' of the chunks' segments, see feed below) before the next search,
 -- by whichever connection searches first, so a search always sees every committed write.
 -- Several writes between searches are fed at once, and a document rewritten twice is
 -- tokenized once. An update that leaves content unchanged (the metadata only) queues nothing.
