@@ -1,10 +1,12 @@
 -- flush_callgrind.lua N: IndexBatchFlush's shape (search_lua_bench.lua) for callgrind: a corpus
 -- of 1000 documents of 40 words (index_batch of 100 at a time, one flush), then N times 10
 -- documents rewritten (two texts in turn) and flush(). MODE=write: index_batch only;
--- MODE=search: N times search("w10 w20", limit 10) instead (search_lua_bench's Search).
+-- MODE=search: N times search("w10 w20", limit 10) instead (search_lua_bench's Search);
+-- MODE=cycle: rewrite, flush and search each time (minus MODE=flush: the search's cost averaged
+-- over FTS5's merge cycle, where MODE=search sees one layout of segments). SIZE=100: batches of
+-- 100 documents (IndexBatch100's shape with MODE=write).
 -- SMALL=1 flushes after each 100 of the corpus (FTS5's in-memory term hash then never grows
--- past what 100 documents need); DSN=sqlite:/path for a file instead of memory. SIZE=100
--- rewrites 100 documents a batch instead of 10 (MODE=write SIZE=100: IndexBatch100).
+-- past what 100 documents need); DSN=sqlite:/path for a file instead of memory.
 --
 --   bash bench/callgrind_delta.sh "$PWD/bench/flush_callgrind.lua" 100 300
 local zever_db = require "zever.db"
@@ -63,7 +65,8 @@ end
 for _ = 1, N do
   turn = 3 - turn
   assert(s:index_batch(batches[turn]))
-  if MODE == "flush" then assert(s:flush()) end
+  if MODE ~= "write" then assert(s:flush()) end
+  if MODE == "cycle" then assert(s:search("w10 w20", { limit = 10 })) end
 end
 s:close()
 db:close()

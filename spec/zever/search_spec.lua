@@ -94,6 +94,39 @@ describe("adapters.search.db", function()
     db:close()
   end)
 
+  -- FTS5's in-memory term hash grows with its largest statement and never shrinks.
+  for _, case in ipairs{ { merge = 0, segments = 1 + 3 }, { merge = nil, segments = 1 } } do
+    local what = case.merge == 0 and "each a segment (FEED_MERGE 0)" or "then merges the segments"
+    it("feeds a large queue FEED_CHUNK rows a statement, " .. what .. ", same results", function()
+      local db = assert(zever_db.open("sqlite::memory:"))
+      local s = search.wrap(assert(db_search.new(db)))
+      local function segments()
+        return db:first("SELECT count(DISTINCT segid) AS n FROM zever_search_fts_idx").n
+      end
+      local docs = {}
+      for i = 1, 8 do docs[i] = { id = "d" .. i, content = "first text " .. i } end
+      assert(s:index_batch(docs))
+      assert(s:flush())
+      assert.are.equal(1, segments())
+      local chunk, merge = db_search.FEED_CHUNK, db_search.FEED_MERGE
+      db_search.FEED_CHUNK, db_search.FEED_MERGE = 3, case.merge or merge
+      for i = 1, 8 do docs[i] = { id = "d" .. i, content = "second text " .. i } end
+      docs[9] = { id = "d9", content = "second text new" }
+      assert(s:index_batch(docs))
+      s:delete("d2")
+      local ok, err = s:flush()
+      db_search.FEED_CHUNK, db_search.FEED_MERGE = chunk, merge
+      assert.is_true(ok, err)
+      assert.are.equal(0, db:first("SELECT count(*) AS n FROM zever_search_pending").n)
+      -- 9 queued rows: 3 + 3 + 3; FTS5 merges a level of 4 segments (usermerge) into one
+      assert.are.equal(case.segments, segments())
+      assert(db:exec("INSERT INTO zever_search_fts(zever_search_fts) VALUES ('integrity-check')"))
+      assert.are.same({ 0, 8, 8, 1 }, { s:search("first").total, s:search("second").total,
+        s:search("text").total, s:search("new").total })
+      db:close()
+    end)
+  end
+
   it("feeds FTS5 with rows another connection wrote", function()
     local path = os.tmpname()
     local a = assert(zever_db.open("sqlite:" .. path))
@@ -123,6 +156,47 @@ describe("adapters.search.db", function()
     assert.is_nil(db:first("SELECT 1 AS x FROM sqlite_master WHERE name = 'zever_search_ai'"))
     s:index{ id = "new", content = "added after" }
     assert.are.same({ 1, 1 }, { s:search("kept").total, s:search("added").total })
+    db:close()
+  end)
+
+  it("queues a write's rows without staging each in a temporary b-tree", function()
+    -- A trigger that reads the table it inserts into (INSERT ... SELECT ... WHERE NOT EXISTS)
+    -- makes SQLite stage its row in a temporary b-tree, opened on every row the write touches.
+    -- The write's program lists its trigger programs: one OpenEphemeral is left, the multi-row
+    -- VALUES of a table with triggers.
+    local db = assert(zever_db.open("sqlite::memory:"))
+    assert(db_search.new(db))
+    local n = 0
+    for _, r in ipairs(db:query([[EXPLAIN INSERT INTO zever_search (id, "index", content, metadata)
+      VALUES ('a', 'i', 'x', '{}'), ('b', 'i', 'y', '{}') ON CONFLICT (id, "index") DO UPDATE
+      SET content = excluded.content, metadata = excluded.metadata]])) do
+      if r.opcode == "OpenEphemeral" then n = n + 1 end
+    end
+    assert.are.equal(1, n)
+    db:close()
+  end)
+
+  it("replaces the queueing triggers of an earlier schema, keeping what they queued", function()
+    local db = assert(zever_db.open("sqlite::memory:"))
+    assert(db:exec([[CREATE TABLE zever_search (seq INTEGER PRIMARY KEY, id TEXT NOT NULL,
+      "index" TEXT NOT NULL, content TEXT NOT NULL, metadata TEXT NOT NULL, UNIQUE (id, "index"));
+      CREATE VIRTUAL TABLE zever_search_fts USING fts5(content, content=zever_search,
+        content_rowid=seq);
+      CREATE TABLE zever_search_pending (seq INTEGER PRIMARY KEY, old TEXT);
+      CREATE TRIGGER zever_search_pi AFTER INSERT ON zever_search BEGIN
+        INSERT INTO zever_search_pending (seq, old) SELECT new.seq, NULL WHERE NOT EXISTS
+        (SELECT 1 FROM zever_search_pending WHERE seq = new.seq); END;
+      INSERT INTO zever_search (id, "index", content, metadata) VALUES ('old', 'default',
+        'queued before', '{}')]]))
+    local s = search.wrap(assert(db_search.new(db)))
+    assert.is_nil(db:first("SELECT 1 AS x FROM sqlite_master WHERE name = 'zever_search_pi'"))
+    assert.are.equal(3, db:first("SELECT count(*) AS n FROM sqlite_master WHERE type = " ..
+      "'trigger' AND name IN ('zever_search_qi', 'zever_search_qd', 'zever_search_qu')").n)
+    s:index{ id = "new", content = "added after" }
+    s:index{ id = "new", content = "rewritten after" }
+    assert.are.same({ 1, 0, 1 }, { s:search("queued").total, s:search("added").total,
+      s:search("rewritten").total })
+    assert(db:exec("INSERT INTO zever_search_fts(zever_search_fts) VALUES ('integrity-check')"))
     db:close()
   end)
 

@@ -13,7 +13,7 @@
 --
 -- Storage: a content table (seq, id, "index", content, metadata; UNIQUE (id, "index")), an
 -- external-content FTS5 table over its content column (the text is stored once), and a
--- pending table fed by three triggers on the content table:
+-- pending table fed by three triggers on the content table (INSERT ... ON CONFLICT DO NOTHING):
 --
 --   zever_search          (seq, id, "index", content, metadata)     the truth
 --   zever_search_pending  (seq PRIMARY KEY, old)  rows whose FTS5 entry is behind; old is the
@@ -24,7 +24,8 @@
 -- are fed to FTS5 (flush: 'delete' of the old text, insert of the current one, in one
 -- transaction; one INSERT ... SELECT ordered by rowid, each row's 'delete' before its insert,
 -- because FTS5 writes its pending terms out as a new segment whenever a rowid goes backwards:
--- all the deletes, then all the inserts, wrote two segments a feed) before the next search,
+-- all the deletes, then all the inserts, wrote two segments a feed; FEED_CHUNK rows a
+-- statement, then FTS5 'merge' of the chunks' segments, see feed below) before the next search,
 -- by whichever connection searches first, so a search always sees every committed write.
 -- Several writes between searches are fed at once, and a document rewritten twice is
 -- tokenized once. An update that leaves content unchanged (the metadata only) queues nothing.
@@ -118,6 +119,39 @@ function DB:write(rows)
   return n
 end
 
+-- Feeds the pending rows to FTS5 inside tx and empties the queue: FEED_CHUNK rows a statement,
+-- in seq order. FTS5 gathers a statement's terms in an in-memory hash and writes them out as one
+-- segment when the statement ends; the hash's slot array grows with the distinct terms of the
+-- largest statement and never shrinks while the connection lives (every later statement clears
+-- and scans all of it), so one statement over a large queue would make every later feed dearer.
+M.FEED_CHUNK = 100
+M.FEED_MERGE = 2000
+
+local function must_exec(tx, sql, ...)
+  local r, err = tx:exec(sql, ...)
+  if not r then error(err, 0) end
+end
+
+local function feed(self, tx)
+  local chunks = 0
+  while true do
+    local b, err = tx:first(self.bound_sql, M.FEED_CHUNK - 1)
+    if not b then
+      if err then error(err, 0) end
+      break
+    end
+    must_exec(tx, self.feed_upto_sql, b.seq, b.seq)
+    must_exec(tx, self.clear_upto_sql, b.seq)
+    chunks = chunks + 1
+  end
+  must_exec(tx, self.feed_sql)
+  must_exec(tx, self.clear_sql)
+  -- The chunks' segments, FTS5's 'merge': levels of usermerge (4) or more segments are merged,
+  -- FEED_MERGE pages at most; without it the next searches read each chunk's segment until later
+  -- writes make automerge fold them (Search after a 1,000-row feed: 2-3x the time).
+  if chunks > 0 and M.FEED_MERGE > 0 then must_exec(tx, self.merge_sql, M.FEED_MERGE) end
+end
+
 -- Feeds the pending rows to FTS5 (see the top); nothing to do costs one indexed read.
 function DB:flush()
   if self.pg then
@@ -126,12 +160,7 @@ function DB:flush()
     return true
   end
   if not self.db:first(self.pending_sql) then return true end
-  local ok, err = pcall(self.db.transaction, self.db, function(tx)
-    for i = 1, #self.flush_sql do
-      local r, werr = tx:exec(self.flush_sql[i])
-      if not r then error(werr, 0) end
-    end
-  end)
+  local ok, err = pcall(self.db.transaction, self.db, self.feed)
   if not ok then return pass(err) end
   return true
 end
@@ -163,7 +192,7 @@ function DB:reindex(index, progress)
     if self.pg then
       ft = nil   -- no FTS5 table: the chunks below recompute the generated tsvector
     elseif index then
-      for i = 1, #self.flush_sql do run(self.flush_sql[i]) end
+      feed(self, tx)
       run("INSERT INTO " .. ft .. "(" .. ft .. ", rowid, content) SELECT 'delete', seq, content " ..
         "FROM " .. qt .. ' WHERE "index" = ?', index)
     elseif not progress then
@@ -333,6 +362,15 @@ local function new_postgres(db, name, config)
   }, DB)
 end
 
+-- The feed of the pending rows (up to a seq when upto is " AND p.seq <= ?"): one INSERT ...
+-- SELECT ordered by rowid, each row's 'delete' before its insert (see the top).
+local function feed_sql(ft, qt, pt, upto)
+  return "INSERT INTO " .. ft .. "(" .. ft .. ", rowid, content) SELECT op, seq, txt FROM (" ..
+    "SELECT 'delete' AS op, p.seq AS seq, p.old AS txt, 0 AS k FROM " .. pt .. " p WHERE " ..
+    "p.old IS NOT NULL" .. upto .. " UNION ALL SELECT NULL, d.seq, d.content, 1 FROM " .. pt ..
+    " p JOIN " .. qt .. " d ON d.seq = p.seq WHERE 1" .. upto .. ") ORDER BY seq, k"
+end
+
 function M.new(db, opts)
   opts = opts or {}
   -- zever.db raises on SQL errors; this battery reports them as values ("invalid", ...).
@@ -346,8 +384,8 @@ function M.new(db, opts)
   if type(fts) ~= "string" then error("search.db: fts must be a string", 2) end
   local qt, ft, pt = quote(name), quote(name .. "_fts"), quote(name .. "_pending")
   local function queue(seq, old)
-    return "INSERT INTO " .. pt .. " (seq, old) SELECT " .. seq .. ", " .. old ..
-      " WHERE NOT EXISTS (SELECT 1 FROM " .. pt .. " WHERE seq = " .. seq .. ")"
+    return "INSERT INTO " .. pt .. " (seq, old) VALUES (" .. seq .. ", " .. old ..
+      ") ON CONFLICT (seq) DO NOTHING"
   end
   local schema = concat({
     "CREATE TABLE IF NOT EXISTS " .. qt .. ' (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, ' ..
@@ -355,17 +393,24 @@ function M.new(db, opts)
     "CREATE VIRTUAL TABLE IF NOT EXISTS " .. ft .. " USING fts5(content, content=" .. qt ..
       ", content_rowid=seq, tokenize='" .. fts:gsub("'", "''") .. "')",
     "CREATE TABLE IF NOT EXISTS " .. pt .. " (seq INTEGER PRIMARY KEY, old TEXT)",
-    -- The synchronous triggers of earlier versions (the FTS5 index is in step when they exist).
+    -- The triggers of earlier versions: synchronous (_ai, _ad, _au: the FTS5 index is in step
+    -- when they exist), then queueing with INSERT ... SELECT ... WHERE NOT EXISTS (_pi, _pd, _pu:
+    -- a statement that reads the table it inserts into stages its rows in a temporary b-tree,
+    -- opened and closed on every row the write touched).
     "DROP TRIGGER IF EXISTS " .. quote(name .. "_ai"),
     "DROP TRIGGER IF EXISTS " .. quote(name .. "_ad"),
     "DROP TRIGGER IF EXISTS " .. quote(name .. "_au"),
-    -- A seq already queued keeps its first old text: the one FTS5 still holds. (NOT EXISTS,
-    -- not OR IGNORE: the upsert's own conflict clause would override a trigger's OR IGNORE.)
-    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_pi") .. " AFTER INSERT ON " .. qt ..
+    "DROP TRIGGER IF EXISTS " .. quote(name .. "_pi"),
+    "DROP TRIGGER IF EXISTS " .. quote(name .. "_pd"),
+    "DROP TRIGGER IF EXISTS " .. quote(name .. "_pu"),
+    -- A seq already queued keeps its first old text: the one FTS5 still holds. (An upsert's
+    -- DO NOTHING, not OR IGNORE: the write's own conflict clause would override a trigger's
+    -- OR IGNORE, not the trigger's upsert.)
+    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_qi") .. " AFTER INSERT ON " .. qt ..
       " BEGIN " .. queue("new.seq", "NULL") .. "; END",
-    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_pd") .. " AFTER DELETE ON " .. qt ..
+    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_qd") .. " AFTER DELETE ON " .. qt ..
       " BEGIN " .. queue("old.seq", "old.content") .. "; END",
-    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_pu") .. " AFTER UPDATE OF content ON " ..
+    "CREATE TRIGGER IF NOT EXISTS " .. quote(name .. "_qu") .. " AFTER UPDATE OF content ON " ..
       qt .. " WHEN old.content IS NOT new.content BEGIN " .. queue("old.seq", "old.content") ..
       "; END",
   }, ";\n")
@@ -384,22 +429,23 @@ function M.new(db, opts)
     ft .. " MATCH ?"
   local page = 'SELECT d.id AS id, d."index" AS idx, d.metadata AS metadata, rank, ' ..
     "snippet(" .. ft .. ", 0, '<b>', '</b>', '…', 12) AS snippet" .. from
-  return setmetatable({
+  local self = setmetatable({
     db = db, qt = qt, ft = ft, pt = pt, insert_cache = {}, binds = {},
     pending_sql = "SELECT 1 AS p FROM " .. pt .. " LIMIT 1",
-    flush_sql = {
-      "INSERT INTO " .. ft .. "(" .. ft .. ", rowid, content) SELECT op, seq, txt FROM (" ..
-        "SELECT 'delete' AS op, seq, old AS txt, 0 AS k FROM " .. pt .. " WHERE old IS NOT NULL " ..
-        "UNION ALL SELECT NULL, d.seq, d.content, 1 FROM " .. pt .. " p JOIN " .. qt ..
-        " d ON d.seq = p.seq) ORDER BY seq, k",
-      "DELETE FROM " .. pt,
-    },
+    bound_sql = "SELECT seq FROM " .. pt .. " ORDER BY seq LIMIT 1 OFFSET ?",
+    feed_sql = feed_sql(ft, qt, pt, ""),
+    feed_upto_sql = feed_sql(ft, qt, pt, " AND p.seq <= ?"),
+    clear_sql = "DELETE FROM " .. pt,
+    clear_upto_sql = "DELETE FROM " .. pt .. " WHERE seq <= ?",
+    merge_sql = "INSERT INTO " .. ft .. "(" .. ft .. ", rank) VALUES ('merge', ?)",
     delete_sql = "DELETE FROM " .. qt .. ' WHERE id = ? AND "index" = ?',
     count_sql = "SELECT count(*) AS n" .. from,
     count_index_sql = "SELECT count(*) AS n" .. from .. ' AND d."index" = ?',
     page_sql = page .. " ORDER BY rank, d.id LIMIT ? OFFSET ?",
     page_index_sql = page .. ' AND d."index" = ? ORDER BY rank, d.id LIMIT ? OFFSET ?',
   }, DB)
+  self.feed = function(tx) return feed(self, tx) end   -- flush's transaction body
+  return self
 end
 
 function M.open(section, ctx)
