@@ -17,7 +17,6 @@ local ffi = require "ffi"
 local sched = require "zever.sched"
 local sys = require "zever.sys"
 local pgdecode = require "adapters.db.postgres_decode"
-local sqltext = require "adapters.db.postgres_sql"
 
 require "zever.cdef.pg"
 
@@ -25,56 +24,34 @@ local type, error, find = type, error, string.find
 local await, token_of = sched.await, sched.token
 local C = ffi.C
 local ffi_string = ffi.string
-local E_INVAL = sys.E.INVAL
+local E_INVAL, E_NOMEM = sys.E.INVAL, sys.E.NOMEM
 local server_error = pgdecode.server_error
-local scalar_text = sqltext.scalar_text
 
 local M = {}
 
 -- --- sending ------------------------------------------------------------------------------
 
-
 -- The text parameters of a statement sent through the FFI (zv_pgconn_send): one set of buffers
--- for the worker, filled before each send and read by libpq (which copies them) during it.
--- Strings are passed as they are (the binds table keeps them alive), integers written as
--- digits into their slot of DIGITS, other numbers formatted into a string kept in ANCHOR until
--- the send returned. Statements with more binds go through conn:send (the classic API).
-local MAX_FFI_BINDS = 16
+-- for the worker, filled before each send and copied by zv_pgconn_send. Strings are passed as
+-- they are (the binds table keeps them alive), numbers as doubles in NUMS with a negative
+-- length (formatted in C, as conn:send formats them). Statements with more binds go through
+-- conn:send (the classic API).
+local MAX_FFI_BINDS = 16 -- pg_ffi.h's ZV_PG_FFI_BINDS
 local VALUES = ffi.new("const char *[?]", MAX_FFI_BINDS)
 local LENS = ffi.new("int[?]", MAX_FFI_BINDS)
-local DIGITS = ffi.new("char[?]", MAX_FFI_BINDS * 24)
-local ANCHOR = {} -- luacheck: ignore 241 (holds each formatted bind until the send returned)
+local NUMS = ffi.new("double[?]", MAX_FFI_BINDS)
 -- pg_ffi.h's ZV_PG_SEND_SIMPLE, ZV_PG_SEND_PARAMS, ZV_PG_SEND_PREPARED
 local SEND_SIMPLE, SEND_PARAMS, SEND_PREPARED = 0, 1, 3
 local FFI_MODE = { simple = SEND_SIMPLE, params = SEND_PARAMS, prepared = SEND_PREPARED }
-local TWO53 = 2 ^ 53
 
 -- Puts bind i (0-based) of a checked list (check_binds: a string, number, boolean, nil or
--- NULL) into VALUES/LENS, as l_pg.c's read_binds does for conn:send.
+-- NULL) into VALUES/LENS/NUMS.
 local function put_bind(i, v)
   local t = type(v)
   if t == "string" then
     VALUES[i], LENS[i] = v, #v
   elseif t == "number" then
-    if v % 1 == 0 and v > -TWO53 and v < TWO53 then
-      local neg = v < 0
-      if neg then v = -v end
-      local base = i * 24
-      local k = base + 23
-      DIGITS[k] = 0
-      repeat
-        k = k - 1
-        local d = v % 10
-        DIGITS[k] = 48 + d
-        v = (v - d) / 10
-      until v == 0
-      if neg then k = k - 1 DIGITS[k] = 45 end
-      VALUES[i], LENS[i] = DIGITS + k, base + 23 - k
-    else
-      local s = scalar_text(v)
-      ANCHOR[i + 1] = s
-      VALUES[i], LENS[i] = s, #s
-    end
+    NUMS[i], LENS[i] = v, -1
   elseif t == "boolean" then
     VALUES[i], LENS[i] = v and "t" or "f", 1
   else -- nil or NULL
@@ -82,13 +59,14 @@ local function put_bind(i, v)
   end
 end
 
--- Sends one statement through the FFI and makes token its waiter: true | nil, code, message.
-local function send_ffi(raw, mode, text, binds, n, token)
+-- Sends one statement (after pre, SQL without binds, in one pipeline when given) through the
+-- FFI and makes token its waiter: true | nil, code, message.
+local function send_ffi(raw, mode, pre, text, binds, n, token)
   for i = 1, n do put_bind(i - 1, binds[i]) end
-  local rc = C.zv_pgconn_send(raw.cp, mode, text, n, VALUES, LENS)
-  for i = 1, n do ANCHOR[i] = nil end
+  local rc = C.zv_pgconn_send(raw.cp, mode, pre, text, n, VALUES, LENS, NUMS)
   if rc ~= 0 then
     if rc == E_INVAL then error("pg: a statement is already running on this connection", 0) end
+    if rc == E_NOMEM then error("pg: out of memory", 0) end
     return nil, "unavailable", ffi_string(C.zv_pgconn_errmsg(raw.cp))
   end
   raw.slot[1] = token
@@ -101,7 +79,7 @@ local function run(raw, mode, sql, binds, n, name)
   local ok, code, message
   local fm = FFI_MODE[mode]
   if fm and n <= MAX_FFI_BINDS then
-    ok, code, message = send_ffi(raw, fm, fm == SEND_PREPARED and name or sql, binds, n, token)
+    ok, code, message = send_ffi(raw, fm, nil, fm == SEND_PREPARED and name or sql, binds, n, token)
   else
     ok, code, message = raw.h:send(token, mode, sql, binds, n, name)
   end
@@ -253,23 +231,25 @@ local function execute(raw, sql, binds, n)
       lru_remove(raw, node)
       if state == "0A000" then run(raw, "simple", "DEALLOCATE " .. node.name, nil, 0) end
     end
-  elseif n > 0 and raw.max_stmts > 0 and raw.stmts[sql] then
-    -- A transaction's first statement, already prepared: [BEGIN, execute] in one round trip,
-    -- through the two op tables this connection keeps for it (a transaction allocates none).
-    local node = raw.stmts[sql]
-    lru_touch(raw, node)
+  elseif n <= MAX_FFI_BINDS and (n == 0 and not find(sql, ";", 1, true) or raw.max_stmts <= 0 or
+      raw.stmts[sql]) then
+    -- A transaction's first statement, without binds or already prepared (or never, with no
+    -- LRU): [BEGIN, the statement] in one round trip, one FFI send (zv_pgconn_send's pre).
+    local node = n > 0 and raw.max_stmts > 0 and raw.stmts[sql] or nil
     raw.pending = nil
-    local ops = raw.begin_ops
-    if not ops then
-      ops = { { "params", nil, nil, 0 }, { "prepared" } }
-      raw.begin_ops = ops
+    local token = token_of()
+    local ok, code, message
+    if node then
+      lru_touch(raw, node)
+      ok, code, message = send_ffi(raw, SEND_PREPARED, pre, node.name, binds, n, token)
+    else
+      ok, code, message = send_ffi(raw, SEND_PARAMS, pre, sql, binds, n, token)
     end
-    local b, e = ops[1], ops[2]
-    b[2] = pre
-    e[2], e[3], e[4], e[5] = sql, binds, n, node.name
-    local ok, code, message = run_pipeline(raw, ops, 2)
-    e[3] = nil -- keeps no bound value alive
-    if not ok then return nil, code, message end
+    if ok then ok, code, message = await(token) end
+    if not ok then
+      raw.broken = true
+      return nil, code, message
+    end
     for i = 1, 2 do
       local fields
       code, message, fields = op_error(raw, i)
