@@ -447,3 +447,10 @@ double zv_pg_int(const PGresult *r, int i, int j) {
   while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
   return neg ? -(double)v : (double)v;
 }
+
+double zv_pg_changes(PGresult *r) {
+  const char *p = PQcmdTuples(r);
+  double v = 0;
+  while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
+  return v;
+}

@@ -56,6 +56,10 @@ int zv_pg_ok(const zv_pg_t *c);
  * PQgetisnull, PQgetvalue, PQgetlength and a digit loop in Lua. */
 double zv_pg_int(const PGresult *r, int i, int j);
 
+/* The row count of r's command (PQcmdTuples' digits), 0 for a command without one: a number
+ * from one call, not a string or a digit loop in Lua. */
+double zv_pg_changes(PGresult *r);
+
 /*
  * A zever.pg connection of the binding (l_pg.c; conn:cptr() gives it, valid until conn:close()).
  * zv_pgconn_send sends one statement from compiled code, the statement path's one call instead

@@ -285,14 +285,11 @@ local function rows_of(conn, opts, all, op, node)
   return rows
 end
 
--- The command's row count, parsed from PQcmdTuples' digits ("" for a command without one).
+-- The command's row count (PQcmdTuples' digits, 0 for a command without one).
 local function changes_of(conn, op)
   local r = result_of(conn, op)
   if r == nil then return 0 end
-  local p = C.PQcmdTuples(r)
-  local v, k = 0, 0
-  while p[k] ~= 0 do v = v * 10 + (p[k] - 48) k = k + 1 end
-  return v
+  return C.zv_pg_changes(r)
 end
 
 M.rows_of, M.changes_of, M.server_error, M.code_of = rows_of, changes_of, server_error, code_of

@@ -140,8 +140,7 @@ local function usable(pool, raw)
 end
 
 -- A raw connection: from the idle stack (checked), a new one, or the next one released.
-local function acquire(pool)
-  if pool.closed then return nil, "closed", "the database is closed" end
+local function acquire_slow(pool)
   while true do
     while pool.nidle > 0 do
       local raw = pool.idle[pool.nidle]
@@ -175,6 +174,26 @@ local function acquire(pool)
     end
     if pool.closed then return nil, "closed", "the database is closed" end
   end
+end
+
+-- acquire's common case, the last released connection still usable, without acquire_slow's
+-- loops: a loop on the statement path would start traces of its own and cut the caller's
+-- (LuaJIT: "inner loop in root trace").
+local function acquire(pool)
+  if pool.closed then return nil, "closed", "the database is closed" end
+  local n = pool.nidle
+  if n > 0 then
+    local raw = pool.idle[n]
+    pool.idle[n] = nil
+    pool.nidle = n - 1
+    if usable(pool, raw) then
+      pool.busy = pool.busy + 1
+      return raw
+    end
+    close_raw(raw)
+    pool.open = pool.open - 1
+  end
+  return acquire_slow(pool)
 end
 
 -- Gives raw back: to the first waiter, to the idle stack, or closed when it broke.

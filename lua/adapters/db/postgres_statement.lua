@@ -62,7 +62,14 @@ end
 -- Sends one statement (after pre, SQL without binds, in one pipeline when given) through the
 -- FFI and makes token its waiter: true | nil, code, message.
 local function send_ffi(raw, mode, pre, text, binds, n, token)
-  for i = 1, n do put_bind(i - 1, binds[i]) end
+  if n <= 4 then -- without a loop, as check_binds
+    if n >= 1 then put_bind(0, binds[1]) end
+    if n >= 2 then put_bind(1, binds[2]) end
+    if n >= 3 then put_bind(2, binds[3]) end
+    if n >= 4 then put_bind(3, binds[4]) end
+  else
+    for i = 1, n do put_bind(i - 1, binds[i]) end
+  end
   local rc = C.zv_pgconn_send(raw.cp, mode, pre, text, n, VALUES, LENS, NUMS)
   if rc ~= 0 then
     if rc == E_INVAL then error("pg: a statement is already running on this connection", 0) end
@@ -250,11 +257,10 @@ local function execute(raw, sql, binds, n)
       raw.broken = true
       return nil, code, message
     end
-    for i = 1, 2 do
-      local fields
-      code, message, fields = op_error(raw, i)
-      if code then return nil, code, message, fields end
-    end
+    local fields
+    code, message, fields = op_error(raw, 1)
+    if not code then code, message, fields = op_error(raw, 2) end
+    if code then return nil, code, message, fields end
     return true, 2, node
   elseif n == 0 and find(sql, ";", 1, true) then
     -- Maybe several statements: the simple protocol only, which a pipeline cannot carry.
