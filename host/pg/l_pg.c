@@ -453,6 +453,15 @@ static int int_text(char *buf, long long v) {
   return k;
 }
 
+/* A number bind as PostgreSQL text into buf (32 bytes): integers exact, NaN and the infinities
+ * by name, others with 17 significant digits. Returns the length. */
+static int num_text(char *buf, double v) {
+  if (isnan(v)) return snprintf(buf, 32, "NaN");
+  if (isinf(v)) return snprintf(buf, 32, v > 0 ? "Infinity" : "-Infinity");
+  if (v == floor(v) && fabs(v) < 9.2e18) return int_text(buf, (long long)v);
+  return snprintf(buf, 32, "%.17g", v);
+}
+
 /* Reads binds[1..n] into values/lens (numbers formatted into nums); raises on a bad type. */
 static void read_binds(lua_State *L, int t, int n, const char **values, int *lens,
                        char (*nums)[32]) {
@@ -466,14 +475,8 @@ static void read_binds(lua_State *L, int t, int n, const char **values, int *len
       if (len > 0x7fffffff) luaL_error(L, "db: parameter %d is too long", i + 1);
       lens[i] = (int)len;
     } else if (ty == LUA_TNUMBER) {
-      double v = lua_tonumber(L, -1);
-      int k;
-      if (isnan(v)) k = snprintf(nums[i], 32, "NaN");
-      else if (isinf(v)) k = snprintf(nums[i], 32, v > 0 ? "Infinity" : "-Infinity");
-      else if (v == floor(v) && fabs(v) < 9.2e18) k = int_text(nums[i], (long long)v);
-      else k = snprintf(nums[i], 32, "%.17g", v);
       values[i] = nums[i];
-      lens[i] = k;
+      lens[i] = num_text(nums[i], lua_tonumber(L, -1));
     } else if (ty == LUA_TBOOLEAN) {
       values[i] = lua_toboolean(L, -1) ? "t" : "f";
       lens[i] = 1;
@@ -526,14 +529,45 @@ static int started(lua_State *L, pgconn_t *c, int token) {
   return 1;
 }
 
-int zv_pgconn_send(zv_pgconn_t *c, int mode, const char *text, int n, const char *const *values,
-                   const int *lens) {
+/* Queues [pre, the statement] as one pipeline (pg.h): both ops in one segment, so a failing
+ * pre skips the statement. */
+static int send_pair(pgconn_t *c, const char *pre, int mode, const char *text, int n,
+                     const char *const *values, const int *lens) {
+  int rc = zv_pg_pipeline_begin(c->pg, 2);
+  if (rc) return rc;
+  rc = zv_pg_pipeline_op(c->pg, ZV_PG_OP_PARAMS, "", pre, 0, NULL, NULL);
+  if (!rc) {
+    rc = mode == ZV_PG_SEND_PREPARED
+      ? zv_pg_pipeline_op(c->pg, ZV_PG_OP_PREPARED, text, "", n, values, lens)
+      : zv_pg_pipeline_op(c->pg, ZV_PG_OP_PARAMS, "", text, n, values, lens);
+  }
+  if (!rc) rc = zv_pg_pipeline_end(c->pg);
+  return rc ? ZV_EIO : 0; /* libpq could not queue: the connection is unusable, mid-pipeline */
+}
+
+int zv_pgconn_send(zv_pgconn_t *c, int mode, const char *pre, const char *text, int n,
+                   const char *const *values, const int *lens, const double *nums) {
+  const char *v[ZV_PG_FFI_BINDS];
+  int l[ZV_PG_FFI_BINDS];
+  char digits[ZV_PG_FFI_BINDS][32];
   int rc;
   if (c->phase == BROKEN) return ZV_EIO;
-  if (c->phase != IDLE) return ZV_EINVAL;
-  if (mode == ZV_PG_SEND_PREPARED) rc = zv_pg_send_prepared(c->pg, text, n, values, lens);
-  else if (mode == ZV_PG_SEND_PARAMS) rc = zv_pg_send_params(c->pg, text, n, values, lens);
+  if (c->phase != IDLE || n < 0 || n > ZV_PG_FFI_BINDS) return ZV_EINVAL;
+  if (pre && mode == ZV_PG_SEND_SIMPLE) return ZV_EINVAL;
+  for (int i = 0; i < n; i++) { /* copied: libpq reads them during the send only */
+    if (lens[i] < 0) {
+      v[i] = digits[i];
+      l[i] = num_text(digits[i], nums[i]);
+    } else {
+      v[i] = values[i];
+      l[i] = lens[i];
+    }
+  }
+  if (pre) rc = send_pair(c, pre, mode, text, n, v, l);
+  else if (mode == ZV_PG_SEND_PREPARED) rc = zv_pg_send_prepared(c->pg, text, n, v, l);
+  else if (mode == ZV_PG_SEND_PARAMS) rc = zv_pg_send_params(c->pg, text, n, v, l);
   else rc = zv_pg_send_simple(c->pg, text);
+  if (rc == ZV_ENOMEM) return rc;
   if (rc == ZV_EIO) {
     snprintf(c->err, sizeof c->err, "%s", zv_pg_errmsg(c->pg));
     c->phase = BROKEN;

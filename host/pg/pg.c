@@ -6,6 +6,7 @@
  * It must not include lua.h or uv.h, and must not keep a copy of the URI (the password).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -433,4 +434,23 @@ void zv_pg_free(zv_pg_t *c) {
   if (c->note) PQfreemem(c->note);
   if (c->pg) PQfinish(c->pg);
   zv_free(c);
+}
+
+double zv_pg_int(const PGresult *r, int i, int j) {
+  const char *p;
+  long long v = 0;
+  int neg;
+  if (PQgetisnull(r, i, j)) return NAN;
+  p = PQgetvalue(r, i, j);
+  neg = *p == '-';
+  if (neg) p++;
+  while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
+  return neg ? -(double)v : (double)v;
+}
+
+double zv_pg_changes(PGresult *r) {
+  const char *p = PQcmdTuples(r);
+  double v = 0;
+  while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
+  return v;
 }

@@ -51,23 +51,39 @@ int zv_pg_pipeline_status(const zv_pg_t *c, int i);
 void zv_pg_clear(zv_pg_t *c);
 int zv_pg_ok(const zv_pg_t *c);
 
+/* The int2 or int4 value (PQftype 21 or 23: at most 10 digits) at row i, column j of r, parsed
+ * from its text, or NaN when it is NULL: the decode's one call for such a column, instead of
+ * PQgetisnull, PQgetvalue, PQgetlength and a digit loop in Lua. */
+double zv_pg_int(const PGresult *r, int i, int j);
+
+/* The row count of r's command (PQcmdTuples' digits), 0 for a command without one: a number
+ * from one call, not a string or a digit loop in Lua. */
+double zv_pg_changes(PGresult *r);
+
 /*
  * A zever.pg connection of the binding (l_pg.c; conn:cptr() gives it, valid until conn:close()).
  * zv_pgconn_send sends one statement from compiled code, the statement path's one call instead
  * of conn:send through the classic API: mode ZV_PG_SEND_SIMPLE (text is SQL without parameters,
  * maybe several statements; n is 0), ZV_PG_SEND_PARAMS (text is the SQL) or
- * ZV_PG_SEND_PREPARED (text is the prepared statement's name), values[i] (lens[i] bytes) the
- * text parameters (NULL: SQL NULL), copied by libpq before it returns. The caller has made its
- * token the waiter (conn:slot()[1] = token) and awaits it: the reply completes it through
- * zever.sched's path, as conn:send's does. Returns 0, ZV_EINVAL (a statement is running) or
- * ZV_EIO (the connection broke: zv_pgconn_errmsg says why). It never calls Lua.
+ * ZV_PG_SEND_PREPARED (text is the prepared statement's name). Its n (at most ZV_PG_FFI_BINDS)
+ * text parameters: values[i] (lens[i] bytes; NULL: SQL NULL), or, when lens[i] is negative,
+ * the number nums[i], formatted here as conn:send formats a number (digits for an integer); all
+ * copied by libpq before it returns. pre (NULL: none) is SQL without parameters sent first in
+ * the same pipeline (pg.h), one round trip for both, a failing pre skipping the statement (a
+ * transaction's held-back BEGIN; not with ZV_PG_SEND_SIMPLE): the results are then the
+ * pipeline's two ops (zv_pg_pipeline_status/result). The caller has made its token the waiter
+ * (conn:slot()[1] = token) and awaits it: the reply completes it through zever.sched's path, as
+ * conn:send's does. Returns 0, ZV_EINVAL (a statement is running, or a bad n or mode),
+ * ZV_ENOMEM (nothing sent) or ZV_EIO (the connection broke: zv_pgconn_errmsg says why). It
+ * never calls Lua.
  */
 typedef struct zv_pgconn_s zv_pgconn_t;
 #define ZV_PG_SEND_SIMPLE 0
 #define ZV_PG_SEND_PARAMS 1
 #define ZV_PG_SEND_PREPARED 3
-int zv_pgconn_send(zv_pgconn_t *c, int mode, const char *text, int n, const char *const *values,
-                   const int *lens);
+#define ZV_PG_FFI_BINDS 16
+int zv_pgconn_send(zv_pgconn_t *c, int mode, const char *pre, const char *text, int n,
+                   const char *const *values, const int *lens, const double *nums);
 const char *zv_pgconn_errmsg(zv_pgconn_t *c);
 
 /* The raw side of bench/db_overhead_pg_bench.lua (libpq as a hand-tuned FFI handler would call

@@ -64,6 +64,42 @@ describe("db pipeline mode #pg", function()
       assert.are.equal(4, committed())
     end)
 
+    it("sends BEGIN with a first statement without binds, or with more than 16", function()
+      local many = {}
+      for i = 1, 20 do many[i] = "?::int" end
+      local sql20 = "SELECT " .. table.concat(many, " + ") .. " AS s"
+      local ones = {}
+      for i = 1, 20 do ones[i] = 1 end
+      local n = trips(function()
+        db:transaction(function(tx)
+          tx:exec("INSERT INTO items (id, name) VALUES (1, 'plain')")
+          assert.are.equal(20, tx:first(sql20, ones).s)
+        end)
+      end)
+      assert.are.equal(3, n) -- BEGIN+INSERT, SELECT, COMMIT
+      n = trips(function()
+        db:transaction(function(tx) assert.are.equal(20, tx:first(sql20, ones).s) end)
+      end)
+      assert.are.equal(2, n) -- BEGIN+SELECT (prepared by now), COMMIT
+      assert.are.equal(1, committed())
+    end)
+
+    it("a failing first statement sent with BEGIN raises its SQLSTATE and rolls back", function()
+      db:exec("INSERT INTO items (id, name) VALUES (?, ?)", 1, "kept") -- prepared already
+      for _ = 1, 2 do
+        local ok, err = pcall(db.transaction, db, function(tx)
+          tx:exec("INSERT INTO items (id, name) VALUES (?, ?)", 1, "s3cret-bound")
+        end)
+        assert.is_false(ok)
+        assert.are.equal("constraint", err.code)
+        assert.are.equal("23505", err.sqlstate)
+        assert.is_nil(tostring(err):find("s3cret", 1, true))
+      end
+      -- the connection is usable after the rollback, and nothing else was written
+      assert.are.equal(1, db:first("SELECT count(*) AS n FROM items WHERE id = ?", 1).n)
+      assert.are.equal(1, committed())
+    end)
+
     it("an empty transaction sends nothing", function()
       assert.are.equal(0, trips(function() db:transaction(function() end) end))
     end)

@@ -44,6 +44,44 @@ describe("zever.db postgres binds and options #pg", function()
     assert.are.equal(2 ^ 53, row.exact)
   end)
 
+  it("sends numbers as PostgreSQL reads them: negatives, fractions in full, NaN, the infinities", function()
+    local row = db:first("SELECT ?::text AS neg, ?::text AS frac, ?::float8 AS nan, " ..
+      "?::float8 AS inf, ?::float8 AS ninf, ?::text AS big, ?::int AS zero",
+      -42, 0.1, 0 / 0, math.huge, -math.huge, 2 ^ 60, 0)
+    assert.are.equal("-42", row.neg)
+    assert.are.equal("0.10000000000000001", row.frac)
+    assert.is_true(row.nan ~= row.nan)
+    assert.are.equal(math.huge, row.inf)
+    assert.are.equal(-math.huge, row.ninf)
+    assert.are.equal("1152921504606846976", row.big)
+    assert.are.equal(0, row.zero)
+  end)
+
+  it("builds a prepared statement's rows by its shape: NULL columns absent, names as written", function()
+    local sql = 'SELECT ?::int AS a, NULL::int AS b, ?::int2 AS "we""ird\nname", NULL::text AS c, ' ..
+      "?::text AS d, ?::int AS neg"
+    for _ = 1, 3 do -- the first result makes the shape; the next ones use it
+      local row = db:first(sql, 7, -3, "x", -2147483648)
+      local keys = {}
+      for k in pairs(row) do keys[#keys + 1] = k end
+      table.sort(keys)
+      assert.are.same({ "a", "d", "neg", 'we"ird\nname' }, keys)
+      assert.are.same({ a = 7, d = "x", neg = -2147483648, ['we"ird\nname'] = -3 }, row)
+    end
+    local rows = db:query("SELECT g AS n, CASE WHEN g % 2 = 0 THEN NULL ELSE g END AS odd " ..
+      "FROM generate_series(1, ?) AS g", 4)
+    assert.are.same({ { n = 1, odd = 1 }, { n = 2 }, { n = 3, odd = 3 }, { n = 4 } }, rows)
+  end)
+
+  it("keeps the first non-NULL value of a repeated column name, as before shapes", function()
+    for _ = 1, 2 do
+      local row = db:first("SELECT ?::int AS a, NULL::int AS a", 5)
+      assert.are.same({ a = 5 }, row)
+      row = db:first("SELECT ?::int AS a, ?::int AS a", 5, 6)
+      assert.are.same({ a = 6 }, row)
+    end
+  end)
+
   it("round-trips bytea through db.blob", function()
     db:exec("CREATE TABLE files (id int PRIMARY KEY, body bytea)")
     local bytes = "\0\1\2\255binary\r\n"

@@ -18,9 +18,9 @@ require "zever.cdef.pg"
 
 local C = ffi.C
 local NULL = pg.null
-local tonumber, error = tonumber, error
-local byte, sub, find, gsub, concat = string.byte, string.sub, string.find, string.gsub,
-  table.concat
+local tonumber, error, tostring, load = tonumber, error, tostring, load
+local byte, sub, find, gsub, concat, format = string.byte, string.sub, string.find,
+  string.gsub, table.concat, string.format
 local ffi_string = ffi.string
 local array_mt = json.array_mt
 local json_decode = json.decode
@@ -202,6 +202,47 @@ local function row_at(r, i, nf, names, oids, opts)
   return row
 end
 
+-- Rows by fixed shape: a prepared statement's result always has the same columns (a plan that
+-- would change them fails with 0A000 and is prepared again under a new node), so its row is
+-- built by a function made for that shape (load()ed once per node): a table constructor with
+-- the column names as constant keys (LuaJIT duplicates a template instead of inserting key by
+-- key) and one decode per column chosen by its type (int2/int4: zv_pg_int, one FFI call).
+-- Shapes it does not take (repeated names, more than MAX_SHAPED columns) use row_at.
+local MAX_SHAPED = 64
+
+local function shaped(nf, names, oids)
+  if nf == 0 or nf > MAX_SHAPED then return false end
+  local seen, keys = {}, tnew(nf, 1)
+  for j = 0, nf - 1 do
+    if seen[names[j]] then return false end
+    seen[names[j]] = true
+    keys[j] = format("%q", names[j])
+  end
+  local src = { "local C, ffi_string, decode_text, unescape_bytea = ...\n",
+    "return function(r, i, opts)\n  local v\n  local row = {" }
+  for j = 0, nf - 1 do src[#src + 1] = "[" .. keys[j] .. "] = false, " end
+  src[#src + 1] = "}\n"
+  for j = 0, nf - 1 do
+    local oid, k = oids[j], keys[j]
+    local line
+    if oid == 23 or oid == 21 then
+      line = "v = C.zv_pg_int(r, i, %d) if v ~= v then v = nil end"
+    elseif FAST[oid] then
+      line = "if C.PQgetisnull(r, i, %d) == 0 then v = ffi_string(C.PQgetvalue(r, i, %d), " ..
+        "C.PQgetlength(r, i, %d)) else v = nil end"
+    elseif oid == 17 then
+      line = "if C.PQgetisnull(r, i, %d) == 0 then v = unescape_bytea(C.PQgetvalue(r, i, %d)) " ..
+        "else v = nil end"
+    else
+      line = "if C.PQgetisnull(r, i, %d) == 0 then v = decode_text(ffi_string(C.PQgetvalue(r, " ..
+        "i, %d), C.PQgetlength(r, i, %d)), " .. oid .. ", opts) else v = nil end"
+    end
+    src[#src + 1] = "  " .. gsub(line, "%%d", tostring(j)) .. " row[" .. k .. "] = v\n"
+  end
+  src[#src + 1] = "  return row\nend\n"
+  return load(concat(src), "=postgres row", "t")(C, ffi_string, decode_text, unescape_bytea)
+end
+
 -- The result to decode: conn is the connection's zv_pg_t (h:ptr(), a cdata pointer), op a
 -- pipeline's op (1-based; nil: the last statement's result). FFI calls, so that the decode
 -- compiles (a light userdata cast to a pointer does not).
@@ -222,13 +263,19 @@ local function rows_of(conn, opts, all, op, node)
   if all and nt == 0 then return tnew(0, 0) end
   local nf, names, oids
   if node then
-    names = node.names
-    if names then
-      nf, oids = node.nf, node.oids
-    else
+    local build = node.build
+    if build == nil then
       nf, names, oids = shape(r)
-      node.nf, node.names, node.oids = nf, names, oids
+      build = shaped(nf, names, oids)
+      node.build, node.nf, node.names, node.oids = build, nf, names, oids
     end
+    if build then
+      if not all then return build(r, 0, opts) end
+      local rows = tnew(nt, 0)
+      for i = 0, nt - 1 do rows[i + 1] = build(r, i, opts) end
+      return rows
+    end
+    nf, names, oids = node.nf, node.names, node.oids
   else
     nf, names, oids = shape(r)
   end
@@ -238,14 +285,11 @@ local function rows_of(conn, opts, all, op, node)
   return rows
 end
 
--- The command's row count, parsed from PQcmdTuples' digits ("" for a command without one).
+-- The command's row count (PQcmdTuples' digits, 0 for a command without one).
 local function changes_of(conn, op)
   local r = result_of(conn, op)
   if r == nil then return 0 end
-  local p = C.PQcmdTuples(r)
-  local v, k = 0, 0
-  while p[k] ~= 0 do v = v * 10 + (p[k] - 48) k = k + 1 end
-  return v
+  return C.zv_pg_changes(r)
 end
 
 M.rows_of, M.changes_of, M.server_error, M.code_of = rows_of, changes_of, server_error, code_of

@@ -190,25 +190,41 @@ function array_literal(v, where)
   return "{" .. concat(parts, ",") .. "}"
 end
 
+-- Whether the C binding takes v as it is: a string, number, boolean, nil or NULL.
+local function plain(v)
+  local t = type(v)
+  return t == "string" or t == "number" or t == "boolean" or t == "nil" or rawequal(v, NULL)
+end
+
+-- binds[1..n] as text where they are not plain (int64 cdata, db.blob, tables), in a new list.
+local function converted(binds, n)
+  local copy = tnew(n, 0)
+  for j = 1, n do
+    local w = binds[j]
+    if w == nil or rawequal(w, NULL) then copy[j] = NULL
+    else
+      local tw = type(w)
+      if tw == "number" or tw == "string" or tw == "boolean" then copy[j] = w
+      else copy[j] = scalar_text(w, j) end
+    end
+  end
+  return copy
+end
+
 -- Binds the C binding takes as they are (strings, numbers, booleans, nil, NULL) pass through;
 -- others (int64 cdata, db.blob, tables) become text in a new list. Raises on what cannot bind.
+-- Up to four binds are checked without a loop (a loop on the statement path starts a trace of
+-- its own and cuts the caller's).
 local function check_binds(binds, n)
-  for i = 1, n do
-    local v = binds[i]
-    local t = type(v)
-    if not (t == "string" or t == "number" or t == "boolean" or t == "nil" or rawequal(v, NULL)) then
-      local copy = tnew(n, 0)
-      for j = 1, n do
-        local w = binds[j]
-        if w == nil or rawequal(w, NULL) then copy[j] = NULL
-        else
-          local tw = type(w)
-          if tw == "number" or tw == "string" or tw == "boolean" then copy[j] = w
-          else copy[j] = scalar_text(w, j) end
-        end
-      end
-      return copy
+  if n <= 4 then
+    if plain(binds[1]) and (n < 2 or plain(binds[2])) and (n < 3 or plain(binds[3])) and
+        (n < 4 or plain(binds[4])) then
+      return binds
     end
+    return converted(binds, n)
+  end
+  for i = 1, n do
+    if not plain(binds[i]) then return converted(binds, n) end
   end
   return binds
 end
