@@ -44,22 +44,28 @@ end
 
 local M = { null = core.null, array_mt = array_mt, object_mt = object_mt }
 
--- The one-key fast path. The C writer is a classic C API call, which LuaJIT cannot compile: a
--- request's trace stops there ("stitch"), and for {"id":42} the call costs more than the writing
--- (callgrind, a served /users/42: 10,738 instructions a request through the C writer, 8,321
--- with this path). An object of one key, without a mark (or marked json.object), whose key is a
--- plain string and whose value is a plain string, an integer of at most 14 digits, a boolean or
--- json.null is written here, byte for byte what the C writer writes: integers in full (tostring
--- prints every digit below 1e14) and strings the writer copies unescaped, which the writer's own
+-- The small-object fast path. The C writer is a classic C API call, which LuaJIT cannot
+-- compile: a request's trace stops there ("stitch"), and for a small object the call costs more
+-- than the writing (callgrind, a served /users/42: 10,738 instructions a request through the C
+-- writer, 8,321 with a one-key path; bench/tfb /db, a two-key row: 1,650 instructions in the
+-- C writer). An object of at most 8 keys, without a mark (or marked json.object), whose
+-- keys are plain strings and whose values are plain strings (up to MAX_PLAIN bytes), integers
+-- of at most 14 digits, booleans or json.null is written here into one reused string.buffer,
+-- byte for byte what the C writer writes: the pairs in next()'s order (the C writer's
+-- lua_next order: the same traversal), integers in full (the buffer prints numbers as tostring
+-- does, every digit below 1e14) and strings the writer copies unescaped, which the writer's own
 -- scan decides (zv_json_plain_len through the FFI, a call LuaJIT compiles: a Lua pattern here
--- cost ~3,500 instructions a request for {"message":"Hello, World!"}, callgrind, bench/tfb /json).
--- Two keys or more go to the C writer, which is cheaper than a Lua loop over
--- next() (itself a stitched C call): 2,492 against 4,511 instructions for three keys.
+-- cost ~3,500 instructions a request for {"message":"Hello, World!"}, callgrind, bench/tfb
+-- /json). Anything else (a float, a nested table, a key needing escapes, more keys) goes to the
+-- C writer, from scratch. No loop: a loop inside the request's trace makes LuaJIT abort it, so
+-- the pairs are written by eight calls in a row (small).
 -- spec/zever/json_spec.lua holds the two to the same bytes.
 require "zever.cdef.json"
 local native = ffi.C
 local next = next
 local null = core.null
+local out = require("string.buffer").new(256)
+local MAX_PLAIN = 1024 -- longer strings go to the C writer (the buffer stays small)
 
 local function plain(s)
   local n = #s
@@ -74,7 +80,7 @@ local plain_keys, nplain = {}, 0
 local function plain_key(k)
   if type(k) ~= "string" then return false end
   if plain_keys[k] then return true end
-  if not plain(k) then return false end
+  if #k > MAX_PLAIN or not plain(k) then return false end
   if nplain < MAX_PLAIN_KEYS then
     nplain = nplain + 1
     plain_keys[k] = true
@@ -82,31 +88,53 @@ local function plain_key(k)
   return true
 end
 
--- The JSON text of a one-key object, or nil when the fast path does not apply. No loop: a loop
--- inside the request's trace makes LuaJIT abort it.
-local function one_key(value)
-  local k, v = next(value)
-  if not plain_key(k) or next(value, k) ~= nil then return nil end
+-- Writes the pair after key k of t (the first pair when k is nil) into out, sep before it:
+-- returns its key, nil when there is none, or false when the fast path does not apply.
+local function pair(t, k, sep)
+  local v
+  k, v = next(t, k)
+  if k == nil then return nil end
+  if not plain_key(k) then return false end
   local tv = type(v)
   if tv == "number" then
-    if v % 1 ~= 0 or v >= 1e14 or v <= -1e14 or (v == 0 and 1 / v < 0) then return nil end
-    return '{"' .. k .. '":' .. tostring(v) .. "}"
+    if v % 1 ~= 0 or v >= 1e14 or v <= -1e14 or (v == 0 and 1 / v < 0) then return false end
+    out:put(sep, k, '":', v)
   elseif tv == "string" then
-    if not plain(v) then return nil end
-    return '{"' .. k .. '":"' .. v .. '"}'
+    if #v > MAX_PLAIN or not plain(v) then return false end
+    out:put(sep, k, '":"', v, '"')
   elseif tv == "boolean" then
-    return '{"' .. k .. (v and '":true}' or '":false}')
-  elseif v == null then
-    return '{"' .. k .. '":null}'
+    out:put(sep, k, v and '":true' or '":false')
+  elseif tv == "userdata" and v == null then
+    out:put(sep, k, '":null')
+  else
+    return false
   end
-  return nil
+  return k
+end
+
+-- The JSON text of a small flat object, or nil when the fast path does not apply ({} too: the
+-- C writer decides what an empty table is).
+local function small(t)
+  out:reset()
+  local k = pair(t, nil, '{"')
+  if not k then return nil end
+  k = pair(t, k, ',"')
+  if k then k = pair(t, k, ',"') end
+  if k then k = pair(t, k, ',"') end
+  if k then k = pair(t, k, ',"') end
+  if k then k = pair(t, k, ',"') end
+  if k then k = pair(t, k, ',"') end
+  if k then k = pair(t, k, ',"') end -- the eighth pair
+  if k == false or (k and next(t, k) ~= nil) then return nil end
+  out:put("}")
+  return out:tostring()
 end
 
 function M.encode(value)
   if type(value) == "table" then
     local mt = getmetatable(value)
     if mt == nil or mt == object_mt then
-      local s = one_key(value)
+      local s = small(value)
       if s then return s end
     end
   end
