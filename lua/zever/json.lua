@@ -64,6 +64,7 @@ require "zever.cdef.json"
 local native = ffi.C
 local next = next
 local null = core.null
+local tobit = require("bit").tobit
 local out = require("string.buffer").new(256)
 local MAX_PLAIN = 1024 -- longer strings go to the C writer (the buffer stays small)
 
@@ -72,40 +73,50 @@ local function plain(s)
   return native.zv_json_plain_len(s, n) == n
 end
 
--- Keys repeat from call to call: those found plain are remembered (up to a cap), so the common
--- case skips the scan.
+-- Keys repeat from call to call: those found plain are remembered with their written form
+-- ("key": with its quotes and colon; up to a cap), so the common case skips the scan and puts
+-- one string.
 local MAX_PLAIN_KEYS = 4096
 local plain_keys, nplain = {}, 0
 
-local function plain_key(k)
-  if type(k) ~= "string" then return false end
-  if plain_keys[k] then return true end
-  if #k > MAX_PLAIN or not plain(k) then return false end
+-- The written form of key k, or nil when the fast path does not apply.
+local function key_text(k)
+  if type(k) ~= "string" then return nil end
+  local kq = plain_keys[k]
+  if kq then return kq end
+  if #k > MAX_PLAIN or not plain(k) then return nil end
+  kq = '"' .. k .. '":'
   if nplain < MAX_PLAIN_KEYS then
     nplain = nplain + 1
-    plain_keys[k] = true
+    plain_keys[k] = kq
   end
-  return true
+  return kq
 end
 
--- Writes the pair after key k of t (the first pair when k is nil) into out, sep before it:
--- returns its key, nil when there is none, or false when the fast path does not apply.
+-- Writes the pair after key k of t (the first pair when k is nil) into out, sep ("{" or ",")
+-- before it: returns its key, nil when there is none, or false when the fast path does not
+-- apply.
 local function pair(t, k, sep)
   local v
   k, v = next(t, k)
   if k == nil then return nil end
-  if not plain_key(k) then return false end
+  local kq = key_text(k)
+  if not kq then return false end
   local tv = type(v)
   if tv == "number" then
     if v % 1 ~= 0 or v >= 1e14 or v <= -1e14 or (v == 0 and 1 / v < 0) then return false end
-    out:put(sep, k, '":', v)
+    -- Within int32, tobit(v) is v as an integer to the trace: the buffer then writes it with
+    -- LuaJIT's integer formatter (lj_strfmt_wint), not its %.14g one (lj_strfmt_wfnum: ~250
+    -- instructions a number, callgrind, bench/tfb /db). The digits are the same.
+    if v >= -2147483648 and v <= 2147483647 then v = tobit(v) end
+    out:put(sep, kq, v)
   elseif tv == "string" then
     if #v > MAX_PLAIN or not plain(v) then return false end
-    out:put(sep, k, '":"', v, '"')
+    out:put(sep, kq, '"', v, '"')
   elseif tv == "boolean" then
-    out:put(sep, k, v and '":true' or '":false')
+    out:put(sep, kq, v and "true" or "false")
   elseif tv == "userdata" and v == null then
-    out:put(sep, k, '":null')
+    out:put(sep, kq, "null")
   else
     return false
   end
@@ -116,15 +127,15 @@ end
 -- C writer decides what an empty table is).
 local function small(t)
   out:reset()
-  local k = pair(t, nil, '{"')
+  local k = pair(t, nil, "{")
   if not k then return nil end
-  k = pair(t, k, ',"')
-  if k then k = pair(t, k, ',"') end
-  if k then k = pair(t, k, ',"') end
-  if k then k = pair(t, k, ',"') end
-  if k then k = pair(t, k, ',"') end
-  if k then k = pair(t, k, ',"') end
-  if k then k = pair(t, k, ',"') end -- the eighth pair
+  k = pair(t, k, ",")
+  if k then k = pair(t, k, ",") end
+  if k then k = pair(t, k, ",") end
+  if k then k = pair(t, k, ",") end
+  if k then k = pair(t, k, ",") end
+  if k then k = pair(t, k, ",") end
+  if k then k = pair(t, k, ",") end -- the eighth pair
   if k == false or (k and next(t, k) ~= nil) then return nil end
   out:put("}")
   return out:tostring()
