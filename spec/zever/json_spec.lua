@@ -370,6 +370,46 @@ describe("zever.json encode's small-object path", function()
   end)
 end)
 
+describe("zever.json encode's path for arrays of small objects", function()
+  -- A json.array of small flat objects (db rows) is written in Lua: the same bytes as the C
+  -- writer, and any element it cannot write (a float, a nested table, a scalar, a hole, a marked
+  -- array, more than 8 keys) sends the whole array to the C writer.
+  local state = 777
+  local function rnd(lo, hi) -- a fixed LCG (its high bits: the low ones cycle): the same arrays
+    state = (state * 1103515245 + 12345) % 2147483648
+    return lo + math.floor(state / 65536) % (hi - lo + 1)
+  end
+  local ODD = { function() return { a = 0.5 } end, function() return { a = { 1 } } end,
+    function() return 7 end, function() return "s" end, function() return json.null end,
+    function() return json.array({}) end, function() return {} end,
+    function() local t = {} for i = 1, 9 do t["k" .. i] = i end return t end,
+    function() return { ["q\"k"] = 1 } end, function() return { a = "ctl\1" } end }
+
+  it("writes 1,000 random arrays of rows, some with one odd element, as the C writer does", function()
+    local fast = 0
+    for _ = 1, 1000 do
+      local rows = json.array()
+      for i = 1, rnd(1, 30) do
+        rows[i] = { id = rnd(1, 10000), randomNumber = rnd(-1e6, 1e6), message = "m" .. rnd(0, 9),
+          ok = rnd(0, 1) == 1 }
+        if rnd(1, 4) == 1 then rows[i] = json.object(rows[i]) end
+      end
+      if rnd(1, 2) == 1 then rows[rnd(1, #rows)] = ODD[rnd(1, #ODD)]() else fast = fast + 1 end
+      assert.are.equal(json.encode_c(rows), json.encode(rows))
+    end
+    assert.is_true(fast > 300, "too few arrays of the fast path's shape: " .. fast)
+  end)
+
+  it("writes the TFB /queries answer", function()
+    local rows = json.array({ { id = 1, randomNumber = 2 }, { id = 3, randomNumber = 4 } })
+    local s = json.encode(rows)
+    assert.are.equal(json.encode_c(rows), s)
+    assert.is_true(s == '[{"id":1,"randomNumber":2},{"id":3,"randomNumber":4}]' or
+      s == '[{"randomNumber":2,"id":1},{"randomNumber":4,"id":3}]', s)
+    assert.are.equal("[]", json.encode(json.array()))
+  end)
+end)
+
 describe("zever.json's C writer: arrays of flat objects and integers", function()
   -- The C writer writes a table without a metatable whose first key is a string in one pass
   -- (enc_object_from), and integers within +-2^53 before any libm call; core.encode(v, true)
