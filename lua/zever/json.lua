@@ -49,15 +49,17 @@ local M = { null = core.null, array_mt = array_mt, object_mt = object_mt }
 -- than the writing (callgrind, a served /users/42: 10,738 instructions a request through the C
 -- writer, 8,321 with a one-key path; bench/tfb /db, a two-key row: 1,650 instructions in the
 -- C writer). An object of at most 8 keys, without a mark (or marked json.object), whose
--- keys are plain strings and whose values are plain strings (up to MAX_PLAIN bytes), integers
--- of at most 14 digits, booleans or json.null is written here into one reused string.buffer,
--- byte for byte what the C writer writes: the pairs in next()'s order (the C writer's
--- lua_next order: the same traversal), integers in full (the buffer prints numbers as tostring
--- does, every digit below 1e14) and strings the writer copies unescaped, which the writer's own
+-- keys are plain strings and whose values are plain strings (up to MAX_PLAIN bytes), numbers
+-- (not NaN or an infinity), booleans or json.null is written here into one reused
+-- string.buffer, byte for byte what the C writer writes: the pairs in next()'s order (the C
+-- writer's lua_next order: the same traversal), integers below 1e14 in full (the buffer prints
+-- them as tostring does, every digit), other numbers by the writer's own formatter
+-- (zv_json_format_number through the FFI) and strings the writer copies unescaped, which the
+-- writer's own
 -- scan decides (zv_json_plain_len through the FFI, a call LuaJIT compiles: a Lua pattern here
 -- cost ~3,500 instructions a request for {"message":"Hello, World!"}, callgrind, bench/tfb
--- /json). Anything else (a float, a nested table, a key needing escapes, more keys) goes to the
--- C writer, from scratch. No loop: a loop inside the request's trace makes LuaJIT abort it, so
+-- /json). Anything else (a nested table, a key or string needing escapes, more keys) goes to
+-- the C writer, from scratch. No loop: a loop inside the request's trace makes LuaJIT abort it, so
 -- the pairs are written by eight calls in a row (small).
 -- spec/zever/json_spec.lua holds the two to the same bytes.
 require "zever.cdef.json"
@@ -65,6 +67,7 @@ local native = ffi.C
 local next = next
 local null = core.null
 local tobit = require("bit").tobit
+local numbuf = ffi.new("char[32]") -- ZV_JSON_NUMBUF (host/json/json.h)
 local out = require("string.buffer").new(256)
 local MAX_PLAIN = 1024 -- longer strings go to the C writer (the buffer stays small)
 
@@ -104,12 +107,20 @@ local function pair(t, k, sep)
   if not kq then return false end
   local tv = type(v)
   if tv == "number" then
-    if v % 1 ~= 0 or v >= 1e14 or v <= -1e14 or (v == 0 and 1 / v < 0) then return false end
-    -- Within int32, tobit(v) is v as an integer to the trace: the buffer then writes it with
-    -- LuaJIT's integer formatter (lj_strfmt_wint), not its %.14g one (lj_strfmt_wfnum: ~250
-    -- instructions a number, callgrind, bench/tfb /db). The digits are the same.
-    if v >= -2147483648 and v <= 2147483647 then v = tobit(v) end
-    out:put(sep, kq, v)
+    if v % 1 == 0 and v < 1e14 and v > -1e14 and (v ~= 0 or 1 / v > 0) then
+      -- Within int32, tobit(v) is v as an integer to the trace: the buffer then writes it with
+      -- LuaJIT's integer formatter (lj_strfmt_wint), not its %.14g one (lj_strfmt_wfnum: ~250
+      -- instructions a number, callgrind, bench/tfb /db). The digits are the same.
+      if v >= -2147483648 and v <= 2147483647 then v = tobit(v) end
+      out:put(sep, kq, v)
+    else
+      -- Fractions, -0 and the larger integers: the writer's own formatter, through the FFI
+      -- (NaN and the infinities: 0, and the C writer raises).
+      local n = native.zv_json_format_number(v, numbuf)
+      if n == 0 then return false end
+      out:put(sep, kq)
+      out:putcdata(numbuf, n)
+    end
   elseif tv == "string" then
     if #v > MAX_PLAIN or not plain(v) then return false end
     out:put(sep, kq, '"', v, '"')
