@@ -151,11 +151,21 @@ local function put_small(t)
   return true
 end
 
+-- The text in out; a buffer grown past KEEP_BYTES (a long array) gives its memory back, as the
+-- C writer's does (l_json_core.c).
+local KEEP_BYTES = 1048576
+
+local function text()
+  local s = out:tostring()
+  if #s > KEEP_BYTES then out:free() end
+  return s
+end
+
 -- The JSON text of a small flat object, or nil.
 local function small(t)
   out:reset()
   if not put_small(t) then return nil end
-  return out:tostring()
+  return text()
 end
 
 -- A json.array of small flat objects (db rows: db:query and :all() mark their lists) is written
@@ -180,7 +190,7 @@ local function rows(t)
     if not put_small(v) then return nil end
   end
   out:put("]")
-  return out:tostring()
+  return text()
 end
 
 function M.encode(value)

@@ -413,6 +413,17 @@ describe("zever.json encode's path for arrays of small objects", function()
     assert.is_true(fast > 300, "too few arrays of the fast path's shape: " .. fast)
   end)
 
+  it("writes an array past the buffer's 1 MB keep limit, and small objects after it", function()
+    local rows, long = json.array(), ("x"):rep(1000)
+    for i = 1, 1000 do rows[i] = { id = i, a = long, b = long } end
+    local s = json.encode(rows)
+    assert.is_true(#s > 2000000)
+    assert.are.equal(json.encode_c(rows), s)
+    local row = { id = 7, randomNumber = 8 }
+    assert.are.equal(json.encode_c(row), json.encode(row))
+    assert.are.equal(json.encode_c(json.array({ row })), json.encode(json.array({ row })))
+  end)
+
   it("writes the TFB /queries answer", function()
     local rows = json.array({ { id = 1, randomNumber = 2 }, { id = 3, randomNumber = 4 } })
     local s = json.encode(rows)
