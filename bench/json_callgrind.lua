@@ -1,29 +1,40 @@
--- bench/json_callgrind.lua N: json.encode of one case N times (after 2,000 to warm up), for
--- bench/callgrind_delta.sh (instructions per encode, load-independent):
+-- bench/json_callgrind.lua: a fixed number of JSON operations, for callgrind's instruction
+-- counts (load-independent, unlike ns/op on this shared machine). Not part of `make bench`.
 --
---   JCASE=tfb bash bench/callgrind_delta.sh bench/json_callgrind.lua 20000 60000
+--   valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+--     bin/zever run bench/json_callgrind.lua OP N [OLD_JSON_LUA]
 --
--- JCASE: flat ({id, name, done}), tfb (a TechEmpower World row), rows20 (json.array of 20 World
--- rows, /queries' answer), row8 (8 columns with a fraction: the small-object path gives up on
--- it), big12 (12 integer keys: more than the small-object path takes), nested (a table value).
+-- OP: encode (a small flat object), decode (a small request body), decode20 (an array of 20
+-- small objects), dispatch (POST /echo in
+-- process: req:json then res:json). Per-op instructions = (Ir(N) - Ir(0)) / N. OLD_JSON_LUA, when
+-- given, is a zever.json source file loaded in place of the module (the lua-cjson one it
+-- replaced: git show 43b0fa9^:lua/zever/json.lua > /tmp/json_old.lua).
+local op, n, old = arg[1], tonumber(arg[2]), arg[3]
+if old then package.loaded["zever.json"] = dofile(old) end
 local json = require "zever.json"
+local zever = require "zever"
 
-local cases = {
-  flat = { id = 42, name = "buy milk", done = false },
-  row8 = { id = 1234, user_id = 77, title = "Read the RFC", score = 4.25, done = true,
-    created_at = "2026-12-01T14:00:03Z", tags = "rfc,json", priority = 3 },
-  tfb = { id = 4174, randomNumber = 331 },
-  big12 = {},
-  nested = { id = 1, tags = { "a", "b" } },
-}
-for i = 1, 12 do cases.big12["k" .. i] = i end
-local rows = json.array()
-for i = 1, 20 do rows[i] = { id = i * 37, randomNumber = i * 101 } end
-cases.rows20 = rows
+local flat = { id = 42, name = "buy milk", done = false }
+local small = '{"title":"buy milk","done":false,"priority":3}'
+local parts = {}
+for i = 1, 20 do parts[i] = '{"id":' .. i .. ',"title":"task ' .. i .. '","done":true}' end
+local array = "[" .. table.concat(parts, ",") .. "]"
+local app = zever.app()
+app:post("/echo", function(req, res) return res:json(req:json()) end)
+local source = { header = function() return nil end, headers = function() return {} end,
+  body = function() return small end }
 
-local v = cases[os.getenv("JCASE") or "tfb"]
-if v == nil then error("JCASE: one of flat, tfb, rows20, row8, big12, nested", 0) end
-local encode, sink = json.encode, 0
-for _ = 1, 2000 do sink = sink + #encode(v) end
-for _ = 1, tonumber(arg[1]) do sink = sink + #encode(v) end
-if sink == 0 then error("nothing encoded") end
+local encode, decode = json.encode, json.decode
+local sink
+if op == "encode" then
+  for _ = 1, n do sink = encode(flat) end
+elseif op == "decode" then
+  for _ = 1, n do sink = decode(small) end
+elseif op == "decode20" then
+  for _ = 1, n do sink = decode(array) end
+elseif op == "dispatch" then
+  for _ = 1, n do sink = app:dispatch("POST", "/echo", nil, source) end
+else
+  error("usage: json_callgrind.lua encode|decode|decode20|dispatch N [old_json.lua]")
+end
+io.stdout:write(sink and "ok\n" or "nothing\n")
