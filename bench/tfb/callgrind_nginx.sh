@@ -4,7 +4,9 @@
 # counterpart of bench/tfb/callgrind.sh for zever. nginx runs as one process (master_process
 # off, 1 worker) on a fresh copy of bench/tfb/data.py's file; one client sends N requests one at
 # a time on one keep-alive connection; the cost per request is the slope between runs of N1 and
-# N2 requests (default 1000/5000), so start-up cancels out. Needs the vendor nginx that
+# N2 requests (default 1000/5000), so start-up cancels out. KEEP=DIR: copy the callgrind files
+# there (cg.N1, cg.N2), to compare functions per request with callgrind_annotate (as
+# bench/tfb/callgrind.sh's KEEP). Needs the vendor nginx that
 # bench/tfb/run.sh fetches (bench/http/vendor).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,6 +39,7 @@ count() { # count N -> instructions
   kill -QUIT "$vg"
   wait "$vg" || true
   cg_total "$run/cg"
+  [[ -n ${KEEP:-} ]] && cp "$run/cg" "$KEEP/cg.$1"
   rm -rf "$run"
 }
 a=$(count "$N1")

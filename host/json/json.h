@@ -106,13 +106,11 @@ void zv_json_tape_free(zv_json_tape_t *tape);
  */
 size_t zv_json_unescape(const char *s, size_t len, char *out);
 
-/*
- * Writes v as a JSON number into buf (ZV_JSON_NUMBUF bytes), NUL-terminated, and returns the
- * length: an integral value below 2^63 in magnitude as an integer ("9007199254740993" is
- * never "9.007199254741e+15"), any other the shortest "%.*g" of 15 to 17 digits that reads
- * back to v. Returns 0 for NaN and the infinities, which JSON cannot hold.
- */
-size_t zv_json_format_number(double v, char *buf);
+/* zv_json_format_number(v, buf) (json_ffi.h) writes v as a JSON number into buf
+ * (ZV_JSON_NUMBUF bytes), NUL-terminated, and returns the length: an integral value below 2^63
+ * in magnitude as an integer ("9007199254740993" is never "9.007199254741e+15"), any other the
+ * shortest "%.*g" of 15 to 17 digits that reads back to v. Returns 0 for NaN and the
+ * infinities, which JSON cannot hold. */
 
 /* Writes v in decimal into buf (at least 21 bytes), not terminated; returns the length. */
 size_t zv_json_format_int(int64_t v, char *buf);

@@ -28,4 +28,11 @@ size_t zv_json_plain_len(const char *s, size_t len);
  */
 size_t zv_json_clean_len(const char *s, size_t len);
 
+/*
+ * The writer's number text (json.h: at most 31 bytes and a NUL into buf): an integral value in
+ * full, any other the shortest of 15-17 digits that reads back to v; 0 for NaN and the
+ * infinities. For zever.json's small-object path, which writes fractions as the writer does.
+ */
+size_t zv_json_format_number(double v, char *buf);
+
 #endif

@@ -43,69 +43,163 @@ end
 
 local M = { null = core.null, array_mt = array_mt, object_mt = object_mt }
 
--- The one-key fast path. The C writer is a classic C API call, which LuaJIT cannot compile: a
--- request's trace stops there ("stitch"), and for {"id":42} the call costs more than the writing
--- (callgrind, a served /users/42: 10,738 instructions a request through the C writer, 8,321
--- with this path). An object of one key, without a mark (or marked json.object), whose key is a
--- plain string and whose value is a plain string, an integer of at most 14 digits, a boolean or
--- json.null is written here, byte for byte what the C writer writes: integers in full (tostring
--- prints every digit below 1e14) and strings the writer copies unescaped, which the writer's own
+-- The small-object fast path. The C writer is a classic C API call, which LuaJIT cannot
+-- compile: a request's trace stops there ("stitch"), and for a small object the call costs more
+-- than the writing (callgrind, a served /users/42: 10,738 instructions a request through the C
+-- writer, 8,321 with a one-key path; bench/tfb /db, a two-key row: 1,650 instructions in the
+-- C writer). An object of at most 8 keys, without a mark (or marked json.object), whose
+-- keys are plain strings and whose values are plain strings (up to MAX_PLAIN bytes), numbers
+-- (not NaN or an infinity), booleans or json.null is written here into one reused
+-- string.buffer, byte for byte what the C writer writes: the pairs in next()'s order (the C
+-- writer's lua_next order: the same traversal), integers below 1e14 in full (the buffer prints
+-- them as tostring does, every digit), other numbers by the writer's own formatter
+-- (zv_json_format_number through the FFI) and strings the writer copies unescaped, which the
+-- writer's own
 -- scan decides (zv_json_plain_len through the FFI, a call LuaJIT compiles: a Lua pattern here
--- cost ~3,500 instructions a request for {"message":"Hello, World!"}, callgrind, bench/tfb /json).
--- Two keys or more go to the C writer, which is cheaper than a Lua loop over
--- next() (itself a stitched C call): 2,492 against 4,511 instructions for three keys.
+-- cost ~3,500 instructions a request for {"message":"Hello, World!"}, callgrind, bench/tfb
+-- /json). Anything else (a nested table, a key or string needing escapes, more keys) goes to
+-- the C writer, from scratch. No loop: a loop inside the request's trace makes LuaJIT abort it, so
+-- the pairs are written by eight calls in a row (small).
 -- spec/zever/json_spec.lua holds the two to the same bytes.
 require "zever.cdef.json"
 local native = ffi.C
 local next = next
 local null = core.null
+local tobit = require("bit").tobit
+local numbuf = ffi.new("char[32]") -- ZV_JSON_NUMBUF (host/json/json.h)
+local out = require("string.buffer").new(256)
+local MAX_PLAIN = 1024 -- longer strings go to the C writer (the buffer stays small)
 
 local function plain(s)
   local n = #s
   return native.zv_json_plain_len(s, n) == n
 end
 
--- Keys repeat from call to call: those found plain are remembered (up to a cap), so the common
--- case skips the scan.
+-- Keys repeat from call to call: those found plain are remembered with their written form
+-- ("key": with its quotes and colon; up to a cap), so the common case skips the scan and puts
+-- one string.
 local MAX_PLAIN_KEYS = 4096
 local plain_keys, nplain = {}, 0
 
-local function plain_key(k)
-  if type(k) ~= "string" then return false end
-  if plain_keys[k] then return true end
-  if not plain(k) then return false end
+-- The written form of key k, or nil when the fast path does not apply.
+local function key_text(k)
+  if type(k) ~= "string" then return nil end
+  local kq = plain_keys[k]
+  if kq then return kq end
+  if #k > MAX_PLAIN or not plain(k) then return nil end
+  kq = '"' .. k .. '":'
   if nplain < MAX_PLAIN_KEYS then
     nplain = nplain + 1
-    plain_keys[k] = true
+    plain_keys[k] = kq
   end
+  return kq
+end
+
+-- Writes the pair after key k of t (the first pair when k is nil) into out, sep ("{" or ",")
+-- before it: returns its key, nil when there is none, or false when the fast path does not
+-- apply.
+local function pair(t, k, sep)
+  local v
+  k, v = next(t, k)
+  if k == nil then return nil end
+  local kq = key_text(k)
+  if not kq then return false end
+  local tv = type(v)
+  if tv == "number" then
+    if v % 1 == 0 and v < 1e14 and v > -1e14 and (v ~= 0 or 1 / v > 0) then
+      -- Within int32, tobit(v) is v as an integer to the trace: the buffer then writes it with
+      -- LuaJIT's integer formatter (lj_strfmt_wint), not its %.14g one (lj_strfmt_wfnum: ~250
+      -- instructions a number, callgrind, bench/tfb /db). The digits are the same.
+      if v >= -2147483648 and v <= 2147483647 then v = tobit(v) end
+      out:put(sep, kq, v)
+    else
+      -- Fractions, -0 and the larger integers: the writer's own formatter, through the FFI
+      -- (NaN and the infinities: 0, and the C writer raises).
+      local n = native.zv_json_format_number(v, numbuf)
+      if n == 0 then return false end
+      out:put(sep, kq)
+      out:putcdata(numbuf, n)
+    end
+  elseif tv == "string" then
+    if #v > MAX_PLAIN or not plain(v) then return false end
+    out:put(sep, kq, '"', v, '"')
+  elseif tv == "boolean" then
+    out:put(sep, kq, v and "true" or "false")
+  elseif tv == "userdata" and v == null then
+    out:put(sep, kq, "null")
+  else
+    return false
+  end
+  return k
+end
+
+-- Writes small flat object t into out (after what is there); false when the fast path does not
+-- apply ({} too: the C writer decides what an empty table is).
+local function put_small(t)
+  local k = pair(t, nil, "{")
+  if not k then return false end
+  k = pair(t, k, ",")
+  if k then k = pair(t, k, ",") end
+  if k then k = pair(t, k, ",") end
+  if k then k = pair(t, k, ",") end
+  if k then k = pair(t, k, ",") end
+  if k then k = pair(t, k, ",") end
+  if k then k = pair(t, k, ",") end -- the eighth pair
+  if k == false or (k and next(t, k) ~= nil) then return false end
+  out:put("}")
   return true
 end
 
--- The JSON text of a one-key object, or nil when the fast path does not apply. No loop: a loop
--- inside the request's trace makes LuaJIT abort it.
-local function one_key(value)
-  local k, v = next(value)
-  if not plain_key(k) or next(value, k) ~= nil then return nil end
-  local tv = type(v)
-  if tv == "number" then
-    if v % 1 ~= 0 or v >= 1e14 or v <= -1e14 or (v == 0 and 1 / v < 0) then return nil end
-    return '{"' .. k .. '":' .. tostring(v) .. "}"
-  elseif tv == "string" then
-    if not plain(v) then return nil end
-    return '{"' .. k .. '":"' .. v .. '"}'
-  elseif tv == "boolean" then
-    return '{"' .. k .. (v and '":true}' or '":false}')
-  elseif v == null then
-    return '{"' .. k .. '":null}'
+-- The text in out; a buffer grown past KEEP_BYTES (a long array) gives its memory back, as the
+-- C writer's does (l_json_core.c).
+local KEEP_BYTES = 1048576
+
+local function text()
+  local s = out:tostring()
+  if #s > KEEP_BYTES then out:free() end
+  return s
+end
+
+-- The JSON text of a small flat object, or nil.
+local function small(t)
+  out:reset()
+  if not put_small(t) then return nil end
+  return text()
+end
+
+-- A json.array of small flat objects (db rows: db:query and :all() mark their lists) is written
+-- here too, up to MAX_ROWS of them (bench/tfb /queries: 20 rows through the C writer cost ~1,500
+-- instructions a row, most of it the classic C API's calls per key and value). The loop is the
+-- one in this path: a handler that builds its rows already loops, and a request of one object
+-- never enters it. Anything else, an element that is not a small flat object among them, goes
+-- to the C writer, from scratch.
+local MAX_ROWS = 1000
+
+local function rows(t)
+  local n = #t
+  if n == 0 or n > MAX_ROWS then return nil end
+  out:reset()
+  out:put("[")
+  for i = 1, n do
+    local v = t[i]
+    if type(v) ~= "table" then return nil end
+    local mt = getmetatable(v)
+    if mt ~= nil and mt ~= object_mt then return nil end
+    if i > 1 then out:put(",") end
+    if not put_small(v) then return nil end
   end
-  return nil
+  out:put("]")
+  return text()
 end
 
 function M.encode(value)
   if type(value) == "table" then
     local mt = getmetatable(value)
     if mt == nil or mt == object_mt then
-      local s = one_key(value)
+      local s = small(value)
+      if s then return s end
+    elseif mt == array_mt then
+      local s = rows(value)
       if s then return s end
     end
   end

@@ -57,6 +57,41 @@ describe("zever.db fast path", function()
     end)
   end)
 
+  describe("binding values (up to three without a loop, more in one)", function()
+    it("binds 1 to 5 values of every kind, and sends a BLOB or int64 in any place to the binding", function()
+      db = fresh()
+      db:exec("CREATE TABLE w (a, b, c, d, e)")
+      local blob, big = zdb.blob("\0b\1"), 9007199254740993LL
+      local kinds = { 7, 2.5, "s", true, zdb.null }
+      kinds[#kinds + 1] = blob
+      kinds[#kinds + 1] = big
+      local cols = { "a", "b", "c", "d", "e" }
+      for n = 1, 5 do
+        for k = 1, #kinds do
+          for at = 1, n do
+            db:exec("DELETE FROM w")
+            local vals = {}
+            for i = 1, n do vals[i] = i end
+            vals[at] = kinds[k]
+            local names = table.concat(cols, ", ", 1, n)
+            local marks = ("?, "):rep(n - 1) .. "?"
+            assert.are.equal(1, db:exec("INSERT INTO w (" .. names .. ") VALUES (" .. marks .. ")",
+              unpack(vals, 1, n)).changes)
+            local where = {}
+            for i = 1, n do where[i] = cols[i] .. " IS ?" end
+            local row = db:first("SELECT " .. names .. " FROM w WHERE " ..
+              table.concat(where, " AND "), unpack(vals, 1, n))
+            assert.is_table(row, ("n=%d kind=%d at=%d: no row"):format(n, k, at))
+            local want = vals[at]
+            if want == true then want = 1 elseif want == zdb.null then want = nil end
+            if want == blob then want = "\0b\1" end
+            assert.are.equal(want, row[cols[at]], ("n=%d kind=%d at=%d"):format(n, k, at))
+          end
+        end
+      end
+    end)
+  end)
+
   describe("rows made by a constructor of the statement's column names", function()
     it("decodes every type, NULL as a missing key, odd and repeated names, wide rows", function()
       db = fresh()

@@ -291,17 +291,18 @@ describe("the scheduler's list", function()
   end)
 end)
 
-describe("zever.json encode's one-key path", function()
-  -- The Lua fast path for one-key objects must write what the C writer writes, byte for byte;
-  -- random objects over keys and values chosen to sit on both sides of every rule.
-  local KEYS = { "id", "name", "ok", "a b", "q\"uote", "back\\slash", "ctl\1", "del\127", "é", "" }
+describe("zever.json encode's small-object path", function()
+  -- The Lua fast path for objects of up to 8 keys must write what the C writer writes, byte for
+  -- byte; random objects over keys and values chosen to sit on both sides of every rule.
+  local KEYS = { "id", "name", "ok", "a b", "q\"uote", "back\\slash", "ctl\1", "del\127", "é", "",
+    "randomNumber", "message", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9" }
   local function random_string(rnd)
     local n, b = rnd(0, 6), {}
     for i = 1, n do b[i] = string.char(rnd(0, 255)) end
     return table.concat(b)
   end
   local function random_value(rnd)
-    local pick = rnd(1, 12)
+    local pick = rnd(1, 13)
     if pick == 1 then return rnd(-1000, 1000) end
     if pick == 2 then return rnd(0, 1) == 1 and 99999999999999 or -99999999999999 end
     if pick == 3 then return 1e14 + rnd(0, 9) end
@@ -309,6 +310,7 @@ describe("zever.json encode's one-key path", function()
     if pick == 5 then return -0.0 end
     if pick == 6 then return random_string(rnd) end
     if pick == 7 then return ("plain"):rep(rnd(0, 3)) end
+    if pick == 13 then return ("p"):rep(1020 + rnd(0, 8)) end -- both sides of MAX_PLAIN
     if pick == 8 then return rnd(0, 1) == 1 end
     if pick == 9 then return json.null end
     if pick == 10 then return { rnd(1, 9) } end
@@ -317,24 +319,29 @@ describe("zever.json encode's one-key path", function()
   end
 
   it("writes the same bytes as the C writer for 3,000 random small objects", function()
-    -- Two objects in three have one key (the fast path's case), the rest 2-20 (the C writer's).
+    -- Two objects in three have 1-8 keys (the fast path's case), the rest 9-20 (the C writer's).
     local state = 12345
     local function rnd(lo, hi) -- a fixed LCG: the same objects on every run
       state = (state * 1103515245 + 12345) % 2147483648
       return lo + state % (hi - lo + 1)
     end
-    local same, fast = 0, 0
+    local same, fast, multi = 0, 0, 0
     for _ = 1, 3000 do
       local t = {}
-      for _ = 1, rnd(1, 3) == 1 and rnd(2, 20) or 1 do t[KEYS[rnd(1, #KEYS)]] = random_value(rnd) end
+      local n = rnd(1, 3) == 1 and rnd(9, 20) or rnd(1, 8)
+      for _ = 1, n do t[KEYS[rnd(1, #KEYS)]] = random_value(rnd) end
       if rnd(1, 10) == 1 then t = json.object(t) end
       local a, b = json.encode(t), json.encode_c(t)
       assert.are.equal(b, a)
       same = same + 1
-      if not a:find("[%[\\]") then fast = fast + 1 end
+      if not a:find("[%[\\]") then
+        fast = fast + 1
+        if select(2, a:gsub('":', "")) >= 2 then multi = multi + 1 end
+      end
     end
     assert.are.equal(3000, same)
     assert.is_true(fast > 100, "too few objects of the fast path's shape: " .. fast)
+    assert.is_true(multi > 30, "too few objects of several keys of the fast path's shape: " .. multi)
   end)
 
   it("leaves arrays, marked arrays and nested objects to the C writer", function()
@@ -342,6 +349,88 @@ describe("zever.json encode's one-key path", function()
     assert.are.equal("{}", json.encode({}))
     assert.are.equal("[1,2]", json.encode({ 1, 2 }))
     assert.are.equal('{"a":{"b":1}}', json.encode({ a = { b = 1 } }))
+    assert.are.equal('{"a":[1]}', json.encode({ a = json.array({ 1 }) }))
+  end)
+
+  it("writes the last pair of an eight-key object and leaves a ninth key to the C writer", function()
+    local t = {}
+    for i = 1, 8 do t["k" .. i] = i end
+    local s = json.encode(t)
+    assert.are.equal(json.encode_c(t), s)
+    for i = 1, 8 do assert.truthy(s:find('"k' .. i .. '":' .. i, 1, true), s) end
+    t.k9 = 9
+    s = json.encode(t)
+    assert.are.equal(json.encode_c(t), s)
+    assert.truthy(s:find('"k9":9', 1, true), s)
+  end)
+
+  it("writes fractions, -0 and large integers with the C writer's formatter", function()
+    local t = { a = 0.1, b = -0.0, c = 1e300, d = 2 ^ 53 + 2, e = 1 / 3, f = -1e-7, g = 1e14 }
+    local s = json.encode(t)
+    assert.are.equal(json.encode_c(t), s)
+    assert.truthy(s:find('"a":0.1', 1, true), s)
+    assert.truthy(s:find('"b":-0', 1, true), s)
+    assert.truthy(s:find('"d":9007199254740994', 1, true), s)
+    assert.truthy(s:find('"e":0.3333333333333333', 1, true), s)
+    assert.truthy(s:find('"g":100000000000000', 1, true), s)
+  end)
+
+  it("raises on a NaN or a function value as the C writer does", function()
+    assert.has_error(function() json.encode({ a = 1, b = 0 / 0 }) end)
+    assert.has_error(function() json.encode({ a = 1, b = math.huge }) end)
+    assert.has_error(function() json.encode(json.array({ { a = -math.huge } })) end)
+    assert.has_error(function() json.encode({ a = 1, b = print }) end)
+  end)
+end)
+
+describe("zever.json encode's path for arrays of small objects", function()
+  -- A json.array of small flat objects (db rows) is written in Lua: the same bytes as the C
+  -- writer, and any element it cannot write (a float, a nested table, a scalar, a hole, a marked
+  -- array, more than 8 keys) sends the whole array to the C writer.
+  local state = 777
+  local function rnd(lo, hi) -- a fixed LCG (its high bits: the low ones cycle): the same arrays
+    state = (state * 1103515245 + 12345) % 2147483648
+    return lo + math.floor(state / 65536) % (hi - lo + 1)
+  end
+  local ODD = { function() return { a = 0.5 } end, function() return { a = { 1 } } end,
+    function() return 7 end, function() return "s" end, function() return json.null end,
+    function() return json.array({}) end, function() return {} end,
+    function() local t = {} for i = 1, 9 do t["k" .. i] = i end return t end,
+    function() return { ["q\"k"] = 1 } end, function() return { a = "ctl\1" } end }
+
+  it("writes 1,000 random arrays of rows, some with one odd element, as the C writer does", function()
+    local fast = 0
+    for _ = 1, 1000 do
+      local rows = json.array()
+      for i = 1, rnd(1, 30) do
+        rows[i] = { id = rnd(1, 10000), randomNumber = rnd(-1e6, 1e6), message = "m" .. rnd(0, 9),
+          ok = rnd(0, 1) == 1 }
+        if rnd(1, 4) == 1 then rows[i] = json.object(rows[i]) end
+      end
+      if rnd(1, 2) == 1 then rows[rnd(1, #rows)] = ODD[rnd(1, #ODD)]() else fast = fast + 1 end
+      assert.are.equal(json.encode_c(rows), json.encode(rows))
+    end
+    assert.is_true(fast > 300, "too few arrays of the fast path's shape: " .. fast)
+  end)
+
+  it("writes an array past the buffer's 1 MB keep limit, and small objects after it", function()
+    local rows, long = json.array(), ("x"):rep(1000)
+    for i = 1, 1000 do rows[i] = { id = i, a = long, b = long } end
+    local s = json.encode(rows)
+    assert.is_true(#s > 2000000)
+    assert.are.equal(json.encode_c(rows), s)
+    local row = { id = 7, randomNumber = 8 }
+    assert.are.equal(json.encode_c(row), json.encode(row))
+    assert.are.equal(json.encode_c(json.array({ row })), json.encode(json.array({ row })))
+  end)
+
+  it("writes the TFB /queries answer", function()
+    local rows = json.array({ { id = 1, randomNumber = 2 }, { id = 3, randomNumber = 4 } })
+    local s = json.encode(rows)
+    assert.are.equal(json.encode_c(rows), s)
+    assert.is_true(s == '[{"id":1,"randomNumber":2},{"id":3,"randomNumber":4}]' or
+      s == '[{"randomNumber":2,"id":1},{"randomNumber":4,"id":3}]', s)
+    assert.are.equal("[]", json.encode(json.array()))
   end)
 end)
 

@@ -59,29 +59,42 @@ local M = {
 local Conn = {}
 Conn.__index = Conn
 
--- Binds binds[1..n]; returns true, or false when a value needs the classic binding.
-local function bind_all(st, binds, n)
-  for i = 1, n do
-    local v = binds[i]
-    local t = type(v)
-    local rc
-    if t == "number" then
-      if v % 1 == 0 and v >= INT64_LO and v < INT64_HI then
-        rc = C.sqlite3_bind_int64(st, i, v)
-      else
-        rc = C.sqlite3_bind_double(st, i, v)
-      end
-    elseif t == "string" then
-      if #v > MAX_TEXT then return false end
-      rc = C.sqlite3_bind_text(st, i, v, #v, nil) -- SQLITE_STATIC: binds keeps v alive
-    elseif t == "boolean" then
-      rc = C.sqlite3_bind_int64(st, i, v and 1 or 0)
-    elseif t == "nil" or (t == "userdata" and rawequal(v, NULL)) then
-      rc = C.sqlite3_bind_null(st, i)
+-- Binds v to parameter i of st; false when v needs the classic binding (or the bind failed).
+local function bind_one(st, i, v)
+  local t = type(v)
+  local rc
+  if t == "number" then
+    if v % 1 == 0 and v >= INT64_LO and v < INT64_HI then
+      rc = C.sqlite3_bind_int64(st, i, v)
     else
-      return false
+      rc = C.sqlite3_bind_double(st, i, v)
     end
-    if rc ~= 0 then return false end
+  elseif t == "string" then
+    if #v > MAX_TEXT then return false end
+    rc = C.sqlite3_bind_text(st, i, v, #v, nil) -- SQLITE_STATIC: binds keeps v alive
+  elseif t == "boolean" then
+    rc = C.sqlite3_bind_int64(st, i, v and 1 or 0)
+  elseif t == "nil" or (t == "userdata" and rawequal(v, NULL)) then
+    rc = C.sqlite3_bind_null(st, i)
+  else
+    return false
+  end
+  return rc == 0
+end
+
+-- Binds binds[1..n]; returns true, or false when a value needs the classic binding. Up to three
+-- values without a loop: a loop inside a request's trace makes LuaJIT abort the trace ("leaving
+-- loop in root trace at sqlite.lua", jit.v on bench/tfb /queries), and most calls bind one to
+-- three (a prepared query's id, an update's value and id).
+local function bind_all(st, binds, n)
+  if n <= 3 then
+    if n >= 1 and not bind_one(st, 1, binds[1]) then return false end
+    if n >= 2 and not bind_one(st, 2, binds[2]) then return false end
+    if n >= 3 and not bind_one(st, 3, binds[3]) then return false end
+    return true
+  end
+  for i = 1, n do
+    if not bind_one(st, i, binds[i]) then return false end
   end
   return true
 end
