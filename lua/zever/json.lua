@@ -161,7 +161,12 @@ end
 local function small(t)
   np = 0
   if not put_small(t) then return nil end
-  return concat(parts, "", 1, np)
+  -- The commonest shapes as one `..`, which compiles inline; table.concat is a call.
+  local p = parts
+  if np == 4 then return p[1] .. p[2] .. p[3] .. p[4] end -- {"k":1}
+  if np == 6 then return p[1] .. p[2] .. p[3] .. p[4] .. p[5] .. p[6] end -- {"k":"v"}
+  if np == 7 then return p[1] .. p[2] .. p[3] .. p[4] .. p[5] .. p[6] .. p[7] end -- {"a":1,"b":2}
+  return concat(p, "", 1, np)
 end
 
 function M.encode(value)
