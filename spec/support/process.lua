@@ -41,6 +41,16 @@ function M.zever(...)
 end
 
 
+-- Writes source to DIR/script.lua and runs it with `zever run` in a fresh process; returns its
+-- stdout; any other exit than 0 raises with the script's stderr (the spec fails).
+function M.run_script(dir, source)
+  local path = dir .. "/script.lua"
+  require("spec.support.files").write(path, source)
+  local r = M.run(M.quote(sys.exe()) .. " run " .. M.quote(path))
+  if r.code ~= 0 then error(("zever run exited %s: %s"):format(r.code, r.stderr), 2) end
+  return r.stdout
+end
+
 -- What cmdline printed (stdout and stderr together), trailing white space removed.
 function M.output(cmdline)
   local p = assert(io.popen("(" .. cmdline .. ") 2>&1"))

@@ -6,20 +6,11 @@
 local process = require "spec.support.process"
 local serve = require "spec.support.serve"
 local fs = require "spec.support.files"
-local sys = require "zever.sys"
 local zapp = require "zever.app"
 local config = require "zever.config"
 
-local quote = process.quote
 
--- Runs a Lua script with `zever run` in a fresh process; returns its stdout (asserting exit 0).
-local function run_script(dir, source)
-  local path = dir .. "/script.lua"
-  fs.write(path, source)
-  local r = process.run(quote(sys.exe()) .. " run " .. quote(path))
-  assert.are.equal(0, r.code, r.stderr)
-  return r.stdout
-end
+local run_script = process.run_script
 
 describe("start-up: the adapter registry", function()
   local dir
