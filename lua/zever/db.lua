@@ -19,10 +19,11 @@
 -- db.open returns nil, err (a bad DSN, a file it cannot open). A misuse (wrong argument type,
 -- an unsupported dialect feature) raises a string.
 --
--- An adapter module exports dialect, begin_sql and open(target, opts) -> conn | nil, code,
--- message; conn has exec/query/first/each(sql, binds, n[, fn]) and close/is_open with the
--- conventions of zever.sqlite (l_sqlite.c); a failure may carry a 4th value, fields (sqlstate,
--- constraint, column, table), copied onto the error. A conn may have control(sql) -> true |
+-- An adapter module exports dialect, begin_sql, waits (true when its statements wait on the
+-- loop: a coroutine yields in them) and open(target, opts) -> conn | nil, code, message;
+-- conn has exec/query/first/each(sql, binds, n[, fn]) and close/is_open with the conventions
+-- of zever.sqlite (l_sqlite.c); a failure may carry a 4th value, fields (sqlstate, constraint,
+-- column, table), copied onto the error. A conn may have control(sql) -> true |
 -- nil, code, message, fields: exec for the transaction statements (BEGIN, COMMIT, ROLLBACK,
 -- the savepoints' texts), which it may keep prepared (sqlite); transaction uses it when
 -- present. It may have hold(sql) -> boolean: keep sql's statement ready for later calls (a
@@ -393,12 +394,13 @@ local function savepoint(depth)
   return sp
 end
 
--- The handle a transaction hands to fn. A handle on one connection (not a pool's pinned one)
--- keeps one per depth it opens and reuses it once its transaction has finished: a transaction
--- then allocates nothing of its own. A finished handle raises when used, until the next
--- transaction at that depth from the same handle takes it again.
-local function tx_handle(self, conn, st, depth, pinned)
-  local txs = not pinned and rawget(self, "_txs")
+-- The handle a transaction hands to fn. A handle keeps one per depth it opens and reuses it
+-- once its transaction has finished (with its state, when the transaction pinned conn: a pool's
+-- connection, handed out again for the next pin of the same connection): a transaction then
+-- allocates nothing of its own. A finished handle raises when used, until the next transaction
+-- at that depth from the same handle takes it again.
+local function tx_handle(self, conn, st, depth)
+  local txs = rawget(self, "_txs")
   local tx = txs and txs[depth]
   if tx and tx.finished and tx.conn == conn and tx.state == st then
     tx.finished = false
@@ -408,37 +410,61 @@ local function tx_handle(self, conn, st, depth, pinned)
     conn = conn, adapter = self.adapter, dialect = self.dialect, dsn = self.dsn, state = st,
     soft = self.soft, depth = depth, finished = false,
   }, DB)
-  if not pinned then
-    if not txs then
-      txs = {}
-      rawset(self, "_txs", txs)
-    end
-    txs[depth] = tx
+  if not txs then
+    txs = {}
+    rawset(self, "_txs", txs)
   end
+  txs[depth] = tx
   return tx
 end
 
--- The end of a transaction: commit (or roll back when fn failed or COMMIT did), then fn's
--- results or its error. fn's results pass as arguments, never through a table.
-local function finish(self, st, depth, conn, control, pinned, commit, rollback, release, tx, ok,
-                      ...)
-  tx.finished = true
-  local code, message, fields
-  if ok then
-    local done
-    done, code, message, fields = control(conn, commit)
-    if done then
-      st.depth = depth
-      if pinned then pinned:unpin() end
-      return ...
-    end
+-- The state of a transaction on a pinned conn: its last one's when that has finished on the
+-- same conn (depth 0 again), else a new one.
+local function pinned_state(self, pinned)
+  local txs = rawget(self, "_txs")
+  local tx = txs and txs[1]
+  if tx and tx.finished and tx.conn == pinned then
+    local st = tx.state
+    st.depth = 0
+    return st
   end
-  control(conn, rollback)
-  if release then control(conn, release) end
+  return { depth = 0 }
+end
+
+-- fn's results as a count and up to three values, or the count and a list when there are more
+-- (the only case that allocates). Not returned through a vararg frame: see run_tx.
+local function fn_results(...)
+  local n = select("#", ...)
+  if n <= 3 then
+    local a, b, c = ...
+    return n, a, b, c
+  end
+  return n, { n = n, ... }
+end
+
+local running = coroutine.running
+
+-- The body of a transaction, run by pcall: fn, then COMMIT (RELEASE for a savepoint), then the
+-- bookkeeping of a committed transaction. Returns n, r1, r2, r3 (fn's results, see fn_results),
+-- or nil, code, message, fields when the commit failed (the caller rolls back).
+--
+-- Why it has this shape (LuaJIT): on an adapter whose statements wait on the loop (waits), the
+-- code after each wait runs in a trace that starts there, below pcall's frame. Such a trace
+-- cannot return into pcall's frame ("NYI: return to lower frame") nor read the varargs of a
+-- frame below its start ("NYI: bytecode 71"): it aborts, and everything from the wait on ran
+-- interpreted. So the commit is issued from inside pcall (the trace after fn's last statement
+-- continues into it), fn's results pass as fixed values, and after the commit's wait one call
+-- of a function LuaJIT does not compile (coroutine.running: a "stitch") ends that trace before
+-- the return into pcall, which is then the only part left to the interpreter.
+local function run_tx(fn, tx, conn, control, commit, st, depth, pinned, waits)
+  local n, r1, r2, r3 = fn_results(fn(tx))
+  tx.finished = true
+  local done, code, message, fields = control(conn, commit)
+  if not done then return nil, code, message, fields end
   st.depth = depth
   if pinned then pinned:unpin() end
-  if ok then return fail(self, code, message, commit, fields) end
-  error((...), 0)
+  if waits then running() end
+  return n, r1, r2, r3
 end
 
 -- Runs fn(tx) in a transaction (a savepoint when one is already open): commits when fn
@@ -450,17 +476,18 @@ function DB:transaction(fn)
   local st = self.state
   local depth = st.depth
   local conn = self.conn
+  local adapter = self.adapter
   local pinned
   if depth == 0 and conn.pin then
     -- A pool: the transaction keeps one connection, and has a state of its own.
     local code, message, fields
     pinned, code, message, fields = conn:pin()
-    if not pinned then return fail(self, code, message, self.adapter.begin_sql or "BEGIN", fields) end
-    conn, st = pinned, { depth = 0 }
+    if not pinned then return fail(self, code, message, adapter.begin_sql or "BEGIN", fields) end
+    conn, st = pinned, pinned_state(self, pinned)
   end
   local begin, commit, rollback, release
   if depth == 0 then
-    begin, commit, rollback = self.adapter.begin_sql or "BEGIN", "COMMIT", "ROLLBACK"
+    begin, commit, rollback = adapter.begin_sql or "BEGIN", "COMMIT", "ROLLBACK"
   else
     local sp = savepoint(depth + 1)
     begin, commit, rollback, release = sp[1], sp[2], sp[3], sp[2]
@@ -472,9 +499,25 @@ function DB:transaction(fn)
     return fail(self, code, message, begin, fields)
   end
   st.depth = depth + 1
-  local tx = tx_handle(self, conn, st, depth + 1, pinned)
-  return finish(self, st, depth, conn, control, pinned, commit, rollback, release, tx,
-    pcall(fn, tx))
+  local tx = tx_handle(self, conn, st, depth + 1)
+  local r1, r2, r3
+  ok, code, r1, r2, r3 = pcall(run_tx, fn, tx, conn, control, commit, st, depth, pinned,
+    adapter.waits)
+  if ok and code then -- committed: code is the count of fn's results
+    if code == 1 then return r1 end
+    if code == 0 then return end
+    if code == 2 then return r1, r2 end
+    if code == 3 then return r1, r2, r3 end
+    return unpack(r1, 1, code)
+  end
+  -- fn raised (code: its error), or the commit failed (r1, r2, r3: code, message, fields)
+  tx.finished = true
+  control(conn, rollback)
+  if release then control(conn, release) end
+  st.depth = depth
+  if pinned then pinned:unpin() end
+  if ok then return fail(self, r1, r2, commit, r3) end
+  error(code, 0)
 end
 
 -- db:pipeline(function(p) p:exec(sql, ...) p:query(sql, ...) p:first(sql, ...) end[, opts])

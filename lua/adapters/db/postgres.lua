@@ -53,6 +53,8 @@ local M = {
   dialect = "postgres",
   begin_sql = "BEGIN",
   null = NULL,
+  -- Statements wait on the loop (zever.db's transaction ends a trace after its commit's wait).
+  waits = true,
 }
 
 local rewrite, check_binds, scalar_text = sqltext.rewrite, sqltext.check_binds, sqltext.scalar_text
