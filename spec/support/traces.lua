@@ -6,7 +6,8 @@
 --   traces.run(fn, { eager = true })  -- the same with every loop and function hot at once
 --   traces.run(fn, { fresh = true })  -- the same from reset hot counters (default threshold)
 --   t.stops    { { id =, at = "file.lua:12", link = "loop" }, ... }  completed traces
---   t.aborts   { { id =, at = "file.lua:40", reason = "NYI: ..." }, ... }
+--   t.aborts   { { id =, at = "file.lua:40", reason = "NYI: ...", where = "file.lua:44" }, ... }
+--                (at: where the trace started; where: the bytecode it aborted on, as -jv's "at")
 --   traces.looped(t, file)     -> true when a trace that started in file closed as a loop
 --   traces.nyi(t)              -> the NYI aborts as strings, or {} (see WARM_UP below)
 --   traces.linked(t, link)     -> the completed traces whose link is link ("up-recursion",
@@ -56,7 +57,8 @@ function M.run(fn, opts)
     elseif what == "stop" then
       t.stops[#t.stops + 1] = { id = tr, at = started[tr], link = util.traceinfo(tr).linktype }
     elseif what == "abort" then
-      t.aborts[#t.aborts + 1] = { id = tr, at = started[tr], reason = reason(otr, oex) }
+      t.aborts[#t.aborts + 1] = { id = tr, at = started[tr], reason = reason(otr, oex),
+        where = util.funcinfo(func, pc).loc }
     end
   end
   jit.flush()
