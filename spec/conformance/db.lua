@@ -747,4 +747,66 @@ return function(name, open, caps)
       assert.has_error(function() saved:query("SELECT 1") end)
     end)
   end)
+
+  -- A foreign key checked at COMMIT: a transaction can end with its commit failing.
+  local KIDS = { "kids", [[CREATE TABLE kids (id {pk}, user_id {big} REFERENCES users (id)
+    DEFERRABLE INITIALLY DEFERRED)]] }
+
+  suite("transactions: results and a failing commit", { USERS, KIDS }, function(h)
+    it("passes back every result of fn, their count and trailing nils included", function()
+      local db = h.db
+      local function count(...) return select("#", ...), { ... } end
+      for k = 0, 6 do
+        local n, got = count(db:transaction(function()
+          local out = {}
+          for i = 1, k do out[i] = i % 2 == 0 and i or nil end
+          return unpack(out, 1, k)
+        end))
+        assert.are.equal(k, n)
+        for i = 1, k do assert.are.equal(i % 2 == 0 and i or nil, got[i]) end
+        -- a savepoint's results pass through the outer transaction's
+        n, got = count(db:transaction(function(tx)
+          return tx:transaction(function() return unpack({ 1, 2, 3, 4, 5, 6 }, 1, k) end)
+        end))
+        assert.are.equal(k, n)
+        for i = 1, k do assert.are.equal(i, got[i]) end
+      end
+    end)
+
+    it("rolls back a transaction whose COMMIT fails, raises a db error, and keeps the handle", function()
+      local db = h.db
+      local e = raised(db.transaction, db, function(tx)
+        tx:insert_into("users"):values { email = "gone@x" }:exec()
+        tx:insert_into("kids"):values { user_id = 999 }:exec() -- no user 999: fails at COMMIT
+        return "never"
+      end)
+      assert.is_true(errors.is(e), tostring(e))
+      assert.are.equal("db", e.battery)
+      assert.are.equal("constraint", e.code)
+      assert.are.equal("COMMIT", e.sql)
+      assert.is_false(db:in_transaction())
+      assert.are.equal(0, db:from("users"):count())
+      assert.are.equal(0, db:from("kids"):count())
+      -- the same handle, a new transaction: it commits
+      assert.are.equal("ok", db:transaction(function(tx)
+        local id = tx:insert_into("users"):values { email = "u@x" }:returning("id"):exec()[1].id
+        tx:insert_into("kids"):values { user_id = id }:exec()
+        return "ok"
+      end))
+      assert.are.equal(1, db:from("kids"):count())
+    end)
+
+    it("keeps a transaction handle raising after its transaction until the next one takes it", function()
+      local db = h.db
+      local first, second
+      db:transaction(function(tx) first = tx end)
+      assert.has_error(function() first:query("SELECT 1") end)
+      db:transaction(function(tx)
+        second = tx
+        assert.are.equal(1, #tx:query("SELECT 1 AS one"))
+      end)
+      assert.has_error(function() second:query("SELECT 1") end)
+      assert.is_false(db:in_transaction())
+    end)
+  end)
 end
