@@ -22,6 +22,8 @@
 --   FirstBuilder db:from("World"):where("id", id):first()
 --   FirstPrepared  by_id:first(id), by_id = db:from("World"):where("id", db.param()):prepare()
 --   Exec         db:exec('UPDATE "World" SET "randomNumber" = ? WHERE id = ?', n, id)
+--   ExecDiscard  the same with its result dropped (as bench/db_overhead_lua_bench.lua's Exec):
+--                LuaJIT then sinks exec's { changes, last_insert_id } table (0 B/op)
 --   ExecPrepared set:exec(n, id), set = db:update("World"):set("randomNumber", db.param())
 --                :where("id", db.param()):prepare()
 --   Transaction  db:transaction(fn) around one such UPDATE
@@ -215,6 +217,9 @@ local pairs_ = {
   { "Exec",
     function(n) for i = 1, n do sink = raw_update(i % 10000 + 1, i % ROWS + 1) end end,
     function(n) for i = 1, n do sink = db:exec(UPDATE, i % 10000 + 1, i % ROWS + 1) end end },
+  { "ExecDiscard",
+    function(n) for i = 1, n do raw_update(i % 10000 + 1, i % ROWS + 1) end end,
+    function(n) for i = 1, n do db:exec(UPDATE, i % 10000 + 1, i % ROWS + 1) end end },
   { "ExecPrepared",
     function(n) for i = 1, n do sink = raw_update(i % 10000 + 1, i % ROWS + 1) end end,
     function(n) for i = 1, n do sink = set_n:exec(i % 10000 + 1, i % ROWS + 1) end end },
