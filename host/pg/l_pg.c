@@ -437,18 +437,36 @@ static int l_connect(lua_State *L) {
   return 1;
 }
 
+/* "00".."99": two digits a step (one division by 100 instead of two by 10). */
+static const char DIGITS2[] =
+  "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+  "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+  "8081828384858687888990919293949596979899";
+
 /* Writes the decimal digits of v (|v| < 2^63) into buf (32 bytes), NUL-terminated; returns the
- * length. The common bind, an integer id, without snprintf's format parsing. */
+ * length. The common bind, an integer id, without snprintf's format parsing: the digits are
+ * written from the end of a scratch buffer, two at a time, then copied once. */
 static int int_text(char *buf, long long v) {
   char tmp[24];
-  int n = 0, k = 0;
+  char *p = tmp + sizeof tmp;
+  int k = 0, n;
   unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-  do {
-    tmp[n++] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u);
+  while (u >= 100) {
+    unsigned r = (unsigned)(u % 100);
+    u /= 100;
+    p -= 2;
+    memcpy(p, DIGITS2 + 2 * r, 2);
+  }
+  if (u >= 10) {
+    p -= 2;
+    memcpy(p, DIGITS2 + 2 * u, 2);
+  } else {
+    *--p = (char)('0' + u);
+  }
   if (v < 0) buf[k++] = '-';
-  while (n) buf[k++] = tmp[--n];
+  n = (int)(tmp + sizeof tmp - p);
+  memcpy(buf + k, p, (size_t)n);
+  k += n;
   buf[k] = '\0';
   return k;
 }

@@ -82,6 +82,15 @@ describe("zever.db postgres #pg", function()
         { "-2^53", -9007199254740992, "-9007199254740992" },
         { "negative zero", -0.0, "0" }, { "fraction", 1.5, "1.5" }, { "negative fraction", -0.25, "-0.25" },
       }
+      -- every digit count, at both ends (int_text writes two digits a step, one for an odd lead)
+      local p = 1
+      for d = 1, 18 do
+        local lo, hi = d == 1 and 0 or p, p * 10 - 1
+        rows[#rows + 1] = { d .. " digits low", lo, ("%d"):format(lo) }
+        rows[#rows + 1] = { d .. " digits high", hi, ("%d"):format(hi) }
+        rows[#rows + 1] = { "-" .. d .. " digits high", -hi, ("%d"):format(-hi) }
+        p = p * 10
+      end
       for _, r in ipairs(rows) do
         assert.are.equal(r[3], db:first("SELECT (?)::text AS t", r[2]).t, r[1])
         -- the same through a prepared statement (its cached shape) and a transaction's pipeline
