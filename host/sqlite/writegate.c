@@ -131,6 +131,7 @@ void zv_sqlite_gate_stats(int *waiting, uint64_t *wakes) {
 typedef struct waiter {
   pthread_cond_t cv; /* on CLOCK_MONOTONIC */
   const void *owner; /* the connection waiting */
+  pthread_t thread;  /* and its thread */
   int granted;
   struct waiter *next;
 } waiter_t;
@@ -184,7 +185,7 @@ static void hand_on(zv_sqlite_wlock_t *w) {
   if (!w->head) w->tail = NULL;
   n->granted = 1;
   w->owner = n->owner;
-  /* w->thread is set by the waiter itself when it wakes */
+  w->thread = n->thread; /* now: the giver's thread must not read itself as the holder */
   locks.stats.handoffs++;
   pthread_cond_signal(&n->cv);
 }
@@ -234,6 +235,7 @@ int zv_sqlite_wlock_take(zv_sqlite_wlock_t *w, const void *owner, int timeout_ms
   pthread_cond_init(&me.cv, &a);
   pthread_condattr_destroy(&a);
   me.owner = owner;
+  me.thread = pthread_self();
   me.granted = 0;
   me.next = NULL;
   if (w->tail) w->tail->next = &me;
@@ -243,7 +245,6 @@ int zv_sqlite_wlock_take(zv_sqlite_wlock_t *w, const void *owner, int timeout_ms
   while (!me.granted && pthread_cond_timedwait(&me.cv, &locks.mu, &until) != ETIMEDOUT) {
   }
   if (me.granted) {
-    w->thread = pthread_self();
     locks.stats.takes++;
   } else { /* timed out, still queued: leave the queue */
     waiter_t **p = &w->head, *prev = NULL;
