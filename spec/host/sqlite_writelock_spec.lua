@@ -175,3 +175,32 @@ describe("the SQLite write lock of the process (writegate.c)", function()
     d:close()
   end)
 end)
+
+describe("the SQLite write lock held across a Redis call #redis", function()
+  local srv = require("spec.support.redis_server").fixture()
+
+  it("keeps the lock over a Redis round trip inside db:transaction, then hands it on", function()
+    local redis = require "zever.redis"
+    local c = assert(redis.connect(srv.url))
+    local key = srv:prefix("wlock") .. "n"
+    local path, d = fixture()
+    local out = os.tmpname()
+    local before = sqlite.writelock()
+    local t
+    d:transaction(function(tx)
+      t = start(path, 1, 30000, out)
+      assert.is_true(process.wait_for(function() return sqlite.writelock().waiting >= 1 end, 30))
+      c:call("SET", key, "41")
+      local n = tonumber(c:call("INCR", key)) -- the reply decides the write
+      tx:exec("UPDATE w SET n = ? WHERE id = 1", n)
+      assert.are.equal(1, sqlite.writelock().waiting) -- still queued: the lock is held
+    end)
+    t:join()
+    assert.are.equal("done 1", read(out))
+    assert.are.equal(1, sqlite.writelock().handoffs - before.handoffs)
+    assert.are.equal(42, d:first("SELECT n FROM w WHERE id = 1").n)
+    c:close()
+    d:close()
+    cleanup(path)
+  end)
+end)
