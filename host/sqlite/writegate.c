@@ -125,7 +125,8 @@ void zv_sqlite_gate_stats(int *waiting, uint64_t *wakes) {
  * next writer finds the WAL copied and starts it over.
  *
  * Waiters queue in arrival order, each on a condition variable of its own on its stack; a give
- * hands the lock to the first waiter (one wake-up, no herd) or leaves it free. A thread never
+ * frees the lock and wakes the first waiter (one wake-up, no herd), which takes it unless a
+ * running thread asked first (release()). A thread never
  * waits for a lock its own thread holds (another coroutine's transaction, on another connection
  * of the same file: it could only be given back by this thread): that take fails at once. All
  * files share one mutex, held only for the few instructions of a take or give.
@@ -136,9 +137,6 @@ void zv_sqlite_gate_stats(int *waiting, uint64_t *wakes) {
 
 typedef struct waiter {
   pthread_cond_t cv; /* on CLOCK_MONOTONIC */
-  const void *owner; /* the connection waiting */
-  pthread_t thread;  /* and its thread */
-  int granted;
   struct waiter *next;
 } waiter_t;
 
@@ -182,24 +180,22 @@ zv_sqlite_wlock_t *zv_sqlite_wlock_open(const char *path) {
   return w;
 }
 
-/* Under locks.mu: the lock goes to the first waiter, or is left free. */
-static void hand_on(zv_sqlite_wlock_t *w) {
-  waiter_t *n = w->head;
+/* Under locks.mu: frees the lock and wakes the first waiter (one wake-up, no herd). The lock is
+ * not reserved for it: a thread that is running and asks first takes it (the woken waiter then
+ * waits again, still first in line). Handing it to the waiter instead made a convoy: on a
+ * loaded machine the waiter is often not running, and the lock sat idle until it was. */
+static void release(zv_sqlite_wlock_t *w) {
   w->owner = NULL;
-  if (!n) return;
-  w->head = n->next;
-  if (!w->head) w->tail = NULL;
-  n->granted = 1;
-  w->owner = n->owner;
-  w->thread = n->thread; /* now: the giver's thread must not read itself as the holder */
-  locks.stats.handoffs++;
-  pthread_cond_signal(&n->cv);
+  if (w->head) {
+    locks.stats.handoffs++;
+    pthread_cond_signal(&w->head->cv);
+  }
 }
 
 void zv_sqlite_wlock_close(zv_sqlite_wlock_t *w, const void *owner) {
   if (!w) return;
   pthread_mutex_lock(&locks.mu);
-  if (w->owner == owner) hand_on(w);
+  if (w->owner == owner) release(w);
   w->refs--;
   pthread_mutex_unlock(&locks.mu);
 }
@@ -240,19 +236,14 @@ int zv_sqlite_wlock_take(zv_sqlite_wlock_t *w, const void *owner, int timeout_ms
   pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
   pthread_cond_init(&me.cv, &a);
   pthread_condattr_destroy(&a);
-  me.owner = owner;
-  me.thread = pthread_self();
-  me.granted = 0;
   me.next = NULL;
   if (w->tail) w->tail->next = &me;
   else w->head = &me;
   w->tail = &me;
   locks.stats.waits++;
-  while (!me.granted && pthread_cond_timedwait(&me.cv, &locks.mu, &until) != ETIMEDOUT) {
+  while (w->owner && pthread_cond_timedwait(&me.cv, &locks.mu, &until) != ETIMEDOUT) {
   }
-  if (me.granted) {
-    locks.stats.takes++;
-  } else { /* timed out, still queued: leave the queue */
+  { /* leave the queue, taken or timed out */
     waiter_t **p = &w->head, *prev = NULL;
     while (*p != &me) {
       prev = *p;
@@ -260,6 +251,12 @@ int zv_sqlite_wlock_take(zv_sqlite_wlock_t *w, const void *owner, int timeout_ms
     }
     *p = me.next;
     if (w->tail == &me) w->tail = prev;
+  }
+  if (!w->owner) {
+    w->owner = owner;
+    w->thread = pthread_self();
+    locks.stats.takes++;
+  } else {
     locks.stats.timeouts++;
     rc = ZV_SQLITE_WLOCK_TIMEOUT;
   }
@@ -271,7 +268,7 @@ int zv_sqlite_wlock_take(zv_sqlite_wlock_t *w, const void *owner, int timeout_ms
 void zv_sqlite_wlock_give(zv_sqlite_wlock_t *w, const void *owner) {
   if (!w) return;
   pthread_mutex_lock(&locks.mu);
-  if (w->owner == owner) hand_on(w);
+  if (w->owner == owner) release(w);
   pthread_mutex_unlock(&locks.mu);
 }
 

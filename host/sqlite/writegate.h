@@ -34,8 +34,8 @@ void zv_sqlite_gate_stats(int *waiting, uint64_t *wakes);
 
 /*
  * The process's write lock of one database file (writegate.c): the worker threads of this
- * process queue on it before BEGIN IMMEDIATE, in arrival order, and the holder gives it to the
- * next once its transaction is over. SQLite's own locks still decide between processes.
+ * process queue on it before BEGIN IMMEDIATE, in arrival order, and the holder frees it once its
+ * transaction is over, waking the first in line. SQLite's own locks still decide between processes.
  */
 typedef struct zv_sqlite_wlock zv_sqlite_wlock_t;
 
@@ -45,7 +45,7 @@ typedef struct zv_sqlite_wlock zv_sqlite_wlock_t;
 typedef struct {
   uint64_t takes;    /* locks taken (at once or after a wait) */
   uint64_t waits;    /* takes that queued */
-  uint64_t handoffs; /* gives that handed the lock to a queued waiter */
+  uint64_t handoffs; /* gives that woke a queued waiter */
   uint64_t timeouts; /* takes that gave up (timeout_ms) */
   uint64_t refused;  /* takes refused: the calling thread holds it on another connection */
   int waiting;       /* threads queued now */
@@ -60,12 +60,12 @@ zv_sqlite_wlock_t *zv_sqlite_wlock_open(const char *path);
 void zv_sqlite_wlock_close(zv_sqlite_wlock_t *w, const void *owner);
 
 /* Takes w for owner (a connection): 0 at once when free or already owner's; otherwise waits up
- * to timeout_ms for it to be handed over (0), ZV_SQLITE_WLOCK_TIMEOUT after that; at once
+ * up to timeout_ms for it to be freed (0), ZV_SQLITE_WLOCK_TIMEOUT after that; at once
  * ZV_SQLITE_WLOCK_OWN_THREAD when another connection of the calling thread holds it (waiting
  * would never end). w NULL: 0. Allocates nothing. */
 int zv_sqlite_wlock_take(zv_sqlite_wlock_t *w, const void *owner, int timeout_ms);
 
-/* Gives w on to its first waiter (or frees it) if owner holds it; otherwise nothing. */
+/* Frees w if owner holds it, waking its first waiter; otherwise nothing. */
 void zv_sqlite_wlock_give(zv_sqlite_wlock_t *w, const void *owner);
 
 /* For specs and benchmarks: the process's counts. */
