@@ -14,7 +14,8 @@
 # time per request (utime+stime of every process of the server from /proc, over the requests
 # wrk completed), the zever/nginx ratios against issue #24's targets (req/s >= 1.0x; CPU/request
 # <= 0.8x on plaintext, json, db and <= 1.0x on queries, updates, fortunes) and the ratio in
-# each round. The load average is printed before each worker count: the machine may be shared.
+# each round. The load average is printed before each worker count: the machine may be shared;
+# the size of each server's WAL file after its runs is printed too.
 #
 # Environment: BENCH_TFB_SECONDS (default 5, 1..10), BENCH_TFB_ROUNDS (default 3),
 # BENCH_TFB_CONNECTIONS (default 64), BENCH_TFB_WORKERS (default "1 2"), BENCH_TFB_TESTS
@@ -268,6 +269,9 @@ for w in $workers_list; do
   done
   read -r load _ </proc/loadavg
   note "workers $w: load average after the runs: $load"
+  # A WAL that never restarts grows by every commit (and each commit then checkpoints).
+  note "workers $w: WAL after the runs: nginx $(stat -c %s "$run/nginx.db-wal" 2>/dev/null || echo 0)" \
+    "bytes, zever $(stat -c %s "$run/zever.db-wal" 2>/dev/null || echo 0) bytes"
   stop_servers
 done
 

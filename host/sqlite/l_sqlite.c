@@ -17,6 +17,9 @@
  *   sqlite.null                    -> NULL sentinel for binds (light userdata NULL)
  *   sqlite.blob(s)                 -> a value that binds as a BLOB (strings bind as TEXT)
  *   sqlite.memory_used()           -> bytes SQLite counts as allocated (0: statistics are off)
+ *   sqlite.writelock()             -> { takes, waits, handoffs, timeouts, refused, waiting }:
+ *                                     the process's write locks (writegate.c), which zever.db
+ *                                     takes before BEGIN IMMEDIATE (conn:control)
  *   sqlite.gate()                  -> threads waiting for a write lock now, and the waits that
  *                                     a commit ended early (writegate.c: every connection's
  *                                     busy handler)
@@ -65,6 +68,8 @@ typedef struct {
   sqlite3 *db;
   zv_sqlite_cache_t cache;
   zv_sqlite_gate_t gate; /* the busy handler's state (writegate.c) */
+  zv_sqlite_wlock_t *wlock; /* the process's write lock of the file (writegate.c), or NULL */
+  int wl_held;              /* this connection holds wlock */
   int closed;
   int active;
 } conn_t;
@@ -145,6 +150,10 @@ static void conn_close(conn_t *c) {
   /* close_v2 turns a connection with live statements into a zombie freed by their finalize. */
   sqlite3_close_v2(c->db);
   c->db = NULL;
+  /* after the close, which rolled back an open transaction and freed SQLite's lock */
+  zv_sqlite_wlock_close(c->wlock, c);
+  c->wlock = NULL;
+  c->wl_held = 0;
   if (c->active == 0) zv_sqlite_cache_free(&c->cache);
 }
 
@@ -410,6 +419,25 @@ sqlite3 *zv_sqlite_ffi_db(void *conn) {
   return ((conn_t *)conn)->db;
 }
 
+int zv_sqlite_ffi_wtake(void *conn) {
+  conn_t *c = conn;
+  int rc;
+  if (c->closed || !c->wlock || c->wl_held) return 0;
+  zv_sqlite_gate_spell(&c->gate);
+  rc = zv_sqlite_wlock_take(c->wlock, c, c->gate.timeout_ms);
+  if (rc == 0) c->wl_held = 1;
+  return rc;
+}
+
+void zv_sqlite_ffi_wdone(void *conn) {
+  conn_t *c = conn;
+  c->gate.carry = 0;
+  if (c->wl_held && (c->closed || sqlite3_get_autocommit(c->db))) {
+    c->wl_held = 0;
+    zv_sqlite_wlock_give(c->wlock, c);
+  }
+}
+
 /* conn:_ptr() -> the conn_t as a light userdata, for the FFI path (the caller keeps conn alive). */
 static int l_ptr(lua_State *L) {
   lua_pushlightuserdata(L, check_conn(L));
@@ -652,6 +680,9 @@ static int l_open(lua_State *L) {
     conn_close(c);
     return push_err(L, zv_sqlite_code(rc, msg), msg, NULL, 0);
   }
+  /* The file exists now (SQLite created it at open); a temporary or memory database has no
+   * name and no lock. */
+  c->wlock = zv_sqlite_wlock_open(sqlite3_db_filename(c->db, "main"));
   return 1;
 }
 
@@ -696,6 +727,27 @@ static int l_gate(lua_State *L) {
   lua_pushinteger(L, waiting);
   lua_pushnumber(L, (lua_Number)wakes);
   return 2;
+}
+
+/* The process's write locks (writegate.c): { takes, waits, handoffs, timeouts, refused,
+ * waiting }. */
+static int l_writelock(lua_State *L) {
+  zv_sqlite_wlock_stats_t s;
+  zv_sqlite_wlock_stats(&s);
+  lua_createtable(L, 0, 6);
+  lua_pushnumber(L, (lua_Number)s.takes);
+  lua_setfield(L, -2, "takes");
+  lua_pushnumber(L, (lua_Number)s.waits);
+  lua_setfield(L, -2, "waits");
+  lua_pushnumber(L, (lua_Number)s.handoffs);
+  lua_setfield(L, -2, "handoffs");
+  lua_pushnumber(L, (lua_Number)s.timeouts);
+  lua_setfield(L, -2, "timeouts");
+  lua_pushnumber(L, (lua_Number)s.refused);
+  lua_setfield(L, -2, "refused");
+  lua_pushinteger(L, s.waiting);
+  lua_setfield(L, -2, "waiting");
+  return 1;
 }
 
 /* What SQLite's memory statistics count; 0 while they are off (configure_once). */
@@ -811,6 +863,7 @@ int luaopen_zever_sqlite(lua_State *L) {
   static const luaL_Reg funcs[] = {{"open", l_open}, {"blob", l_blob},
                                    {"memory_used", l_memory_used}, {"vfs", l_vfs},
                                    {"gate", l_gate},
+                                   {"writelock", l_writelock},
                                    {NULL, NULL}};
   pthread_once(&configured, configure_once);
   if (luaL_loadbuffer(L, int64_chunk, sizeof int64_chunk - 1, "=zever.sqlite") != 0)

@@ -68,6 +68,19 @@ void zv_sqlite_ffi_done(void *conn, zv_sqlite_use_t *u);
 sqlite3 *zv_sqlite_ffi_db(void *conn);
 
 /*
+ * The process's write lock of the connection's file (writegate.h), around a transaction of
+ * zever.db (lua/adapters/db/sqlite.lua, conn:control): zv_sqlite_ffi_wtake before BEGIN
+ * IMMEDIATE waits, at most busy_timeout, for the worker threads of this process that hold or
+ * wait for it, and returns 0 when taken (or when the connection has no such lock: memory,
+ * temporary, closed), ZV_SQLITE_WLOCK_TIMEOUT (1) when the wait timed out and
+ * ZV_SQLITE_WLOCK_OWN_THREAD (2) when another connection of this thread holds it.
+ * zv_sqlite_ffi_wdone after every transaction statement gives it on once the connection is
+ * back in autocommit (COMMIT, ROLLBACK, a failed BEGIN; its WAL hook's checkpoint included).
+ */
+int zv_sqlite_ffi_wtake(void *conn);
+void zv_sqlite_ffi_wdone(void *conn);
+
+/*
  * The SQLite calls the FFI path makes between acquire and release, with sqlite3.h's own
  * signatures: C sees these next to sqlite3.h, so the compiler rejects any drift.
  */

@@ -18,6 +18,10 @@ local zever = require "zever"
 local json = require "zever.json"
 
 local random, floor, tonumber = math.random, math.floor, tonumber
+-- Each worker thread its own sequence (as nginx.conf's peer seeds each worker): LuaJIT's fixed
+-- default seed gave every worker the same ids and values, so at 2 workers one worker's
+-- /updates could repeat the other's, and SQLite skips writing a cell that does not change.
+math.randomseed(require("zever.sys").now() * 1e9)
 local sort = require "zever.sort"
 local tnew = require "table.new"
 

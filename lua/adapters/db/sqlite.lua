@@ -375,19 +375,43 @@ end
 -- Its text is held: a call is one step and one reset, as a raw caller's prepared BEGIN/COMMIT,
 -- with no cache check-out and no changes/last_insert_id read. Texts that cannot be held, or
 -- have values or columns, go to exec.
+--
+-- Around the transaction, the process's write lock of the file (writegate.c): taken before
+-- M.begin_sql, so the worker threads of one process queue for it in C instead of failing BEGIN
+-- IMMEDIATE against each other in SQLite, and given on by the control statement that ends the
+-- transaction (COMMIT, ROLLBACK, or the failed BEGIN), after COMMIT's checkpoint. Its wait and
+-- SQLite's own busy wait share busy_timeout; another connection of this thread holding it
+-- answers busy at once (waiting would block the only thread that can give it back).
+local LOCK_MESSAGE = {
+  [1] = "database is locked (sql: " .. M.begin_sql .. ")",
+  [2] = "database is locked by another transaction of this thread (sql: " .. M.begin_sql .. ")",
+}
+
+local function control_exec(self, sql)
+  local ok, code, message, fields = self:exec(sql)
+  C.zv_sqlite_ffi_wdone(self.ptr)
+  return ok, code, message, fields
+end
+
 function Conn:control(sql)
   local held = self.held
   local h = held and held[sql]
   if h == nil then h = hold(self, sql, true) end
-  if h == nil or not h.ctl or h.busy then return self:exec(sql) end
+  if sql == M.begin_sql then
+    local w = C.zv_sqlite_ffi_wtake(self.ptr)
+    if w ~= 0 then return nil, "busy", LOCK_MESSAGE[w] end
+  end
+  if h == nil or not h.ctl or h.busy then return control_exec(self, sql) end
   local st = h.st
   local rc = C.sqlite3_step(st)
   if rc ~= DONE then
     local _, message, code = self.raw:_error(rc, sql)
     C.sqlite3_reset(st)
+    C.zv_sqlite_ffi_wdone(self.ptr)
     return nil, code, message
   end
   C.sqlite3_reset(st)
+  C.zv_sqlite_ffi_wdone(self.ptr)
   return true
 end
 
