@@ -41,7 +41,7 @@ ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) $(LUAJIT_CFLAGS) $(PQ_CFLAGS) -Ihost -Ibu
 # OpenSSL or SQLite costs 1-10 M instructions a start (BENCHMARKS.md, start-up), which every
 # `zever --help` would pay otherwise.
 # LuaJIT and libuv link statically when Debian's static archives are there (they are, in
-# libluajit-5.1-dev and libuv1-dev): ~290 K instructions of symbol relocation less per start.
+# libluajit2-5.1-dev and libuv1-dev): ~290 K instructions of symbol relocation less per start.
 # Whole archives: the lazy modules and the FFI may call any of their functions.
 LIBDIR_OF = $(shell pkg-config --variable=libdir $(1) 2>/dev/null)
 STATIC_A := $(wildcard $(call LIBDIR_OF,luajit)/libluajit-5.1.a $(call LIBDIR_OF,libuv)/libuv_a.a)
@@ -96,8 +96,13 @@ FUZZ_SRC  := $(sort $(wildcard fuzz/*_fuzz.c))
 FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 
 # Debian packages: build, run, test and benchmark needs. `make deps` installs what is missing.
+# LuaJIT is OpenResty's branch (luajit2, 2.1-20230119), the LuaJIT OpenResty and our nginx peer
+# run, not Debian's luajit (a 2.1 snapshot of 2022-03-20): that snapshot predates the x64 fix
+# of LuaJIT issue #829 (a compiled next()/pairs() loop moved the 64-bit pointer lj_vm_next
+# returns through a 32-bit xchg), which crashed the suite in sessions 9 and 12. The packages
+# are drop-in replacements (same headers and archive paths); apt removes the other set.
 DEBS := build-essential pkg-config clang libclang-rt-14-dev \
-        libluajit-5.1-dev luajit lua-lpeg lua-cjson lua-yaml lua-busted lua-check \
+        libluajit2-5.1-dev luajit2 lua-lpeg lua-cjson lua-yaml lua-busted lua-check \
         libsqlite3-dev libhiredis-dev libuv1-dev nginx-light \
         libssl-dev openssl redis-server curl wrk hyperfine python3 python3-aiosmtpd swaks \
         lua-sql-sqlite3 postgresql libpq-dev sqlite3 zlib1g-dev libbrotli-dev libargon2-dev \
