@@ -22,7 +22,8 @@ app:get("/orphan", function() os.execute("sh -c 'sleep 0.2 & exit 0'") return "s
 app:get("/pid", function() return tostring(require("zever.systemd_core").getpid()) end)
 return app
 ]] }, "zv-pid1")
-    finally(function() files.rm_rf(app) end)
+    local defer = require("spec.support.defer")(finally)
+    defer(function() files.rm_rf(app) end)
     local port = serve.free_port()
     local log = app .. "/serve.log"
     -- --kill-child: if unshare dies (the spec's cleanup), the namespace's PID 1 dies with it.
@@ -31,13 +32,13 @@ return app
       " 2>&1 & echo $!")
     local outer = tonumber(p:read("*l"))
     p:close()
-    finally(function() os.execute("kill -9 " .. outer .. " 2>/dev/null") end)
+    defer(function() os.execute("kill -9 " .. outer .. " 2>/dev/null") end)
     local base = "curl -s --max-time 5 http://127.0.0.1:" .. port
     assert.truthy(serve.wait_for(function() return process.run(base .. "/pid").stdout == "1" end, 20),
       files.text(log))
     local zpid = tonumber(files.sh("pgrep -P " .. outer))
     assert.is_number(zpid)
-    finally(function() os.execute("kill -9 " .. zpid .. " 2>/dev/null") end)
+    defer(function() os.execute("kill -9 " .. zpid .. " 2>/dev/null") end)
     assert.equal("spawned", process.run(base .. "/orphan").stdout)
     -- The orphan is zever's child (in the outer namespace's numbering) until it ends; then no
     -- zombie may stay behind.
