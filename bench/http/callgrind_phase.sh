@@ -11,7 +11,7 @@
 # different traces and spend different amounts on recording them. With a short warm-up that
 # difference is small against the slope; after a warm-up of other routes (WARM) it is not: the
 # two processes' warm-ups differ by millions of instructions and the slope of /db after
-# /queries + /json + /fortunes read 10.3k-23.2k instructions a request (BENCHMARKS.md
+# /queries + /json + /fortunes read 13.5k-22.0k instructions a request on one tree (BENCHMARKS.md
 # "Session 13"). Here one process is counted after its warm-up, so each run is the steady
 # cost of that process's traces; run it several times to see the spread across processes.
 #

@@ -11,9 +11,11 @@
 # TLS=1: the same over TLS (a self-signed EC P-256 certificate made here, --tls-cert/--tls-key;
 # one handshake per run, so the slope is the keep-alive cost per request).
 # WARM="ROUTE:N ROUTE:N ...": before the counted requests, the same connection sends N requests
-# to each ROUTE in turn (the same in both runs, so the slope cancels them): the cost of ROUTE on
-# a worker that serves other routes too, whose traces were recorded first (a TechEmpower server
-# serves every test type from one worker; bench/tfb/callgrind.sh passes WARM through).
+# to each ROUTE in turn (the same in both runs): the cost of ROUTE on a worker that serves other
+# routes too, whose traces were recorded first (a TechEmpower server serves every test type from
+# one worker; bench/tfb/callgrind.sh passes WARM through). The two processes then record
+# different traces during that warm-up, which the slope does not cancel (/db read 13.5k-22.0k on
+# one tree): for such runs bench/http/callgrind_phase.sh counts one process after its warm-up.
 # KEEP=DIR: copy the callgrind files (cg.N1-02, cg.N2-02: the worker thread) there, to compare
 # functions per request with callgrind_annotate.
 set -e
