@@ -10,6 +10,12 @@
 # APP: the app folder to serve (default examples/hello; bench/tfb/callgrind.sh serves bench/tfb/app).
 # TLS=1: the same over TLS (a self-signed EC P-256 certificate made here, --tls-cert/--tls-key;
 # one handshake per run, so the slope is the keep-alive cost per request).
+# WARM="ROUTE:N ROUTE:N ...": before the counted requests, the same connection sends N requests
+# to each ROUTE in turn (the same in both runs): the cost of ROUTE on a worker that serves other
+# routes too, whose traces were recorded first (a TechEmpower server serves every test type from
+# one worker; bench/tfb/callgrind.sh passes WARM through). The two processes then record
+# different traces during that warm-up, which the slope does not cancel (/db read 13.5k-22.0k on
+# one tree): for such runs bench/http/callgrind_phase.sh counts one process after its warm-up.
 # KEEP=DIR: copy the callgrind files (cg.N1-02, cg.N2-02: the worker thread) there, to compare
 # functions per request with callgrind_annotate.
 set -e
@@ -34,13 +40,20 @@ count() {
   vg=$!
   # Wait for the worker's "serving" line (a connect could hit the main thread's port probe).
   while ! grep -q "serving" "$tmp/vg.$1"; do sleep 0.2; done
-  python3 - "$port" "$1" "$ROUTE" "${TLS:-0}" <<'PY'
+  python3 - "$port" "$1" "$ROUTE" "${TLS:-0}" "${WARM:-}" <<'PY'
 import http.client, ssl, sys
 port = int(sys.argv[1])
 if sys.argv[4] == "1":
     c = http.client.HTTPSConnection("127.0.0.1", port, context=ssl._create_unverified_context())
 else:
     c = http.client.HTTPConnection("127.0.0.1", port)
+for spec in sys.argv[5].split():
+    route, n = spec.rsplit(":", 1)
+    for _ in range(int(n)):
+        c.request("GET", route)
+        r = c.getresponse()
+        r.read()
+        assert r.status == 200, (route, r.status)
 for _ in range(int(sys.argv[2])):
     c.request("GET", sys.argv[3])
     r = c.getresponse()

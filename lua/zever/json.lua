@@ -198,13 +198,14 @@ function M.decode(s)
 end
 
 local function mark(t, mt, fname)
-  if t == nil then return setmetatable({}, mt) end
+  if t == nil then t = {} end
   if type(t) ~= "table" then error("json." .. fname .. ": expects a table", 3) end
   local old = getmetatable(t)
   if old ~= nil and old ~= array_mt and old ~= object_mt then
     error("json." .. fname .. ": the table already has a metatable", 3)
   end
-  return setmetatable(t, mt)
+  setmetatable(t, mt)
+  return t
 end
 
 function M.array(t)

@@ -215,7 +215,8 @@ function M.new(method, path, query_string, params, source)
     query_string = false }
   req.method, req.path, req.params, req.source = method, path, params, source
   if query_string then req.query_string = query_string else req.query_string = nil end
-  return setmetatable(req, Request)
+  setmetatable(req, Request) -- not a tail call: see zever.response's new
+  return req
 end
 
 -- --- cookies (zever.cookie; signed and encrypted ones through zever.crypto) ----------------

@@ -58,7 +58,12 @@ function M.new(class)
   local res = { code = 200, headers = false, body = false, ctype = false }
   res.headers = tnew(8, 0) -- four headers (a middleware's two, the content type) without a resize
   res.body, res.ctype = nil, nil
-  return setmetatable(res, class or Response)
+  -- Not `return setmetatable(...)`: a tail call of a fast function with a side effect leaves no
+  -- point for a snapshot, so a trace that started in this function (or a side trace that
+  -- returns through it) cannot return to the caller's frame: LuaJIT aborts it ("leaving loop in
+  -- root trace", "NYI: return to lower frame"; BENCHMARKS.md "Session 13").
+  setmetatable(res, class or Response)
+  return res
 end
 
 -- The metatable of one app's responses: Response's methods and res.app, made once per app.

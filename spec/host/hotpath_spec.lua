@@ -14,6 +14,7 @@ local response = require "zever.response"
 local json = require "zever.json"
 local duration = require "zever.duration"
 local zdb = require "zever.db"
+local request = require "zever.request"
 
 local N = 2000 -- LuaJIT's hot loop threshold is 56 iterations: a wide margin
 
@@ -294,6 +295,41 @@ describe("hot paths", function()
       end)
       assert.are.equal(29 * N, sink) -- {"id":1001,"randomNumber":42}
       assert_compiles(t, true)
+    end)
+  end)
+
+  describe("constructors that end by setting a metatable", function()
+    -- response.new, request.new and json.array run once a request, often from code that is not
+    -- compiled at the time (after a handler's loop, whose trace cannot return past it). Ending in
+    -- `return setmetatable(t, mt)`, a tail call of a fast function with a side effect, a trace
+    -- that started in one of them could not return to its caller (LuaJIT: "leaving loop in root
+    -- trace"), so they ran in the interpreter: on the old code this row saw only those aborts.
+    -- Each is called four times an iteration (no inner loop, whose counter would fire first), so
+    -- its hot counter fires before the loop's does.
+    it("compile as function traces that return to their caller", function()
+      local n, new, req, arr = 0, response.new, request.new, json.array
+      local t = traces.run(function()
+        for _ = 1, 300 do
+          n = n + new().code + new().code + new().code + new().code
+          n = n + #req("GET", "/", nil, {}).path + #req("GET", "/", nil, {}).path
+            + #req("GET", "/", nil, {}).path + #req("GET", "/", nil, {}).path
+          n = n + #arr({ 1 }) + #arr({ 1 }) + #arr({ 1 }) + #arr({ 1 })
+        end
+      end, { fresh = true })
+      assert.are.equal(300 * 4 * 202, n)
+      local all = traces.describe(t)
+      for _, file in ipairs({ "response.lua", "request.lua", "json.lua" }) do
+        for _, a in ipairs(t.aborts) do
+          assert.is_falsy(a.at and a.at:find(file, 1, true), "aborted: " .. all)
+        end
+      end
+      for _, file in ipairs({ "response.lua", "request.lua", "json.lua" }) do
+        local found = false
+        for _, st in ipairs(t.stops) do
+          if st.link == "return" and st.at and st.at:find(file, 1, true) then found = true end
+        end
+        assert.is_true(found, "no function trace in " .. file .. ": " .. all)
+      end
     end)
   end)
 
