@@ -179,10 +179,24 @@ describe("hot paths", function()
     end)
   end)
 
+  -- The line of run_tx's return in zever.db (found in the source, so the checks below follow
+  -- edits of db.lua): the one return into db:transaction's pcall frame, which a trace that
+  -- started inside run_tx cannot compile ("NYI: return to lower frame", traces.WARM_UP).
+  local function run_tx_return_line()
+    local path = package.searchpath("zever.db", package.path)
+    local n = 0
+    for line in io.lines(path) do
+      n = n + 1
+      if line:find("^  return n, r1, r2, r3$") then return n end
+    end
+  end
+
   describe("db transaction on SQLite", function()
     it("compiles a transaction around an exec without an NYI abort in zever.db", function()
-      -- No wait inside: the loop's trace enters pcall's frame itself, so even the return into
-      -- it compiles (the PostgreSQL row below allows that one abort; this one allows none).
+      -- No wait inside: the loop's trace enters pcall's frame itself, so the return into it
+      -- compiles. Only when run_tx got hot before this loop (other specs ran transactions
+      -- first: the order of the suite) may a trace start inside run_tx and abort at its return
+      -- into pcall while it warms up; that one abort is allowed, as in the PostgreSQL row.
       local db = assert(zdb.open("sqlite::memory:"))
       assert(db:exec("CREATE TABLE hot (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)"))
       assert(db:exec("INSERT INTO hot VALUES (1, 0)"))
@@ -194,9 +208,12 @@ describe("hot paths", function()
       assert.are.equal(N, changed)
       assert.are.equal(N, db:first("SELECT n FROM hot WHERE id = 1").n)
       db:close()
+      local line = run_tx_return_line()
+      local allowed = line and "db.lua:" .. line
       local bad = {}
       for _, a in ipairs(t.aborts) do
-        if a.reason:find("NYI", 1, true) and (a.where or ""):find("db.lua", 1, true) then
+        if a.reason:find("NYI", 1, true) and not (a.reason:find(traces.WARM_UP, 1, true) and
+            a.where == allowed) and (a.where or ""):find("db.lua", 1, true) then
           bad[#bad + 1] = a.reason .. " at " .. tostring(a.where)
         end
       end
@@ -217,16 +234,6 @@ describe("hot paths", function()
     local sched = require "zever.sched"
     local loop = require "zever.loop"
     local fx = pg_server.fixture("hotpath_tx")
-
-    -- The line of run_tx's return (found in the source, so the check follows edits of db.lua).
-    local function run_tx_return_line()
-      local path = package.searchpath("zever.db", package.path)
-      local n = 0
-      for line in io.lines(path) do
-        n = n + 1
-        if line:find("^  return n, r1, r2, r3$") then return n end
-      end
-    end
 
     it("compiles the statement's and the commit's resumes without an NYI abort in zever.db", function()
       local db = assert(zdb.open(fx.dsn, { pool_size = 1 }))
