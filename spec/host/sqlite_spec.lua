@@ -3,15 +3,8 @@
 local sqlite = require "zever.sqlite"
 local ffi = require "ffi"
 
-local function tmpdb()
-  local path = os.tmpname()
-  os.remove(path)
-  return path
-end
-
-local function cleanup(path)
-  for _, suffix in ipairs { "", "-wal", "-shm" } do os.remove(path .. suffix) end
-end
+local files = require "spec.support.files"
+local tmpdb, cleanup = files.tmp_sqlite, files.rm_sqlite
 
 describe("zever.sqlite", function()
   local c

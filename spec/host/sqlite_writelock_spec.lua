@@ -8,15 +8,8 @@ local db = require "zever.db"
 local threads = require "zever.threads"
 local process = require "spec.support.process"
 
-local function tmpdb()
-  local path = os.tmpname()
-  os.remove(path)
-  return path
-end
-
-local function cleanup(path)
-  for _, suffix in ipairs { "", "-wal", "-shm" } do os.remove(path .. suffix) end
-end
+local files = require "spec.support.files"
+local tmpdb, cleanup = files.tmp_sqlite, files.rm_sqlite
 
 local function read(file)
   local h = assert(io.open(file))

@@ -60,6 +60,18 @@ function M.tmpdir(files, prefix)
   return dir
 end
 
+-- A path for a new SQLite file (none there yet), and its removal with the WAL and shared-memory
+-- files SQLite leaves beside it.
+function M.tmp_sqlite()
+  local path = os.tmpname()
+  os.remove(path)
+  return path
+end
+
+function M.rm_sqlite(path)
+  for _, suffix in ipairs { "", "-wal", "-shm" } do os.remove(path .. suffix) end
+end
+
 function M.rm_rf(path)
   if path and path:match("^/tmp/.") then os.execute("rm -rf '" .. path:gsub("'", "'\\''") .. "'") end
 end
