@@ -419,14 +419,19 @@ sqlite3 *zv_sqlite_ffi_db(void *conn) {
   return ((conn_t *)conn)->db;
 }
 
-int zv_sqlite_ffi_wtake(void *conn) {
+const char *zv_sqlite_ffi_wtake(void *conn) {
   conn_t *c = conn;
   int rc;
-  if (c->closed || !c->wlock || c->wl_held) return 0;
+  if (c->closed || !c->wlock || c->wl_held) return NULL;
   zv_sqlite_gate_spell(&c->gate);
   rc = zv_sqlite_wlock_take(c->wlock, c, c->gate.timeout_ms);
-  if (rc == 0) c->wl_held = 1;
-  return rc;
+  if (rc == 0) {
+    c->wl_held = 1;
+    return NULL;
+  }
+  if (rc == ZV_SQLITE_WLOCK_OWN_THREAD)
+    return "database is locked by another transaction of this thread";
+  return "database is locked";
 }
 
 void zv_sqlite_ffi_wdone(void *conn) {

@@ -71,13 +71,14 @@ sqlite3 *zv_sqlite_ffi_db(void *conn);
  * The process's write lock of the connection's file (writegate.h), around a transaction of
  * zever.db (lua/adapters/db/sqlite.lua, conn:control): zv_sqlite_ffi_wtake before BEGIN
  * IMMEDIATE waits, at most busy_timeout, for the worker threads of this process that hold or
- * wait for it, and returns 0 when taken (or when the connection has no such lock: memory,
- * temporary, closed), ZV_SQLITE_WLOCK_TIMEOUT (1) when the wait timed out and
- * ZV_SQLITE_WLOCK_OWN_THREAD (2) when another connection of this thread holds it.
+ * wait for it, and returns NULL when taken (or when the connection has no such lock: memory,
+ * temporary, closed), else why not, as a static text: "database is locked" when the wait timed
+ * out, "database is locked by another transaction of this thread" when another connection of
+ * this thread holds it (waiting would never end).
  * zv_sqlite_ffi_wdone after every transaction statement gives it on once the connection is
  * back in autocommit (COMMIT, ROLLBACK, a failed BEGIN; its WAL hook's checkpoint included).
  */
-int zv_sqlite_ffi_wtake(void *conn);
+const char *zv_sqlite_ffi_wtake(void *conn);
 void zv_sqlite_ffi_wdone(void *conn);
 
 /*

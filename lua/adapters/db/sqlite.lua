@@ -382,11 +382,6 @@ end
 -- transaction (COMMIT, ROLLBACK, or the failed BEGIN), after COMMIT's checkpoint. Its wait and
 -- SQLite's own busy wait share busy_timeout; another connection of this thread holding it
 -- answers busy at once (waiting would block the only thread that can give it back).
-local LOCK_MESSAGE = {
-  [1] = "database is locked (sql: " .. M.begin_sql .. ")",
-  [2] = "database is locked by another transaction of this thread (sql: " .. M.begin_sql .. ")",
-}
-
 local function control_exec(self, sql)
   local ok, code, message, fields = self:exec(sql)
   C.zv_sqlite_ffi_wdone(self.ptr)
@@ -398,8 +393,10 @@ function Conn:control(sql)
   local h = held and held[sql]
   if h == nil then h = hold(self, sql, true) end
   if sql == M.begin_sql then
-    local w = C.zv_sqlite_ffi_wtake(self.ptr)
-    if w ~= 0 then return nil, "busy", LOCK_MESSAGE[w] end
+    local refused = C.zv_sqlite_ffi_wtake(self.ptr)
+    if refused ~= nil then
+      return nil, "busy", ffi_string(refused) .. " (sql: " .. M.begin_sql .. ")"
+    end
   end
   if h == nil or not h.ctl or h.busy then return control_exec(self, sql) end
   local st = h.st
