@@ -10,7 +10,9 @@
 -- only) closes and reopens the database after the corpus's feed, so the measured steps run on a
 -- connection whose FTS5 term hash never held the corpus (1024 slots at first).
 -- AUTOMERGE=n sets FTS5's automerge option after the corpus (default 4); FEED_CHUNK=n sets the
--- adapter's FEED_CHUNK (rows a feed statement) before anything is written.
+-- adapter's FEED_CHUNK (rows a feed statement) before anything is written. MERGE_EVERY=k with
+-- MERGE_PAGES=p runs FTS5 'merge' of p pages after every k-th measured flush (merges scheduled by
+-- the caller; with AUTOMERGE=0 the only ones).
 --
 --   bash bench/callgrind_delta.sh "$PWD/bench/flush_callgrind.lua" 100 300
 local zever_db = require "zever.db"
@@ -78,10 +80,15 @@ if MODE == "search" then
   for _ = 1, N do assert(s:search("w10 w20", { limit = 10 })) end
   N = 0
 end
-for _ = 1, N do
+local every, pages = tonumber(os.getenv("MERGE_EVERY")), tonumber(os.getenv("MERGE_PAGES"))
+for i = 1, N do
   turn = 3 - turn
   assert(s:index_batch(batches[turn]))
   if MODE ~= "write" then assert(s:flush()) end
+  if every and i % every == 0 then
+    assert(db:exec("INSERT INTO zever_search_fts(zever_search_fts, rank) VALUES ('merge', ?)",
+      pages))
+  end
   if MODE == "cycle" then assert(s:search("w10 w20", { limit = 10 })) end
 end
 s:close()
