@@ -6,7 +6,13 @@
 -- over FTS5's merge cycle, where MODE=search sees one layout of segments). SIZE=100: batches of
 -- 100 documents (IndexBatch100's shape with MODE=write).
 -- SMALL=1 flushes after each 100 of the corpus (FTS5's in-memory term hash then never grows
--- past what 100 documents need); DSN=sqlite:/path for a file instead of memory.
+-- past what 100 documents need); DSN=sqlite:/path for a file instead of memory; REOPEN=1 (a file
+-- only) closes and reopens the database after the corpus's feed, so the measured steps run on a
+-- connection whose FTS5 term hash never held the corpus (1024 slots at first).
+-- AUTOMERGE=n sets FTS5's automerge option after the corpus (default 4); FEED_CHUNK=n sets the
+-- adapter's FEED_CHUNK (rows a feed statement) before anything is written. MERGE_EVERY=k with
+-- MERGE_PAGES=p runs FTS5 'merge' of p pages after every k-th measured flush (merges scheduled by
+-- the caller; with AUTOMERGE=0 the only ones).
 --
 --   bash bench/callgrind_delta.sh "$PWD/bench/flush_callgrind.lua" 100 300
 local zever_db = require "zever.db"
@@ -33,8 +39,10 @@ local function clean()
   if file then for _, x in ipairs{ "", "-wal", "-shm" } do os.remove(file .. x) end end
 end
 clean()
+local db_search = require "adapters.search.db"
+if os.getenv("FEED_CHUNK") then db_search.FEED_CHUNK = tonumber(os.getenv("FEED_CHUNK")) end
 local db = assert(zever_db.open(dsn))
-local s = search.wrap(assert(require("adapters.search.db").new(db)))
+local s = search.wrap(assert(db_search.new(db)))
 local docs = {}
 for i = 1, 1000 do
   docs[#docs + 1] = { id = "d" .. i, content = text(40), metadata = { n = i } }
@@ -45,6 +53,16 @@ for i = 1, 1000 do
   end
 end
 assert(s:flush())
+if os.getenv("REOPEN") then
+  assert(file, "REOPEN needs DSN=sqlite:/path")
+  db:close()
+  db = assert(zever_db.open(dsn))
+  s = search.wrap(assert(db_search.new(db)))
+end
+if os.getenv("AUTOMERGE") then
+  db:exec("INSERT INTO zever_search_fts(zever_search_fts, rank) VALUES ('automerge', ?)",
+    tonumber(os.getenv("AUTOMERGE")))
+end
 local SIZE = tonumber(os.getenv("SIZE")) or 10
 local batches = {}
 for b = 1, 2 do
@@ -62,10 +80,15 @@ if MODE == "search" then
   for _ = 1, N do assert(s:search("w10 w20", { limit = 10 })) end
   N = 0
 end
-for _ = 1, N do
+local every, pages = tonumber(os.getenv("MERGE_EVERY")), tonumber(os.getenv("MERGE_PAGES"))
+for i = 1, N do
   turn = 3 - turn
   assert(s:index_batch(batches[turn]))
   if MODE ~= "write" then assert(s:flush()) end
+  if every and i % every == 0 then
+    assert(db:exec("INSERT INTO zever_search_fts(zever_search_fts, rank) VALUES ('merge', ?)",
+      pages))
+  end
   if MODE == "cycle" then assert(s:search("w10 w20", { limit = 10 })) end
 end
 s:close()
