@@ -227,23 +227,24 @@ static inline int zv_stripe_expired(const zv_stripe_kind_t *k, const zv_stripe_n
  */
 static inline int zv_stripes_oldest(zv_stripes_t *t, const zv_stripe_kind_t *k, uint64_t now,
                                     int prefer_expired) {
-  int victim = -1;
+  zv_stripe_t *victim = NULL;
   uint64_t oldest = UINT64_MAX;
-  for (int i = 0; i < ZV_STRIPES; i++) {
-    zv_stripe_t *s = &t->at[i].s;
+  /* One induction variable (the stripe), its index worked out once at the end. */
+  for (zv_stripe_t *s = &t->at[0].s, *end = &t->at[ZV_STRIPES].s; s != end;
+       s = (zv_stripe_t *)((char *)s + sizeof t->at[0])) {
     zv_spin_lock(&s->lock);
     zv_stripe_node_t *n = k->lazy ? zv_stripe_settle(s) : s->oldest;
     if (n && prefer_expired && zv_stripe_expired(k, n, now)) {
       zv_spin_unlock(&s->lock);
-      return i;
+      return (int)(((char *)s - (char *)t->at) / sizeof t->at[0]);
     }
     if (n && n->used_ns <= oldest) {
       oldest = n->used_ns;
-      victim = i;
+      victim = s;
     }
     zv_spin_unlock(&s->lock);
   }
-  return victim;
+  return victim ? (int)(((char *)victim - (char *)t->at) / sizeof t->at[0]) : -1;
 }
 
 /* Unlinks and returns stripe i's LRU tail (NULL when empty); the caller frees it. */
