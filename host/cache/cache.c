@@ -41,7 +41,7 @@ struct zv_cache_s {
 /* cache.h promises 64 stripes: the shared table has that many. */
 typedef char stripes_match[ZV_CACHE_STRIPES == ZV_STRIPES ? 1 : -1];
 
-static const zv_stripe_kind_t kind = {offsetof(entry_t, expires_ns), NULL};
+static const zv_stripe_kind_t kind = {offsetof(entry_t, expires_ns), NULL, 0};
 
 size_t zv_cache_overhead(void) {
   return sizeof(entry_t);

@@ -61,7 +61,7 @@ void zv__stripe_rehash(zv_stripe_t *s) {
 zv_stripe_node_t *zv_stripes_pop_oldest(zv_stripes_t *t, const zv_stripe_kind_t *k, int i) {
   zv_stripe_t *s = &t->at[i].s;
   zv_spin_lock(&s->lock);
-  zv_stripe_node_t *n = s->oldest;
+  zv_stripe_node_t *n = k->lazy ? zv_stripe_settle(s) : s->oldest;
   if (n) {
     zv_stripe_unlink(s, n);
     if (k->unlinked) k->unlinked(s, n);

@@ -71,6 +71,14 @@ typedef struct {
   size_t expires_off;  /* offset of the entry's uint64_t expires_ns (0: never expires) */
   /* Called, lock held, for each entry a shared routine unlinks; NULL when nothing to do. */
   void (*unlinked)(zv_stripe_t *s, zv_stripe_node_t *n);
+  /*
+   * 1: a lazy LRU. The owner marks an entry it uses (zv_stripe_mark) instead of relinking it
+   * (zv_stripe_touch), and the routines that read a tail first send marked tails to the head
+   * (zv_stripe_settle). A call then writes only its own entry, not its LRU neighbours nor the
+   * stripe's newest (lines that another core's calls on the same stripe keep taking away).
+   * The mark is the node's aux: an owner with a lazy LRU has no aux of its own.
+   */
+  int lazy;
 } zv_stripe_kind_t;
 
 /* The stripe whose lock guards hash h. */
@@ -154,6 +162,28 @@ static inline void zv_stripe_touch(zv_stripe_t *s, zv_stripe_node_t *n) {
   zv__stripe_lru_push(s, n);
 }
 
+/* Lazy LRU (zv_stripe_kind_t.lazy): n was used; its place in the LRU list waits for the tail. */
+static inline void zv_stripe_mark(zv_stripe_node_t *n) {
+  n->aux = 1;
+}
+
+/*
+ * Lazy LRU: sends every marked entry that reaches the tail to the head, unmarked (a second
+ * chance), and returns the tail (NULL when empty). Each move pays for one earlier mark, so the
+ * work is bounded by the calls since the last settle.
+ */
+static inline zv_stripe_node_t *zv_stripe_settle(zv_stripe_t *s) {
+  zv_stripe_node_t *n = s->oldest;
+  while (n && n->aux) {
+    n->aux = 0;
+    if (n == s->newest) break;
+    zv__stripe_lru_unlink(s, n);
+    zv__stripe_lru_push(s, n);
+    n = s->oldest;
+  }
+  return n;
+}
+
 /* Links n (hash set) into its chain as the newest entry. Follow with zv_stripe_grow. */
 static inline void zv_stripe_insert(zv_stripe_t *s, zv_stripe_node_t *n) {
   zv_stripe_node_t **slot = &s->buckets[(n->hash >> ZV_STRIPE_BITS) & s->mask];
@@ -197,23 +227,24 @@ static inline int zv_stripe_expired(const zv_stripe_kind_t *k, const zv_stripe_n
  */
 static inline int zv_stripes_oldest(zv_stripes_t *t, const zv_stripe_kind_t *k, uint64_t now,
                                     int prefer_expired) {
-  int victim = -1;
+  zv_stripe_t *victim = NULL;
   uint64_t oldest = UINT64_MAX;
-  for (int i = 0; i < ZV_STRIPES; i++) {
-    zv_stripe_t *s = &t->at[i].s;
+  /* One induction variable (the stripe), its index worked out once at the end. */
+  for (zv_stripe_t *s = &t->at[0].s, *end = &t->at[ZV_STRIPES].s; s != end;
+       s = (zv_stripe_t *)((char *)s + sizeof t->at[0])) {
     zv_spin_lock(&s->lock);
-    zv_stripe_node_t *n = s->oldest;
+    zv_stripe_node_t *n = k->lazy ? zv_stripe_settle(s) : s->oldest;
     if (n && prefer_expired && zv_stripe_expired(k, n, now)) {
       zv_spin_unlock(&s->lock);
-      return i;
+      return (int)(((char *)s - (char *)t->at) / sizeof t->at[0]);
     }
     if (n && n->used_ns <= oldest) {
       oldest = n->used_ns;
-      victim = i;
+      victim = s;
     }
     zv_spin_unlock(&s->lock);
   }
-  return victim;
+  return victim ? (int)(((char *)victim - (char *)t->at) / sizeof t->at[0]) : -1;
 }
 
 /* Unlinks and returns stripe i's LRU tail (NULL when empty); the caller frees it. */

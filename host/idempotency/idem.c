@@ -63,7 +63,7 @@ static void unlinked(zv_stripe_t *s, zv_stripe_node_t *n) {
   if (((entry_t *)n)->state == PENDING) s->flagged--;
 }
 
-static const zv_stripe_kind_t kind = {offsetof(entry_t, expires_ns), unlinked};
+static const zv_stripe_kind_t kind = {offsetof(entry_t, expires_ns), unlinked, 0};
 
 size_t zv_idem_overhead(void) {
   return sizeof(entry_t);

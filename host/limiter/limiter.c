@@ -50,7 +50,8 @@ struct zv_limiter_s {
 /* limiter.h promises 64 stripes: the shared table has that many. */
 typedef char stripes_match[ZV_LIMITER_STRIPES == ZV_STRIPES ? 1 : -1];
 
-static const zv_stripe_kind_t kind = {0, NULL};
+/* A lazy LRU (stripes.h): a call on a key marks its entry instead of relinking it. */
+static const zv_stripe_kind_t kind = {0, NULL, 1};
 
 uint64_t zv_limiter_clock(void) {
   return zv_stripe_clock();
@@ -161,9 +162,10 @@ static void admit(zv_limiter_t *l) {
  * look again. Out of line so that the path for a key that exists (zv_limiter_allow) keeps few
  * registers to save and restore.
  */
-static __attribute__((noinline)) int allow_new(zv_limiter_t *l, zv_stripe_t *s, uint64_t h,
-                                               const char *key, size_t len, double cost,
-                                               uint64_t now_ns, zv_limiter_result_t *r) {
+static __attribute__((noinline)) int allow_new(zv_limiter_t *l, uint64_t h, const char *key,
+                                               size_t len, double cost, uint64_t now_ns,
+                                               zv_limiter_result_t *r) {
+  zv_stripe_t *s = zv_stripes_at(&l->stripes, h);
   entry_t *fresh = zv_alloc(sizeof *fresh + len);
   if (!fresh) return ZV_ENOMEM;
   admit(l);
@@ -172,7 +174,7 @@ static __attribute__((noinline)) int allow_new(zv_limiter_t *l, zv_stripe_t *s, 
   if (e) {
     /* Another thread admitted it meanwhile: give the slot back. */
     charge(l, e, cost, now_ns, r);
-    zv_stripe_touch(s, &e->n);
+    zv_stripe_mark(&e->n);
     zv_spin_unlock(&s->lock);
     __atomic_sub_fetch(&l->used, 1, __ATOMIC_RELAXED);
     zv_free(fresh);
@@ -195,11 +197,15 @@ static __attribute__((noinline)) int allow_new(zv_limiter_t *l, zv_stripe_t *s, 
   return 0;
 }
 
-/* Charges an entry found in stripe s (its lock held), makes it the newest, and unlocks. */
+/*
+ * Charges an entry found in stripe s (its lock held), marks it used, and unlocks. The mark
+ * writes only the entry's own line: relinking it as the newest would write the stripe's newest
+ * and up to three other entries, which on two cores are often the other core's.
+ */
 static inline void hit(zv_limiter_t *l, zv_stripe_t *s, entry_t *e, double cost, uint64_t now_ns,
                        zv_limiter_result_t *r) {
   charge(l, e, cost, now_ns, r);
-  zv_stripe_touch(s, &e->n);
+  zv_stripe_mark(&e->n);
   zv_spin_unlock(&s->lock);
 }
 
@@ -216,7 +222,7 @@ static __attribute__((noinline)) int allow_any(zv_limiter_t *l, const char *key,
   entry_t *e = find(s, h, key, len);
   if (!e) {
     zv_spin_unlock(&s->lock);
-    return allow_new(l, s, h, key, len, cost, now_ns, r);
+    return allow_new(l, h, key, len, cost, now_ns, r);
   }
   hit(l, s, e, cost, now_ns, r);
   return 0;
@@ -229,8 +235,9 @@ static __attribute__((noinline)) int allow_any(zv_limiter_t *l, const char *key,
 #define FAST_KEY 32
 
 /*
- * The fast path: a short key that exists, the time given, its stripe's lock free. Whatever
- * else hands the same arguments to allow_any (a tail call, no lock held), which does it all.
+ * The fast path: a short key that exists, the time given, its stripe's lock free. A key that
+ * is not there goes to allow_new; whatever else hands the same arguments to allow_any (a tail
+ * call, no lock held), which does it all.
  */
 int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost, uint64_t now_ns,
                      zv_limiter_result_t *r) {
@@ -242,8 +249,9 @@ int zv_limiter_allow(zv_limiter_t *l, const char *key, size_t len, double cost, 
     return allow_any(l, key, len, cost, now_ns, r);
   entry_t *e = find(s, h, key, len);
   if (__builtin_expect(e == NULL, 0)) {
+    /* A new key: the hash and the stripe are known, so admit it without looking again. */
     zv_spin_unlock(&s->lock);
-    return allow_any(l, key, len, cost, now_ns, r);
+    return allow_new(l, h, key, len, cost, now_ns, r);
   }
   hit(l, s, e, cost, now_ns, r);
   return 0;
@@ -286,7 +294,7 @@ size_t zv_limiter_sweep(zv_limiter_t *l, uint64_t now_ns, size_t max_steps, int 
     for (;;) {
       zv_stripe_node_t *e;
       zv_spin_lock(&s->lock);
-      e = s->oldest;
+      e = zv_stripe_settle(s);
       if (e && is_idle(l, e, now_ns) && steps < max_steps) {
         zv_stripe_unlink(s, e);
       } else {

@@ -10,14 +10,17 @@
  *   | used (atomic)  <- slots reserved, always <= max_entries       |
  *   | admit lock     <- taken only to admit a key that is not there |
  *   | stripe[0..63]: lock | buckets[] -> entry -> entry             |
- *   |                     | LRU: newest <-> ... <-> oldest          |
+ *   |                     | LRU: newest <-> ... <-> oldest (lazy)   |
  *   +--------------------------------------------------------------+
  *
  * A key's stripe is the low 6 bits of its zv_hash64 (core/zv.h). A call on a key that exists takes only
- * its stripe's lock and allocates nothing. Admitting a new key reserves a slot under the admit
- * lock; when the table is full it evicts the least recently used entry of all stripes (an idle
- * one is always older than a busy one, so idle entries go first). Locks are taken in the order
- * admit -> one stripe; no path holds two stripe locks.
+ * its stripe's lock, allocates nothing, and writes only that lock and its entry: the LRU is
+ * lazy (core/stripes.h), the call marks the entry and the eviction scan and the sweep send
+ * marked tails to the head before they look. Admitting a new key reserves a slot under the
+ * admit lock; when the table is full it evicts, of the 64 stripes' unmarked tails, the one
+ * called longest ago (an approximation of the global LRU: idle entries go first, and a key
+ * called since it was listed never goes before one of its stripe that was not). Locks are taken
+ * in the order admit -> one stripe; no path holds two stripe locks.
  *
  * Time is a monotonic count of nanoseconds passed as now_ns. now_ns == 0 reads CLOCK_MONOTONIC
  * (that is what the binding and the FFI path do); specs pass a fake clock starting at 1.
@@ -69,7 +72,9 @@ int zv_limiter_reset(zv_limiter_t *l, const char *key, size_t len, int *existed)
  * Drops keys idle for longer than max(idle, burst / rate) -- so that dropping a key never
  * gives back tokens it would not have had -- doing at most max_steps steps (a stripe visited or
  * an entry looked at). Returns the number of keys dropped; *more is 1 when the budget ran out
- * before a full round of the stripes. Calls resume where the last one stopped.
+ * before a full round of the stripes. Calls resume where the last one stopped. A stripe's
+ * marked tails go to its head first (not counted: each move pays for one earlier call); the
+ * LRU being approximate, an idle key behind one that is not waits for a later sweep.
  */
 size_t zv_limiter_sweep(zv_limiter_t *l, uint64_t now_ns, size_t max_steps, int *more);
 

@@ -34,7 +34,7 @@ struct zv_lock_s {
   uint64_t expired;     /* atomic */
 };
 
-static const zv_stripe_kind_t kind = {offsetof(entry_t, expires_ns), NULL};
+static const zv_stripe_kind_t kind = {offsetof(entry_t, expires_ns), NULL, 0};
 
 uint64_t zv_lock_clock(void) {
   return zv_stripe_clock();

@@ -64,6 +64,38 @@ describe("zever.limiter_core", function()
     h:release()
   end)
 
+  it("evicts the keys not used since the table filled, never one used since", function()
+    -- rate 0: a key's remaining says whether it is the old entry (0) or a fresh one (2). The
+    -- hits only mark entries (a lazy LRU): the scan settles the marked tails of each stripe.
+    local h = open(0, 2, 640)
+    for i = 1, 640 do h:allow("k" .. i, 1, i * S) end
+    for i = 1, 640, 2 do h:allow("k" .. i, 1, (640 + i) * S) end
+    for i = 1, 320 do h:allow("n" .. i, 1, (2000 + i) * S) end
+    assert.are.equal(320, h:stats().evictions)
+    for i = 1, 640, 2 do
+      local _, remaining = h:allow("k" .. i, 0, 3000 * S)
+      assert.are.equal(0, remaining, "k" .. i)
+    end
+    assert.are.equal(320, h:stats().evictions)
+    h:release()
+  end)
+
+  it("sweeps the idle keys behind a key used since it was listed", function()
+    local h = open(0, 2, 1000, 10)     -- idle 10 s; rate 0: a kept odd key has 0 left
+    for i = 1, 200 do h:allow("k" .. i, 1, S) end
+    for i = 1, 200, 2 do h:allow("k" .. i, 1, 8 * S) end
+    local removed, more = h:sweep(100000, 12 * S)
+    assert.are.equal(100, removed)     -- every even key, idle 11 s; no odd one, idle 4 s
+    assert.is_false(more)
+    assert.are.equal(100, h:stats().entries)
+    for i = 1, 200, 2 do
+      local _, remaining = h:allow("k" .. i, 0, 12 * S)
+      assert.are.equal(0, remaining, "k" .. i .. " kept its bucket")
+    end
+    assert.are.equal(100, h:stats().entries)
+    h:release()
+  end)
+
   it("does not sweep a key before its bucket could have refilled", function()
     local h = open(0.1, 5, 100, 1)     -- idle 1 s, but a refill takes 50 s
     h:allow("k", 5, S)
