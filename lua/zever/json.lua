@@ -49,29 +49,29 @@ local M = { null = core.null, array_mt = array_mt, object_mt = object_mt }
 -- writer, 8,321 with a one-key path; bench/tfb /db, a two-key row: 1,650 instructions in the
 -- C writer). An object of at most 8 keys, without a mark (or marked json.object), whose
 -- keys are plain strings and whose values are plain strings (up to MAX_PLAIN bytes), numbers
--- (not NaN or an infinity), booleans or json.null is written here into one reused list of
--- pieces (one table.concat), byte for byte what the C writer writes: the pairs in next()'s
--- order (the C writer's lua_next order: the same traversal), integers below 1e14 in full
--- (table.concat prints them as tostring does, every digit), other numbers by the writer's own
--- formatter (zv_json_format_number through the FFI) and strings the writer copies unescaped,
--- which the writer's own
--- scan decides (zv_json_plain_len through the FFI, a call LuaJIT compiles: a Lua pattern here
--- cost ~3,500 instructions a request for {"message":"Hello, World!"}, callgrind, bench/tfb
--- /json). Anything else (a nested table, a key or string needing escapes, more keys) goes to
--- the C writer, from scratch. No loop: a loop inside the request's trace makes LuaJIT abort it, so
--- the pairs are written by eight calls in a row (small).
+-- (not NaN or an infinity), booleans or json.null is written here into one reused
+-- string.buffer, byte for byte what the C writer writes: the pairs in next()'s order (the C
+-- writer's lua_next order: the same traversal), integers below 1e14 in full (the buffer prints
+-- them as tostring does, every digit), other numbers by the writer's own formatter
+-- (zv_json_format_number through the FFI) and strings the writer copies unescaped, which the
+-- writer's own scan decides (zv_json_plain_len through the FFI, a call LuaJIT compiles: a Lua
+-- pattern here cost ~3,500 instructions a request for {"message":"Hello, World!"}, callgrind,
+-- bench/tfb /json). Anything else (a nested table, a key or string needing escapes, more keys)
+-- goes to the C writer, from scratch. No loop: a loop inside the request's trace makes LuaJIT
+-- abort it, so the pairs are written by eight calls in a row (small).
 -- spec/zever/json_spec.lua holds the two to the same bytes.
+--
+-- A string.buffer again since session 14: session 12's buffer path died under make asan inside
+-- a compiled trace (a pointer cut to 32 bits), which was LuaJIT's issue #829 in Debian's 2022
+-- LuaJIT; zever links OpenResty's LuaJIT branch since session 13, which has the fix
+-- (spec/host/luajit_spec.lua checks the branch). docs/json.md has the proof runs.
 require "zever.cdef.json"
 local native = ffi.C
 local next = next
 local null = core.null
+local tobit = require("bit").tobit
 local numbuf = ffi.new("char[32]") -- ZV_JSON_NUMBUF (host/json/json.h)
--- The pieces of the text being written, joined by table.concat. Not a string.buffer: this
--- LuaJIT (2.1.0-beta3, 2022) miscompiled a trace writing into a kept string.buffer object
--- (a pointer cut to 32 bits, a SEGV in a served request under make asan, seed 5150);
--- table.concat records to the same buffer IR as `..` does, which older code has run for years.
-local parts, np = {}, 0
-local concat = table.concat
+local out = require("string.buffer").new(256)
 local MAX_PLAIN = 1024 -- longer strings go to the C writer (the buffer stays small)
 
 local function plain(s)
@@ -111,28 +111,26 @@ local function pair(t, k, sep)
   local tv = type(v)
   if tv == "number" then
     if v % 1 == 0 and v < 1e14 and v > -1e14 and (v ~= 0 or 1 / v > 0) then
-      -- table.concat prints it as tostring does: every digit below 1e14.
-      parts[np + 1], parts[np + 2], parts[np + 3] = sep, kq, v
-      np = np + 3
+      -- Within int32, tobit(v) is v as an integer to the trace: the buffer then writes it with
+      -- LuaJIT's integer formatter (lj_strfmt_wint), not its %.14g one (lj_strfmt_wfnum: ~250
+      -- instructions a number, callgrind, bench/tfb /db). The digits are the same.
+      if v >= -2147483648 and v <= 2147483647 then v = tobit(v) end
+      out:put(sep, kq, v)
     else
       -- Fractions, -0 and the larger integers: the writer's own formatter, through the FFI
       -- (NaN and the infinities: 0, and the C writer raises).
       local n = native.zv_json_format_number(v, numbuf)
       if n == 0 then return false end
-      parts[np + 1], parts[np + 2], parts[np + 3] = sep, kq, ffi.string(numbuf, n)
-      np = np + 3
+      out:put(sep, kq)
+      out:putcdata(numbuf, n)
     end
   elseif tv == "string" then
     if #v > MAX_PLAIN or not plain(v) then return false end
-    parts[np + 1], parts[np + 2], parts[np + 3], parts[np + 4], parts[np + 5] =
-      sep, kq, '"', v, '"'
-    np = np + 5
+    out:put(sep, kq, '"', v, '"')
   elseif tv == "boolean" then
-    parts[np + 1], parts[np + 2], parts[np + 3] = sep, kq, v and "true" or "false"
-    np = np + 3
+    out:put(sep, kq, v and "true" or "false")
   elseif tv == "userdata" and v == null then
-    parts[np + 1], parts[np + 2], parts[np + 3] = sep, kq, "null"
-    np = np + 3
+    out:put(sep, kq, "null")
   else
     return false
   end
@@ -152,21 +150,50 @@ local function put_small(t)
   if k then k = pair(t, k, ",") end
   if k then k = pair(t, k, ",") end -- the eighth pair
   if k == false or (k and next(t, k) ~= nil) then return false end
-  np = np + 1
-  parts[np] = "}"
+  out:put("}")
   return true
+end
+
+-- The text in out; a buffer grown past KEEP_BYTES (a long array) gives its memory back, as the
+-- C writer's does (l_json_core.c).
+local KEEP_BYTES = 1048576
+
+local function text()
+  local s = out:tostring()
+  if #s > KEEP_BYTES then out:free() end
+  return s
 end
 
 -- The JSON text of a small flat object, or nil.
 local function small(t)
-  np = 0
+  out:reset()
   if not put_small(t) then return nil end
-  -- The commonest shapes as one `..`, which compiles inline; table.concat is a call.
-  local p = parts
-  if np == 4 then return p[1] .. p[2] .. p[3] .. p[4] end -- {"k":1}
-  if np == 6 then return p[1] .. p[2] .. p[3] .. p[4] .. p[5] .. p[6] end -- {"k":"v"}
-  if np == 7 then return p[1] .. p[2] .. p[3] .. p[4] .. p[5] .. p[6] .. p[7] end -- {"a":1,"b":2}
-  return concat(p, "", 1, np)
+  return text()
+end
+
+-- A json.array of small flat objects (db rows: db:query and :all() mark their lists) is written
+-- here too, up to MAX_ROWS of them (bench/tfb /queries: 20 rows through the C writer cost ~1,500
+-- instructions a row, most of it the classic C API's calls per key and value). The loop is the
+-- one in this path: a handler that builds its rows already loops, and a request of one object
+-- never enters it. Anything else, an element that is not a small flat object among them, goes
+-- to the C writer, from scratch.
+local MAX_ROWS = 1000
+
+local function rows(t)
+  local n = #t
+  if n == 0 or n > MAX_ROWS then return nil end
+  out:reset()
+  out:put("[")
+  for i = 1, n do
+    local v = t[i]
+    if type(v) ~= "table" then return nil end
+    local mt = getmetatable(v)
+    if mt ~= nil and mt ~= object_mt then return nil end
+    if i > 1 then out:put(",") end
+    if not put_small(v) then return nil end
+  end
+  out:put("]")
+  return text()
 end
 
 function M.encode(value)
@@ -174,6 +201,9 @@ function M.encode(value)
     local mt = getmetatable(value)
     if mt == nil or mt == object_mt then
       local s = small(value)
+      if s then return s end
+    elseif mt == array_mt then
+      local s = rows(value)
       if s then return s end
     end
   end

@@ -179,6 +179,34 @@ describe("hot paths", function()
     end)
   end)
 
+  describe("db prepared query on a handle", function()
+    it("compiles on(handle) for a handle it has not seen without an NYI abort", function()
+      -- TFB /updates runs `set:on(tx)` in every request; the object on() keeps per handle is
+      -- weak, so after a collection on() makes it again, inside the request's trace. It made a
+      -- closure there (FNEW, which LuaJIT 2.1 does not compile: "NYI: bytecode 50"). A new
+      -- handle per iteration makes every call take that path.
+      local db = assert(zdb.open("sqlite::memory:"))
+      local set = db:update("t"):set("n", db.param()):where("id", db.param()):prepare()
+      local made = 0
+      local t = traces.run(function()
+        for _ = 1, N do
+          local h = { conn = db.conn, dialect = db.dialect }
+          if set:on(h)._db == h then made = made + 1 end
+        end
+      end, { eager = true })
+      db:close()
+      assert.are.equal(N, made)
+      local bad = {}
+      for _, a in ipairs(t.aborts) do
+        if a.reason:find("NYI", 1, true) and (a.where or ""):find("prepared.lua", 1, true) then
+          bad[#bad + 1] = a.reason .. " at " .. tostring(a.where)
+        end
+      end
+      assert.are.same({}, bad)
+      assert.is_true(#t.stops > 0, traces.describe(t))
+    end)
+  end)
+
   -- The line of run_tx's return in zever.db (found in the source, so the checks below follow
   -- edits of db.lua): the one return into db:transaction's pcall frame, which a trace that
   -- started inside run_tx cannot compile ("NYI: return to lower frame", traces.WARM_UP).

@@ -384,9 +384,9 @@ describe("zever.json encode's small-object path", function()
 end)
 
 describe("zever.json encode of arrays of small objects", function()
-  -- A json.array of db rows goes to the C writer, whose elements are the fast path's shapes
-  -- (docs/json.md says why arrays are not written in Lua): encode and encode_c agree on rows
-  -- with odd elements (a float, a nested table, a scalar, a hole, a marked array, 9 keys).
+  -- A json.array of db rows is written in Lua, into the small-object path's buffer (docs/json.md);
+  -- an array with any other element goes to the C writer from scratch: encode and encode_c agree
+  -- on rows with odd elements (a float, a nested table, a scalar, a hole, a marked array, 9 keys).
   local state = 777
   local function rnd(lo, hi) -- a fixed LCG (its high bits: the low ones cycle): the same arrays
     state = (state * 1103515245 + 12345) % 2147483648

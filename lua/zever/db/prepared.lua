@@ -189,6 +189,17 @@ end
 -- handle, and LuaJIT's weak tables are no ephemerons (weak keys alone would keep both).
 local weak = { __mode = "kv" }
 
+-- A rendered form with its own list of binds (the text shared). A function of the module, not a
+-- closure made in on(): making a closure (FNEW) is not compiled, and on() runs inside a request's
+-- trace whenever the collector has taken the object it kept (TFB /updates: `set:on(tx)`, "NYI:
+-- bytecode 50 at prepared.lua:195" aborted the request's trace).
+local function copy_form(f)
+  if not f then return nil end
+  local c = form(f.text, { unpack(f.list, 1, f.n) })
+  for i = 1, c.np do c.list[c.pos[i]] = PARAM end
+  return c
+end
+
 function Prepared:on(h)
   local seen = self._on
   local p = seen and seen[h]
@@ -202,13 +213,7 @@ function Prepared:on(h)
   end
   p = setmetatable({ _db = h, kind = self.kind, np = self.np }, Prepared)
   seen[h] = p
-  local function copy(f)
-    if not f then return nil end
-    local c = form(f.text, { unpack(f.list, 1, f.n) })
-    for i = 1, c.np do c.list[c.pos[i]] = PARAM end
-    return c
-  end
-  p.many, p.one = copy(self.many), copy(self.one)
+  p.many, p.one = copy_form(self.many), copy_form(self.one)
   return p
 end
 
