@@ -143,7 +143,9 @@ local steps, metas = {}, {} -- per position in a chain: see ensure_steps below
 local function run_chain(chain, i, req, res)
   local fn = chain[i]
   local a, b, c
-  if i == #chain then
+  -- The last step: the next slot is empty (a chain is a sequence); not i == #chain, which a
+  -- trace runs as a call of lj_tab_len.
+  if chain[i + 1] == nil then
     a, b, c = fn(req, res)
   else
     local nxt = { chain = false, i = 0, req = false, res = false }
@@ -406,8 +408,8 @@ local NOT_FOUND = { not_found }
 -- app:use added middleware since), so a request allocates no chain of its own.
 local function with_app_middleware(app, chain)
   local mw = app.middleware
+  if mw[1] == nil then return chain end -- (not #mw: see run_chain)
   local n = #mw
-  if n == 0 then return chain end
   local cache = app.full_chains
   local full = cache[chain]
   if full and full.nmw == n then return full end
