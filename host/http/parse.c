@@ -39,6 +39,15 @@ const uint8_t zv__http_tchar[256] = {
   ['y'] = 1, ['z'] = 1,
 };
 
+/* How many bytes from p[i] on, up to n, the table t takes (nonzero entries): four at a time
+ * while a whole step is taken, then one by one (~4 instructions a byte instead of ~7). */
+static inline size_t table_run(const uint8_t *t, const char *p, size_t i, size_t n) {
+  const unsigned char *u = (const unsigned char *)p;
+  while (i + 4 <= n && (t[u[i]] & t[u[i + 1]] & t[u[i + 2]] & t[u[i + 3]])) i += 4;
+  while (i < n && t[u[i]]) i++;
+  return i;
+}
+
 static int is_ows(char ch) {
   return ch == ' ' || ch == '\t';
 }
@@ -67,6 +76,11 @@ static const uint8_t hostchar[256] = {
   ['y'] = 1, ['z'] = 1,
 };
 
+static const uint8_t digit[256] = {
+  ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+  ['8'] = 1, ['9'] = 1,
+};
+
 int zv_http_host_ok(const char *p, size_t n) {
   size_t i = 0;
   if (n == 0) return 0;
@@ -77,15 +91,13 @@ int zv_http_host_ok(const char *p, size_t n) {
     if (i == n || i == 1) return 0;
     i++;
   } else {
-    /* ":" is not a host character: the loop stops at the port, or at a byte to refuse. */
-    while (i < n && hostchar[(unsigned char)p[i]]) i++;
+    /* ":" is not a host character: the run stops at the port, or at a byte to refuse. */
+    i = table_run(hostchar, p, 0, n);
     if (i == 0) return 0;
   }
   if (i == n) return 1;
   if (p[i] != ':') return 0;
-  for (i++; i < n; i++)
-    if (p[i] < '0' || p[i] > '9') return 0;
-  return 1;
+  return table_run(digit, p, i + 1, n) == n;
 }
 
 /* Parses an absolute-form target t[0, n) into the path's place; 0 or 400. */
@@ -188,8 +200,7 @@ int zv_http_parse_request_line(char *buf, size_t off, size_t end, zv_http_reqlin
 
 int zv_http_parse_field(const char *p, size_t n, size_t *name_len, size_t *value_at,
                         size_t *value_len) {
-  size_t i = 0, e = n;
-  while (i < n && zv__http_tchar[(unsigned char)p[i]]) i++;
+  size_t i = table_run(zv__http_tchar, p, 0, n), e = n;
   if (i == 0 || i == n || p[i] != ':') return 400;
   *name_len = i;
   i++;
