@@ -98,9 +98,8 @@ static int request_line(zv_http_conn_t *c, size_t off, size_t end) {
   c->url_off = rl.url_off;
   c->url_len = rl.url_len;
   c->path_len = rl.url_len;
-  const char *q = memchr(c->buf + rl.url_off, '?', rl.url_len);
-  if (q) {
-    c->path_len = (uint32_t)(q - (c->buf + rl.url_off));
+  if (rl.query_at >= 0) {
+    c->path_len = (uint32_t)rl.query_at;
     c->query_off = (int32_t)(rl.url_off + c->path_len + 1);
     c->query_len = rl.url_len - c->path_len - 1;
   }

@@ -78,6 +78,7 @@ typedef struct {
   int method;          /* enum zv_http_method */
   int major, minor;    /* minor is 1 for any HTTP/1.x above 1.0 */
   uint32_t url_off, url_len; /* the target as routed: origin-form, or an absolute-form's path */
+  int32_t query_at;    /* where its first "?" is, from url_off; -1 when it has none */
 } zv_http_reqline_t;
 
 /*
@@ -87,6 +88,7 @@ typedef struct {
  * userinfo), whose path becomes the URL; when the path is empty, the last byte of the authority
  * is overwritten with "/" so that the URL stays one run of the buffer. CONNECT is a 400 (zever is
  * no proxy). Returns 0, 400, 501 (a method it does not know) or 505 (a major version but 1).
+ * The query's place comes with the target's scan (query_at), so nobody searches the URL again.
  */
 int zv_http_parse_request_line(char *buf, size_t off, size_t end, zv_http_reqline_t *out);
 

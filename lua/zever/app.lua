@@ -118,6 +118,8 @@ function M.new()
     full_chains = setmetatable({}, { __mode = "k" }), -- chain -> chain with app middleware
     error_handler = nil,
     statics = {},         -- app:static mounts, served by zever.http in C before dispatch
+    hits = {},            -- method -> path -> route id: the router's parameterless hits (match)
+    nhits = 0,
     dir = M.loading_dir or ".", -- where its zever.yaml and relative database paths live
     _configure = M.configure,   -- zever.testing's hook: fn(app, cfg) before the container is built
   }, App)
@@ -141,7 +143,9 @@ local steps, metas = {}, {} -- per position in a chain: see ensure_steps below
 local function run_chain(chain, i, req, res)
   local fn = chain[i]
   local a, b, c
-  if i == #chain then
+  -- The last step: the next slot is empty (a chain is a sequence); not i == #chain, which a
+  -- trace runs as a call of lj_tab_len.
+  if chain[i + 1] == nil then
     a, b, c = fn(req, res)
   else
     local nxt = { chain = false, i = 0, req = false, res = false }
@@ -264,6 +268,8 @@ local function add(group, methods, name, pattern, handler, level, opts)
     if not ok then error((tostring(err):gsub("^[^:]*:%d+: ", "")), level) end
     app.routes[id] = r
   end
+  -- A new route may change what a path hits (a HEAD route beside a GET one): ask again.
+  app.hits, app.nhits = {}, 0
   if name then app.names[name] = route end
   return group
 end
@@ -402,8 +408,8 @@ local NOT_FOUND = { not_found }
 -- app:use added middleware since), so a request allocates no chain of its own.
 local function with_app_middleware(app, chain)
   local mw = app.middleware
+  if mw[1] == nil then return chain end -- (not #mw: see run_chain)
   local n = #mw
-  if n == 0 then return chain end
   local cache = app.full_chains
   local full = cache[chain]
   if full and full.nmw == n then return full end
@@ -467,15 +473,42 @@ local function collect(names, spans, n, path)
   return params
 end
 
+-- The paths that hit a route without parameters, by method, as the router answered them
+-- (app.hits): a request for one of them (every request of a static route such as /hello) is
+-- answered by two table lookups instead of the router's FFI call and trie walk (~290
+-- instructions of a /hello request, BENCHMARKS.md "Session 14"). Only the router's own answers
+-- are kept, and only hits without parameters: the router does not normalise paths, so those
+-- are the static patterns (and HEAD's fallback to GET), a set the routes bound; MAX_HITS bounds
+-- it anyway. Adding a route clears it (add).
+local MAX_HITS = 1024
+
+local function remember(app, method, path, id)
+  local n = app.nhits
+  if n >= MAX_HITS then return end
+  local by = app.hits[method]
+  if not by then
+    by = {}
+    app.hits[method] = by
+  end
+  by[path] = id
+  app.nhits = n + 1
+end
+
 -- The route id and params of a hit; otherwise what trie:match says (nil, status, extra).
 -- No loop for routes of up to one parameter: a loop inside the request's trace makes LuaJIT
 -- abort it (and run the whole request in the interpreter, where FFI calls are slow).
 local function match(app, method, path)
+  local by = app.hits[method]
+  local hit = by and by[path]
+  if hit then return hit, empty_params end
   local trie = app.trie
   if match_ffi and tries[trie] and type(method) == "string" and type(path) == "string"
     and match_ffi(trie, method, #method, path, #path, found) == 0 then
     local id, n = found.id, found.nparams
-    if n == 0 then return id, empty_params end
+    if n == 0 then
+      remember(app, method, path, id)
+      return id, empty_params
+    end
     local names, spans = app.routes[id].param_names, found.spans
     if n == 1 then return id, { [names[1]] = sub(path, spans[0] + 1, spans[0] + spans[1]) } end
     return id, collect(names, spans, n, path)

@@ -359,9 +359,11 @@ function M.finish(res)
   if res.body == nil then res.body = "" end
   local ct = res.ctype
   if ct then
+    -- The length is taken only when a header was set (most responses set none): one length
+    -- operator less on /hello's path, and none at all with zever.server's respond (below).
     local h = res.headers
-    h[#h + 1] = "Content-Type"
-    h[#h + 1] = ct
+    local n = h[1] == nil and 0 or #h
+    h[n + 1], h[n + 2] = "Content-Type", ct
     res.ctype = nil
   end
   return res

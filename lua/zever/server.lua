@@ -61,27 +61,30 @@ end
 local hbuf = ffi.new("zv_http_str_t[8]")
 
 local function respond(creq, code, body, h)
-  local n = #h
-  if respond_ffi and type(code) == "number" and type(body) == "string" and n <= 8 then
+  -- How many headers: told by the first empty slot, not by #h, which a trace runs as a call of
+  -- lj_tab_len (~30 instructions, with finish's two: ~110 of a /hello request, BENCHMARKS.md
+  -- "Session 14"). A headers array is a sequence of name, value pairs: a hole or an odd count
+  -- fails the type checks below and goes to creq:respond, as before.
+  if respond_ffi and type(code) == "number" and type(body) == "string" then
     local rc
-    if n == 0 then
+    local a, b = h[1], h[2]
+    if a == nil then
       rc = respond_ffi(creq, code, body, #body, hbuf, 0)
-    elseif n == 2 then
-      local a, b = h[1], h[2]
+    elseif h[3] == nil then
       if type(a) == "string" and type(b) == "string" then
         hbuf[0].p, hbuf[0].n, hbuf[1].p, hbuf[1].n = a, #a, b, #b
         rc = respond_ffi(creq, code, body, #body, hbuf, 1)
       end
-    elseif n == 4 then
-      local a, b, c, d = h[1], h[2], h[3], h[4]
+    elseif h[5] == nil then
+      local c, d = h[3], h[4]
       if type(a) == "string" and type(b) == "string" and type(c) == "string"
         and type(d) == "string" then
         hbuf[0].p, hbuf[0].n, hbuf[1].p, hbuf[1].n = a, #a, b, #b
         hbuf[2].p, hbuf[2].n, hbuf[3].p, hbuf[3].n = c, #c, d, #d
         rc = respond_ffi(creq, code, body, #body, hbuf, 2)
       end
-    elseif n == 6 then
-      local a, b, c, d, e, f = h[1], h[2], h[3], h[4], h[5], h[6]
+    elseif h[7] == nil then
+      local c, d, e, f = h[3], h[4], h[5], h[6]
       if type(a) == "string" and type(b) == "string" and type(c) == "string"
         and type(d) == "string" and type(e) == "string" and type(f) == "string" then
         hbuf[0].p, hbuf[0].n, hbuf[1].p, hbuf[1].n = a, #a, b, #b
@@ -89,8 +92,8 @@ local function respond(creq, code, body, h)
         hbuf[4].p, hbuf[4].n, hbuf[5].p, hbuf[5].n = e, #e, f, #f
         rc = respond_ffi(creq, code, body, #body, hbuf, 3)
       end
-    elseif n == 8 then
-      local a, b, c, d, e, f, g, k = h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8]
+    elseif h[9] == nil then
+      local c, d, e, f, g, k = h[3], h[4], h[5], h[6], h[7], h[8]
       if type(a) == "string" and type(b) == "string" and type(c) == "string"
         and type(d) == "string" and type(e) == "string" and type(f) == "string"
         and type(g) == "string" and type(k) == "string" then

@@ -65,6 +65,43 @@ describe("zever.http", function()
       assert.are.equal("GET /a%20b/c nil ", out)
     end)
 
+    -- The target is scanned 8 bytes at a time (parse.c's target_end): the first "?" and the
+    -- byte that ends the target land at every place in a word, and in the byte loop after it.
+    it("splits the target at its first ? wherever it falls in an 8-byte word", function()
+      local _, port = serve({}, echo)
+      local steps, want = {}, {}
+      local letters = "abcdefghijklmnopqrstu"
+      for k = 0, 18 do
+        local path = "/" .. letters:sub(1, k)
+        for _, query in ipairs({ false, "", "x=1", "a?b", letters:sub(1, 9) }) do
+          local target = query and path .. "?" .. query or path
+          steps[#steps + 1] = "send:GET " .. target .. " HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n"
+          steps[#steps + 1] = "resp:5"
+          want[#want + 1] = "GET " .. path .. " " .. (query and query or "nil") .. " "
+        end
+      end
+      local out = client(port, steps)
+      local got = {}
+      for resp in out:gmatch("%[resp%]([^%[]*)") do got[#got + 1] = resp:match("\r\n\r\n(.*)$") end
+      assert.are.equal(#want, #got)
+      assert.same(want, got)
+    end)
+
+    it("refuses a control byte or DEL at any place of the target, and takes obs-text", function()
+      local _, port = serve({}, echo)
+      for _, k in ipairs({ 0, 1, 5, 6, 7, 8, 9, 14, 15, 16, 17 }) do
+        local path = "/" .. ("p"):rep(k)
+        for _, bad in ipairs({ "\\x7f", "\\x01", "\\t" }) do
+          local out = client(port, { "send:GET " .. path .. bad .. "z?q HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n",
+            "read:5" })
+          assert.matches("^HTTP/1.1 400 ", (out:gsub("^%[%a+%]", "")))
+        end
+        local out = client(port, { "send:GET " .. path .. "\\xe9z?q HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n",
+          "resp:5" })
+        assert.matches("\r\n\r\nGET " .. path .. "\xe9z q $", (out:gsub("^%[%a+%]", "")))
+      end
+    end)
+
     it("reads headers case-insensitively and joins repeated ones", function()
       local seen
       local _, port = serve({}, function(req)
