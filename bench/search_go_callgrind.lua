@@ -18,17 +18,9 @@ local function clean()
 end
 local db = assert(zever_db.open(dsn))
 local s = search.wrap(assert(require("adapters.search.db").new(db)))
-local texts = { "the quick brown fox jumps over the lazy dog",
-  "a lazy dog sleeps under the quick brown fox" }
-local batches = {}
-for b = 1, 2 do
-  local batch = {}
-  for i = 1, 8 do
-    batch[i] = { id = "batch-" .. string.char(96 + i),
-      content = texts[os.getenv("TEXT") and b or 1], metadata = { kind = "bench" } }
-  end
-  batches[b] = batch
-end
+-- Loaded from beside this script, so that another tree (ZEVER_DIR) can run it too.
+local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+local batches = dofile(here .. "search_go_shape.lua").batches(os.getenv("TEXT") ~= nil)
 local turn = 1
 for _ = 1, 50 + N do
   turn = 3 - turn

@@ -27,6 +27,7 @@
 -- seconds (the rows go through SQLite, then the first query loads them into the C set).
 
 local harness = require "bench.harness"
+local go_shape = require "bench.search_go_shape"
 local zever_db = require "zever.db"
 local filter = arg and arg[1]
 local bench = harness.new(filter, { seconds = 0.5 })
@@ -149,17 +150,7 @@ for _, case in ipairs(go_cases or {}) do
     os.remove(path)
     local gdb = assert(zever_db.open("sqlite:" .. path))
     local gs = search.wrap(assert(require("adapters.search.db").new(gdb)))
-    local texts = { "the quick brown fox jumps over the lazy dog",
-      "a lazy dog sleeps under the quick brown fox" }
-    local batches = {}
-    for b = 1, 2 do
-      local batch = {}
-      for i = 1, 8 do
-        batch[i] = { id = "batch-" .. string.char(96 + i),
-          content = texts[case[2] and b or 1], metadata = { kind = "bench" } }
-      end
-      batches[b] = batch
-    end
+    local batches = go_shape.batches(case[2])
     local turn = 1
     assert(gs:index_batch(batches[turn]))
     assert(gs:flush())
