@@ -59,11 +59,14 @@ typedef struct {
   zv_stripe_node_t *oldest;
 } zv_stripe_t;
 
+/* A stripe on a cache line of its own (two cores working on neighbours never share one). */
+typedef union {
+  zv_stripe_t s;
+  char pad[128];
+} zv_stripe_slot_t;
+
 typedef struct {
-  union {
-    zv_stripe_t s;
-    char pad[128];
-  } at[ZV_STRIPES];
+  zv_stripe_slot_t at[ZV_STRIPES];
 } zv_stripes_t;
 
 /* What the shared routines need to know about the owner's entries. */
@@ -227,24 +230,24 @@ static inline int zv_stripe_expired(const zv_stripe_kind_t *k, const zv_stripe_n
  */
 static inline int zv_stripes_oldest(zv_stripes_t *t, const zv_stripe_kind_t *k, uint64_t now,
                                     int prefer_expired) {
-  zv_stripe_t *victim = NULL;
+  zv_stripe_slot_t *victim = NULL;
   uint64_t oldest = UINT64_MAX;
-  /* One induction variable (the stripe), its index worked out once at the end. */
-  for (zv_stripe_t *s = &t->at[0].s, *end = &t->at[ZV_STRIPES].s; s != end;
-       s = (zv_stripe_t *)((char *)s + sizeof t->at[0])) {
+  /* One induction variable (the slot), its index worked out once at the end. */
+  for (zv_stripe_slot_t *p = t->at, *end = t->at + ZV_STRIPES; p != end; p++) {
+    zv_stripe_t *s = &p->s;
     zv_spin_lock(&s->lock);
     zv_stripe_node_t *n = k->lazy ? zv_stripe_settle(s) : s->oldest;
     if (n && prefer_expired && zv_stripe_expired(k, n, now)) {
       zv_spin_unlock(&s->lock);
-      return (int)(((char *)s - (char *)t->at) / sizeof t->at[0]);
+      return (int)(p - t->at);
     }
     if (n && n->used_ns <= oldest) {
       oldest = n->used_ns;
-      victim = s;
+      victim = p;
     }
     zv_spin_unlock(&s->lock);
   }
-  return victim ? (int)(((char *)victim - (char *)t->at) / sizeof t->at[0]) : -1;
+  return victim ? (int)(victim - t->at) : -1;
 }
 
 /* Unlinks and returns stripe i's LRU tail (NULL when empty); the caller frees it. */
