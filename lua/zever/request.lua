@@ -63,9 +63,11 @@ local function hex_byte(h)
   return char(tonumber(h, 16))
 end
 
--- Percent-decodes s; with plus = true, "+" is a space too (form and query encoding).
+-- Percent-decodes s; with plus = true, "+" is a space too (form and query encoding). Plain
+-- finds first: they are compiled, where gsub is not (LuaJIT's NYI), and most keys and values
+-- hold neither "+" nor "%".
 function M.unescape(s, plus)
-  if plus then s = gsub(s, "+", " ") end
+  if plus and find(s, "+", 1, true) then s = gsub(s, "+", " ") end
   if find(s, "%", 1, true) then s = gsub(s, "%%(%x%x)", hex_byte) end
   return s
 end
@@ -87,14 +89,28 @@ end
 
 -- Parses a query string: "a=1&b=x+y" -> { a = "1", b = "x y" }. A repeated key keeps the last
 -- value, as Lapis and Laravel do; "k[]=1&k[]=2" collects an array; a key without "=" is "".
+-- Pairs are split at "&" and ";" (empty pieces skipped) by plain finds, which LuaJIT compiles:
+-- gmatch and gsub are NYI, and "queries=20" cost ~5,500 instructions through them (callgrind,
+-- BENCHMARKS.md "Session 15"). The next position of each separator (and of "=") is kept, so a
+-- string of many pairs is scanned once.
 function M.parse_query(qs)
   local out = {}
   if not qs or qs == "" then return out end
-  for pair in qs:gmatch("[^&;]+") do
-    local eq = find(pair, "=", 1, true)
-    local k = M.unescape(eq and sub(pair, 1, eq - 1) or pair, true)
-    local v = eq and M.unescape(sub(pair, eq + 1), true) or ""
-    put(out, k, v)
+  local n, i = #qs, 1
+  local amp, semi, eqs = find(qs, "&", 1, true), find(qs, ";", 1, true), find(qs, "=", 1, true)
+  while i <= n do
+    if amp and amp < i then amp = find(qs, "&", i, true) end
+    if semi and semi < i then semi = find(qs, ";", i, true) end
+    if eqs and eqs < i then eqs = find(qs, "=", i, true) end
+    local stop = amp or n + 1
+    if semi and semi < stop then stop = semi end
+    if stop > i then
+      local eq = eqs and eqs < stop and eqs or nil
+      local k = M.unescape(sub(qs, i, (eq or stop) - 1), true)
+      local v = eq and M.unescape(sub(qs, eq + 1, stop - 1), true) or ""
+      put(out, k, v)
+    end
+    i = stop + 1
   end
   return out
 end

@@ -368,6 +368,18 @@ describe("hot paths", function()
     end)
   end)
 
+  describe("the query string", function()
+    it("parses a one-pair query without an NYI abort or a stitch", function()
+      -- req.query of /queries?queries=20: plain finds and subs (gmatch and gsub are NYI).
+      local sink = 0
+      local t = traces.run(function()
+        for _ = 1, N do sink = sink + #request.parse_query("queries=20").queries end
+      end)
+      assert.are.equal(2 * N, sink)
+      assert_compiles(t, true)
+    end)
+  end)
+
   describe("duration.parse", function()
     it("compiles without an NYI abort or a stitch", function()
       local sink = 0
