@@ -3,7 +3,8 @@
 -- the string (default "queries=20", TFB's /queries):
 --
 --   RUNS=3 bash bench/callgrind_delta.sh "$PWD/bench/query_callgrind.lua" 20000 60000
---   QS='a=1&b=x+y&c=%41%42&k[]=1&k[]=2' RUNS=3 bash bench/callgrind_delta.sh "$PWD/bench/query_callgrind.lua" 20000 60000
+--   QS='a=1&b=x+y&c=%41%42&k[]=1&k[]=2' RUNS=3 \
+--     bash bench/callgrind_delta.sh "$PWD/bench/query_callgrind.lua" 20000 60000
 local request = require "zever.request"
 
 local n = tonumber(arg[1]) or error("usage: query_callgrind.lua N")
