@@ -529,6 +529,37 @@ return function(name, open, caps)
       assert.are.equal(1, res.changes)
     end)
 
+    it("first() and all() of a write with returning give its rows, or raise without returning", function()
+      local db = h.db
+      local row = db:insert_into("users"):values { email = "f@x", name = "F" }:returning("id", "email"):first()
+      assert.are.equal("f@x", row.email)
+      assert.is_true(row.id > 0)
+      local rows = db:insert_into("users"):values { { email = "g@x" }, { email = "h@x" } }:returning("email"):all()
+      table.sort(rows, function(a, b) return a.email < b.email end)
+      assert.are.same({ { email = "g@x" }, { email = "h@x" } }, rows)
+      assert.are.same({ name = "Z" }, db:update("users"):set("name", "Z"):where("email", "g@x"):returning("name"):first())
+      assert.is_nil(db:update("users"):set("name", "Z"):where("email", "nobody@x"):returning("id"):first())
+      assert.are.same({}, db:delete_from("users"):where("email", "nobody@x"):returning("id"):all())
+      assert.are.same({ { email = "h@x" } }, db:delete_from("users"):where("email", "h@x"):returning("email"):all())
+      for _, case in ipairs {
+        -- (not tail calls: a tail call leaves no caller frame to blame)
+        { "first: an insert", function() local r = db:insert_into("users"):values { email = "i@x" }:first(); return r end },
+        { "all: an update", function() local r = db:update("users"):set("name", "Y"):all(); return r end },
+        { "first: a delete", function() local r = db:delete_from("users"):first(); return r end },
+      } do
+        local ok, err = pcall(case[2])
+        assert.is_false(ok)
+        assert.matches(case[1] .. " gives rows only with returning(...)", err, 1, true)
+        assert.matches("conformance/db%.lua:%d+: ", err) -- the caller is blamed
+      end
+      assert.are.same({ "f@x", "g@x" }, pluck(db:from("users"):select("email"):order_by("email"):all(), "email"))
+      local none, err = db:try(function(tx)
+        return tx:insert_into("users"):values { email = "f@x" }:returning("id"):first()
+      end, "constraint")
+      assert.is_nil(none)
+      assert.are.equal("constraint", err.code)
+    end)
+
     it("update with expression assignment returns the changed count, or rows with returning", function()
       local db = h.db
       seed(db)

@@ -326,6 +326,28 @@ function R.install(M)
   end
 
   Delete.exec = exec_changes(D_RETURNING)
+
+  -- all() and first() of a write with returning(...): the rows exec() returns, or the first of
+  -- them (nil when there is none: an insert whose on_conflict():do_nothing() skipped it, an
+  -- update that matched nothing), as Lapis' insert and Rails' create give the new row. Without
+  -- returning() a write has no rows to give: a misuse, raised with the caller blamed. In
+  -- db:try a failing statement gives nil, err, as exec() does.
+  local function write_rows(slot, kind, one)
+    local name = one and "first" or "all"
+    local misuse = name .. ": " .. kind .. " gives rows only with returning(...); without it, run exec()"
+    return function(self)
+      if not self[slot] then error(misuse, 2) end
+      local db, text, binds = rendered(self, 2)
+      local rows, err = db:_query(text, binds)
+      if not rows then return nil, err end
+      if one then return rows[1] end
+      return rows
+    end
+  end
+
+  Insert.all, Insert.first = write_rows(I_RETURNING, "an insert"), write_rows(I_RETURNING, "an insert", true)
+  Update.all, Update.first = write_rows(U_RETURNING, "an update"), write_rows(U_RETURNING, "an update", true)
+  Delete.all, Delete.first = write_rows(D_RETURNING, "a delete"), write_rows(D_RETURNING, "a delete", true)
 end
 
 return R
