@@ -51,7 +51,8 @@ local function args_text(fs)
 end
 
 -- The declaration text for entity, job and schedule; for rpc, the text and the service to put
--- it in (a new service block when the service is new).
+-- it in (a new service block when the service is new). The text is in zever fmt's form
+-- (dsl/format.lua: one member a line), so a schema grown by generate passes `zever fmt --check`.
 local function declaration(kind, name, fs, flags)
   if kind == "entity" then
     local lines = { "entity " .. name .. " {" }
@@ -64,13 +65,13 @@ local function declaration(kind, name, fs, flags)
     lines[#lines + 1] = "}"
     return concat(lines, "\n") .. "\n"
   elseif kind == "job" then
-    return format("job %s(%s) { queue: default }\n", name, args_text(fs))
+    return format("job %s(%s) {\n  queue: default\n}\n", name, args_text(fs))
   elseif kind == "schedule" then
     if not flags.cron or not flags.dispatch then
       return nil, "schedule wants --cron 'SPEC' and --dispatch JOB"
     end
     local call = flags.dispatch:find("(", 1, true) and flags.dispatch or flags.dispatch .. "()"
-    return format("schedule %s { cron: %q  dispatch: %s }\n", name, flags.cron, call)
+    return format("schedule %s {\n  cron: %q\n  dispatch: %s\n}\n", name, flags.cron, call)
   end
   -- rpc: Service.Rpc
   local svc, rpc = name:match("^([%a_][%w_]*)%.([%a_][%w_]*)$")
@@ -81,7 +82,7 @@ local function declaration(kind, name, fs, flags)
   path = path or "/" .. snake(svc):gsub("_service$", "") .. "/" .. snake(rpc)
   local auth = flags.auth or "required"
   if auth ~= "none" and auth ~= "required" then return nil, "--auth wants none or required" end
-  local text = format("  rpc %s(%s)%s { http: %s %q  auth: %s }\n", rpc, args_text(fs),
+  local text = format("  rpc %s(%s)%s {\n    http: %s %q\n    auth: %s\n  }\n", rpc, args_text(fs),
     flags.returns and (" -> " .. flags.returns) or "", method, path, auth)
   return text, svc
 end

@@ -43,9 +43,15 @@ describe("zever generate", function()
     end
     local zen = fs.read(app .. "/schema/app.zen")
     assert.matches("entity Post {\n  id: int64 @primary\n  title: string\n  body: string?\n}", zen, 1, true)
-    assert.matches('service PostService {\n  rpc GetPost(id: int64) -> Post { http: GET "/posts/{id}"  auth: none }\n' ..
-      '  rpc Publish(id: int64) { http: POST "/post/publish"  auth: required }\n}', zen, 1, true)
+    assert.matches('service PostService {\n  rpc GetPost(id: int64) -> Post {\n    http: GET "/posts/{id}"\n' ..
+      '    auth: none\n  }\n  rpc Publish(id: int64) {\n    http: POST "/post/publish"\n    auth: required\n  }\n}',
+      zen, 1, true)
+    assert.matches('job IndexPost(post_id: int64) {\n  queue: default\n}\n\n' ..
+      'schedule Nightly {\n  cron: "0 3 * * *"\n  dispatch: IndexPost(post_id: 1)\n}\n', zen, 1, true)
     assert.are.equal(0, zever_in(app, "check").code)
+    -- What generate writes is zever fmt's form: the schema needs no formatting.
+    local f = zever_in(app, "fmt", "--check")
+    assert.are.equal(0, f.code, f.stdout .. f.stderr)
     local g = zever_in(app, "gen")
     assert.are.equal(0, g.code, g.stderr)
     assert.are.equal("", g.stdout)   -- every stub is there already
@@ -71,15 +77,15 @@ describe("zever generate", function()
     local r = zever_in(app, "generate", "job", "IndexPost", "post_id:int64", "--dry-run", "--json")
     assert.are.equal(0, r.code, r.stderr)
     assert.are.same({ dry_run = true, kind = "job", name = "IndexPost",
-      declaration = "job IndexPost(post_id: int64) { queue: default }\n",
+      declaration = "job IndexPost(post_id: int64) {\n  queue: default\n}\n",
       actions = { { action = "append", target = "schema/app.zen" } } }, json.decode(r.stdout))
     assert.are.equal(before, fs.read(app .. "/schema/app.zen"))
     r = zever_in(app, "generate", "job", "IndexPost", "post_id:int64", "--json")
     assert.are.equal(0, r.code, r.stderr)
     assert.are.same({ kind = "job", name = "IndexPost", file = "schema/app.zen",
-      declaration = "job IndexPost(post_id: int64) { queue: default }\n",
+      declaration = "job IndexPost(post_id: int64) {\n  queue: default\n}\n",
       stubs = { "handlers/jobs.lua: job IndexPost" } }, json.decode(r.stdout))
-    assert.are.equal(before .. "\njob IndexPost(post_id: int64) { queue: default }\n",
+    assert.are.equal(before .. "\njob IndexPost(post_id: int64) {\n  queue: default\n}\n",
       fs.read(app .. "/schema/app.zen"))
     r = zever_in(app, "generate", "migration", "add_tags", "--json")
     assert.are.same({ kind = "migration", name = "add_tags", file = "migrations/0001_add_tags.lua" },
