@@ -259,13 +259,17 @@ return {
     -- An entity's table comes as a migration zever gen writes into migrations/ (docs/generate.md).
     lines[#lines + 1] = kind == "entity" and "next: zever gen, then zever migrate up (its table)"
       or "next: zever gen"
-    -- An app.lua that does not register the generated routes (an older zever new's): say how.
-    local app_lua = kind == "rpc" and slurp(root .. "/app.lua")
-    if app_lua and not app_lua:find("generated.routes", 1, true) then
+    -- An app.lua that does not register the generated routes or jobs (an older zever new's):
+    -- say how.
+    local app_lua = (kind == "rpc" or kind == "job" or kind == "schedule") and slurp(root .. "/app.lua")
+    if app_lua and kind == "rpc" and not app_lua:find("generated.routes", 1, true) then
       doc.register_hint = 'require("generated.routes").register(app, nil, ' ..
         "{ auth = function(req) ... end })"
       lines[#lines + 1] = "then in app.lua: " .. doc.register_hint
       lines[#lines + 1] = "  (an RPC wants a signed-in caller unless it says auth: none; docs/new.md)"
+    elseif app_lua and kind ~= "rpc" and not app_lua:find("generated.jobs", 1, true) then
+      doc.register_hint = 'require("generated.jobs").register(app)'
+      lines[#lines + 1] = "then in app.lua: " .. doc.register_hint
     end
     return report(flags, doc, lines)
   end,

@@ -690,11 +690,13 @@ function M.jobs(def)
   local JOBS, SCHEDULES = def.jobs, def.schedules
   local mod = { jobs = JOBS, schedules = SCHEDULES }
 
-  -- Registers every job with app.jobs and every schedule with app.scheduler (the scheduler is
-  -- resolved only when there are schedules). handlers defaults to require "handlers.jobs".
+  -- Registers every job with app.jobs and every schedule with app.scheduler (each battery is
+  -- resolved only when the schema has jobs, or schedules: a new app's app.lua registers the
+  -- generated jobs before it has any). handlers defaults to require "handlers.jobs".
   -- A job without a handler raises, naming it: a job the schema declares must be handled.
   function mod.register(app, handlers)
     if type(app) ~= "table" then error("jobs.register: app must be a zever app", 2) end
+    if #JOBS == 0 and #SCHEDULES == 0 then return app end
     if handlers == nil then handlers = require "handlers.jobs" end
     if type(handlers) ~= "table" then error("jobs.register: handlers must be a table", 2) end
     for _, job in ipairs(JOBS) do
@@ -702,10 +704,12 @@ function M.jobs(def)
         error(format("jobs.register: no handler for job %s (handlers/jobs.lua)", job.name), 2)
       end
     end
-    local jobs = app.jobs
-    for _, job in ipairs(JOBS) do
-      jobs:register(job.name, handlers[job.name], { attempts = job.attempts,
-        backoff = job.backoff, queue = job.queue, timeout = job.timeout })
+    if #JOBS > 0 then
+      local jobs = app.jobs
+      for _, job in ipairs(JOBS) do
+        jobs:register(job.name, handlers[job.name], { attempts = job.attempts,
+          backoff = job.backoff, queue = job.queue, timeout = job.timeout })
+      end
     end
     if #SCHEDULES > 0 then
       local scheduler = app.scheduler

@@ -63,12 +63,22 @@ describe("zever generate", function()
     assert.matches('CREATE TABLE IF NOT EXISTS "posts" (', r.stdout, 1, true)
   end)
 
-  it("says how to register the generated routes when app.lua does not", function()
+  it("says how to register the generated routes and jobs when app.lua does not", function()
     -- An app.lua of an older zever new, without the registration.
     fs.write(app .. "/app.lua", 'local app = require("zever").app()\nreturn app\n')
     local r = zever_in(app, "generate", "rpc", "PostService.Publish", "id:int64")
     assert.are.equal(0, r.code, r.stderr)
     assert.matches('then in app.lua: require("generated.routes").register(app', r.stdout, 1, true)
+    r = zever_in(app, "generate", "job", "IndexPost", "post_id:int64")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches('then in app.lua: require("generated.jobs").register(app)', r.stdout, 1, true)
+  end)
+
+  it("registers the generated jobs from a new app's app.lua: no hint", function()
+    local r = zever_in(app, "generate", "job", "IndexPost", "post_id:int64")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.is_nil(r.stdout:find("then in app.lua", 1, true))
+    assert.matches('require("generated.jobs").register(app)', fs.read(app .. "/app.lua"), 1, true)
   end)
 
   it("prints what it added, or would add, as JSON with --json", function()

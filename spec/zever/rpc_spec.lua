@@ -313,6 +313,14 @@ describe("zever.rpc", function()
         next = 3 * 3600 } }, app.scheduler:list(0))
     end)
 
+    it("registers nothing, and resolves no battery, for a schema without jobs", function()
+      -- What a new app's app.lua does before its schema has a job: app.jobs is not built.
+      local mod = rpc.jobs({ jobs = {}, schedules = {} })
+      local app = zever.app()
+      assert.are.equal(app, mod.register(app))
+      assert.is_nil(app:container():resolved("jobs"))
+    end)
+
     it("raises on a bad definition, a bad app or a job without a handler", function()
       raises(function() rpc.jobs({ jobs = JOBS }) end)
       assert.is_truthy(raises(function() rpc.jobs({ jobs = { {} }, schedules = {} }) end)

@@ -218,6 +218,12 @@ if assets.module("generated.routes") then
   require("generated.routes").register(app, nil, %s)
 end
 
+-- The jobs and schedules of schema/*.zen (generated/jobs.lua); their handlers are yours, in
+-- handlers/jobs.lua. `zever serve` dispatches them, `zever worker` runs them.
+if assets.module("generated.jobs") then
+  require("generated.jobs").register(app)
+end
+
 return app
 ]]
 
