@@ -33,8 +33,8 @@
 
 local errors = require "zever.errors"
 
-local type, error, setmetatable, pairs, pcall, require = type, error, setmetatable, pairs,
-  pcall, require
+local type, error, setmetatable, pairs, pcall, require, tostring = type, error, setmetatable,
+  pairs, pcall, require, tostring
 
 local M = {}
 
@@ -99,10 +99,29 @@ function M.opt_table(v, fname, what)
   if v ~= nil and type(v) ~= "table" then error(fname .. ": " .. what .. " must be a table", 3) end
 end
 
+-- A duration string's seconds, or nil, err: zever.duration's units ("30s", "1h30m", "1.5s") and
+-- ISO 8601 ("PT30S", "P1D") formats, as configuration durations read. Not its nano format: a
+-- bare "30" in a seconds argument would be 30 ns. The codec is made on first use (battery.lua
+-- is loaded by every battery; most calls pass numbers).
+local codec
+
+local function duration_seconds(s)
+  if not codec then
+    codec = require("zever.duration").codec{ write = "units", accept = { "units", "iso8601" },
+      days = true }
+  end
+  return codec:decode(s)
+end
+
 -- default when v is nil; v when it is a number >= 0 (> 0 when positive; not infinite when
--- finite); raises else.
+-- finite), or a duration string worth that many seconds ("10s", "PT1M"); raises else.
 function M.seconds(v, default, fname, what, positive, finite)
   if v == nil then return default end
+  if type(v) == "string" then
+    local s, err = duration_seconds(v)
+    if not s then error(fname .. ": " .. what .. ": " .. tostring(err), 3) end
+    v = s
+  end
   if type(v) ~= "number" or v ~= v or v < 0 or (positive and v == 0) or (finite and v == 1 / 0) then
     error(fname .. ": " .. what .. (positive and " must be a positive number of seconds"
       or " must be a number of seconds >= 0"), 3)

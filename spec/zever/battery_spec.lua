@@ -73,6 +73,12 @@ describe("zever.battery", function()
       { function() return battery.seconds(1 / 0, 7, "f", "ttl") end, 1 / 0 },
       { function() return battery.count(nil, 10, "f", "limit", 1) end, 10 },
       { function() return battery.count(3, 10, "f", "limit", 1) end, 3 },
+      -- Duration strings, in the units and ISO 8601 formats configuration durations use.
+      { function() return battery.seconds("10s", 7, "f", "ttl") end, 10 },
+      { function() return battery.seconds("1h30m", 7, "f", "ttl") end, 5400 },
+      { function() return battery.seconds("1.5s", 7, "f", "ttl", true) end, 1.5 },
+      { function() return battery.seconds("PT30S", 7, "f", "ttl") end, 30 },
+      { function() return battery.seconds("P1D", 7, "f", "ttl") end, 86400 },
     }
     for i, r in ipairs(rows) do assert.are.equal(r[2], r[1](), "row " .. i) end
     local bad = {
@@ -83,6 +89,14 @@ describe("zever.battery", function()
         "f: ttl must be a positive number of seconds" },
       { function() battery.seconds(0 / 0, 7, "f", "ttl") end, "f: ttl must be a number of seconds >= 0" },
       { function() battery.count(1.5, 1, "f", "limit", 1) end, "f: limit must be an integer >= 1" },
+      -- A bare number in a string is not taken as nanoseconds (the nano format) nor as seconds.
+      { function() battery.seconds("30", 7, "f", "ttl") end,
+        'f: ttl: invalid duration "30": want units or iso8601' },
+      { function() battery.seconds("soon", 7, "f", "ttl") end,
+        'f: ttl: invalid duration "soon": want units or iso8601' },
+      { function() battery.seconds("-5s", 7, "f", "ttl") end, "f: ttl must be a number of seconds >= 0" },
+      { function() battery.seconds("0s", 7, "f", "ttl", true) end,
+        "f: ttl must be a positive number of seconds" },
       { function() battery.opt_table(1, "f", "opts") end, "f: opts must be a table" },
     }
     for i, r in ipairs(bad) do assert.are.equal(r[2], fails(r[1]), "bad row " .. i) end

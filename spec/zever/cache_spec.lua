@@ -140,6 +140,20 @@ describe("adapters.cache.memory", function()
     c:close()
   end)
 
+  it("takes a ttl as a duration string, and raises at the caller for one it cannot read", function()
+    local t = 1
+    local c = cache.new{ name = unique("ttlstr"), max_bytes = 4096, clock = function() return t end }
+    c:set("k", "v", "1m30s")
+    t = t + 89
+    assert.are.equal("v", c:get("k"))
+    t = t + 2
+    assert.is_nil(c:get("k"))
+    local ok, err = pcall(function() c:set("k", "v", "90") end)
+    assert.is_false(ok)
+    assert.matches('cache_spec%.lua:%d+: cache:set: ttl: invalid duration "90": want units or iso8601', err)
+    c:close()
+  end)
+
   it("reaches the core through the FFI", function()
     assert.is_true(memory.ffi)
   end)
