@@ -233,7 +233,7 @@ return function(name, new)
       { "a function payload", function(q) q:push("t", print) end },
       { "a table payload JSON cannot hold", function(q) q:push("t", { f = print }) end },
       { "a negative delay", function(q) q:push("t", "x", { delay = -1 }) end },
-      { "a delay that is not a number", function(q) q:push("t", "x", { delay = "1s" }) end },
+      { "a delay that is neither a number nor a duration", function(q) q:push("t", "x", { delay = "soon" }) end },
       { "headers that are not strings", function(q) q:push("t", "x", { headers = { a = 1 } }) end },
       { "opts that are not a table", function(q) q:push("t", "x", 5) end },
       { "ack of a table that did not come from pop", function(q) q:ack({ id = 1 }) end },
