@@ -50,60 +50,9 @@ local IDLE = tonumber(arg and arg[3] or "") or 5
 local ONLY = arg and arg[4]
 local format = string.format
 
-local function quote(s)
-  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function alive(pid)
-  local r = os.execute("kill -0 " .. pid .. " 2>/dev/null")
-  return r == 0 or r == true
-end
-
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local APP = [[
-local zever = require "zever"
-local sys = require "zever.sys"
-local app = zever.app()
-local total, out = tonumber(os.getenv("BENCH_JOBS")), os.getenv("BENCH_OUT")
-local prefetch = tonumber(os.getenv("BENCH_PREFETCH") or "0")
-if prefetch > 0 then require("adapters.queue.db").PREFETCH = prefetch end
-local n, first = 0, 0
-app.jobs:register("noop", function(args)
-  n = n + args.k
-  if n == 1 then first = sys.now() end
-  if n == total then
-    local f = assert(io.open(out .. ".tmp", "w"))
-    f:write(string.format("%.9f %.9f", first, sys.now()))
-    f:close()
-    os.rename(out .. ".tmp", out)
-  end
-end)
-return app
-]]
-
-local function median(t)
-  local s = {}
-  for i, v in ipairs(t) do s[i] = v end
-  table.sort(s)
-  local m = #s
-  if m % 2 == 1 then return s[(m + 1) / 2] end
-  return (s[m / 2] + s[m / 2 + 1]) / 2
-end
-
-local dir = os.tmpname()
-os.remove(dir)
-assert(os.execute("mkdir -p " .. quote(dir)))
-local app_path = dir .. "/app.lua"
-local af = assert(io.open(app_path, "w"))
-af:write(APP)
-af:close()
+local helpers = require "bench.worker_bench_app"
+local quote, alive, slurp, median = helpers.quote, helpers.alive, helpers.slurp, helpers.median
+local dir, app_path = helpers.write_app()
 
 local srv = assert(pg_server.start())
 

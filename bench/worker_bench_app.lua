@@ -1,0 +1,77 @@
+-- bench/worker_bench_app.lua: what the end-to-end queue benchmarks that start a real `zever
+-- worker` process share (queue_throughput.lua, queue_pg_bench.lua), loaded with
+-- require "bench.worker_bench_app" from the repository's root:
+--
+--   M.write_app()   -> dir, app_path   a new temporary folder holding the worker's app.lua
+--   M.quote(s), M.alive(pid), M.slurp(path), M.median(list)
+--
+-- The app registers one job, "noop", whose handler only counts: once it has run BENCH_JOBS jobs
+-- (the sum of their args.k) it writes the monotonic times of its first and last job, "%.9f
+-- %.9f", to BENCH_OUT (through a rename, so a reader never sees half of it). BENCH_PREFETCH > 0
+-- sets the db queue adapter's claim size. The caller removes the folder.
+
+local M = {}
+
+M.APP = [[
+local zever = require "zever"
+local sys = require "zever.sys"
+local app = zever.app()
+local total, out = tonumber(os.getenv("BENCH_JOBS")), os.getenv("BENCH_OUT")
+local prefetch = tonumber(os.getenv("BENCH_PREFETCH") or "0")
+if prefetch > 0 then require("adapters.queue.db").PREFETCH = prefetch end
+local n, first = 0, 0
+app.jobs:register("noop", function(args)
+  n = n + args.k
+  if n == 1 then first = sys.now() end
+  if n == total then
+    local f = assert(io.open(out .. ".tmp", "w"))
+    f:write(string.format("%.9f %.9f", first, sys.now()))
+    f:close()
+    os.rename(out .. ".tmp", out)
+  end
+end)
+return app
+]]
+
+-- s quoted for sh.
+function M.quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+-- Whether process pid is still there.
+function M.alive(pid)
+  local r = os.execute("kill -0 " .. pid .. " 2>/dev/null")
+  return r == 0 or r == true
+end
+
+-- The file's content, or nil when it cannot be read.
+function M.slurp(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- The median of the numbers of t (the middle two averaged for an even count); t is unchanged.
+function M.median(t)
+  local s = {}
+  for i, v in ipairs(t) do s[i] = v end
+  table.sort(s)
+  local m = #s
+  if m % 2 == 1 then return s[(m + 1) / 2] end
+  return (s[m / 2] + s[m / 2 + 1]) / 2
+end
+
+function M.write_app()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. M.quote(dir)))
+  local app_path = dir .. "/app.lua"
+  local f = assert(io.open(app_path, "w"))
+  f:write(M.APP)
+  f:close()
+  return dir, app_path
+end
+
+return M
