@@ -82,6 +82,17 @@ local function declaration(kind, name, fs, flags)
   path = path or "/" .. snake(svc):gsub("_service$", "") .. "/" .. snake(rpc)
   local auth = flags.auth or "required"
   if auth ~= "none" and auth ~= "required" then return nil, "--auth wants none or required" end
+  -- A path parameter is an input: say which field to add, before the compiler says it is
+  -- missing (an id is an int64, as generate's entities' ids are).
+  local given = {}
+  for _, f in ipairs(fs) do given[f.name] = true end
+  for param in path:gmatch("{([%a_][%w_]*)}") do
+    if not given[param] then
+      local hint = param:match("_id$") or param == "id" and true
+      return nil, format("--http's path names {%s}: give it as a field too (%s:%s)", param, param,
+        hint and "int64" or "string")
+    end
+  end
   local text = format("  rpc %s(%s)%s {\n    http: %s %q\n    auth: %s\n  }\n", rpc, args_text(fs),
     flags.returns and (" -> " .. flags.returns) or "", method, path, auth)
   return text, svc

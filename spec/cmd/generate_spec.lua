@@ -81,6 +81,16 @@ describe("zever generate", function()
     assert.matches('require("generated.jobs").register(app)', fs.read(app .. "/app.lua"), 1, true)
   end)
 
+  it("names the field a path parameter needs instead of compiling a schema without it (exit 2)", function()
+    local before = fs.read(app .. "/schema/app.zen")
+    local r = zever_in(app, "generate", "rpc", "PostService.GetPost", "--http", "GET /posts/{id}")
+    assert.are.equal(2, r.code)
+    assert.matches("--http's path names {id}: give it as a field too (id:int64)", r.stderr, 1, true)
+    r = zever_in(app, "generate", "rpc", "PostService.BySlug", "--http", "GET /p/{slug}")
+    assert.matches("(slug:string)", r.stderr, 1, true)
+    assert.are.equal(before, fs.read(app .. "/schema/app.zen"))
+  end)
+
   it("prints what it added, or would add, as JSON with --json", function()
     local json = require "zever.json"
     local before = fs.read(app .. "/schema/app.zen")
