@@ -84,26 +84,9 @@ function Server:launch()
   return true
 end
 
--- Stops the postmaster by its PID: SIGINT (fast shutdown), then SIGKILL after 10 s.
-function Server:kill()
-  local pid = self.pid
-  self.pid = nil
-  if not pid then return end
-  process.terminate(pid, "INT", 10)
-end
-
-function Server:stop()
-  self:kill()
-  if self.dir then
-    os.execute("rm -rf " .. quote(self.dir))
-    self.dir = nil
-  end
-end
-
-function Server:restart()
-  self:kill()
-  return self:launch()
-end
+-- kill stops the postmaster by its PID: SIGINT (fast shutdown), then SIGKILL after 10 s; stop
+-- also removes the data directory; restart launches it again.
+process.server_lifecycle(Server, "INT", 10)
 
 -- The DSN of database name on this server.
 function Server:dsn(name)

@@ -157,6 +157,31 @@ function M.terminate(pid, signal, grace)
   end
 end
 
+-- Gives class (a server of spec/support: fields pid and dir, a method launch()) its kill, stop
+-- and restart: kill sends signal to pid, then SIGKILL after grace seconds (terminate); stop
+-- kills and removes dir; restart kills and launches again, returning what launch returns.
+function M.server_lifecycle(class, signal, grace)
+  function class:kill()
+    local pid = self.pid
+    self.pid = nil
+    if not pid then return end
+    M.terminate(pid, signal, grace)
+  end
+
+  function class:stop()
+    self:kill()
+    if self.dir then
+      os.execute("rm -rf " .. M.quote(self.dir))
+      self.dir = nil
+    end
+  end
+
+  function class:restart()
+    self:kill()
+    return self:launch()
+  end
+end
+
 -- Polls cond() every 10 ms (a real sleep: another process does the work) until it returns true
 -- or secs (default 10) have passed; returns whether it did. Specs wait for what they need (a
 -- file a process writes, a row, a port) to a generous deadline, never for a fixed time.

@@ -75,26 +75,9 @@ function Server:launch()
   return nil, "redis-server did not start on port " .. self.port .. ": " .. text:sub(-300)
 end
 
--- Stops the process by PID: SIGTERM, then SIGKILL after 2 s.
-function Server:kill()
-  local pid = self.pid
-  self.pid = nil
-  if not pid then return end
-  process.terminate(pid, "TERM", 2)
-end
-
-function Server:stop()
-  self:kill()
-  if self.dir then
-    os.execute("rm -rf " .. quote(self.dir))
-    self.dir = nil
-  end
-end
-
-function Server:restart()
-  self:kill()
-  return self:launch()
-end
+-- kill stops the process by PID: SIGTERM, then SIGKILL after 2 s; stop also removes its
+-- folder; restart launches it again.
+process.server_lifecycle(Server, "TERM", 2)
 
 function Server:prefix(name)
   self.prefixes = self.prefixes + 1
