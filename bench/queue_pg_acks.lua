@@ -8,15 +8,13 @@
 -- default), on a fresh table each time; prints jobs/s from the worker's start to the last job,
 -- per round and the median per setting.
 
-local sys = require "zever.sys"
 local zdb = require "zever.db"
 local queue = require "zever.queue"
 local jobs = require "zever.jobs"
-local worker = require "zever.worker"
 local jq = require "adapters.jobs.queue"
 local dbq = require "adapters.queue.db"
-local testing = require "zever.testing"
 local pg_server = require "spec.support.pg_server"
+local helpers = require "bench.worker_bench_app"
 
 local N = tonumber(arg and arg[1] or "") or 3000
 local ROUNDS = tonumber(arg and arg[2] or "") or 2
@@ -32,18 +30,7 @@ local function run(batch)
   serial = serial + 1
   local j = jobs.wrap(jq.new(queue.wrap(dbq.new(db, { table = "acks_" .. serial }),
     { visibility_timeout = 30 }), { db = db }), {})
-  local n = 0
-  j:register("noop", function() n = n + 1 end)
-  for _ = 1, N do assert(j:dispatch("noop", { k = 1 })) end
-  local w = worker.new(j, { concurrency = 4 })
-  local t0 = sys.now()
-  w:start()
-  assert(testing.run_until(function() return n >= N end, 300), "the jobs did not run")
-  local rate = N / (sys.now() - t0)
-  local drained = false
-  w:drain(0, function() drained = true end)
-  testing.run_until(function() return drained end, 5)
-  return rate
+  return helpers.run_in_process(j, N)
 end
 
 local function median(t)

@@ -242,17 +242,7 @@ local function in_process(prefetch)
   local db = assert(zdb.open(dsn))
   local j = jobs.wrap(jq.new(queue.wrap(dbq.new(db, { prefetch = prefetch }),
     { visibility_timeout = 30 }), { db = db }), {})
-  local n = 0
-  j:register("noop", function() n = n + 1 end)
-  for _ = 1, N do assert(j:dispatch("noop", { k = 1 })) end
-  local w = worker.new(j, { concurrency = 4 })
-  local t0 = sys.now()
-  w:start()
-  assert(testing.run_until(function() return n >= N end, 300), "the jobs did not run")
-  local rate = N / (sys.now() - t0)
-  local drained = false
-  w:drain(0, function() drained = true end)
-  testing.run_until(function() return drained end, 5)
+  local rate = helpers.run_in_process(j, N)
   db:close()
   cleanup()
   return rate

@@ -4,6 +4,7 @@
 --
 --   M.write_app()   -> dir, app_path   a new temporary folder holding the worker's app.lua
 --   M.quote(s), M.alive(pid), M.slurp(path), M.median(list)
+--   M.run_in_process(j, n) -> jobs/s                  n "noop" jobs through a 4-slot zever.worker
 --
 -- The app registers one job, "noop", whose handler only counts: once it has run BENCH_JOBS jobs
 -- (the sum of their args.k) it writes the monotonic times of its first and last job, "%.9f
@@ -61,6 +62,25 @@ function M.median(t)
   local m = #s
   if m % 2 == 1 then return s[(m + 1) / 2] end
   return (s[m / 2] + s[m / 2 + 1]) / 2
+end
+
+-- In this process (queue_pg_acks.lua, queue_pg_bench.lua's prefetch rows): registers "noop" on
+-- the jobs front-end j, dispatches n of them, runs them with a zever.worker of 4 slots, and
+-- drains it; returns jobs/s from the worker's start to the last job.
+function M.run_in_process(j, n)
+  local sys, worker, testing = require "zever.sys", require "zever.worker", require "zever.testing"
+  local done = 0
+  j:register("noop", function() done = done + 1 end)
+  for _ = 1, n do assert(j:dispatch("noop", { k = 1 })) end
+  local w = worker.new(j, { concurrency = 4 })
+  local t0 = sys.now()
+  w:start()
+  assert(testing.run_until(function() return done >= n end, 300), "the jobs did not run")
+  local rate = n / (sys.now() - t0)
+  local drained = false
+  w:drain(0, function() drained = true end)
+  testing.run_until(function() return drained end, 5)
+  return rate
 end
 
 function M.write_app()
