@@ -6,7 +6,7 @@
 --   db:exec(sql, ...)   -> { changes =, last_insert_id = }   raises on an SQL error
 --   db:query(sql, ...)  -> { row, ... } (a json.array)       raises on an SQL error
 --   db:first(sql, ...)  -> row | nil (no row)                raises on an SQL error
---   db:transaction(function(tx) ... end) -> fn's results; rollback and re-raise on error
+--   db:transaction(function(tx, a, b) ... end[, a, b]) -> fn's results; rollback + re-raise on error
 --   db:try(fn[, code, ...]) -> fn(db)'s results | nil, err   the expected-failure form
 --
 -- A database error is never a value by accident: every statement (raw, builder, BEGIN/COMMIT)
@@ -456,8 +456,8 @@ local running = coroutine.running
 -- continues into it), fn's results pass as fixed values, and after the commit's wait one call
 -- of a function LuaJIT does not compile (coroutine.running: a "stitch") ends that trace before
 -- the return into pcall, which is then the only part left to the interpreter.
-local function run_tx(fn, tx, conn, control, commit, st, depth, pinned, waits)
-  local n, r1, r2, r3 = fn_results(fn(tx))
+local function run_tx(fn, tx, conn, control, commit, st, depth, pinned, waits, a1, a2, a3)
+  local n, r1, r2, r3 = fn_results(fn(tx, a1, a2, a3))
   tx.finished = true
   local done, code, message, fields = control(conn, commit)
   if not done then return nil, code, message, fields end
@@ -467,11 +467,16 @@ local function run_tx(fn, tx, conn, control, commit, st, depth, pinned, waits)
   return n, r1, r2, r3
 end
 
--- Runs fn(tx) in a transaction (a savepoint when one is already open): commits when fn
+-- Runs fn(tx, ...) in a transaction (a savepoint when one is already open): commits when fn
 -- returns and returns its results; on an error, rolls back and re-raises it unchanged. A
--- failing BEGIN or COMMIT raises a db error (after a rollback). tx has the API of db.
-function DB:transaction(fn)
+-- failing BEGIN or COMMIT raises a db error (after a rollback). tx has the API of db. Up to
+-- three arguments after fn are passed on (fn(tx, a1, a2, a3)), so a request can hand a function
+-- defined once (a module's) its values instead of making a closure per call, which LuaJIT does
+-- not compile (FNEW). Three named parameters, not `...`: a vararg call here is NYI and would
+-- abort the caller's trace (spec/host/hotpath_spec.lua); a fourth raises.
+function DB:transaction(fn, a1, a2, a3, a4)
   if type(fn) ~= "function" then error("transaction: expects a function", 2) end
+  if a4 ~= nil then error("transaction: at most three arguments after fn (pass a table)", 2) end
   check_live(self)
   local st = self.state
   local depth = st.depth
@@ -502,7 +507,7 @@ function DB:transaction(fn)
   local tx = tx_handle(self, conn, st, depth + 1)
   local r1, r2, r3
   ok, code, r1, r2, r3 = pcall(run_tx, fn, tx, conn, control, commit, st, depth, pinned,
-    adapter.waits)
+    adapter.waits, a1, a2, a3)
   if ok and code then -- committed: code is the count of fn's results
     if code == 1 then return r1 end
     if code == 0 then return end

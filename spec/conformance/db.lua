@@ -706,6 +706,27 @@ return function(name, open, caps)
       assert.is_false(db:in_transaction())
     end)
 
+    -- A function defined once, handed its values: no closure per call (docs/db.md).
+    local function insert_emails(tx, a, b, third)
+      tx:insert_into("users"):values { email = a }:exec()
+      tx:insert_into("users"):values { email = b }:exec()
+      return third, "done"
+    end
+
+    it("passes up to three arguments after fn on to it, outer and nested", function()
+      local db = h.db
+      local third, done = db:transaction(insert_emails, "p@x", "q@x", 3)
+      assert.are.same({ 3, "done" }, { third, done })
+      db:transaction(function(tx, a, b)
+        tx:transaction(insert_emails, a, b)
+      end, "r@x", "s@x")
+      assert.are.same({ "p@x", "q@x", "r@x", "s@x" }, emails(db))
+      local ok, err = pcall(function() local r = db:transaction(insert_emails, "t@x", "u@x", 1, 2); return r end)
+      assert.is_false(ok)
+      assert.matches("conformance/db%.lua:%d+: transaction: at most three arguments after fn", err)
+      assert.are.equal(4, #emails(db)) -- nothing ran
+    end)
+
     it("rolls back and re-raises the same error value", function()
       local db = h.db
       local boom = { reason = "boom" }
