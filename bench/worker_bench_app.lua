@@ -1,6 +1,7 @@
--- bench/worker_bench_app.lua: what the end-to-end queue benchmarks that start a real `zever
--- worker` process share (queue_throughput.lua, queue_pg_bench.lua), loaded with
--- require "bench.worker_bench_app" from the repository's root:
+-- bench/worker_bench_app.lua: what the queue benchmarks that run jobs through a worker share
+-- (queue_throughput.lua, queue_pg_bench.lua: a real `zever worker` process; queue_pg_acks.lua:
+-- a worker in this process), loaded with require "bench.worker_bench_app" from the repository's
+-- root:
 --
 --   M.write_app()   -> dir, app_path   a new temporary folder holding the worker's app.lua
 --   M.quote(s), M.alive(pid), M.slurp(path), M.median(list)
@@ -83,6 +84,7 @@ function M.run_in_process(j, n)
   return rate
 end
 
+-- Writes M.APP into a new temporary folder: returns the folder and the app file's path.
 function M.write_app()
   local dir = os.tmpname()
   os.remove(dir)
