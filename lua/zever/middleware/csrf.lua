@@ -90,9 +90,46 @@ local function origin_host(origin)
   return host
 end
 
+-- The value of field in a multipart/form-data body (an HTML form with a file input): the part
+-- whose headers name it and that is not a file, found by plain finds over the part boundaries
+-- (RFC 7578), without parsing the rest, which stays req:form()'s (with the handler's limits).
+-- A part that cannot be found is nil: the request is then refused, never let through.
+local function multipart_field(body, ctype, field)
+  local boundary = match(ctype, '[Bb][Oo][Uu][Nn][Dd][Aa][Rr][Yy]="([^"]+)"')
+    or match(ctype, "[Bb][Oo][Uu][Nn][Dd][Aa][Rr][Yy]=([^;%s]+)")
+  if not boundary or type(body) ~= "string" then return nil end
+  local delim, want = "\r\n--" .. boundary, lower('name="' .. field .. '"')
+  -- The first delimiter may open the body (no CRLF before it).
+  local pos = sub(body, 1, #delim - 2) == sub(delim, 3) and -1 or find(body, delim, 1, true)
+  while pos do
+    local head = pos + #delim
+    if sub(body, head, head + 1) == "--" then return nil end -- the closing delimiter
+    local stop = find(body, "\r\n\r\n", head, true)
+    if not stop then return nil end
+    local next_pos = find(body, delim, stop + 4, true)
+    if not next_pos then return nil end
+    local headers = lower(sub(body, head, stop - 1))
+    if find(headers, want, 1, true) and not find(headers, "filename", 1, true) then
+      return sub(body, stop + 4, next_pos - 1)
+    end
+    pos = next_pos
+  end
+end
+
+-- A stream_body route's body is the handler's to read (req.body raises there): its forms send
+-- the header.
+local function streamed(req)
+  local src = req.source
+  local f = type(src) == "userdata" and src.streamed
+  return f and f(src) or false
+end
+
 local function form_field(req, field)
   local ct = req:header("content-type")
-  if not ct or not find(lower(ct), "application/x-www-form-urlencoded", 1, true) then return nil end
+  if not ct or streamed(req) then return nil end
+  local lct = lower(ct)
+  if find(lct, "multipart/form-data", 1, true) then return multipart_field(req.body, ct, field) end
+  if not find(lct, "application/x-www-form-urlencoded", 1, true) then return nil end
   local v = request.parse_query(req.body)[field]
   return type(v) == "string" and v or nil
 end
