@@ -33,14 +33,7 @@ local function run(batch)
   return helpers.run_in_process(j, N)
 end
 
-local function median(t)
-  local s = {}
-  for i, v in ipairs(t) do s[i] = v end
-  table.sort(s)
-  local m = #s
-  if m % 2 == 1 then return s[(m + 1) / 2] end
-  return (s[m / 2] + s[m / 2 + 1]) / 2
-end
+local median = helpers.median
 
 local rates = { [1] = {}, [64] = {} }
 for r = 1, ROUNDS do

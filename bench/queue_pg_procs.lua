@@ -37,22 +37,8 @@ local CONFIGS = arg and arg[3] or "1x4,2x4,4x1,4x4"
 local OLD = os.getenv("BENCH_QUEUE_DB_OLD")
 local format = string.format
 
-local function quote(s)
-  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function alive(pid)
-  local r = os.execute("kill -0 " .. pid .. " 2>/dev/null")
-  return r == 0 or r == true
-end
-
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local helpers = require "bench.worker_bench_app"
+local quote, alive, slurp, median = helpers.quote, helpers.alive, helpers.slurp, helpers.median
 
 local APP = [[
 local old = os.getenv("BENCH_QUEUE_DB")
@@ -84,15 +70,6 @@ app.jobs:register("noop", function(args)
 end)
 return app
 ]]
-
-local function median(t)
-  local s = {}
-  for i, v in ipairs(t) do s[i] = v end
-  table.sort(s)
-  local m = #s
-  if m % 2 == 1 then return s[(m + 1) / 2] end
-  return (s[m / 2] + s[m / 2 + 1]) / 2
-end
 
 local function list(t)
   local s = {}

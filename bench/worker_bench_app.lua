@@ -1,7 +1,7 @@
 -- bench/worker_bench_app.lua: what the queue benchmarks that run jobs through a worker share
--- (queue_throughput.lua, queue_pg_bench.lua: a real `zever worker` process; queue_pg_acks.lua:
--- a worker in this process), loaded with require "bench.worker_bench_app" from the repository's
--- root:
+-- (queue_throughput.lua, queue_pg_bench.lua, queue_pg_procs.lua: real `zever worker` processes;
+-- queue_pg_acks.lua: a worker in this process), loaded with require "bench.worker_bench_app"
+-- from the repository's root:
 --
 --   M.write_app()   -> dir, app_path   a new temporary folder holding the worker's app.lua
 --   M.quote(s), M.alive(pid), M.slurp(path), M.median(list)
