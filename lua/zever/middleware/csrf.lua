@@ -116,13 +116,9 @@ local function multipart_field(body, ctype, field)
   end
 end
 
--- A stream_body route's body is the handler's to read (req.body raises there): its forms send
--- the header.
-local function streamed(req)
-  local src = req.source
-  local f = type(src) == "userdata" and src.streamed
-  return f and f(src) or false
-end
+-- A stream_body route's body still arriving is the handler's to read (req.body raises there):
+-- its forms send the header.
+local streamed = require("zever.request.body").streamed
 
 local function form_field(req, field)
   local ct = req:header("content-type")

@@ -21,6 +21,16 @@ local type, select, ipairs, pairs, tostring = type, select, ipairs, pairs, tostr
 
 local M = {}
 
+-- Whether req's body is still coming from the socket (a stream_body route dispatched at the end
+-- of its head, zever.stream): a form reads it piece by piece, a multipart body's files are
+-- spooled as they arrive, never held whole, and req.body raises. zever.middleware.csrf asks
+-- it too, before it looks for its field in a form.
+function M.streamed(req)
+  local src = req.source
+  local f = type(src) == "userdata" and src.streamed
+  return f and f(src) or false
+end
+
 -- Installs the methods into Request (zever.request's metatable); R is zever.request's module
 -- (R.form_limits, R.parse_query), put its query-string rule for one key ("k[]" collects).
 function M.install(Request, R, put)
@@ -53,13 +63,7 @@ function M.install(Request, R, put)
   local LIMIT_KEYS = { max_parts = true, max_field_bytes = true, max_file_bytes = true,
     spool_bytes = true, tmpdir = true }
 
-  -- The body of a stream_body route comes from the socket (zever.stream): a form reads it piece
-  -- by piece; a multipart body's files are spooled as they arrive, never held whole.
-  local function is_streamed(req)
-    local src = req.source
-    local f = type(src) == "userdata" and src.streamed
-    return f and f(src) or false
-  end
+  local is_streamed = M.streamed
 
   local READ_PIECE = 256 * 1024
 
