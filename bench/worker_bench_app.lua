@@ -35,25 +35,10 @@ end)
 return app
 ]]
 
--- s quoted for sh.
-function M.quote(s)
-  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
--- Whether process pid is still there.
-function M.alive(pid)
-  local r = os.execute("kill -0 " .. pid .. " 2>/dev/null")
-  return r == 0 or r == true
-end
-
--- The file's content, or nil when it cannot be read.
-function M.slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+-- The spec support's: s quoted for sh; whether process pid is still there (not a zombie); a
+-- file's content, or nil when it cannot be read.
+local process, files = require "spec.support.process", require "spec.support.files"
+M.quote, M.alive, M.slurp = process.quote, process.alive, files.slurp
 
 -- The median of the numbers of t (the middle two averaged for an even count); t is unchanged.
 function M.median(t)
@@ -86,14 +71,8 @@ end
 
 -- Writes M.APP into a new temporary folder: returns the folder and the app file's path.
 function M.write_app()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p " .. M.quote(dir)))
-  local app_path = dir .. "/app.lua"
-  local f = assert(io.open(app_path, "w"))
-  f:write(M.APP)
-  f:close()
-  return dir, app_path
+  local dir = files.tmpdir({ ["app.lua"] = M.APP }, "zever-bench")
+  return dir, dir .. "/app.lua"
 end
 
 return M
